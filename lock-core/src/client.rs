@@ -1,0 +1,149 @@
+//! The client users hold: a backend, a namespace and the re-entrant holds of this process.
+
+use std::sync::Arc;
+
+use crate::backend::{Capabilities, DynLockBackend, LockBackend};
+use crate::held::HeldRegistry;
+use crate::key::validate_namespace;
+use crate::request::LockRequest;
+use crate::{LeaseMode, Result};
+
+/// A handle to distributed locks on one backend. Cheap to clone; clones share everything.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::{LockClient, MemoryBackend};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let locks = LockClient::builder(MemoryBackend::new()).namespace("shop").build()?;
+///
+/// // Wait as long as it takes:
+/// let guard = locks.lock("sku:42").await?;
+/// // Do not wait: a busy lock is `None`.
+/// let other_task = tokio::spawn({
+///     let locks = locks.clone();
+///     async move { locks.lock("sku:42").try_acquire().await }
+/// });
+/// assert!(other_task.await.unwrap()?.is_none());
+/// guard.release().await?;
+///
+/// // Wait up to 3 s, on a fixed 10 s lease the watchdog does not renew:
+/// let guard = locks
+///     .lock("sku:42")
+///     .fixed_ttl(Duration::from_secs(10))
+///     .acquire_within(Duration::from_secs(3))
+///     .await?
+///     .expect("free again");
+/// # drop(guard);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LockClient {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) backend: Arc<dyn DynLockBackend>,
+    pub(crate) namespace: String,
+    pub(crate) default_lease: LeaseMode,
+    pub(crate) held: HeldRegistry,
+}
+
+impl LockClient {
+    /// A client on `backend` with no namespace and the default watchdog lease.
+    pub fn new(backend: impl LockBackend) -> Self {
+        Self::from_dyn(Arc::new(backend))
+    }
+
+    /// A client on a backend already held as a trait object (as middleware holds it).
+    #[must_use]
+    pub fn from_dyn(backend: Arc<dyn DynLockBackend>) -> Self {
+        Self {
+            inner: Arc::new(ClientInner {
+                backend,
+                namespace: String::new(),
+                default_lease: LeaseMode::default(),
+                held: HeldRegistry::default(),
+            }),
+        }
+    }
+
+    /// Starts configuring a client on `backend`.
+    pub fn builder(backend: impl LockBackend) -> LockClientBuilder {
+        LockClientBuilder {
+            backend: Arc::new(backend),
+            namespace: String::new(),
+            default_lease: LeaseMode::default(),
+        }
+    }
+
+    /// Starts a request for the lock named `key` (validated when the request runs).
+    pub fn lock(&self, key: impl Into<String>) -> LockRequest<'_> {
+        LockRequest::new(self, key.into())
+    }
+
+    /// What the backend can do.
+    #[must_use]
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.backend.capabilities()
+    }
+
+    /// The namespace every key is placed under (empty when none).
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    /// How many distinct leases this client's owners hold right now.
+    #[must_use]
+    pub fn held_leases(&self) -> usize {
+        self.inner.held.len()
+    }
+}
+
+impl std::fmt::Debug for LockClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockClient")
+            .field("backend", &self.capabilities().backend)
+            .field("namespace", &self.inner.namespace)
+            .field("default_lease", &self.inner.default_lease)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`LockClient`].
+#[must_use]
+pub struct LockClientBuilder {
+    backend: Arc<dyn DynLockBackend>,
+    namespace: String,
+    default_lease: LeaseMode,
+}
+
+impl LockClientBuilder {
+    /// Places every key under `namespace` (`namespace:key`), so services sharing a backend do
+    /// not collide. Letters, digits, `-`, `_` and `.`; at most 64 bytes.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The lease used when a request names none (default: a 30 s watchdog lease).
+    pub fn default_lease(mut self, lease: LeaseMode) -> Self {
+        self.default_lease = lease;
+        self
+    }
+
+    /// Checks the settings and builds the client.
+    pub fn build(self) -> Result<LockClient> {
+        validate_namespace(&self.namespace)?;
+        self.default_lease.validate()?;
+        Ok(LockClient {
+            inner: Arc::new(ClientInner {
+                backend: self.backend,
+                namespace: self.namespace,
+                default_lease: self.default_lease,
+                held: HeldRegistry::default(),
+            }),
+        })
+    }
+}

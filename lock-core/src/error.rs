@@ -1,0 +1,137 @@
+//! The one error type of lock-core.
+
+use std::time::Duration;
+
+/// Everything that can go wrong when taking, holding or giving back a lock.
+///
+/// Contention is not an error: a lock that is busy makes [`try_acquire`] return `Ok(None)`.
+/// The cases a caller usually branches on have helpers: [`is_unavailable`],
+/// [`is_timeout`] and [`is_lost`].
+///
+/// ```
+/// use lock_core::{LockClient, LockError, MemoryBackend};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let locks = LockClient::new(MemoryBackend::new());
+/// match locks.lock("").try_acquire().await {
+///     Err(LockError::InvalidKey { reason, .. }) => assert!(reason.contains("empty")),
+///     other => panic!("expected an invalid key, got {other:?}"),
+/// }
+/// # }
+/// ```
+///
+/// [`try_acquire`]: crate::LockRequest::try_acquire
+/// [`is_unavailable`]: LockError::is_unavailable
+/// [`is_timeout`]: LockError::is_timeout
+/// [`is_lost`]: LockError::is_lost
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The key is empty, too long, or otherwise unusable.
+    #[error("invalid lock key {key:?}: {reason}")]
+    InvalidKey {
+        /// The key as given (cut to 64 characters).
+        key: String,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// A duration (lease TTL, wait) is outside what the lock accepts.
+    #[error("invalid {what}: {reason}")]
+    InvalidDuration {
+        /// Which setting was refused.
+        what: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// Any other setting that cannot be used (namespace, URL, option combination).
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+
+    /// The backend could not be reached or answered with an error. Fail closed: the lock was
+    /// not granted.
+    #[error("{backend} backend unavailable: {source}")]
+    Unavailable {
+        /// The backend's name (`"memory"`, `"redis"`, ...).
+        backend: &'static str,
+        /// What the backend's client reported.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+
+    /// The backend did not answer within the operation's deadline; whether the command took
+    /// effect is unknown (lock-core retries idempotently where it can before reporting this).
+    #[error("{backend} backend timed out after {after:?} during {operation}")]
+    Timeout {
+        /// The backend's name.
+        backend: &'static str,
+        /// What was being done (`"acquire"`, `"release"`, ...).
+        operation: &'static str,
+        /// How long lock-core waited.
+        after: Duration,
+    },
+
+    /// The lease behind a guard is gone: it ran out, its renewal failed, or the lock was
+    /// deleted or taken over behind its back. Work protected by it must stop.
+    #[error("lease on {key:?} lost: {reason}")]
+    LeaseLost {
+        /// The lock's key (without namespace).
+        key: String,
+        /// Why it was lost.
+        reason: crate::LostReason,
+    },
+
+    /// The backend answered something lock-core does not understand (a bug or a version
+    /// mismatch, never a user error).
+    #[error("{backend} backend protocol error: {detail}")]
+    Protocol {
+        /// The backend's name.
+        backend: &'static str,
+        /// What was unexpected.
+        detail: String,
+    },
+}
+
+impl LockError {
+    /// True when the backend could not be reached or failed: callers fail closed (HTTP 503).
+    #[must_use]
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. } | Self::Timeout { .. })
+    }
+
+    /// True when a backend operation ran past its deadline.
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout { .. })
+    }
+
+    /// True when the error says the lease was lost.
+    #[must_use]
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Self::LeaseLost { .. })
+    }
+
+    /// True for errors caused by the caller's input (key, durations, configuration).
+    #[must_use]
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidKey { .. } | Self::InvalidDuration { .. } | Self::InvalidConfig(_)
+        )
+    }
+
+    /// Wraps a backend client error.
+    pub fn unavailable(
+        backend: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self::Unavailable {
+            backend,
+            source: source.into(),
+        }
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = LockError> = std::result::Result<T, E>;

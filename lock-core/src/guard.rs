@@ -1,0 +1,208 @@
+//! The guard: proof of holding a lock, and the handle to release, extend or watch it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::ClientInner;
+use crate::held::HeldLease;
+use crate::lease::{valid_until, validate_ttl};
+use crate::owner::OwnerId;
+use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken, Result};
+
+/// A held lock. Release it with [`release`](Self::release); dropping it releases too, but
+/// only on a best-effort basis.
+///
+/// The guard carries the lock's key, the random owner token and the fencing token of this
+/// grant, and it can tell when the lease is lost ([`lost`](Self::lost)). Re-entrant
+/// acquisitions by the same owner return guards that share one lease; the lock is released
+/// when the last of them goes.
+///
+/// **Drop** spawns the release on the current tokio runtime and returns at once; if there is
+/// no runtime, or the release fails, the lease's TTL frees the lock. Prefer `release().await`
+/// where the outcome matters.
+///
+/// ```
+/// use lock_core::{LockClient, MemoryBackend};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let locks = LockClient::new(MemoryBackend::new());
+/// let guard = locks.lock("report:2026-11").await?;
+/// println!("fence {} for {}", guard.fencing_token(), guard.key().name());
+/// tokio::select! {
+///     reason = guard.lost() => println!("stop: {reason}"),
+///     () = async { /* the protected work */ } => {}
+/// }
+/// assert!(guard.release().await?, "still held when released");
+/// # Ok(()) }
+/// ```
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct LockGuard {
+    lease: Arc<HeldLease>,
+    client: Arc<ClientInner>,
+    owner: OwnerId,
+    done: bool,
+}
+
+impl LockGuard {
+    pub(crate) fn new(lease: Arc<HeldLease>, client: Arc<ClientInner>, owner: OwnerId) -> Self {
+        Self {
+            lease,
+            client,
+            owner,
+            done: false,
+        }
+    }
+
+    /// The lock's key.
+    #[must_use]
+    pub fn key(&self) -> &LockKey {
+        &self.lease.key
+    }
+
+    /// The random token this lease is stored under (prints redacted).
+    #[must_use]
+    pub fn owner_token(&self) -> OwnerToken {
+        self.lease.token
+    }
+
+    /// The fencing token of this grant: larger than that of every earlier grant of the key.
+    #[must_use]
+    pub fn fencing_token(&self) -> FencingToken {
+        self.lease.fence
+    }
+
+    /// The lease mode and length in force.
+    #[must_use]
+    pub fn lease_mode(&self) -> LeaseMode {
+        self.lease.mode()
+    }
+
+    /// How much longer the lease is trusted without another renewal (zero once lost).
+    #[must_use]
+    pub fn remaining(&self) -> Duration {
+        if self.is_lost() {
+            return Duration::ZERO;
+        }
+        self.lease
+            .valid_until
+            .borrow()
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// How many guards this owner holds on this lease (2 after one re-entry).
+    #[must_use]
+    pub fn hold_count(&self) -> usize {
+        self.client.held.count(self.owner, &self.lease)
+    }
+
+    /// True once the lease is lost.
+    #[must_use]
+    pub fn is_lost(&self) -> bool {
+        self.lease.loss.is_fired()
+    }
+
+    /// Resolves when the lease is lost: the lock was deleted or taken over behind this
+    /// holder's back, renewal failed until the lease ran out, or a fixed lease expired. Never
+    /// resolves while the lease is held. The future owns what it needs, so it can be moved
+    /// into another task.
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+        let signal = self.lease.loss.clone();
+        async move { signal.fired().await }
+    }
+
+    /// An error for work that must stop because the lease is gone, if it is.
+    pub fn ensure_held(&self) -> Result<()> {
+        match self.lease.loss.reason() {
+            Some(reason) => Err(LockError::LeaseLost {
+                key: self.lease.key.name().to_owned(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Sets the lease's remaining time to `ttl` now; the watchdog (if any) renews with `ttl`
+    /// from then on. Returns `Ok(false)`, and fires the lost signal, when the lease was no
+    /// longer this owner's.
+    pub async fn extend(&self, ttl: Duration) -> Result<bool> {
+        validate_ttl(ttl)?;
+        self.ensure_held()?;
+        let sent = Instant::now();
+        let held = self.lease.lease.renew(Some(ttl)).await?;
+        if held {
+            self.lease.set_ttl(ttl);
+            self.lease.valid_until.send_replace(valid_until(sent, ttl));
+            tracing::debug!(key = %self.lease.key, ?ttl, "lease extended");
+        } else {
+            self.lease.loss.fire(LostReason::NotOwner);
+        }
+        Ok(held)
+    }
+
+    /// Gives this hold back. The last hold of a lease releases it in the backend, owner-checked:
+    /// `Ok(true)` when the lock was still held by this owner, `Ok(false)` when it had been lost
+    /// (expired, deleted, taken over) and nothing was released. Inner re-entrant holds return
+    /// `Ok(true)` while the lease is held.
+    pub async fn release(mut self) -> Result<bool> {
+        self.done = true;
+        if !self.client.held.leave(self.owner, &self.lease) {
+            return Ok(!self.is_lost());
+        }
+        self.lease.stop.cancel();
+        let released = self.lease.lease.release().await;
+        match &released {
+            Ok(held) => {
+                tracing::debug!(key = %self.lease.key, fence = %self.lease.fence, still_held = held, "released")
+            }
+            Err(error) => {
+                tracing::warn!(key = %self.lease.key, %error, "release failed; the lease's TTL will free the lock")
+            }
+        }
+        released
+    }
+}
+
+impl LockGuard {
+    /// Stops renewing and forgets this hold without releasing the lock, as a crashed process
+    /// would: other owners get the key when the lease runs out. For failure tests and for
+    /// handing a lock's fate to its TTL on purpose.
+    pub fn abandon(mut self) {
+        self.done = true;
+        if self.client.held.leave(self.owner, &self.lease) {
+            self.lease.stop.cancel();
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.done || !self.client.held.leave(self.owner, &self.lease) {
+            return;
+        }
+        self.lease.stop.cancel();
+        let lease = self.lease.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(error) = lease.lease.release().await {
+                    tracing::warn!(key = %lease.key, %error, "release on drop failed; the lease's TTL will free the lock");
+                }
+            });
+        } else {
+            tracing::warn!(key = %lease.key, "guard dropped outside a tokio runtime; the lease's TTL will free the lock");
+        }
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("key", &self.lease.key)
+            .field("owner_token", &self.lease.token)
+            .field("fence", &self.lease.fence)
+            .field("lost", &self.is_lost())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,112 @@
+//! The state of one granted backend lease, shared by all re-entrant guards of its owner, and
+//! the per-client registry that counts re-entries.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::DynLease;
+use crate::owner::OwnerId;
+use crate::{FencingToken, LeaseMode, LockKey, LossSignal, OwnerToken};
+
+/// One lease as granted by the backend.
+pub(crate) struct HeldLease {
+    pub(crate) key: LockKey,
+    pub(crate) token: OwnerToken,
+    pub(crate) fence: FencingToken,
+    pub(crate) backend: &'static str,
+    pub(crate) lease: Box<dyn DynLease>,
+    pub(crate) loss: LossSignal,
+    /// Until when the lease is trusted (monotonic clock); the watchdog follows changes.
+    pub(crate) valid_until: watch::Sender<Instant>,
+    /// The lease length and whether the watchdog renews it; `extend` changes the length.
+    pub(crate) mode: Mutex<LeaseMode>,
+    /// Cancelled when the last guard goes, so the watchdog stops.
+    pub(crate) stop: CancellationToken,
+}
+
+impl HeldLease {
+    pub(crate) fn mode(&self) -> LeaseMode {
+        *lock(&self.mode)
+    }
+
+    pub(crate) fn set_ttl(&self, ttl: Duration) {
+        let mut mode = lock(&self.mode);
+        *mode = match *mode {
+            LeaseMode::Watchdog { .. } => LeaseMode::watchdog(ttl),
+            LeaseMode::Fixed { .. } => LeaseMode::fixed(ttl),
+        };
+    }
+}
+
+/// Locks a std mutex, recovering from poisoning: every critical section here leaves the data
+/// consistent, so a panic elsewhere must not turn into a panic in lock bookkeeping.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Entry {
+    lease: Arc<HeldLease>,
+    count: usize,
+}
+
+/// The leases held by this client, by owner and key, with their hold counts.
+#[derive(Default)]
+pub(crate) struct HeldRegistry {
+    entries: Mutex<HashMap<(OwnerId, LockKey), Entry>>,
+}
+
+impl HeldRegistry {
+    /// Counts a re-entry when `owner` already holds `key`, returning the shared lease and the
+    /// new hold count.
+    pub(crate) fn reenter(&self, owner: OwnerId, key: &LockKey) -> Option<(Arc<HeldLease>, usize)> {
+        let mut entries = lock(&self.entries);
+        let entry = entries.get_mut(&(owner, key.clone()))?;
+        entry.count += 1;
+        Some((entry.lease.clone(), entry.count))
+    }
+
+    /// Records a fresh grant with a hold count of one.
+    pub(crate) fn insert(&self, owner: OwnerId, lease: Arc<HeldLease>) {
+        let key = lease.key.clone();
+        lock(&self.entries).insert((owner, key), Entry { lease, count: 1 });
+    }
+
+    /// Gives back one hold; returns true when it was the last, and the lease must be released.
+    pub(crate) fn leave(&self, owner: OwnerId, lease: &Arc<HeldLease>) -> bool {
+        let mut entries = lock(&self.entries);
+        let slot = (owner, lease.key.clone());
+        match entries.get_mut(&slot) {
+            Some(entry) if Arc::ptr_eq(&entry.lease, lease) => {
+                entry.count -= 1;
+                if entry.count == 0 {
+                    entries.remove(&slot);
+                    true
+                } else {
+                    false
+                }
+            }
+            // Not registered (already removed): nothing else shares it.
+            _ => true,
+        }
+    }
+
+    /// How many holds `owner` has on this lease.
+    pub(crate) fn count(&self, owner: OwnerId, lease: &Arc<HeldLease>) -> usize {
+        lock(&self.entries)
+            .get(&(owner, lease.key.clone()))
+            .filter(|entry| Arc::ptr_eq(&entry.lease, lease))
+            .map_or(0, |entry| entry.count)
+    }
+
+    /// How many distinct leases this client holds.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.entries).len()
+    }
+}

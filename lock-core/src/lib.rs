@@ -1,0 +1,70 @@
+//! Distributed locks for async Rust services: leases with fencing tokens, a watchdog that
+//! renews them, a signal when one is lost, per-task reentrancy, and push wake-ups.
+//!
+//! ```
+//! use lock_core::{LockClient, MemoryBackend};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+//! // `MemoryBackend` for one process; `RedisBackend` (feature `redis`) across machines.
+//! let locks = LockClient::builder(MemoryBackend::new()).namespace("shop").build()?;
+//!
+//! let guard = locks.lock("order:42").await?;
+//! // Hand the fencing token to the resource so a stale holder's writes are refused.
+//! let fence = guard.fencing_token();
+//! tokio::select! {
+//!     reason = guard.lost() => eprintln!("lease lost, stopping: {reason}"),
+//!     () = async { /* work guarded by the lock, writing with `fence` */ } => {}
+//! }
+//! guard.release().await?;
+//! # let _ = fence; Ok(()) }
+//! ```
+//!
+//! # The pieces
+//! - [`LockClient`]: what you hold; cheap to clone. [`LockClient::lock`] starts a
+//!   [`LockRequest`] (try, wait up to a duration, or wait forever).
+//! - [`LockGuard`]: the held lock: key, [`OwnerToken`], [`FencingToken`], lease,
+//!   [`lost()`](LockGuard::lost), [`release()`](LockGuard::release),
+//!   [`extend()`](LockGuard::extend).
+//! - [`LeaseMode`]: a watchdog lease (default 30 s, renewed every TTL/3) or a fixed TTL.
+//! - [`LockOwner`]: carries reentrancy across tasks; see [`owner`](crate::LockOwner) docs for how
+//!   the current task is identified.
+//! - [`LockBackend`]: what a store implements; [`MemoryBackend`] is always compiled,
+//!   `RedisBackend` comes with the `redis` feature.
+//! - [`LockError`]: one error type; contention is `Ok(None)`, not an error.
+//!
+//! # Guarantees and their limits
+//! Leases are measured on the monotonic clock from the moment the winning command was *sent*,
+//! minus a drift margin ([`lease::drift_margin`]); a grant whose reply arrives after that is
+//! released and not reported as held. The lost signal fires when a lease can no longer be
+//! confirmed before it ends. No lease-based lock can stop a holder that is paused past its lease
+//! from acting afterwards: that is what fencing tokens are for.
+
+pub mod backend;
+mod client;
+mod error;
+mod guard;
+mod held;
+mod key;
+pub mod lease;
+mod lost;
+mod memory;
+mod owner;
+#[cfg(feature = "redis")]
+pub mod redis;
+mod request;
+mod token;
+mod watchdog;
+
+pub use backend::{Capabilities, LockBackend};
+pub use client::{LockClient, LockClientBuilder};
+pub use error::{LockError, Result};
+pub use guard::LockGuard;
+pub use key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
+pub use lease::{LeaseMode, WaitPolicy};
+pub use lost::{LossSignal, LostReason};
+pub use memory::{MemoryBackend, MemoryLease};
+pub use owner::LockOwner;
+#[cfg(feature = "redis")]
+pub use redis::RedisBackend;
+pub use request::LockRequest;
+pub use token::{FencingToken, OwnerToken};

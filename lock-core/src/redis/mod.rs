@@ -1,0 +1,460 @@
+//! The Redis backend (feature `redis`): leases as hashes with a TTL, set and checked by Lua
+//! scripts, waiters woken by pub/sub.
+//!
+//! ```no_run
+//! use lock_core::{LockClient, RedisBackend};
+//!
+//! # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+//! let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
+//! let locks = LockClient::builder(backend).namespace("shop").build()?;
+//! let guard = locks.lock("sku:42").await?;
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout in Redis
+//! For the lock `shop:sku:42` with the default prefix `lock`:
+//! - `lock:{#shop:sku:42}`: hash `{owner, fence}`, its TTL is the lease;
+//! - `lock:{#shop:sku:42}:fence`: the fencing counter (kept, seeded from the server clock);
+//! - `lock:{#shop:sku:42}:waiters`: sorted set of waiter ids by arrival.
+//!
+//! All three share one hash tag. Keys and tokens reach Redis only as `KEYS`/`ARGV`.
+//!
+//! # Round trips
+//! An uncontended acquire is one `EVALSHA`, a release one more. A contended one adds one
+//! `EVALSHA` per wake-up (the first attempt queues the waiter in the same script), plus a
+//! re-check per poll interval if a wake-up message is lost.
+//!
+//! # Failures
+//! Commands that time out or lose their connection are retried with the same owner token, which
+//! the scripts treat idempotently. The connection manager reconnects after a restart; a holder
+//! whose key vanished learns it at its next renewal (`lost()` fires with
+//! [`LostReason::NotOwner`](crate::LostReason::NotOwner)).
+
+mod keys;
+mod scripts;
+mod wakeups;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use self::keys::LockKeys;
+use self::wakeups::WakeHub;
+use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::{FencingToken, LockError, OwnerToken, Result};
+
+const BACKEND: &str = "redis";
+
+/// Locks in a Redis server (or anything speaking its protocol with Lua and pub/sub).
+///
+/// Cheap to clone: clones share one multiplexed connection and one subscription.
+#[derive(Clone)]
+pub struct RedisBackend {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    connection: ConnectionManager,
+    prefix: String,
+    hub: Arc<WakeHub>,
+    config: RedisConfig,
+    commands: AtomicU64,
+    _stop_subscription: DropGuard,
+}
+
+/// A lease held in Redis.
+#[derive(Debug)]
+pub struct RedisLease {
+    keys: LockKeys,
+    owner: OwnerToken,
+    fence: FencingToken,
+}
+
+/// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`].
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct RedisBackendBuilder {
+    url: String,
+    prefix: String,
+    config: RedisConfig,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RedisConfig {
+    response_timeout: Duration,
+    poll_cap: Duration,
+    attempts: u32,
+}
+
+impl RedisBackendBuilder {
+    /// The prefix of every Redis key this backend writes (default `lock`).
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long one command may take before it counts as lost (default 2 s).
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.config.response_timeout = timeout;
+        self
+    }
+
+    /// The longest a waiter goes without re-checking the lock, in case a wake-up message is
+    /// lost (default 1 s; a waiter also re-checks when the holder's lease runs out).
+    pub fn poll_cap(mut self, cap: Duration) -> Self {
+        self.config.poll_cap = cap;
+        self
+    }
+
+    /// How many times a command whose reply was lost is sent again (default 3 in all).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.config.attempts = attempts;
+        self
+    }
+
+    /// Connects, loads the scripts and subscribes for wake-ups.
+    pub async fn connect(self) -> Result<RedisBackend> {
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return Err(LockError::InvalidConfig(format!(
+                "Redis key prefix {:?} must be non-empty and free of '{{' and '}}'",
+                self.prefix
+            )));
+        }
+        if self.config.attempts == 0 || self.config.response_timeout.is_zero() {
+            return Err(LockError::InvalidConfig(
+                "Redis attempts and response timeout must be positive".into(),
+            ));
+        }
+        let client = redis::Client::open(self.url.as_str())
+            .map_err(|e| LockError::InvalidConfig(format!("Redis URL {:?}: {e}", self.url)))?;
+        let manager_config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(self.config.response_timeout))
+            .set_connection_timeout(Some(self.config.response_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(1));
+        let mut connection = ConnectionManager::new_with_config(client.clone(), manager_config)
+            .await
+            .map_err(to_lock_error)?;
+        for script in scripts::all() {
+            script
+                .prepare_invoke()
+                .load_async(&mut connection)
+                .await
+                .map_err(to_lock_error)?;
+        }
+        let hub = Arc::new(WakeHub::new(
+            &self.prefix,
+            OwnerToken::random()?.to_hex()[..16].to_owned(),
+        ));
+        let stop = CancellationToken::new();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(wakeups::run(
+            client,
+            hub.clone(),
+            connection.clone(),
+            stop.clone(),
+            ready_tx,
+        ));
+        ready_rx
+            .await
+            .map_err(|_| LockError::Protocol {
+                backend: BACKEND,
+                detail: "the wake-up subscription task ended before subscribing".into(),
+            })?
+            .map_err(to_lock_error)?;
+        Ok(RedisBackend {
+            shared: Arc::new(Shared {
+                connection,
+                prefix: self.prefix,
+                hub,
+                config: self.config,
+                commands: AtomicU64::new(0),
+                _stop_subscription: stop.drop_guard(),
+            }),
+        })
+    }
+}
+
+impl RedisBackend {
+    /// Connects with default settings to `url` (`redis://host:port/db`).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts configuring a backend for `url`.
+    pub fn builder(url: impl Into<String>) -> RedisBackendBuilder {
+        RedisBackendBuilder {
+            url: url.into(),
+            prefix: "lock".into(),
+            config: RedisConfig {
+                response_timeout: Duration::from_secs(2),
+                poll_cap: Duration::from_secs(1),
+                attempts: 3,
+            },
+        }
+    }
+
+    /// Commands this backend has sent to Redis (scripts, re-checks, queue clean-ups), for
+    /// measuring round trips per acquisition.
+    #[must_use]
+    pub fn commands_sent(&self) -> u64 {
+        self.shared.commands.load(Ordering::Relaxed)
+    }
+
+    /// Wake-up messages this backend has received.
+    #[must_use]
+    pub fn wakeups_received(&self) -> u64 {
+        self.shared.hub.messages.load(Ordering::Relaxed)
+    }
+
+    /// The Redis key holding the lock named `full_key` (`namespace:key`), for operators and tests.
+    #[must_use]
+    pub fn redis_key(&self, full_key: &str) -> String {
+        LockKeys::new(&self.shared.prefix, full_key).lock
+    }
+
+    /// The Redis key of the waiter queue of `full_key`.
+    #[must_use]
+    pub fn waiters_key(&self, full_key: &str) -> String {
+        LockKeys::new(&self.shared.prefix, full_key).waiters
+    }
+
+    /// Runs a script, sending it again (same arguments, so the same owner token) when the
+    /// reply was lost to a timeout or a dropped connection.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        operation: &'static str,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            self.shared.commands.fetch_add(1, Ordering::Relaxed);
+            let mut connection = self.shared.connection.clone();
+            match invocation.invoke_async(&mut connection).await {
+                Ok(value) => return Ok(value),
+                Err(error) if attempt < self.shared.config.attempts && is_transient(&error) => {
+                    tracing::debug!(operation, attempt, %error, "redis reply lost; sending again");
+                    tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+                }
+                Err(error) if error.is_timeout() => {
+                    return Err(LockError::Timeout {
+                        backend: BACKEND,
+                        operation,
+                        after: self.shared.config.response_timeout,
+                    })
+                }
+                Err(error) => return Err(to_lock_error(error)),
+            }
+        }
+    }
+
+    /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
+    async fn attempt(
+        &self,
+        keys: &LockKeys,
+        owner: OwnerToken,
+        ttl: Duration,
+        waiter_id: &str,
+    ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
+        let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
+        let mut invocation = scripts::ACQUIRE.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.fence)
+            .key(&keys.waiters)
+            .arg(owner.to_hex())
+            .arg(millis(ttl))
+            .arg(waiter_id)
+            .arg(millis(queue_lifetime));
+        let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
+        match granted {
+            1 => u64::try_from(value)
+                .map(|fence| Ok(FencingToken::new(fence)))
+                .map_err(|_| protocol(format!("negative fencing token {value}"))),
+            0 => Ok(Err(u64::try_from(value).ok().map(Duration::from_millis))),
+            other => Err(protocol(format!("acquire script answered {other}"))),
+        }
+    }
+}
+
+/// A waiter's registration: leaving it removes the queue entry, and passes on a wake-up it
+/// received but did not use.
+struct Waiting<'a> {
+    backend: &'a RedisBackend,
+    keys: &'a LockKeys,
+    seq: u64,
+    id: String,
+    notify: Arc<tokio::sync::Notify>,
+    granted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.backend.shared.hub.unregister(self.seq);
+        if self.granted {
+            return; // the acquire script removed the queue entry
+        }
+        let backend = self.backend.clone();
+        let (lock_key, waiters, id) = (
+            self.keys.lock.clone(),
+            self.keys.waiters.clone(),
+            std::mem::take(&mut self.id),
+        );
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let mut connection = backend.shared.connection.clone();
+            backend.shared.commands.fetch_add(2, Ordering::Relaxed);
+            let removed: redis::RedisResult<i64> = redis::cmd("ZREM").arg(&waiters).arg(&id).query_async(&mut connection).await;
+            // If the entry was already popped, this waiter may have been the one woken: pass it on.
+            if matches!(removed, Ok(0)) {
+                let passed: redis::RedisResult<i64> = scripts::WAKE
+                    .key(&lock_key)
+                    .key(&waiters)
+                    .arg(&backend.shared.hub.channel_prefix)
+                    .invoke_async(&mut connection)
+                    .await;
+                if let Err(error) = passed {
+                    tracing::debug!(%error, "passing a wake-up on failed; the next waiter's poll covers it");
+                }
+            }
+        });
+    }
+}
+
+impl LockBackend for RedisBackend {
+    type Lease = RedisLease;
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::new(BACKEND);
+        caps.push_wakeups = true;
+        caps
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
+        let keys = LockKeys::new(&self.shared.prefix, request.key.full());
+        let mut waiting: Option<Waiting<'_>> = None;
+        loop {
+            let queue = request.deadline.is_none_or(|d| Instant::now() < d);
+            if queue && waiting.is_none() {
+                let (seq, id, notify) = self.shared.hub.register();
+                waiting = Some(Waiting {
+                    backend: self,
+                    keys: &keys,
+                    seq,
+                    id,
+                    notify,
+                    granted: false,
+                });
+            }
+            let waiter_id = waiting.as_ref().map_or("", |w| w.id.as_str());
+            let sent = Instant::now();
+            match self
+                .attempt(&keys, request.owner, request.ttl, waiter_id)
+                .await?
+            {
+                Ok(fence) => {
+                    if let Some(waiting) = waiting.as_mut() {
+                        waiting.granted = true;
+                    }
+                    let lease = RedisLease {
+                        keys: keys.clone(),
+                        owner: request.owner,
+                        fence,
+                    };
+                    return Ok(Some(Grant::new(lease, fence, sent)));
+                }
+                Err(remaining) => {
+                    let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed())
+                    else {
+                        return Ok(None);
+                    };
+                    let poll = remaining
+                        .filter(|r| !r.is_zero())
+                        .map_or(Duration::from_millis(5), |r| {
+                            r.min(self.shared.config.poll_cap)
+                        });
+                    let mut recheck_at = Instant::now() + jitter(poll);
+                    if let Some(deadline) = request.deadline {
+                        recheck_at = recheck_at.min(deadline);
+                    }
+                    tokio::select! {
+                        () = waiting.notify.notified() => {}
+                        () = sleep_until(recheck_at) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn renew(&self, lease: &RedisLease, ttl: Option<Duration>) -> Result<bool> {
+        let mut invocation = scripts::RENEW.prepare_invoke();
+        invocation
+            .key(&lease.keys.lock)
+            .arg(lease.owner.to_hex())
+            .arg(lease.fence.get())
+            .arg(ttl.map_or(0, millis));
+        let held: i64 = self.run("renew", &invocation).await?;
+        Ok(held == 1)
+    }
+
+    async fn release(&self, lease: &RedisLease) -> Result<bool> {
+        let mut invocation = scripts::RELEASE.prepare_invoke();
+        invocation
+            .key(&lease.keys.lock)
+            .key(&lease.keys.waiters)
+            .arg(lease.owner.to_hex())
+            .arg(lease.fence.get())
+            .arg(&self.shared.hub.channel_prefix);
+        let released: i64 = self.run("release", &invocation).await?;
+        Ok(released == 1)
+    }
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("prefix", &self.shared.prefix)
+            .field("client_id", &self.shared.hub.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
+fn jitter(base: Duration) -> Duration {
+    let mut byte = [0u8; 1];
+    let spread = if getrandom::fill(&mut byte).is_ok() {
+        f64::from(byte[0]) / 255.0
+    } else {
+        0.5
+    };
+    base.mul_f64(0.8 + 0.4 * spread)
+}
+
+fn is_transient(error: &redis::RedisError) -> bool {
+    error.is_timeout() || error.is_connection_dropped() || error.is_io_error()
+}
+
+fn to_lock_error(error: redis::RedisError) -> LockError {
+    LockError::unavailable(BACKEND, error)
+}
+
+fn protocol(detail: String) -> LockError {
+    LockError::Protocol {
+        backend: BACKEND,
+        detail,
+    }
+}

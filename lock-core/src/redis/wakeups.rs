@@ -1,0 +1,158 @@
+//! Push wake-ups: one pub/sub subscription per backend, routed to the waiting tasks.
+//!
+//! Each [`RedisBackend`](super::RedisBackend) subscribes to its own channel
+//! (`<prefix>:wake:<client id>`). A release pops the first waiter of the lock's queue and
+//! publishes that waiter's id on its client's channel, so exactly one task in one process wakes.
+//! A message for a waiter that has gone is passed on to the next waiter. When the subscription
+//! drops, every local waiter is woken to re-check (messages may have been missed meanwhile) and
+//! the subscription is re-established with backoff; waiters also re-check on a timer, so a lost
+//! message costs at most one poll interval.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{oneshot, Notify};
+use tokio_util::sync::CancellationToken;
+
+use super::keys::LockKeys;
+use super::scripts;
+use crate::held::lock;
+
+/// The waiters of one backend, by sequence number.
+pub(super) struct WakeHub {
+    pub(super) client_id: String,
+    pub(super) channel: String,
+    pub(super) channel_prefix: String,
+    next_waiter: AtomicU64,
+    waiters: Mutex<HashMap<u64, Arc<Notify>>>,
+    /// Publishes received, for the bench's round-trip accounting.
+    pub(super) messages: AtomicU64,
+}
+
+impl WakeHub {
+    pub(super) fn new(prefix: &str, client_id: String) -> Self {
+        let channel_prefix = format!("{prefix}:wake:");
+        Self {
+            channel: format!("{channel_prefix}{client_id}"),
+            channel_prefix,
+            client_id,
+            next_waiter: AtomicU64::new(1),
+            waiters: Mutex::new(HashMap::new()),
+            messages: AtomicU64::new(0),
+        }
+    }
+
+    /// Registers a waiter; its id goes into the lock's queue.
+    pub(super) fn register(&self) -> (u64, String, Arc<Notify>) {
+        let seq = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+        let notify = Arc::new(Notify::new());
+        lock(&self.waiters).insert(seq, notify.clone());
+        (seq, format!("{}:{seq}", self.client_id), notify)
+    }
+
+    pub(super) fn unregister(&self, seq: u64) {
+        lock(&self.waiters).remove(&seq);
+    }
+
+    /// Routes one message; returns the lock key when its waiter is gone (the wake-up must be
+    /// passed on).
+    fn deliver(&self, payload: &str) -> Option<String> {
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        let (waiter, lock_key) = payload.split_once('\n')?;
+        let seq: u64 = waiter.rsplit_once(':')?.1.parse().ok()?;
+        match lock(&self.waiters).get(&seq) {
+            Some(notify) => {
+                notify.notify_one();
+                None
+            }
+            None => Some(lock_key.to_owned()),
+        }
+    }
+
+    fn wake_all(&self) {
+        for notify in lock(&self.waiters).values() {
+            notify.notify_one();
+        }
+    }
+}
+
+/// Runs the subscription until `stop`; reports on `ready` once the first subscription is up
+/// (or the first attempt failed).
+pub(super) async fn run(
+    client: redis::Client,
+    hub: Arc<WakeHub>,
+    mut connection: redis::aio::ConnectionManager,
+    stop: CancellationToken,
+    ready: oneshot::Sender<redis::RedisResult<()>>,
+) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(&hub.channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            () = stop.cancelled() => return,
+            result = subscribed => result,
+        };
+        let pubsub = match pubsub {
+            Ok(pubsub) => {
+                if let Some(ready) = ready.take() {
+                    ready.send(Ok(())).ok();
+                }
+                backoff = Duration::from_millis(50);
+                pubsub
+            }
+            Err(error) => {
+                if let Some(ready) = ready.take() {
+                    ready.send(Err(error)).ok();
+                    return;
+                }
+                tracing::warn!(%error, "wake-up subscription failed; waiters poll until it is back");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            }
+        };
+        // Messages published while we were away are lost: have every waiter look again.
+        hub.wake_all();
+        let mut messages = pubsub.into_on_message();
+        loop {
+            let message = tokio::select! {
+                () = stop.cancelled() => return,
+                message = messages.next() => message,
+            };
+            let Some(message) = message else { break };
+            let Ok(payload) = message.get_payload::<String>() else {
+                continue;
+            };
+            if let Some(lock_key) = hub.deliver(&payload) {
+                pass_on(&mut connection, &hub, lock_key).await;
+            }
+        }
+        tracing::warn!("wake-up subscription dropped; reconnecting");
+        hub.wake_all();
+    }
+}
+
+/// A waiter was woken after it left: wake the next one if the lock is still free.
+async fn pass_on(connection: &mut redis::aio::ConnectionManager, hub: &WakeHub, lock_key: String) {
+    let waiters = LockKeys::waiters_of(&lock_key);
+    let result: redis::RedisResult<i64> = scripts::WAKE
+        .key(&lock_key)
+        .key(&waiters)
+        .arg(&hub.channel_prefix)
+        .invoke_async(connection)
+        .await;
+    if let Err(error) = result {
+        tracing::debug!(%error, "passing a wake-up on failed; the next waiter's poll covers it");
+    }
+}

@@ -1,0 +1,166 @@
+//! A request for one lock: the options, and the acquire algorithm shared by every backend.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::AcquireRequest;
+use crate::held::HeldLease;
+use crate::lease::valid_until;
+use crate::owner::OwnerId;
+use crate::{
+    LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, LossSignal, OwnerToken,
+    Result, WaitPolicy,
+};
+
+/// A lock request being configured; finish it with one of the `acquire` methods, or `.await`
+/// it to wait as long as it takes.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::{LockClient, MemoryBackend, WaitPolicy};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let locks = LockClient::new(MemoryBackend::new());
+/// let guard = locks
+///     .lock("invoice:9")
+///     .lease_ttl(Duration::from_secs(5)) // renewed every ~1.7 s while held
+///     .acquire_with(WaitPolicy::Within(Duration::from_millis(200)))
+///     .await?;
+/// assert!(guard.is_some());
+/// # Ok(()) }
+/// ```
+#[must_use = "a lock request does nothing until acquired"]
+pub struct LockRequest<'a> {
+    client: &'a LockClient,
+    key: String,
+    lease: Option<LeaseMode>,
+    owner: Option<LockOwner>,
+}
+
+impl<'a> LockRequest<'a> {
+    pub(crate) fn new(client: &'a LockClient, key: String) -> Self {
+        Self {
+            client,
+            key,
+            lease: None,
+            owner: None,
+        }
+    }
+
+    /// A watchdog lease of `ttl`: renewed every `ttl / 3` while the guard lives.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease = Some(LeaseMode::watchdog(ttl));
+        self
+    }
+
+    /// A fixed lease of `ttl`, never renewed; the lost signal fires when it runs out.
+    pub fn fixed_ttl(mut self, ttl: Duration) -> Self {
+        self.lease = Some(LeaseMode::fixed(ttl));
+        self
+    }
+
+    /// The lease mode to use instead of the client's default.
+    pub fn lease(mut self, lease: LeaseMode) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Acquires on behalf of `owner` instead of the current task (see [`LockOwner`]).
+    pub fn owner(mut self, owner: &LockOwner) -> Self {
+        self.owner = Some(owner.clone());
+        self
+    }
+
+    /// Tries once: `Ok(None)` when another owner holds the lock.
+    pub async fn try_acquire(self) -> Result<Option<LockGuard>> {
+        self.acquire_with(WaitPolicy::Try).await
+    }
+
+    /// Waits up to `wait`: `Ok(None)` when the lock was still held by another owner by then.
+    pub async fn acquire_within(self, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire_with(WaitPolicy::from(wait)).await
+    }
+
+    /// Acquires with the given waiting policy: `Ok(None)` when the lock was still held by
+    /// another owner when waiting ended.
+    pub async fn acquire_with(self, wait: WaitPolicy) -> Result<Option<LockGuard>> {
+        let started = Instant::now();
+        let inner = &self.client.inner;
+        let key = LockKey::new(&inner.namespace, &self.key)?;
+        let mode = self.lease.unwrap_or(inner.default_lease).validate()?;
+        let owner = OwnerId::resolve(self.owner.as_ref());
+        let span = tracing::debug_span!("lock.acquire", key = %key, ?wait);
+
+        if let Some((lease, count)) = inner.held.reenter(owner, &key) {
+            let guard = LockGuard::new(lease, inner.clone(), owner);
+            guard.ensure_held()?;
+            tracing::debug!(parent: &span, hold_count = count, fence = %guard.fencing_token(), "re-entered");
+            return Ok(Some(guard));
+        }
+
+        let backend = inner.backend.capabilities().backend;
+        let deadline = wait.deadline(started);
+        let token = OwnerToken::random()?;
+        loop {
+            let request = AcquireRequest::new(&key, token, mode.ttl(), deadline);
+            let Some(grant) = inner.backend.acquire(request).await? else {
+                tracing::debug!(parent: &span, waited_ms = started.elapsed().as_millis() as u64, "busy");
+                return Ok(None);
+            };
+            let until = valid_until(grant.sent_at, mode.ttl());
+            if until <= Instant::now() {
+                // The reply came back after the lease it granted could be trusted: not a grant.
+                tracing::warn!(parent: &span, "grant arrived too late to trust; releasing and retrying");
+                grant.lease.release().await?;
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let held = Arc::new(HeldLease {
+                key,
+                token,
+                fence: grant.fence,
+                backend,
+                lease: grant.lease,
+                loss: LossSignal::new(),
+                valid_until: watch::Sender::new(until),
+                mode: Mutex::new(mode),
+                stop: CancellationToken::new(),
+            });
+            crate::watchdog::spawn(held.clone(), grant.loss);
+            inner.held.insert(owner, held.clone());
+            tracing::debug!(
+                parent: &span,
+                fence = %held.fence,
+                waited_ms = started.elapsed().as_millis() as u64,
+                "acquired"
+            );
+            return Ok(Some(LockGuard::new(held, inner.clone(), owner)));
+        }
+    }
+}
+
+impl<'a> IntoFuture for LockRequest<'a> {
+    type Output = Result<LockGuard>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<LockGuard>> + Send + 'a>>;
+
+    /// Waits without limit; only a backend failure or bad input ends the wait early.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let key = self.key.clone();
+            self.acquire_with(WaitPolicy::Forever)
+                .await?
+                .ok_or_else(|| LockError::Protocol {
+                    backend: "client",
+                    detail: format!("an unlimited wait for {key:?} ended without a grant"),
+                })
+        })
+    }
+}

@@ -1,0 +1,105 @@
+//! Owner tokens (who holds a lease) and fencing tokens (which grant came later).
+
+use crate::LockError;
+
+/// A random 128-bit value naming one holder of one lease.
+///
+/// Drawn from the operating system's random source for each acquisition, so a late or
+/// retried release or renewal from an earlier holder can never match a later one. Printing it
+/// (`Display` or `Debug`) shows only the first 8 hex digits, so logs never carry a whole token.
+///
+/// ```
+/// use lock_core::OwnerToken;
+///
+/// let token = OwnerToken::random().unwrap();
+/// assert_eq!(token.to_string().len(), "1234abcd…".len());
+/// assert_eq!(OwnerToken::from_hex(&token.to_hex()), Some(token));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OwnerToken(u128);
+
+impl OwnerToken {
+    /// Draws a fresh token from the OS random source.
+    pub fn random() -> Result<Self, LockError> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| LockError::unavailable("os-random", e))?;
+        Ok(Self(u128::from_le_bytes(bytes)))
+    }
+
+    /// The whole token as 32 lowercase hex digits: what backends store. Keep it out of logs.
+    #[must_use]
+    pub fn to_hex(&self) -> String {
+        format!("{:032x}", self.0)
+    }
+
+    /// Parses the form [`to_hex`](Self::to_hex) writes.
+    #[must_use]
+    pub fn from_hex(hex: &str) -> Option<Self> {
+        if hex.len() != 32 {
+            return None;
+        }
+        u128::from_str_radix(hex, 16).ok().map(Self)
+    }
+}
+
+impl std::fmt::Display for OwnerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}…", &self.to_hex()[..8])
+    }
+}
+
+impl std::fmt::Debug for OwnerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OwnerToken({self})")
+    }
+}
+
+/// A number that strictly increases with every grant of the same key, on every backend.
+///
+/// Give it to the resource the lock protects and have the resource refuse writes carrying a
+/// smaller token than one it has seen (`UPDATE ... SET fence = $t WHERE fence <= $t`): a holder
+/// that was paused past its lease can then no longer overwrite the work of the next holder.
+///
+/// ```
+/// use lock_core::FencingToken;
+///
+/// assert!(FencingToken::new(7) < FencingToken::new(8));
+/// assert_eq!(FencingToken::new(8).get(), 8);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct FencingToken(u64);
+
+impl FencingToken {
+    /// Wraps a raw token (as read back from a fenced resource).
+    #[must_use]
+    pub const fn new(value: u64) -> Self {
+        Self(value)
+    }
+
+    /// The raw number.
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_differ_and_round_trip() {
+        let a = OwnerToken::random().unwrap();
+        let b = OwnerToken::random().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(OwnerToken::from_hex(&a.to_hex()), Some(a));
+        assert_eq!(OwnerToken::from_hex("zz"), None);
+        assert!(!format!("{a:?}").contains(&a.to_hex()));
+    }
+}

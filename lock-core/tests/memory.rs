@@ -1,0 +1,28 @@
+//! The conformance suite on the memory backend.
+
+mod conformance;
+
+use conformance::Harness;
+use lock_core::{LockClient, MemoryBackend};
+
+struct Memory(MemoryBackend);
+
+impl Harness for Memory {
+    async fn client(&self) -> LockClient {
+        LockClient::builder(self.0.clone()).namespace("conformance").build().unwrap()
+    }
+
+    async fn delete_behind(&self, full_key: &str) {
+        assert!(self.0.simulate_external_delete(full_key));
+    }
+
+    async fn queued(&self, full_key: &str) -> usize {
+        self.0.waiter_count(full_key)
+    }
+}
+
+async fn memory() -> Option<Memory> {
+    Some(Memory(MemoryBackend::new()))
+}
+
+conformance_suite!(memory());

@@ -1,0 +1,119 @@
+//! The conformance suite on a real Redis server, plus Redis-specific failure checks.
+//!
+//! The server comes from `LOCK_TEST_REDIS_URL` (`cargo xtask test` starts one and sets it).
+//! Without it the suite fails when `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` is set, and otherwise
+//! says loudly that it skipped.
+#![cfg(feature = "redis")]
+
+mod conformance;
+
+use std::time::Duration;
+
+use conformance::{unique_key, Harness};
+use lock_core::{LockClient, LockError, RedisBackend};
+
+struct Redis {
+    url: String,
+    admin: redis::aio::MultiplexedConnection,
+    names: RedisBackend,
+}
+
+fn server_url() -> Option<String> {
+    match std::env::var("LOCK_TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
+                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+            assert!(
+                !required,
+                "LOCK_TEST_REDIS_URL is not set but servers are required; run `cargo xtask test`"
+            );
+            eprintln!("SKIPPED: LOCK_TEST_REDIS_URL is not set; run `cargo xtask test` to use a real Redis");
+            None
+        }
+    }
+}
+
+async fn redis() -> Option<Redis> {
+    let url = server_url()?;
+    let admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach Redis at {url}: {e}"));
+    let names = RedisBackend::connect(&url).await.unwrap();
+    Some(Redis { url, admin, names })
+}
+
+impl Harness for Redis {
+    async fn client(&self) -> LockClient {
+        let backend = RedisBackend::connect(&self.url).await.unwrap();
+        LockClient::builder(backend).namespace("conformance").build().unwrap()
+    }
+
+    async fn delete_behind(&self, full_key: &str) {
+        let deleted: i64 = redis::cmd("DEL")
+            .arg(self.names.redis_key(full_key))
+            .query_async(&mut self.admin.clone())
+            .await
+            .unwrap();
+        assert_eq!(deleted, 1, "nothing to delete");
+    }
+
+    async fn queued(&self, full_key: &str) -> usize {
+        redis::cmd("ZCARD")
+            .arg(self.names.waiters_key(full_key))
+            .query_async(&mut self.admin.clone())
+            .await
+            .unwrap()
+    }
+}
+
+conformance_suite!(redis());
+
+/// An unreachable server is a typed, fail-closed error, quickly.
+#[tokio::test]
+async fn unreachable_server_is_unavailable() {
+    let started = tokio::time::Instant::now();
+    let err = RedisBackend::builder("redis://127.0.0.1:1/")
+        .response_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = RedisBackend::connect("not a url").await.unwrap_err();
+    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
+}
+
+/// A key the server keeps as another type is a backend error, not a panic or a grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_data_under_the_key_is_an_error() {
+    let Some(h) = redis().await else { return };
+    let client = h.client().await;
+    let key = unique_key("foreign");
+    let full = format!("conformance:{key}");
+    let _: () = redis::cmd("SET")
+        .arg(h.names.redis_key(&full))
+        .arg("not a hash")
+        .query_async(&mut h.admin.clone())
+        .await
+        .unwrap();
+    let err = client.lock(&key).try_acquire().await.unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+}
+
+/// Fencing tokens keep increasing when the counter is lost (a restart without persistence).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_survives_a_lost_counter() {
+    let Some(h) = redis().await else { return };
+    let client = h.client().await;
+    let key = unique_key("fence-reset");
+    let first = client.lock(&key).await.unwrap();
+    let before = first.fencing_token();
+    first.release().await.unwrap();
+    let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    let _: i64 = redis::cmd("DEL").arg(&fence_key).query_async(&mut h.admin.clone()).await.unwrap();
+    let second = client.lock(&key).await.unwrap();
+    assert!(second.fencing_token() > before, "{} !> {before}", second.fencing_token());
+}

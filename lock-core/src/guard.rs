@@ -143,9 +143,10 @@ impl LockGuard {
     }
 
     /// Gives this hold back. The last hold of a lease releases it in the backend, owner-checked:
-    /// `Ok(true)` when the lock was still held by this owner, `Ok(false)` when it had been lost
-    /// (expired, deleted, taken over) and nothing was released. Inner re-entrant holds return
-    /// `Ok(true)` while the lease is held.
+    /// `Ok(true)` when the backend still had the lock under this owner, `Ok(false)` when it was
+    /// gone (expired, deleted, taken over) and nothing was released. (Just after `lost()` fired
+    /// for an expiring lease the backend may still have it for the drift margin: then `true`.)
+    /// Inner re-entrant holds return `Ok(true)` while the lease is not lost.
     pub async fn release(mut self) -> Result<bool> {
         self.done = true;
         if !self.client.held.leave(self.owner, &self.lease) {

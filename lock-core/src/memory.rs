@@ -274,14 +274,15 @@ impl LockBackend for MemoryBackend {
         let Some(state) = keys.get_mut(&lease.key) else {
             return Ok(false);
         };
-        if !state.is_held_by(lease.owner, lease.fence, now) {
-            return Ok(false);
+        state.expire(now);
+        let held = state.is_held_by(lease.owner, lease.fence, now);
+        if held {
+            state.holder = None;
+            state.wake_one();
         }
-        state.holder = None;
-        state.wake_one();
         if state.is_idle() {
             keys.remove(&lease.key);
         }
-        Ok(true)
+        Ok(held)
     }
 }

@@ -9,7 +9,10 @@ struct Memory(MemoryBackend);
 
 impl Harness for Memory {
     async fn client(&self) -> LockClient {
-        LockClient::builder(self.0.clone()).namespace("conformance").build().unwrap()
+        LockClient::builder(self.0.clone())
+            .namespace("conformance")
+            .build()
+            .unwrap()
     }
 
     async fn delete_behind(&self, full_key: &str) {

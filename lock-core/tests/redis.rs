@@ -48,7 +48,10 @@ async fn redis() -> Option<Redis> {
 impl Harness for Redis {
     async fn client(&self) -> LockClient {
         let backend = RedisBackend::connect(&self.url).await.unwrap();
-        LockClient::builder(backend).namespace("conformance").build().unwrap()
+        LockClient::builder(backend)
+            .namespace("conformance")
+            .build()
+            .unwrap()
     }
 
     async fn delete_behind(&self, full_key: &str) {
@@ -113,7 +116,15 @@ async fn fencing_survives_a_lost_counter() {
     let before = first.fencing_token();
     first.release().await.unwrap();
     let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
-    let _: i64 = redis::cmd("DEL").arg(&fence_key).query_async(&mut h.admin.clone()).await.unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg(&fence_key)
+        .query_async(&mut h.admin.clone())
+        .await
+        .unwrap();
     let second = client.lock(&key).await.unwrap();
-    assert!(second.fencing_token() > before, "{} !> {before}", second.fencing_token());
+    assert!(
+        second.fencing_token() > before,
+        "{} !> {before}",
+        second.fencing_token()
+    );
 }

@@ -34,11 +34,17 @@ pub fn unique_key(name: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    format!("{name}:{}:{nanos}:{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{name}:{}:{nanos}:{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    timeout(BOUND, future).await.expect("check ran past its bound")
+    timeout(BOUND, future)
+        .await
+        .expect("check ran past its bound")
 }
 
 /// Waits (bounded) until `condition` holds; the signal being waited for lives in the store,
@@ -50,7 +56,10 @@ where
 {
     let start = Instant::now();
     while !condition().await {
-        assert!(start.elapsed() < Duration::from_secs(10), "never happened: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "never happened: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -96,7 +105,11 @@ pub async fn exclusion<H: Harness>(h: &H) {
             task.await.unwrap();
         }
         assert_eq!(sections.load(Ordering::SeqCst), 90);
-        assert_eq!(violations.load(Ordering::SeqCst), 0, "critical sections overlapped");
+        assert_eq!(
+            violations.load(Ordering::SeqCst),
+            0,
+            "critical sections overlapped"
+        );
     })
     .await;
 }
@@ -124,10 +137,17 @@ pub async fn wait_timeout<H: Harness>(h: &H) {
         let (a, b) = (h.client().await, h.client().await);
         let _guard = a.lock(&key).await.unwrap();
         let start = Instant::now();
-        let outcome = b.lock(&key).acquire_within(Duration::from_millis(150)).await.unwrap();
+        let outcome = b
+            .lock(&key)
+            .acquire_within(Duration::from_millis(150))
+            .await
+            .unwrap();
         let waited = start.elapsed();
         assert!(outcome.is_none());
-        assert!(waited >= Duration::from_millis(150), "gave up early: {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(150),
+            "gave up early: {waited:?}"
+        );
         assert!(waited < Duration::from_secs(2), "overslept: {waited:?}");
     })
     .await;
@@ -157,7 +177,10 @@ pub async fn wakeup_latency<H: Harness>(h: &H) {
                 }
             });
             // Let the waiter queue up first; the wake-up, not its first try, is measured.
-            eventually("the waiter queued", || async { h.queued(guard.key().full()).await > 0 }).await;
+            eventually("the waiter queued", || async {
+                h.queued(guard.key().full()).await > 0
+            })
+            .await;
             let released = Instant::now();
             guard.release().await.unwrap();
             rx.await.unwrap();
@@ -165,7 +188,10 @@ pub async fn wakeup_latency<H: Harness>(h: &H) {
             worst = worst.max(acquired.saturating_duration_since(released));
         }
         eprintln!("worst release-to-acquire latency: {worst:?}");
-        assert!(worst < Duration::from_millis(100), "woken by polling, not push: {worst:?}");
+        assert!(
+            worst < Duration::from_millis(100),
+            "woken by polling, not push: {worst:?}"
+        );
     })
     .await;
 }
@@ -183,11 +209,21 @@ pub async fn crashed_holder_expires<H: Harness>(h: &H) {
         let guard = a.lock(&key).lease_ttl(ttl).await.unwrap();
         let crashed_at = Instant::now();
         guard.abandon();
-        assert!(b.lock(&key).try_acquire().await.unwrap().is_none(), "held right after the crash");
-        let next = b.lock(&key).acquire_within(Duration::from_secs(5)).await.unwrap();
+        assert!(
+            b.lock(&key).try_acquire().await.unwrap().is_none(),
+            "held right after the crash"
+        );
+        let next = b
+            .lock(&key)
+            .acquire_within(Duration::from_secs(5))
+            .await
+            .unwrap();
         assert!(next.is_some(), "the lease never expired");
         let after = crashed_at.elapsed();
-        assert!(after < ttl + Duration::from_millis(600), "expired late: {after:?}");
+        assert!(
+            after < ttl + Duration::from_millis(600),
+            "expired late: {after:?}"
+        );
     })
     .await;
 }
@@ -202,7 +238,10 @@ pub async fn watchdog_holds_past_ttl<H: Harness>(h: &H) {
         // Time passing is what is tested here.
         let held_until = Instant::now() + ttl * 4;
         while Instant::now() < held_until {
-            assert!(b.lock(&key).try_acquire().await.unwrap().is_none(), "lease ran out");
+            assert!(
+                b.lock(&key).try_acquire().await.unwrap().is_none(),
+                "lease ran out"
+            );
             tokio::time::sleep(ttl / 4).await;
         }
         assert!(!guard.is_lost());
@@ -219,11 +258,19 @@ pub async fn lost_fires_on_delete<H: Harness>(h: &H) {
         let ttl = Duration::from_millis(600);
         let guard = a.lock(&key).lease_ttl(ttl).await.unwrap();
         h.delete_behind(guard.key().full()).await;
-        let reason = timeout(ttl, guard.lost()).await.expect("lost() did not fire");
+        let reason = timeout(ttl, guard.lost())
+            .await
+            .expect("lost() did not fire");
         assert_eq!(reason, LostReason::NotOwner);
         assert!(guard.is_lost());
-        assert!(matches!(guard.ensure_held(), Err(LockError::LeaseLost { .. })));
-        assert!(!guard.release().await.unwrap(), "released a lock it no longer held");
+        assert!(matches!(
+            guard.ensure_held(),
+            Err(LockError::LeaseLost { .. })
+        ));
+        assert!(
+            !guard.release().await.unwrap(),
+            "released a lock it no longer held"
+        );
     })
     .await;
 }
@@ -233,7 +280,11 @@ pub async fn non_owner_refused<H: Harness>(h: &H) {
     bounded(async {
         let key = unique_key("non-owner");
         let (a, b, c) = (h.client().await, h.client().await, h.client().await);
-        let stale = a.lock(&key).fixed_ttl(Duration::from_millis(150)).await.unwrap();
+        let stale = a
+            .lock(&key)
+            .fixed_ttl(Duration::from_millis(150))
+            .await
+            .unwrap();
         let current = b
             .lock(&key)
             .acquire_within(Duration::from_secs(5))
@@ -241,10 +292,18 @@ pub async fn non_owner_refused<H: Harness>(h: &H) {
             .unwrap()
             .expect("the fixed lease ran out");
         assert!(current.fencing_token() > stale.fencing_token());
-        timeout(Duration::from_secs(1), stale.lost()).await.expect("stale holder not told");
+        timeout(Duration::from_secs(1), stale.lost())
+            .await
+            .expect("stale holder not told");
         assert!(stale.extend(Duration::from_secs(5)).await.is_err() || stale.is_lost());
-        assert!(!stale.release().await.unwrap(), "stale release reported success");
-        assert!(c.lock(&key).try_acquire().await.unwrap().is_none(), "stale release freed the lock");
+        assert!(
+            !stale.release().await.unwrap(),
+            "stale release reported success"
+        );
+        assert!(
+            c.lock(&key).try_acquire().await.unwrap().is_none(),
+            "stale release freed the lock"
+        );
         assert!(current.extend(Duration::from_secs(5)).await.unwrap());
         assert!(current.release().await.unwrap());
     })
@@ -274,18 +333,29 @@ pub async fn reentrancy<H: Harness>(h: &H) {
         let key = unique_key("reentry");
         let a = h.client().await;
         let outer = a.lock(&key).await.unwrap();
-        let inner = a.lock(&key).try_acquire().await.unwrap().expect("re-entry refused");
+        let inner = a
+            .lock(&key)
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("re-entry refused");
         assert_eq!(inner.hold_count(), 2);
         assert_eq!(inner.fencing_token(), outer.fencing_token());
         let other_task = tokio::spawn({
             let (a, key) = (a.clone(), key.clone());
             async move { a.lock(&key).try_acquire().await.unwrap().is_none() }
         });
-        assert!(other_task.await.unwrap(), "another task of this process got in");
+        assert!(
+            other_task.await.unwrap(),
+            "another task of this process got in"
+        );
         assert!(inner.release().await.unwrap());
         assert_eq!(outer.hold_count(), 1);
         let b = h.client().await;
-        assert!(b.lock(&key).try_acquire().await.unwrap().is_none(), "inner release freed it");
+        assert!(
+            b.lock(&key).try_acquire().await.unwrap().is_none(),
+            "inner release freed it"
+        );
         assert!(outer.release().await.unwrap());
         assert!(b.lock(&key).try_acquire().await.unwrap().is_some());
         assert_eq!(a.held_leases(), 0);
@@ -307,7 +377,10 @@ pub async fn cancelled_waiter_leaves_nothing<H: Harness>(h: &H) {
         eventually("the waiter queued", || async { h.queued(&full).await > 0 }).await;
         waiter.abort();
         assert!(waiter.await.unwrap_err().is_cancelled());
-        eventually("the queue entry went", || async { h.queued(&full).await == 0 }).await;
+        eventually("the queue entry went", || async {
+            h.queued(&full).await == 0
+        })
+        .await;
         assert_eq!(b.held_leases(), 0);
         guard.release().await.unwrap();
         let start = Instant::now();
@@ -324,7 +397,10 @@ pub async fn bad_input_is_typed<H: Harness>(h: &H) {
         let long = "k".repeat(MAX_KEY_LEN + 1);
         for key in ["", long.as_str(), "nul\0"] {
             let err = a.lock(key).try_acquire().await.unwrap_err();
-            assert!(matches!(err, LockError::InvalidKey { .. }), "{key:?}: {err}");
+            assert!(
+                matches!(err, LockError::InvalidKey { .. }),
+                "{key:?}: {err}"
+            );
             assert!(err.is_invalid_input());
         }
         let err = a

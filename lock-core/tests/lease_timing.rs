@@ -1,0 +1,197 @@
+//! Lease, renewal and drift behaviour on a paused clock: deterministic, no long sleeps.
+//!
+//! A thin wrapper around the memory backend injects the faults a network would: renewals that
+//! fail, replies that arrive late.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use lock_core::lease::{drift_margin, renew_interval};
+use lock_core::{LockClient, LockError, LostReason, MemoryBackend, MemoryLease, Result};
+use tokio::time::{advance, Instant};
+
+#[derive(Clone, Default)]
+struct Faulty {
+    inner: MemoryBackend,
+    renew_fails: Arc<AtomicBool>,
+    reply_delay: Arc<std::sync::Mutex<Duration>>,
+    renewals: Arc<AtomicUsize>,
+}
+
+impl LockBackend for Faulty {
+    type Lease = MemoryLease;
+
+    fn capabilities(&self) -> Capabilities {
+        LockBackend::capabilities(&self.inner)
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MemoryLease>>> {
+        let grant = self.inner.acquire(request).await?;
+        let delay = *self.reply_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
+        Ok(grant)
+    }
+
+    async fn renew(&self, lease: &MemoryLease, ttl: Option<Duration>) -> Result<bool> {
+        self.renewals.fetch_add(1, Ordering::SeqCst);
+        if self.renew_fails.load(Ordering::SeqCst) {
+            return Err(LockError::unavailable("faulty", "connection refused"));
+        }
+        self.inner.renew(lease, ttl).await
+    }
+
+    async fn release(&self, lease: &MemoryLease) -> Result<bool> {
+        self.inner.release(lease).await
+    }
+}
+
+fn client(backend: &Faulty) -> LockClient {
+    LockClient::new(backend.clone())
+}
+
+#[tokio::test(start_paused = true)]
+async fn watchdog_renews_every_third_of_the_ttl_for_hours() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    let ttl = Duration::from_secs(30);
+    let guard = locks.lock("k").lease_ttl(ttl).await.unwrap();
+    // Ten simulated minutes, well past 3 × TTL.
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!guard.is_lost());
+    let renewals = backend.renewals.load(Ordering::SeqCst);
+    assert!(
+        (59..=61).contains(&renewals),
+        "{renewals} renewals in 600 s at 10 s"
+    );
+    assert!(
+        guard.remaining()
+            > ttl - renew_interval(ttl) - drift_margin(ttl) - Duration::from_millis(1)
+    );
+    let other = tokio::spawn({
+        let locks = locks.clone();
+        async move { locks.lock("k").try_acquire().await.unwrap().is_none() }
+    });
+    assert!(other.await.unwrap());
+    assert!(guard.release().await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_renewals_fire_lost_before_the_lease_ends_not_after() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    let ttl = Duration::from_secs(30);
+    let start = Instant::now();
+    let guard = locks.lock("k").lease_ttl(ttl).await.unwrap();
+    backend.renew_fails.store(true, Ordering::SeqCst);
+    let reason = guard.lost().await;
+    let fired_after = start.elapsed();
+    assert!(
+        matches!(reason, LostReason::RenewalFailed(ref e) if e.contains("connection refused")),
+        "{reason:?}"
+    );
+    // Fired at sent_at + ttl - drift: before the server would free the key.
+    assert_eq!(fired_after, ttl - drift_margin(ttl));
+    // Retried while the lease lasted, not given up after one failure.
+    assert!(backend.renewals.load(Ordering::SeqCst) > 3);
+    assert!(matches!(
+        guard.ensure_held(),
+        Err(LockError::LeaseLost { .. })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_recovers_keeps_the_lease() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    let ttl = Duration::from_secs(30);
+    let guard = locks.lock("k").lease_ttl(ttl).await.unwrap();
+    backend.renew_fails.store(true, Ordering::SeqCst);
+    advance(Duration::from_secs(15)).await;
+    backend.renew_fails.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert!(!guard.is_lost());
+}
+
+#[tokio::test(start_paused = true)]
+async fn fixed_leases_are_not_renewed_and_end_with_expired() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    let ttl = Duration::from_secs(9);
+    let start = Instant::now();
+    let guard = locks.lock("k").fixed_ttl(ttl).await.unwrap();
+    assert_eq!(guard.lost().await, LostReason::Expired);
+    assert_eq!(start.elapsed(), ttl - drift_margin(ttl));
+    // Ownership was checked meanwhile, but never extended.
+    assert!(backend.renewals.load(Ordering::SeqCst) >= 2);
+    // The store still had it for the drift margin; past that, nothing is released.
+    advance(drift_margin(ttl)).await;
+    assert!(
+        !guard.release().await.unwrap(),
+        "an expired lease reported as released"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn extend_moves_a_fixed_lease_and_its_loss() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    let start = Instant::now();
+    let guard = locks
+        .lock("k")
+        .fixed_ttl(Duration::from_secs(10))
+        .await
+        .unwrap();
+    advance(Duration::from_secs(5)).await;
+    assert!(guard.extend(Duration::from_secs(20)).await.unwrap());
+    guard.lost().await;
+    let ttl = Duration::from_secs(20);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(5) + ttl - drift_margin(ttl)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_delayed_past_the_lease_is_not_a_grant() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    *backend.reply_delay.lock().unwrap() = Duration::from_secs(31);
+    let outcome = locks
+        .lock("k")
+        .lease_ttl(Duration::from_secs(30))
+        .try_acquire()
+        .await
+        .unwrap();
+    assert!(
+        outcome.is_none(),
+        "a grant older than its lease was reported held"
+    );
+    assert_eq!(
+        backend.inner.active_keys(),
+        0,
+        "the late grant was not released"
+    );
+    *backend.reply_delay.lock().unwrap() = Duration::ZERO;
+    assert!(locks.lock("k").try_acquire().await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_reply_shortens_the_lease() {
+    let backend = Faulty::default();
+    let locks = client(&backend);
+    let ttl = Duration::from_secs(30);
+    *backend.reply_delay.lock().unwrap() = Duration::from_secs(4);
+    let guard = locks
+        .lock("k")
+        .lease_ttl(ttl)
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        guard.remaining(),
+        ttl - drift_margin(ttl) - Duration::from_secs(4)
+    );
+}

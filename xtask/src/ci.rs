@@ -1,0 +1,127 @@
+//! `cargo xtask ci`: everything CI checks, in the order that fails fastest.
+//!
+//! `.ci/run` calls this. Cheap static checks come first so a formatting slip
+//! is reported in seconds, not after a full test build; the last step is the
+//! README's test command (`cargo xtask test`), run in-process.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::{cmd, test, Result};
+
+/// Backend features of lock-core. Each must compile on its own (no default
+/// features, nothing else enabled) so that feature-gated code cannot come to
+/// rely on another backend by accident. Extend when a backend lands.
+const BACKEND_FEATURES: &[&str] = &["redis"];
+
+/// One CI step: a name for the summary and what to run.
+struct Step {
+    /// Label in the summary.
+    name: String,
+    /// The work itself.
+    action: Action,
+}
+
+/// What a [`Step`] runs.
+enum Action {
+    /// An external command (echoed before it runs).
+    Command(Command),
+    /// The `test` task, run in-process.
+    Test,
+}
+
+/// Runs the steps in order, stopping at the first failure, then prints how
+/// long each took. Fails with the failing step's exit code.
+pub(crate) fn run() -> Result<()> {
+    let mut steps = vec![
+        step("fmt", ["fmt", "--all", "--check"]),
+        step(
+            "clippy",
+            [
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    ];
+    for feature in BACKEND_FEATURES {
+        steps.push(step(
+            &format!("check lock-core --features {feature}"),
+            [
+                "check",
+                "-p",
+                "lock-core",
+                "--no-default-features",
+                "--features",
+                feature,
+            ],
+        ));
+    }
+    steps.push(step(
+        "check lock-core --no-default-features",
+        ["check", "-p", "lock-core", "--no-default-features"],
+    ));
+    // Doc tests are not a separate step: `cargo test --workspace` in the
+    // test task already runs them.
+    steps.push(Step {
+        name: "test".to_owned(),
+        action: Action::Test,
+    });
+
+    let total = steps.len();
+    let mut timings: Vec<(String, Duration, bool)> = Vec::new();
+    let mut failure = None;
+    for (index, step) in steps.into_iter().enumerate() {
+        eprintln!("\n== ci [{}/{total}] {} ==", index + 1, step.name);
+        let start = Instant::now();
+        let result = match step.action {
+            Action::Command(mut command) => cmd::run(&mut command),
+            Action::Test => test::run(&[]),
+        };
+        timings.push((step.name, start.elapsed(), result.is_ok()));
+        if let Err(err) = result {
+            failure = Some(err);
+            break;
+        }
+    }
+
+    print_summary(&timings, total);
+    failure.map_or(Ok(()), Err)
+}
+
+/// A step running `cargo <args>` in the workspace root.
+fn step<const N: usize>(name: &str, args: [&str; N]) -> Step {
+    let mut command = cmd::cargo();
+    command.args(args);
+    Step {
+        name: name.to_owned(),
+        action: Action::Command(command),
+    }
+}
+
+/// Prints one line per step that ran, plus how many were skipped.
+fn print_summary(timings: &[(String, Duration, bool)], total: usize) {
+    let width = timings
+        .iter()
+        .map(|(name, ..)| name.len())
+        .max()
+        .unwrap_or(0);
+    eprintln!("\nci summary:");
+    for (name, elapsed, ok) in timings {
+        let verdict = if *ok { "ok    " } else { "FAILED" };
+        eprintln!(
+            "  {verdict}  {name:<width$}  {:>7.1}s",
+            elapsed.as_secs_f64()
+        );
+    }
+    let skipped = total - timings.len();
+    if skipped > 0 {
+        eprintln!("  ({skipped} later step(s) skipped after the failure)");
+    }
+    let all: Duration = timings.iter().map(|(_, elapsed, _)| *elapsed).sum();
+    eprintln!("  total {:.1}s", all.as_secs_f64());
+}

@@ -1,0 +1,198 @@
+//! Command-line parsing, hand-written to keep xtask dependency-free.
+//!
+//! Only `stack` has flags of its own. `test`, `demo`, `stress` and `bench`
+//! forward everything after the command name untouched, so their own
+//! `--help` and flags keep working through xtask.
+
+use std::ffi::OsString;
+
+use crate::stack::{self, Server};
+use crate::{Error, Result};
+
+/// What the user asked for.
+pub(crate) enum Task {
+    /// `help`, `-h`, `--help`: print usage and exit 0.
+    Help,
+    /// `stack up|down|status`.
+    Stack(StackCmd),
+    /// `test [cargo test args...]`.
+    Test {
+        /// Extra arguments appended to `cargo test` (e.g. `-- --nocapture`).
+        cargo_args: Vec<String>,
+    },
+    /// `ci` (takes no arguments).
+    Ci,
+    /// `demo|stress|bench [args...]`: run a harness binary.
+    Harness {
+        /// Which binary of `lock-harness`.
+        bin: HarnessBin,
+        /// Arguments for the binary itself (after cargo's `--`).
+        args: Vec<String>,
+    },
+}
+
+/// Subcommands of `stack`.
+pub(crate) enum StackCmd {
+    /// Start the selected servers unless they already run.
+    Up(Vec<&'static dyn Server>),
+    /// Stop the selected servers, if (and only if) `stack up` started them.
+    Down(Vec<&'static dyn Server>),
+    /// Report every known server.
+    Status,
+}
+
+/// The binaries of `examples/harness` (package `lock-harness`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HarnessBin {
+    /// Interactive walkthrough; needs no servers by default.
+    Demo,
+    /// Contention/fault stress run.
+    Stress,
+    /// Throughput/latency benchmark.
+    Bench,
+}
+
+impl HarnessBin {
+    /// The `[[bin]]` name in the harness's Cargo.toml.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Demo => "demo",
+            Self::Stress => "stress",
+            Self::Bench => "bench",
+        }
+    }
+}
+
+/// Parses the arguments after the program name.
+pub(crate) fn parse(args: impl Iterator<Item = OsString>) -> Result<Task> {
+    // Convert up front: every argument we look at or forward is expected to
+    // be UTF-8, and a clear error beats a lossy conversion of a path.
+    let args = args
+        .map(|arg| {
+            arg.into_string()
+                .map_err(|raw| Error::usage(format!("argument is not valid UTF-8: {raw:?}")))
+        })
+        .collect::<Result<Vec<String>>>()?;
+    let mut args = args.into_iter();
+
+    let Some(command) = args.next() else {
+        return Err(Error::usage("no command given"));
+    };
+    let rest: Vec<String> = args.collect();
+    match command.as_str() {
+        "help" | "-h" | "--help" => Ok(Task::Help),
+        "stack" => parse_stack(rest),
+        "test" => Ok(Task::Test { cargo_args: rest }),
+        "ci" => {
+            if let Some(arg) = rest.first() {
+                if is_help(arg) {
+                    return Ok(Task::Help);
+                }
+                return Err(Error::usage(format!(
+                    "`ci` takes no arguments, got `{arg}`"
+                )));
+            }
+            Ok(Task::Ci)
+        }
+        "demo" => Ok(harness(HarnessBin::Demo, rest)),
+        "stress" => Ok(harness(HarnessBin::Stress, rest)),
+        "bench" => Ok(harness(HarnessBin::Bench, rest)),
+        other if other.starts_with('-') => Err(Error::usage(format!("unknown flag `{other}`"))),
+        other => Err(Error::usage(format!("unknown command `{other}`"))),
+    }
+}
+
+/// Builds a harness task. A single leading `--` is dropped because cargo
+/// already inserts one: `cargo xtask stress -- --backend redis` would
+/// otherwise hand the binary a literal `--` as its first argument.
+fn harness(bin: HarnessBin, mut args: Vec<String>) -> Task {
+    if args.first().is_some_and(|arg| arg == "--") {
+        args.remove(0);
+    }
+    Task::Harness { bin, args }
+}
+
+/// Whether `arg` asks for help.
+fn is_help(arg: &str) -> bool {
+    matches!(arg, "-h" | "--help" | "help")
+}
+
+/// Parses `stack <up|down|status> [--with ...]`.
+fn parse_stack(args: Vec<String>) -> Result<Task> {
+    let mut args = args.into_iter();
+    let Some(sub) = args.next() else {
+        return Err(Error::usage(
+            "`stack` needs a subcommand: up, down or status",
+        ));
+    };
+    let rest: Vec<String> = args.collect();
+    // `stack up --help` must show help, not an "unknown argument" error.
+    if is_help(&sub) || rest.iter().any(|arg| arg == "-h" || arg == "--help") {
+        return Ok(Task::Help);
+    }
+    let cmd = match sub.as_str() {
+        "up" => StackCmd::Up(parse_with(rest)?),
+        "down" => StackCmd::Down(parse_with(rest)?),
+        "status" => {
+            if let Some(arg) = rest.first() {
+                return Err(Error::usage(format!(
+                    "`stack status` takes no arguments, got `{arg}`"
+                )));
+            }
+            StackCmd::Status
+        }
+        other => {
+            return Err(Error::usage(format!(
+                "unknown stack subcommand `{other}` (expected up, down or status)"
+            )))
+        }
+    };
+    Ok(Task::Stack(cmd))
+}
+
+/// Parses the `--with` flag of `stack up`/`stack down`: `--with a,b`,
+/// `--with=a,b`, repeatable, `all` for every server; absent means all.
+fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
+    let mut args = args.into_iter();
+    let mut names: Vec<String> = Vec::new();
+    let mut seen_flag = false;
+    while let Some(arg) = args.next() {
+        let value = if arg == "--with" {
+            args.next()
+                .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?
+        } else if let Some(value) = arg.strip_prefix("--with=") {
+            value.to_owned()
+        } else {
+            return Err(Error::usage(format!(
+                "unknown argument `{arg}` for `stack`"
+            )));
+        };
+        seen_flag = true;
+        names.extend(value.split(',').map(|name| name.trim().to_owned()));
+    }
+    if !seen_flag {
+        return Ok(stack::SERVERS.to_vec());
+    }
+
+    let mut selected: Vec<&'static dyn Server> = Vec::new();
+    for name in &names {
+        if name == "all" {
+            return Ok(stack::SERVERS.to_vec());
+        }
+        if name.is_empty() {
+            return Err(Error::usage("empty server name in `--with`"));
+        }
+        let server = stack::by_name(name).ok_or_else(|| {
+            Error::usage(format!(
+                "unknown server `{name}` in `--with` (known: {}, all)",
+                stack::known_names()
+            ))
+        })?;
+        // Keep the first occurrence only: `--with redis,redis` must not try
+        // to start the same server twice.
+        if !selected.iter().any(|s| s.name() == server.name()) {
+            selected.push(server);
+        }
+    }
+    Ok(selected)
+}

@@ -1,0 +1,153 @@
+//! Workspace automation, run as `cargo xtask <command>`.
+//!
+//! Follows the [xtask](https://github.com/matklad/cargo-xtask) convention
+//! (shaped after rust-analyzer's): one file per task, std only, so that it
+//! builds in seconds and needs nothing but a Rust toolchain. The `xtask`
+//! alias lives in `.cargo/config.toml`.
+//!
+//! Tasks:
+//! - [`stack`]: start/stop the local database servers the integration suites
+//!   talk to, on private ports so they never clash with system services.
+//! - [`test`]: the README's test command; brings the stack up around
+//!   `cargo test`.
+//! - [`ci`]: everything CI runs (`.ci/run` calls it), ending with [`test`].
+//! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`).
+
+mod ci;
+mod cmd;
+mod flags;
+mod run;
+mod stack;
+mod test;
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Usage text printed for `--help` and on usage errors; the server list
+/// and their port variables come from [`stack::SERVERS`], so adding a server
+/// updates the help without touching this text.
+fn usage() -> String {
+    let names = stack::known_names();
+    let mut ports = String::new();
+    for server in stack::SERVERS {
+        ports.push_str(&format!(
+            "  {:<30}Port for the stack's {} (default {}).\n",
+            server.port_env(),
+            server.name(),
+            server.default_port()
+        ));
+    }
+    format!(
+        "\
+Usage: cargo xtask <COMMAND> [ARGS...]
+
+Commands:
+  stack up [--with <SERVERS>]   Start local test servers (idempotent).
+                                SERVERS: comma-separated names or `all`
+                                (default: all). Known: {names}.
+  stack down [--with <SERVERS>] Stop the servers that `stack up` started;
+                                never touches servers it did not start.
+  stack status                  Show each known server: running or stopped.
+  test [CARGO_TEST_ARGS...]     Bring the stack up, run
+                                `cargo test --workspace --all-features -j 2`
+                                with LOCK_TEST_* env vars set, then stop what
+                                this run started. Args go to `cargo test`.
+  ci                            fmt check, clippy, per-feature checks of
+                                lock-core, then `test`. Stops at first failure.
+  demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
+  stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
+                                (`--backend <server>` brings that server up first)
+  bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS
+                                (`--backend <server>` brings that server up first)
+  help, -h, --help              Show this text.
+
+Environment:
+{ports}
+State (pidfiles, logs, data) lives in target/stack/; target/stack/env holds
+the KEY=value lines (e.g. LOCK_TEST_REDIS_URL) for the running servers.
+"
+    )
+}
+
+/// Result type of every task; the error carries the process exit code.
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A task failure: what to tell the user and which exit code to end with.
+///
+/// Tasks never panic on bad input; they return one of these and `main`
+/// turns it into a message on stderr plus an exit code.
+#[derive(Debug)]
+pub(crate) struct Error {
+    /// Human-readable explanation; empty when the failing child process has
+    /// already said everything (its output went straight to the terminal).
+    message: String,
+    /// Process exit code: 2 for usage errors, a child's own code when passing
+    /// it through, 1 otherwise.
+    code: u8,
+}
+
+impl Error {
+    /// Exit code for command-line usage errors (unknown command or flag),
+    /// following the common convention (e.g. bash builtins, getopt users).
+    const USAGE_CODE: u8 = 2;
+
+    /// A bad command line: unknown command, unknown flag, missing value.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: Self::USAGE_CODE,
+        }
+    }
+
+    /// Any other failure (server did not start, I/O error, ...): exit code 1.
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 1,
+        }
+    }
+
+    /// A failure that should end xtask with a specific exit code, used to
+    /// pass a child's exit code through (`cargo test` failing with 101 makes
+    /// `cargo xtask test` exit 101, so callers can't tell the difference).
+    pub(crate) fn exit(code: u8, message: impl Into<String>) -> Self {
+        // Exit code 0 would report success for a failure; never allow it.
+        Self {
+            message: message.into(),
+            code: code.max(1),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn main() -> ExitCode {
+    let result = flags::parse(std::env::args_os().skip(1)).and_then(|task| match task {
+        flags::Task::Help => {
+            print!("{}", usage());
+            Ok(())
+        }
+        flags::Task::Stack(cmd) => stack::run(cmd),
+        flags::Task::Test { cargo_args } => test::run(&cargo_args),
+        flags::Task::Ci => ci::run(),
+        flags::Task::Harness { bin, args } => run::run(bin, &args),
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            if !err.message.is_empty() {
+                eprintln!("xtask: error: {err}");
+            }
+            if err.code == Error::USAGE_CODE {
+                // Usage errors get the full usage text so the fix is visible
+                // without a second invocation.
+                eprint!("\n{}", usage());
+            }
+            ExitCode::from(err.code)
+        }
+    }
+}

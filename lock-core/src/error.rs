@@ -36,6 +36,19 @@ pub enum LockError {
         reason: String,
     },
 
+    /// The lock was held by another owner for as long as the caller was willing to wait.
+    ///
+    /// The lock API itself reports contention as `Ok(None)`; this variant is for layers that
+    /// must turn it into an error (the `#[distributed_lock]` macro with `on_busy = "reject"`,
+    /// middleware answering 409).
+    #[error("lock {key:?} is busy (waited {waited:?})")]
+    Busy {
+        /// The lock's key (without namespace).
+        key: String,
+        /// How long the caller waited before giving up.
+        waited: Duration,
+    },
+
     /// A duration (lease TTL, wait) is outside what the lock accepts.
     #[error("invalid {what}: {reason}")]
     InvalidDuration {
@@ -98,6 +111,12 @@ impl LockError {
     #[must_use]
     pub fn is_unavailable(&self) -> bool {
         matches!(self, Self::Unavailable { .. } | Self::Timeout { .. })
+    }
+
+    /// True when the lock was busy for the whole wait.
+    #[must_use]
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Self::Busy { .. })
     }
 
     /// True when a backend operation ran past its deadline.

@@ -42,6 +42,7 @@
 pub mod backend;
 mod client;
 mod error;
+mod global;
 mod guard;
 mod held;
 mod key;

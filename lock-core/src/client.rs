@@ -6,6 +6,7 @@ use crate::backend::{Capabilities, DynLockBackend, LockBackend};
 use crate::held::HeldRegistry;
 use crate::key::validate_namespace;
 use crate::request::LockRequest;
+use crate::watchdog::Watchdog;
 use crate::{LeaseMode, Result};
 
 /// A handle to distributed locks on one backend. Cheap to clone; clones share everything.
@@ -47,6 +48,13 @@ pub(crate) struct ClientInner {
     pub(crate) namespace: String,
     pub(crate) default_lease: LeaseMode,
     pub(crate) held: HeldRegistry,
+    pub(crate) watchdog: Arc<Watchdog>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.watchdog.close();
+    }
 }
 
 impl LockClient {
@@ -64,6 +72,7 @@ impl LockClient {
                 namespace: String::new(),
                 default_lease: LeaseMode::default(),
                 held: HeldRegistry::default(),
+                watchdog: Arc::default(),
             }),
         }
     }
@@ -143,6 +152,7 @@ impl LockClientBuilder {
                 namespace: self.namespace,
                 default_lease: self.default_lease,
                 held: HeldRegistry::default(),
+                watchdog: Arc::default(),
             }),
         })
     }

@@ -7,8 +7,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::ClientInner;
+use crate::held::lock;
 use crate::held::HeldLease;
-use crate::lease::{valid_until, validate_ttl};
+use crate::lease::{renew_interval, valid_until, validate_ttl};
 use crate::owner::OwnerId;
 use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken, Result};
 
@@ -87,8 +88,7 @@ impl LockGuard {
             return Duration::ZERO;
         }
         self.lease
-            .valid_until
-            .borrow()
+            .valid_until()
             .saturating_duration_since(Instant::now())
     }
 
@@ -134,7 +134,12 @@ impl LockGuard {
         let held = self.lease.lease.renew(Some(ttl)).await?;
         if held {
             self.lease.set_ttl(ttl);
-            self.lease.valid_until.send_replace(valid_until(sent, ttl));
+            {
+                let mut times = lock(&self.lease.times);
+                times.valid_until = valid_until(sent, ttl);
+                times.next_attempt = sent + renew_interval(ttl);
+            }
+            self.client.watchdog.replan(&self.lease);
             tracing::debug!(key = %self.lease.key, ?ttl, "lease extended");
         } else {
             self.lease.loss.fire(LostReason::NotOwner);
@@ -152,7 +157,7 @@ impl LockGuard {
         if !self.client.held.leave(self.owner, &self.lease) {
             return Ok(!self.is_lost());
         }
-        self.lease.stop.cancel();
+        self.stop_watching();
         let released = self.lease.lease.release().await;
         match &released {
             Ok(held) => {
@@ -173,8 +178,15 @@ impl LockGuard {
     pub fn abandon(mut self) {
         self.done = true;
         if self.client.held.leave(self.owner, &self.lease) {
-            self.lease.stop.cancel();
+            self.stop_watching();
         }
+    }
+}
+
+impl LockGuard {
+    fn stop_watching(&self) {
+        self.lease.stop.cancel();
+        self.client.watchdog.forget(&self.lease);
     }
 }
 
@@ -183,7 +195,7 @@ impl Drop for LockGuard {
         if self.done || !self.client.held.leave(self.owner, &self.lease) {
             return;
         }
-        self.lease.stop.cancel();
+        self.stop_watching();
         let lease = self.lease.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -21,15 +20,47 @@ pub(crate) struct HeldLease {
     pub(crate) backend: &'static str,
     pub(crate) lease: Box<dyn DynLease>,
     pub(crate) loss: LossSignal,
-    /// Until when the lease is trusted (monotonic clock); the watchdog follows changes.
-    pub(crate) valid_until: watch::Sender<Instant>,
+    /// Validity and renewal bookkeeping, shared with the watchdog.
+    pub(crate) times: Mutex<Timing>,
+    /// Distinguishes this lease in the watchdog's queue.
+    pub(crate) seq: u64,
     /// The lease length and whether the watchdog renews it; `extend` changes the length.
     pub(crate) mode: Mutex<LeaseMode>,
-    /// Cancelled when the last guard goes, so the watchdog stops.
+    /// Cancelled when the last guard goes, so an in-flight renewal stops.
     pub(crate) stop: CancellationToken,
 }
 
+/// When a lease is trusted until, and when the watchdog next looks at it.
+pub(crate) struct Timing {
+    /// Until when the lease is trusted (monotonic clock).
+    pub(crate) valid_until: Instant,
+    /// When the next renewal (or ownership check) is due.
+    pub(crate) next_attempt: Instant,
+    /// The last renewal error, reported if the lease runs out.
+    pub(crate) last_error: Option<String>,
+    /// A renewal is in flight.
+    pub(crate) renewing: bool,
+    /// The lease's entry in the watchdog queue.
+    pub(crate) slot: Option<(Instant, u64)>,
+}
+
+impl Timing {
+    pub(crate) fn new(valid_until: Instant, next_attempt: Instant) -> Self {
+        Self {
+            valid_until,
+            next_attempt,
+            last_error: None,
+            renewing: false,
+            slot: None,
+        }
+    }
+}
+
 impl HeldLease {
+    pub(crate) fn valid_until(&self) -> Instant {
+        lock(&self.times).valid_until
+    }
+
     pub(crate) fn mode(&self) -> LeaseMode {
         *lock(&self.mode)
     }

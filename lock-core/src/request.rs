@@ -2,21 +2,22 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::AcquireRequest;
-use crate::held::HeldLease;
-use crate::lease::valid_until;
+use crate::held::{HeldLease, Timing};
+use crate::lease::{renew_interval, valid_until};
 use crate::owner::OwnerId;
 use crate::{
-    LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, LossSignal, OwnerToken,
-    Result, WaitPolicy,
+    LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, OwnerToken, Result, WaitPolicy,
 };
+
+static LEASE_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// A lock request being configured; finish it with one of the `acquire` methods, or `.await`
 /// it to wait as long as it takes.
@@ -129,12 +130,17 @@ impl<'a> LockRequest<'a> {
                 fence: grant.fence,
                 backend,
                 lease: grant.lease,
-                loss: LossSignal::new(),
-                valid_until: watch::Sender::new(until),
+                // A backend that pushes losses fires the same signal the guard exposes.
+                loss: grant.loss.unwrap_or_default(),
+                times: Mutex::new(Timing::new(
+                    until,
+                    grant.sent_at + renew_interval(mode.ttl()),
+                )),
+                seq: LEASE_SEQ.fetch_add(1, Ordering::Relaxed),
                 mode: Mutex::new(mode),
                 stop: CancellationToken::new(),
             });
-            crate::watchdog::spawn(held.clone(), grant.loss);
+            inner.watchdog.watch(&held);
             inner.held.insert(owner, held.clone());
             tracing::debug!(
                 parent: &span,

@@ -96,9 +96,10 @@ async fn foreign_data_under_the_key_is_an_error() {
     let client = h.client().await;
     let key = unique_key("foreign");
     let full = format!("conformance:{key}");
-    let _: () = redis::cmd("SET")
+    let _: () = redis::cmd("HSET")
         .arg(h.names.redis_key(&full))
-        .arg("not a hash")
+        .arg("field")
+        .arg("not a lock")
         .query_async(&mut h.admin.clone())
         .await
         .unwrap();

@@ -14,7 +14,7 @@
 //!
 //! # Layout in Redis
 //! For the lock `shop:sku:42` with the default prefix `lock`:
-//! - `lock:{#shop:sku:42}`: hash `{owner, fence}`, its TTL is the lease;
+//! - `lock:{#shop:sku:42}`: the string `<owner token>:<fence>`, its TTL is the lease;
 //! - `lock:{#shop:sku:42}:fence`: the fencing counter (kept, seeded from the server clock);
 //! - `lock:{#shop:sku:42}:waiters`: sorted set of waiter ids by arrival.
 //!
@@ -71,8 +71,8 @@ struct Shared {
 #[derive(Debug)]
 pub struct RedisLease {
     keys: LockKeys,
-    owner: OwnerToken,
-    fence: FencingToken,
+    /// `<owner token>:<fence>`, the value the lock key holds while this lease lasts.
+    value: String,
 }
 
 /// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`].
@@ -261,6 +261,7 @@ impl RedisBackend {
         owner: OwnerToken,
         ttl: Duration,
         waiter_id: &str,
+        queued_before: bool,
     ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
         let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
         let mut invocation = scripts::ACQUIRE.prepare_invoke();
@@ -271,6 +272,7 @@ impl RedisBackend {
             .arg(owner.to_hex())
             .arg(millis(ttl))
             .arg(waiter_id)
+            .arg(if queued_before { "1" } else { "0" })
             .arg(millis(queue_lifetime));
         let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
         match granted {
@@ -341,6 +343,7 @@ impl LockBackend for RedisBackend {
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let mut waiting: Option<Waiting<'_>> = None;
+        let mut queued_before = false;
         loop {
             let queue = request.deadline.is_none_or(|d| Instant::now() < d);
             if queue && waiting.is_none() {
@@ -357,21 +360,22 @@ impl LockBackend for RedisBackend {
             let waiter_id = waiting.as_ref().map_or("", |w| w.id.as_str());
             let sent = Instant::now();
             match self
-                .attempt(&keys, request.owner, request.ttl, waiter_id)
+                .attempt(&keys, request.owner, request.ttl, waiter_id, queued_before)
                 .await?
             {
                 Ok(fence) => {
                     if let Some(waiting) = waiting.as_mut() {
                         waiting.granted = true;
                     }
+                    let value = format!("{}:{}", request.owner.to_hex(), fence.get());
                     let lease = RedisLease {
                         keys: keys.clone(),
-                        owner: request.owner,
-                        fence,
+                        value,
                     };
                     return Ok(Some(Grant::new(lease, fence, sent)));
                 }
                 Err(remaining) => {
+                    queued_before |= !waiter_id.is_empty();
                     let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed())
                     else {
                         return Ok(None);
@@ -398,8 +402,7 @@ impl LockBackend for RedisBackend {
         let mut invocation = scripts::RENEW.prepare_invoke();
         invocation
             .key(&lease.keys.lock)
-            .arg(lease.owner.to_hex())
-            .arg(lease.fence.get())
+            .arg(&lease.value)
             .arg(ttl.map_or(0, millis));
         let held: i64 = self.run("renew", &invocation).await?;
         Ok(held == 1)
@@ -410,8 +413,7 @@ impl LockBackend for RedisBackend {
         invocation
             .key(&lease.keys.lock)
             .key(&lease.keys.waiters)
-            .arg(lease.owner.to_hex())
-            .arg(lease.fence.get())
+            .arg(&lease.value)
             .arg(&self.shared.hub.channel_prefix);
         let released: i64 = self.run("release", &invocation).await?;
         Ok(released == 1)

@@ -1,35 +1,39 @@
 -- Grants a lease, or queues the caller as a waiter.
--- KEYS[1] lock hash {owner, fence}   KEYS[2] fencing counter   KEYS[3] waiter queue (zset)
--- ARGV[1] owner token   ARGV[2] lease ms   ARGV[3] waiter id or ''   ARGV[4] queue lifetime ms
+-- KEYS[1] lock: "<owner>:<fence>" with the lease as its TTL
+-- KEYS[2] fencing counter   KEYS[3] waiter queue (zset: waiter id by arrival)
+-- ARGV[1] owner token (32 hex digits)   ARGV[2] lease ms
+-- ARGV[3] waiter id, or '' to not queue   ARGV[4] '1' if an earlier attempt queued this waiter
+-- ARGV[5] queue lifetime ms
 -- Returns {1, fence} when granted, {0, pttl of the current lease} when busy.
-local current = redis.call('HMGET', KEYS[1], 'owner', 'fence')
-if current[1] == ARGV[1] then
-  -- A retry of a grant whose reply was lost: the same lease again, nothing counted twice.
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if ARGV[3] ~= '' then
-    redis.call('ZREM', KEYS[3], ARGV[3])
+local current = redis.call('GET', KEYS[1])
+if current then
+  if string.sub(current, 1, 32) == ARGV[1] then
+    -- A retry of a grant whose reply was lost: the same lease again, nothing counted twice.
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    if ARGV[4] == '1' then
+      redis.call('ZREM', KEYS[3], ARGV[3])
+    end
+    return {1, tonumber(string.sub(current, 34))}
   end
-  return {1, tonumber(current[2])}
-end
-if current[1] == false then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    -- Seed a new (or lost, after a restart without persistence) counter with the server's
-    -- time in microseconds, so fencing tokens keep increasing across such a restart.
+  if ARGV[3] ~= '' then
     local now = redis.call('TIME')
-    redis.call('SET', KEYS[2], now[1] .. string.format('%06d', tonumber(now[2])))
+    local score = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    redis.call('ZADD', KEYS[3], 'NX', score, ARGV[3])
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
   end
-  local fence = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', string.format('%d', fence))
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if ARGV[3] ~= '' then
-    redis.call('ZREM', KEYS[3], ARGV[3])
-  end
-  return {1, fence}
+  return {0, redis.call('PTTL', KEYS[1])}
 end
-if ARGV[3] ~= '' then
+local fence = redis.call('INCR', KEYS[2])
+if fence == 1 then
+  -- A new counter, or one lost in a restart without persistence: continue from the server's
+  -- time in microseconds. Each grant takes well over a microsecond, so a counter seeded this
+  -- way never reaches the current time, and tokens keep increasing across such a restart.
   local now = redis.call('TIME')
-  local score = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  redis.call('ZADD', KEYS[3], 'NX', score, ARGV[3])
-  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  redis.call('SET', KEYS[2], string.format('%d', fence))
 end
-return {0, redis.call('PTTL', KEYS[1])}
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
+if ARGV[4] == '1' then
+  redis.call('ZREM', KEYS[3], ARGV[3])
+end
+return {1, fence}

@@ -1,12 +1,11 @@
 -- Releases a lease if, and only if, it is still held by this owner and grant, then wakes one
 -- waiter. (wake_next is prepended from wake_next.lua.)
--- KEYS[1] lock hash   KEYS[2] waiter queue
--- ARGV[1] owner token   ARGV[2] fence   ARGV[3] wake channel prefix
+-- KEYS[1] lock   KEYS[2] waiter queue
+-- ARGV[1] "<owner>:<fence>"   ARGV[2] wake channel prefix
 -- Returns 1 when released, 0 when the lock was not this owner's.
-local current = redis.call('HMGET', KEYS[1], 'owner', 'fence')
-if current[1] ~= ARGV[1] or tonumber(current[2]) ~= tonumber(ARGV[2]) then
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1])
-wake_next(KEYS[1], KEYS[2], ARGV[3])
+wake_next(KEYS[1], KEYS[2], ARGV[2])
 return 1

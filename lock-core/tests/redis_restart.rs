@@ -20,7 +20,11 @@ struct Server {
 
 impl Server {
     fn start(port: u16, dir: std::path::PathBuf) -> Self {
-        let mut server = Self { port, dir, child: None };
+        let mut server = Self {
+            port,
+            dir,
+            child: None,
+        };
         server.spawn();
         server
     }
@@ -37,7 +41,10 @@ impl Server {
         self.child = Some(child);
         let started = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -61,12 +68,17 @@ impl Drop for Server {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_is_survived_and_reported() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-restart-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("redis-restart-{}", std::process::id()));
     let mut server = Server::start(free_port(), dir);
     timeout(Duration::from_secs(60), async {
         let backend = RedisBackend::builder(server.url())
@@ -86,7 +98,12 @@ async fn a_restart_is_survived_and_reported() {
                 // Owned by another task: waits across the outage (errors while down are retried
                 // by the caller, as a service would).
                 loop {
-                    match locks.lock("restart").lease_ttl(ttl).acquire_within(Duration::from_secs(20)).await {
+                    match locks
+                        .lock("restart")
+                        .lease_ttl(ttl)
+                        .acquire_within(Duration::from_secs(20))
+                        .await
+                    {
                         Ok(Some(guard)) => return guard.fencing_token(),
                         Ok(None) => panic!("never granted"),
                         Err(e) => {
@@ -102,13 +119,24 @@ async fn a_restart_is_survived_and_reported() {
         server.spawn();
 
         // The key vanished with the restart: the holder learns it within its lease.
-        let reason = timeout(ttl * 2, holder.lost()).await.expect("lost() did not fire");
-        assert!(matches!(reason, LostReason::NotOwner | LostReason::RenewalFailed(_) | LostReason::Expired), "{reason:?}");
+        let reason = timeout(ttl * 2, holder.lost())
+            .await
+            .expect("lost() did not fire");
+        assert!(
+            matches!(
+                reason,
+                LostReason::NotOwner | LostReason::RenewalFailed(_) | LostReason::Expired
+            ),
+            "{reason:?}"
+        );
         assert!(down_at.elapsed() < ttl * 3);
         assert!(!holder.release().await.unwrap_or(false));
 
         let fence_after = waiter.await.unwrap();
-        assert!(fence_after > fence_before, "fencing went backwards across the restart: {fence_after} after {fence_before}");
+        assert!(
+            fence_after > fence_before,
+            "fencing went backwards across the restart: {fence_after} after {fence_before}"
+        );
     })
     .await
     .expect("bounded");

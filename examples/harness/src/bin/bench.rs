@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::{LockClient, MemoryBackend};
-use lock_harness::{connect, micros, redis_url, usage_error, BackendKind, Connected, Flags, Percentiles};
+use lock_harness::{
+    connect, micros, redis_url, usage_error, BackendKind, Connected, Flags, Percentiles,
+};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -20,11 +22,20 @@ const HANDOFF_WAITERS: usize = 16;
 
 #[tokio::main]
 async fn main() {
-    let flags = Flags::parse(std::env::args().skip(1), &["backend", "iterations", "redis-url", "seconds"])
-        .unwrap_or_else(|e| usage_error(&e));
+    let flags = Flags::parse(
+        std::env::args().skip(1),
+        &["backend", "iterations", "redis-url", "seconds"],
+    )
+    .unwrap_or_else(|e| usage_error(&e));
     let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
-    let iterations = flags.number("iterations", 3000).unwrap_or_else(|e| usage_error(&e)).max(10) as usize;
-    let seconds = flags.number("seconds", 2).unwrap_or_else(|e| usage_error(&e)).max(1);
+    let iterations = flags
+        .number("iterations", 3000)
+        .unwrap_or_else(|e| usage_error(&e))
+        .max(10) as usize;
+    let seconds = flags
+        .number("seconds", 2)
+        .unwrap_or_else(|e| usage_error(&e))
+        .max(1);
     let window = Duration::from_secs(seconds);
     let url = redis_url(&flags);
     let namespace = format!("bench-{}", std::process::id());
@@ -36,7 +47,10 @@ async fn main() {
         BackendKind::Redis => Floor::Redis(RedisFloor::connect(&url).await),
         BackendKind::Memory => Floor::Memory,
     };
-    println!("bench: {} backend, {iterations} iterations, {seconds} s windows\n", kind.name());
+    println!(
+        "bench: {} backend, {iterations} iterations, {seconds} s windows\n",
+        kind.name()
+    );
 
     // 1. Uncontended acquire + release, one task.
     let floor_single = floor.sequential(iterations).await;
@@ -52,8 +66,13 @@ async fn main() {
     let lock_single = Percentiles::of(&mut pairs);
     let floor_pair = floor.pair_of(floor_single.mean);
     let uncontended_ratio = ratio(mean_pair, floor_pair);
-    println!("uncontended acquire+release      mean {:>10}  p50 {:>10}  p99 {:>10}  {:>8.0} ops/s",
-        micros(mean_pair), micros(lock_single.p50), micros(lock_single.p99), 1.0 / mean_pair.as_secs_f64());
+    println!(
+        "uncontended acquire+release      mean {:>10}  p50 {:>10}  p99 {:>10}  {:>8.0} ops/s",
+        micros(mean_pair),
+        micros(lock_single.p50),
+        micros(lock_single.p99),
+        1.0 / mean_pair.as_secs_f64()
+    );
     println!("  floor: {:<24}mean {:>10}  p50 {:>10}  p99 {:>10}  ratio {uncontended_ratio:.2}× (mean vs floor)",
         floor.pair_name(), micros(floor_pair), micros(floor.pair_of(floor_single.p50)), micros(floor.pair_of(floor_single.p99)));
 
@@ -62,26 +81,39 @@ async fn main() {
     let lock_rate = concurrent_pairs(&connected.locks, window).await;
     let floor_pair_rate = floor.pair_rate(floor_rate);
     let concurrent_ratio = lock_rate / floor_pair_rate;
-    println!("\n{CONCURRENT_TASKS} tasks, distinct keys        {lock_rate:>10.0} acquire+release/s");
+    println!(
+        "\n{CONCURRENT_TASKS} tasks, distinct keys        {lock_rate:>10.0} acquire+release/s"
+    );
     println!("  floor: {:<24}{floor_pair_rate:>10.0} /s  ({floor_rate:.0} raw ops/s)  ratio {concurrent_ratio:.2}×",
         floor.rate_name());
 
     // 3. Handoff under 16-way contention on one key, with round trips per acquisition.
     let floor_handoff = floor.handoff(iterations).await;
-    let commands_before = connected.redis.as_ref().map(lock_core::RedisBackend::commands_sent);
+    let commands_before = connected
+        .redis
+        .as_ref()
+        .map(lock_core::RedisBackend::commands_sent);
     let stats_before = floor.script_calls().await;
     let (mut handoffs, acquisitions) = handoff(&connected, iterations).await;
     let lock_handoff = Percentiles::of(&mut handoffs);
     let handoff_ratio = ratio(lock_handoff.p50, floor_handoff.p50);
     println!("\nhandoff, {HANDOFF_WAITERS} waiters on one key     p50 {:>10}  p99 {:>10}  ({acquisitions} acquisitions)",
         micros(lock_handoff.p50), micros(lock_handoff.p99));
-    println!("  floor: {:<24}p50 {:>10}  p99 {:>10}  ratio {handoff_ratio:.2}× (p50)",
-        floor.handoff_name(), micros(floor_handoff.p50), micros(floor_handoff.p99));
+    println!(
+        "  floor: {:<24}p50 {:>10}  p99 {:>10}  ratio {handoff_ratio:.2}× (p50)",
+        floor.handoff_name(),
+        micros(floor_handoff.p50),
+        micros(floor_handoff.p99)
+    );
     let mut round_trips = json!(null);
     if let (Some(before), Some(redis)) = (commands_before, connected.redis.as_ref()) {
         let sent = redis.commands_sent() - before;
         let per_acquisition = sent as f64 / acquisitions as f64;
-        let server = floor.script_calls().await.zip(stats_before).map(|(after, before)| after - before);
+        let server = floor
+            .script_calls()
+            .await
+            .zip(stats_before)
+            .map(|(after, before)| after - before);
         println!("  client round trips per acquisition (acquire attempts + release): {per_acquisition:.2}  \
                   [client counted {sent}; server INFO commandstats evalsha+eval: {}]",
             server.map_or("n/a".into(), |s| s.to_string()));
@@ -102,7 +134,10 @@ async fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     std::fs::create_dir_all(&dir).ok();
     let path = dir.join(format!("{}.json", kind.name()));
-    match std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap_or_default()) {
+    match std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&report).unwrap_or_default(),
+    ) {
         Ok(()) => println!("\nwritten: {}", path.display()),
         Err(e) => eprintln!("could not write {}: {e}", path.display()),
     }
@@ -151,21 +186,33 @@ async fn handoff(connected: &Connected, target: usize) -> (Vec<Duration>, u64) {
     let acquisitions = Arc::new(AtomicU64::new(0));
     let tasks: Vec<_> = (0..HANDOFF_WAITERS)
         .map(|_| {
-            let (locks, released_at, samples, acquisitions) =
-                (connected.locks.clone(), released_at.clone(), samples.clone(), acquisitions.clone());
+            let (locks, released_at, samples, acquisitions) = (
+                connected.locks.clone(),
+                released_at.clone(),
+                samples.clone(),
+                acquisitions.clone(),
+            );
             tokio::spawn(async move {
                 loop {
                     let guard = locks.lock("handoff").await.expect("acquire");
                     let now = Instant::now();
                     acquisitions.fetch_add(1, Ordering::Relaxed);
                     let enough = {
-                        let mut samples = samples.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if let Some(at) = released_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+                        let mut samples = samples
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if let Some(at) = released_at
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .take()
+                        {
                             samples.push(now - at);
                         }
                         samples.len() >= target
                     };
-                    *released_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+                    *released_at
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
                     guard.release().await.expect("release");
                     if enough {
                         return;
@@ -178,7 +225,11 @@ async fn handoff(connected: &Connected, target: usize) -> (Vec<Duration>, u64) {
     for task in tasks {
         task.await.expect("handoff task");
     }
-    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let samples = std::mem::take(
+        &mut *samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
     (samples, acquisitions.load(Ordering::Relaxed))
 }
 
@@ -196,19 +247,35 @@ struct RedisFloor {
 
 impl RedisFloor {
     async fn connect(url: &str) -> Self {
-        let client = redis::Client::open(url).unwrap_or_else(|e| usage_error(&format!("bad Redis URL: {e}")));
+        let client = redis::Client::open(url)
+            .unwrap_or_else(|e| usage_error(&format!("bad Redis URL: {e}")));
         let mut connection = client
             .get_connection_manager()
             .await
             .unwrap_or_else(|e| usage_error(&format!("cannot reach Redis at {url}: {e}")));
-        let admin = client.get_multiplexed_async_connection().await.expect("admin connection");
+        let admin = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("admin connection");
         let script = redis::Script::new("return 1");
-        script.prepare_invoke().load_async(&mut connection).await.expect("load floor script");
-        Self { connection, admin, script }
+        script
+            .prepare_invoke()
+            .load_async(&mut connection)
+            .await
+            .expect("load floor script");
+        Self {
+            connection,
+            admin,
+            script,
+        }
     }
 
     async fn evalsha(&self) {
-        let _: i64 = self.script.invoke_async(&mut self.connection.clone()).await.expect("floor EVALSHA");
+        let _: i64 = self
+            .script
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .expect("floor EVALSHA");
     }
 }
 
@@ -269,7 +336,11 @@ impl Floor {
         }
         let mean = mean(&samples);
         let p = Percentiles::of(&mut samples);
-        Summary { mean, p50: p.p50, p99: p.p99 }
+        Summary {
+            mean,
+            p50: p.p50,
+            p99: p.p99,
+        }
     }
 
     /// Raw operations per second from 64 tasks.
@@ -277,7 +348,8 @@ impl Floor {
         let done = Arc::new(AtomicU64::new(0));
         let until = Instant::now() + window;
         let started = Instant::now();
-        let mutexes: Arc<Vec<tokio::sync::Mutex<u64>>> = Arc::new((0..CONCURRENT_TASKS).map(|_| Default::default()).collect());
+        let mutexes: Arc<Vec<tokio::sync::Mutex<u64>>> =
+            Arc::new((0..CONCURRENT_TASKS).map(|_| Default::default()).collect());
         let redis = match self {
             Self::Redis(redis) => Some((redis.connection.clone(), redis.script.clone())),
             Self::Memory => None,
@@ -289,7 +361,10 @@ impl Floor {
                     while Instant::now() < until {
                         match &redis {
                             Some((connection, script)) => {
-                                let _: i64 = script.invoke_async(&mut connection.clone()).await.expect("floor EVALSHA");
+                                let _: i64 = script
+                                    .invoke_async(&mut connection.clone())
+                                    .await
+                                    .expect("floor EVALSHA");
                             }
                             None => *mutexes[t].lock().await += 1,
                         }
@@ -310,7 +385,11 @@ impl Floor {
         match self {
             Self::Redis(_) => {
                 let single = self.sequential(n.min(1000)).await;
-                Summary { mean: single.mean * 4, p50: single.p50 * 4, p99: single.p99 * 4 }
+                Summary {
+                    mean: single.mean * 4,
+                    p50: single.p50 * 4,
+                    p99: single.p99 * 4,
+                }
             }
             Self::Memory => {
                 let mutex = Arc::new(tokio::sync::Mutex::new(None::<Instant>));
@@ -322,7 +401,9 @@ impl Floor {
                             loop {
                                 let mut released_at = mutex.lock().await;
                                 let now = Instant::now();
-                                let mut samples = samples.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                                let mut samples = samples
+                                    .lock()
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                                 if let Some(at) = released_at.take() {
                                     samples.push(now - at);
                                 }
@@ -338,18 +419,32 @@ impl Floor {
                 for task in tasks {
                     task.await.expect("floor handoff task");
                 }
-                let mut samples = std::mem::take(&mut *samples.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+                let mut samples = std::mem::take(
+                    &mut *samples
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
+                );
                 let mean = mean(&samples);
                 let p = Percentiles::of(&mut samples);
-                Summary { mean, p50: p.p50, p99: p.p99 }
+                Summary {
+                    mean,
+                    p50: p.p50,
+                    p99: p.p99,
+                }
             }
         }
     }
 
     /// EVALSHA + EVAL calls the server has counted (`INFO commandstats`).
     async fn script_calls(&self) -> Option<u64> {
-        let Self::Redis(redis) = self else { return None };
-        let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut redis.admin.clone()).await.ok()?;
+        let Self::Redis(redis) = self else {
+            return None;
+        };
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut redis.admin.clone())
+            .await
+            .ok()?;
         let calls = |name: &str| {
             info.lines()
                 .find(|l| l.starts_with(&format!("cmdstat_{name}:")))

@@ -187,6 +187,9 @@ pub trait DynLease: Send + Sync {
     fn release(&self) -> BoxFuture<'_, Result<bool>>;
 }
 
+/// A grant whose lease is bound to its backend, as [`DynLockBackend::acquire`] returns it.
+pub type DynGrant = Grant<Box<dyn DynLease>>;
+
 /// The object-safe form of [`LockBackend`], implemented for every `LockBackend`.
 pub trait DynLockBackend: Send + Sync {
     /// See [`LockBackend::capabilities`].
@@ -195,7 +198,7 @@ pub trait DynLockBackend: Send + Sync {
     fn acquire<'a>(
         &'a self,
         request: AcquireRequest<'a>,
-    ) -> BoxFuture<'a, Result<Option<Grant<Box<dyn DynLease>>>>>;
+    ) -> BoxFuture<'a, Result<Option<DynGrant>>>;
 }
 
 struct BoundLease<B: LockBackend> {
@@ -221,7 +224,7 @@ impl<B: LockBackend> DynLockBackend for B {
     fn acquire<'a>(
         &'a self,
         request: AcquireRequest<'a>,
-    ) -> BoxFuture<'a, Result<Option<Grant<Box<dyn DynLease>>>>> {
+    ) -> BoxFuture<'a, Result<Option<DynGrant>>> {
         Box::pin(async move {
             let grant = LockBackend::acquire(self, request).await?;
             Ok(grant.map(|grant| {

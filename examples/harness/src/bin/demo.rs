@@ -73,10 +73,13 @@ async fn main() {
                 }
                 // The protected work: long enough that others queue behind it.
                 tokio::time::sleep(Duration::from_millis(2)).await;
-                log.lock()
+                if let Some(entry) = log
+                    .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .get_mut(&key)
-                    .map(|e| e.inside -= 1);
+                {
+                    entry.inside -= 1;
+                }
                 guard.release().await?;
             }
             Ok::<_, lock_core::LockError>(())

@@ -2,8 +2,9 @@
 //! critical section does a non-atomic read-modify-write and counts overlaps. Prints
 //! `critical sections: N  violations: V` and exits non-zero when V > 0 or N falls short.
 //!
-//! With Redis, the coordinator (this program without `--worker`) starts P copies of itself as
-//! workers. Each critical section:
+//! With a cross-process backend (Redis, and every server backend), the coordinator (this
+//! program without `--worker`) starts P copies of itself as workers, which lock through the
+//! chosen backend and keep the shared counters in Redis. Each critical section:
 //! 1. `INCR` the key's "inside" counter: a result above 1 means another holder is inside too;
 //! 2. reads the key's counter and last fencing token, checks the token increased, and writes
 //!    counter + 1 and the token back in a separate command (a lost update if two overlap);
@@ -19,8 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{LockClient, MemoryBackend, RedisBackend};
-use lock_harness::{redis_url, usage_error, BackendKind, Flags};
+use lock_core::{LockClient, MemoryBackend};
+use lock_harness::{connect, redis_url, usage_error, BackendKind, Flags};
 use redis::AsyncCommands;
 use tokio::time::Instant;
 
@@ -71,7 +72,7 @@ async fn main() {
         let run_id = flags
             .get("run-id")
             .unwrap_or_else(|| usage_error("--worker needs --run-id"));
-        let tally = redis_worker(&url, run_id, &plan).await;
+        let tally = worker(kind, &url, run_id, &plan).await;
         println!(
             "{{\"sections\":{},\"violations\":{}}}",
             tally.sections, tally.violations
@@ -81,7 +82,7 @@ async fn main() {
 
     let processes = match kind {
         BackendKind::Memory => 1,
-        BackendKind::Redis => number("processes", 4).max(1),
+        _ => number("processes", 4).max(1),
     };
     println!(
         "stress: {} backend, {processes} process(es) × {} tasks on {} keys, {} critical sections{}",
@@ -98,7 +99,7 @@ async fn main() {
     let started = Instant::now();
     let tally = match kind {
         BackendKind::Memory => memory_run(&plan).await,
-        BackendKind::Redis => redis_run(&url, processes, &plan, &flags).await,
+        _ => process_run(kind, &url, processes, &plan, &flags).await,
     };
     println!(
         "critical sections: {}  violations: {}  ({:.0} sections/s over {:.2?})",
@@ -173,7 +174,13 @@ async fn memory_run(plan: &Plan) -> Tally {
     }
 }
 
-async fn redis_run(url: &str, processes: u64, plan: &Plan, flags: &Flags) -> Tally {
+async fn process_run(
+    kind: BackendKind,
+    url: &str,
+    processes: u64,
+    plan: &Plan,
+    flags: &Flags,
+) -> Tally {
     let run_id = format!(
         "{}-{}",
         std::process::id(),
@@ -190,7 +197,7 @@ async fn redis_run(url: &str, processes: u64, plan: &Plan, flags: &Flags) -> Tal
             .args([
                 "--worker",
                 "--backend",
-                "redis",
+                kind.name(),
                 "--run-id",
                 &run_id,
                 "--redis-url",
@@ -259,14 +266,16 @@ async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
         .unwrap_or_else(|e| usage_error(&format!("cannot reach Redis at {url}: {e}")))
 }
 
-async fn redis_worker(url: &str, run_id: &str, plan: &Plan) -> Tally {
-    let backend = RedisBackend::connect(url)
-        .await
-        .unwrap_or_else(|e| usage_error(&format!("cannot reach Redis at {url}: {e}")));
-    let locks = LockClient::builder(backend)
-        .namespace(format!("stress-{run_id}"))
-        .build()
-        .unwrap();
+async fn worker(kind: BackendKind, url: &str, run_id: &str, plan: &Plan) -> Tally {
+    let locks = connect(
+        kind,
+        url,
+        &format!("stress-{run_id}"),
+        &MemoryBackend::new(),
+    )
+    .await
+    .unwrap_or_else(|e| usage_error(&format!("cannot reach the {} backend: {e}", kind.name())))
+    .locks;
     let data = redis_connection(url).await;
     let violations = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();

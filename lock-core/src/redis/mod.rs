@@ -199,6 +199,11 @@ impl RedisBackend {
         }
     }
 
+    /// The multiplexed connection, for other primitives on the same server (stock).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.shared.connection.clone()
+    }
+
     /// Commands this backend has sent to Redis (scripts, re-checks, queue clean-ups), for
     /// measuring round trips per acquisition.
     #[must_use]

@@ -1,0 +1,2 @@
+-- Returns the level (after returning expired reservations).
+return level()

@@ -1,0 +1,212 @@
+//! Stock in this process's memory, with the same semantics as the Redis store.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{
+    CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
+    StockLevel, StockStore,
+};
+use crate::backend::BoxFuture;
+use crate::held::lock;
+use crate::Result;
+
+/// Stock kept in memory; clones share it.
+#[derive(Clone, Default)]
+pub struct MemoryStock {
+    skus: Arc<Mutex<HashMap<String, Sku>>>,
+}
+
+#[derive(Default)]
+struct Sku {
+    level: StockLevel,
+    deductions: HashMap<String, DeductOutcome>,
+    reservations: HashMap<String, Held>,
+}
+
+struct Held {
+    quantity: u64,
+    first: ReserveOutcome,
+    state: HeldState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HeldState {
+    Live(Instant),
+    Confirmed,
+    Cancelled,
+    Expired,
+    Refused,
+}
+
+impl Sku {
+    /// Returns the units of reservations whose time is up.
+    fn expire(&mut self, now: Instant) {
+        for held in self.reservations.values_mut() {
+            if matches!(held.state, HeldState::Live(until) if until <= now) {
+                held.state = HeldState::Expired;
+                self.level.reserved -= held.quantity;
+                self.level.available += held.quantity;
+            }
+        }
+    }
+}
+
+impl MemoryStock {
+    /// Empty stock.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, sku: &str, f: impl FnOnce(&mut Sku) -> T) -> T {
+        let mut skus = lock(&self.skus);
+        let sku = skus.entry(sku.to_owned()).or_default();
+        sku.expire(Instant::now());
+        f(sku)
+    }
+}
+
+impl StockStore for MemoryStock {
+    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
+        let level = self.with(sku, |s| {
+            s.level.available += quantity;
+            s.level.received += quantity;
+            s.level
+        });
+        Box::pin(async move { Ok(level) })
+    }
+
+    fn deduct<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<Deduction>> {
+        let deduction = self.with(sku, |s| {
+            if let Some(first) = s.deductions.get(order) {
+                return Deduction {
+                    outcome: *first,
+                    duplicate: true,
+                };
+            }
+            let outcome = if s.level.available >= quantity {
+                s.level.available -= quantity;
+                s.level.sold += quantity;
+                DeductOutcome::Deducted {
+                    remaining: s.level.available,
+                }
+            } else {
+                DeductOutcome::OutOfStock {
+                    available: s.level.available,
+                }
+            };
+            s.deductions.insert(order.to_owned(), outcome);
+            Deduction {
+                outcome,
+                duplicate: false,
+            }
+        });
+        Box::pin(async move { Ok(deduction) })
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Reservation>> {
+        let reservation = self.with(sku, |s| {
+            if let Some(held) = s.reservations.get(order) {
+                return Reservation {
+                    outcome: held.first,
+                    duplicate: true,
+                };
+            }
+            let (outcome, state) = if s.level.available >= quantity {
+                s.level.available -= quantity;
+                s.level.reserved += quantity;
+                (
+                    ReserveOutcome::Reserved {
+                        remaining: s.level.available,
+                    },
+                    HeldState::Live(Instant::now() + ttl),
+                )
+            } else {
+                (
+                    ReserveOutcome::OutOfStock {
+                        available: s.level.available,
+                    },
+                    HeldState::Refused,
+                )
+            };
+            s.reservations.insert(
+                order.to_owned(),
+                Held {
+                    quantity,
+                    first: outcome,
+                    state,
+                },
+            );
+            Reservation {
+                outcome,
+                duplicate: false,
+            }
+        });
+        Box::pin(async move { Ok(reservation) })
+    }
+
+    fn confirm<'a>(
+        &'a self,
+        sku: &'a str,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<ConfirmOutcome>> {
+        let outcome = self.with(sku, |s| {
+            let Some(held) = s.reservations.get_mut(order) else {
+                return ConfirmOutcome::Unknown;
+            };
+            match held.state {
+                HeldState::Live(_) => {
+                    held.state = HeldState::Confirmed;
+                    s.level.reserved -= held.quantity;
+                    s.level.sold += held.quantity;
+                    ConfirmOutcome::Confirmed
+                }
+                HeldState::Confirmed => ConfirmOutcome::AlreadyConfirmed,
+                HeldState::Cancelled => ConfirmOutcome::Cancelled,
+                HeldState::Expired => ConfirmOutcome::Expired,
+                HeldState::Refused => ConfirmOutcome::Unknown,
+            }
+        });
+        Box::pin(async move { Ok(outcome) })
+    }
+
+    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>> {
+        let outcome = self.with(sku, |s| {
+            let Some(held) = s.reservations.get_mut(order) else {
+                return CancelOutcome::Unknown;
+            };
+            match held.state {
+                HeldState::Live(_) => {
+                    held.state = HeldState::Cancelled;
+                    s.level.reserved -= held.quantity;
+                    s.level.available += held.quantity;
+                    CancelOutcome::Cancelled
+                }
+                HeldState::Cancelled | HeldState::Expired => CancelOutcome::AlreadyReleased,
+                HeldState::Confirmed => CancelOutcome::AlreadyConfirmed,
+                HeldState::Refused => CancelOutcome::Unknown,
+            }
+        });
+        Box::pin(async move { Ok(outcome) })
+    }
+
+    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>> {
+        let level = self.with(sku, |s| s.level);
+        Box::pin(async move { Ok(level) })
+    }
+}

@@ -1,0 +1,284 @@
+//! Stock: atomic, idempotent inventory deduction and reservations, for flash sales where a
+//! stock of N must sell exactly N.
+//!
+//! Every operation is one atomic step in the store (one Lua script on Redis, one critical
+//! section in memory) that also records the order id, so a retried order returns its first
+//! outcome and never deducts twice. Reservations hold units for a TTL measured by the store's
+//! clock; an unconfirmed one returns to stock when it runs out.
+//!
+//! ```
+//! use std::time::Duration;
+//! use lock_core::stock::{DeductOutcome, MemoryStock, Stock};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+//! let stock = Stock::new(MemoryStock::new());
+//! stock.restock("sku-1", 2).await?;
+//! let first = stock.deduct("sku-1", 1, "order-a").await?;
+//! assert_eq!(first.outcome, DeductOutcome::Deducted { remaining: 1 });
+//! let retry = stock.deduct("sku-1", 1, "order-a").await?;      // same order id: no second deduction
+//! assert!(retry.duplicate && retry.outcome == first.outcome);
+//! stock.reserve("sku-1", 1, "order-b", Duration::from_secs(60)).await?;
+//! stock.confirm("sku-1", "order-b").await?;
+//! assert!(stock.audit("sku-1").await?.is_balanced());
+//! # Ok(()) }
+//! ```
+
+mod memory;
+#[cfg(feature = "redis")]
+mod redis;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::memory::MemoryStock;
+#[cfg(feature = "redis")]
+pub use self::redis::RedisStock;
+use crate::backend::BoxFuture;
+use crate::key::validate_namespace;
+use crate::{LockError, LockKey, Result};
+
+/// The largest quantity one operation accepts.
+pub const MAX_QUANTITY: u64 = 1_000_000_000;
+
+/// The longest order id accepted, in bytes.
+pub const MAX_ORDER_ID_LEN: usize = 256;
+
+/// What a deduction did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeductOutcome {
+    /// The units were taken; `remaining` were available afterwards.
+    Deducted {
+        /// Units available after this deduction.
+        remaining: u64,
+    },
+    /// Fewer than the asked units were available; nothing was taken.
+    OutOfStock {
+        /// Units available at the time.
+        available: u64,
+    },
+}
+
+/// A deduction's outcome, and whether it is the recorded outcome of an earlier call with the
+/// same order id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deduction {
+    /// What happened (the first time, for a duplicate).
+    pub outcome: DeductOutcome,
+    /// True when this order id had been seen: nothing was done now.
+    pub duplicate: bool,
+}
+
+/// What a reservation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReserveOutcome {
+    /// The units are held for the order until confirmed, cancelled or expired.
+    Reserved {
+        /// Units available after this reservation.
+        remaining: u64,
+    },
+    /// Fewer than the asked units were available; nothing was held.
+    OutOfStock {
+        /// Units available at the time.
+        available: u64,
+    },
+}
+
+/// A reservation's outcome, and whether it repeats an earlier call with the same order id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// What happened (the first time, for a duplicate).
+    pub outcome: ReserveOutcome,
+    /// True when this order id had been seen: nothing was done now.
+    pub duplicate: bool,
+}
+
+/// What confirming a reservation did. Only `Confirmed` and `AlreadyConfirmed` mean sold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfirmOutcome {
+    /// The reserved units are now sold.
+    Confirmed,
+    /// Confirmed before; nothing changed.
+    AlreadyConfirmed,
+    /// Refused: the reservation ran out and its units went back to stock.
+    Expired,
+    /// Refused: the reservation was cancelled.
+    Cancelled,
+    /// Refused: no reservation with this order id (or it was out of stock).
+    Unknown,
+}
+
+/// What cancelling a reservation did; cancelling is idempotent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelOutcome {
+    /// The reserved units went back to stock.
+    Cancelled,
+    /// Cancelled (or expired) before; nothing changed.
+    AlreadyReleased,
+    /// Refused: the reservation was confirmed, the units are sold.
+    AlreadyConfirmed,
+    /// No reservation with this order id.
+    Unknown,
+}
+
+/// Where the units of one SKU are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StockLevel {
+    /// Units that can be deducted or reserved now.
+    pub available: u64,
+    /// Units held by live reservations.
+    pub reserved: u64,
+    /// Units deducted or confirmed.
+    pub sold: u64,
+    /// Units ever restocked.
+    pub received: u64,
+}
+
+impl StockLevel {
+    /// The audit: every unit received is available, reserved or sold, exactly once.
+    #[must_use]
+    pub fn is_balanced(&self) -> bool {
+        self.available
+            .checked_add(self.reserved)
+            .and_then(|n| n.checked_add(self.sold))
+            == Some(self.received)
+    }
+}
+
+/// A store that keeps stock; [`MemoryStock`] and (feature `redis`) [`RedisStock`].
+///
+/// Keys arrive validated and namespaced (`namespace:sku`); order ids validated.
+pub trait StockStore: Send + Sync {
+    /// Adds `quantity` units.
+    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>>;
+    /// Takes `quantity` units for `order` if available, once per order id.
+    fn deduct<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<Deduction>>;
+    /// Holds `quantity` units for `order` for `ttl`, once per order id.
+    fn reserve<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Reservation>>;
+    /// Turns `order`'s live reservation into a sale.
+    fn confirm<'a>(&'a self, sku: &'a str, order: &'a str)
+        -> BoxFuture<'a, Result<ConfirmOutcome>>;
+    /// Returns `order`'s live reservation to stock.
+    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>>;
+    /// The current level (expired reservations already returned).
+    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>>;
+}
+
+/// Stock operations on one store, with validated names. Cheap to clone.
+#[derive(Clone)]
+pub struct Stock {
+    store: Arc<dyn StockStore>,
+    namespace: String,
+}
+
+impl Stock {
+    /// Stock in `store`, with no namespace.
+    pub fn new(store: impl StockStore + 'static) -> Self {
+        Self {
+            store: Arc::new(store),
+            namespace: String::new(),
+        }
+    }
+
+    /// Places every SKU under `namespace` (as [`crate::LockClientBuilder::namespace`]).
+    pub fn with_namespace(mut self, namespace: impl Into<String>) -> Result<Self> {
+        let namespace = namespace.into();
+        validate_namespace(&namespace)?;
+        self.namespace = namespace;
+        Ok(self)
+    }
+
+    fn sku(&self, sku: &str) -> Result<LockKey> {
+        LockKey::new(&self.namespace, sku)
+    }
+
+    /// Adds `quantity` units to `sku`.
+    pub async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
+        let sku = self.sku(sku)?;
+        check_quantity(quantity)?;
+        self.store.restock(sku.full(), quantity).await
+    }
+
+    /// Takes `quantity` units of `sku` for `order` if that many are available; a retried
+    /// order id returns its first outcome with `duplicate` set.
+    pub async fn deduct(&self, sku: &str, quantity: u64, order: &str) -> Result<Deduction> {
+        let sku = self.sku(sku)?;
+        check_quantity(quantity)?;
+        check_order(order)?;
+        self.store.deduct(sku.full(), quantity, order).await
+    }
+
+    /// Holds `quantity` units of `sku` for `order` for `ttl`; confirm or cancel it before then.
+    pub async fn reserve(
+        &self,
+        sku: &str,
+        quantity: u64,
+        order: &str,
+        ttl: Duration,
+    ) -> Result<Reservation> {
+        let sku = self.sku(sku)?;
+        check_quantity(quantity)?;
+        check_order(order)?;
+        crate::lease::validate_ttl(ttl)?;
+        self.store.reserve(sku.full(), quantity, order, ttl).await
+    }
+
+    /// Sells `order`'s reservation; refused after it expired or was cancelled.
+    pub async fn confirm(&self, sku: &str, order: &str) -> Result<ConfirmOutcome> {
+        let sku = self.sku(sku)?;
+        check_order(order)?;
+        self.store.confirm(sku.full(), order).await
+    }
+
+    /// Returns `order`'s reservation to stock; idempotent, refused once confirmed.
+    pub async fn cancel(&self, sku: &str, order: &str) -> Result<CancelOutcome> {
+        let sku = self.sku(sku)?;
+        check_order(order)?;
+        self.store.cancel(sku.full(), order).await
+    }
+
+    /// The current level of `sku`.
+    pub async fn level(&self, sku: &str) -> Result<StockLevel> {
+        let sku = self.sku(sku)?;
+        self.store.level(sku.full()).await
+    }
+
+    /// The current level of `sku`; check it with [`StockLevel::is_balanced`]
+    /// (`received = available + reserved + sold`).
+    pub async fn audit(&self, sku: &str) -> Result<StockLevel> {
+        self.level(sku).await
+    }
+}
+
+fn check_quantity(quantity: u64) -> Result<()> {
+    if quantity == 0 || quantity > MAX_QUANTITY {
+        return Err(LockError::InvalidConfig(format!(
+            "quantity {quantity} is outside 1..={MAX_QUANTITY}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_order(order: &str) -> Result<()> {
+    if order.is_empty() || order.len() > MAX_ORDER_ID_LEN || order.contains('\0') {
+        return Err(LockError::InvalidConfig(format!(
+            "order id {:?} must be 1..={MAX_ORDER_ID_LEN} bytes without NUL",
+            order.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(())
+}

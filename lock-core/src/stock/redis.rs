@@ -1,0 +1,212 @@
+//! Stock in Redis: one Lua script per operation, all keys of a SKU under one hash tag.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::Script;
+
+use super::{
+    CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
+    StockLevel, StockStore,
+};
+use crate::backend::BoxFuture;
+use crate::{LockError, RedisBackend, Result};
+
+const BACKEND: &str = "redis";
+const PRELUDE: &str = include_str!("lua/prelude.lua");
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}\n{body}"))
+}
+
+static RESTOCK: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/restock.lua")));
+static DEDUCT: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/deduct.lua")));
+static RESERVE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/reserve.lua")));
+static SETTLE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/settle.lua")));
+static LEVEL: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/level.lua")));
+
+/// Stock kept in Redis, sharing a [`RedisBackend`]'s connection.
+///
+/// ```no_run
+/// use lock_core::stock::{RedisStock, Stock};
+/// use lock_core::RedisBackend;
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
+/// let stock = Stock::new(RedisStock::new(&backend)).with_namespace("shop")?;
+/// stock.restock("sku-1", 100).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisStock {
+    connection: ConnectionManager,
+    prefix: String,
+}
+
+impl RedisStock {
+    /// Stock on `backend`'s server and connection, under the key prefix `stock`.
+    #[must_use]
+    pub fn new(backend: &RedisBackend) -> Self {
+        Self {
+            connection: backend.connection(),
+            prefix: "stock".into(),
+        }
+    }
+
+    fn keys(&self, sku: &str) -> [String; 4] {
+        let level = format!("{}:{{#{sku}}}", self.prefix);
+        [
+            format!("{level}:deductions"),
+            format!("{level}:reservations"),
+            format!("{level}:expiry"),
+            level,
+        ]
+    }
+
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        sku: &str,
+        args: &[String],
+    ) -> Result<T> {
+        let [deductions, reservations, expiry, level] = self.keys(sku);
+        let mut invocation = script.prepare_invoke();
+        invocation
+            .key(level)
+            .key(deductions)
+            .key(reservations)
+            .key(expiry);
+        for arg in args {
+            invocation.arg(arg);
+        }
+        invocation
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|e| LockError::unavailable(BACKEND, e))
+    }
+}
+
+fn parse_level(values: &[u64]) -> Result<StockLevel> {
+    match values {
+        [available, reserved, sold, received] => Ok(StockLevel {
+            available: *available,
+            reserved: *reserved,
+            sold: *sold,
+            received: *received,
+        }),
+        other => Err(protocol(format!("level of {} fields", other.len()))),
+    }
+}
+
+/// The number after the last `|` of a record.
+fn last_number(record: &str) -> Result<u64> {
+    record
+        .rsplit('|')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| protocol(format!("stock record {record:?}")))
+}
+
+fn protocol(detail: String) -> LockError {
+    LockError::Protocol {
+        backend: BACKEND,
+        detail,
+    }
+}
+
+impl StockStore for RedisStock {
+    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
+        Box::pin(async move {
+            let values: Vec<u64> = self.run(&RESTOCK, sku, &[quantity.to_string()]).await?;
+            parse_level(&values)
+        })
+    }
+
+    fn deduct<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<Deduction>> {
+        Box::pin(async move {
+            let (duplicate, record): (u8, String) = self
+                .run(&DEDUCT, sku, &[quantity.to_string(), order.to_owned()])
+                .await?;
+            let number = last_number(&record)?;
+            let outcome = if record.starts_with('D') {
+                DeductOutcome::Deducted { remaining: number }
+            } else {
+                DeductOutcome::OutOfStock { available: number }
+            };
+            Ok(Deduction {
+                outcome,
+                duplicate: duplicate == 1,
+            })
+        })
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Reservation>> {
+        Box::pin(async move {
+            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+            let args = [quantity.to_string(), order.to_owned(), ttl_ms.to_string()];
+            let (duplicate, record): (u8, String) = self.run(&RESERVE, sku, &args).await?;
+            let number = last_number(&record)?;
+            let outcome = if record.starts_with('O') {
+                ReserveOutcome::OutOfStock { available: number }
+            } else {
+                ReserveOutcome::Reserved { remaining: number }
+            };
+            Ok(Reservation {
+                outcome,
+                duplicate: duplicate == 1,
+            })
+        })
+    }
+
+    fn confirm<'a>(
+        &'a self,
+        sku: &'a str,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<ConfirmOutcome>> {
+        Box::pin(async move {
+            let before: String = self
+                .run(&SETTLE, sku, &[order.to_owned(), "confirm".into()])
+                .await?;
+            Ok(match before.as_str() {
+                "L" => ConfirmOutcome::Confirmed,
+                "C" => ConfirmOutcome::AlreadyConfirmed,
+                "X" => ConfirmOutcome::Cancelled,
+                "E" => ConfirmOutcome::Expired,
+                _ => ConfirmOutcome::Unknown,
+            })
+        })
+    }
+
+    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>> {
+        Box::pin(async move {
+            let before: String = self
+                .run(&SETTLE, sku, &[order.to_owned(), "cancel".into()])
+                .await?;
+            Ok(match before.as_str() {
+                "L" => CancelOutcome::Cancelled,
+                "X" | "E" => CancelOutcome::AlreadyReleased,
+                "C" => CancelOutcome::AlreadyConfirmed,
+                _ => CancelOutcome::Unknown,
+            })
+        })
+    }
+
+    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>> {
+        Box::pin(async move {
+            let values: Vec<u64> = self.run(&LEVEL, sku, &[]).await?;
+            parse_level(&values)
+        })
+    }
+}

@@ -52,6 +52,17 @@ async fn main() {
         kind.name()
     );
 
+    // Warm up connections, scripts, the watchdog driver and the allocator before measuring.
+    floor.sequential(200).await;
+    for i in 0..200 {
+        let guard = connected
+            .locks
+            .lock(format!("warm:{i}"))
+            .await
+            .expect("acquire");
+        guard.release().await.expect("release");
+    }
+
     // 1. Uncontended acquire + release, one task.
     let floor_single = floor.sequential(iterations).await;
     let mut pairs = Vec::with_capacity(iterations);

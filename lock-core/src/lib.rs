@@ -50,6 +50,7 @@ pub mod lease;
 mod lost;
 mod memory;
 mod owner;
+pub mod testing;
 pub mod stock;
 #[cfg(feature = "redis")]
 pub mod redis;

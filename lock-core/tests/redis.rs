@@ -18,24 +18,8 @@ struct Redis {
     names: RedisBackend,
 }
 
-fn server_url() -> Option<String> {
-    match std::env::var("LOCK_TEST_REDIS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-            assert!(
-                !required,
-                "LOCK_TEST_REDIS_URL is not set but servers are required; run `cargo xtask test`"
-            );
-            eprintln!("SKIPPED: LOCK_TEST_REDIS_URL is not set; run `cargo xtask test` to use a real Redis");
-            None
-        }
-    }
-}
-
 async fn redis() -> Option<Redis> {
-    let url = server_url()?;
+    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let admin = redis::Client::open(url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()

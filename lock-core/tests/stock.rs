@@ -220,19 +220,7 @@ stock_suite!(memory_stock, memory());
 
 #[cfg(feature = "redis")]
 async fn redis() -> Option<Stock> {
-    let url = match std::env::var("LOCK_TEST_REDIS_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-            assert!(
-                !required,
-                "LOCK_TEST_REDIS_URL is not set but servers are required"
-            );
-            eprintln!("SKIPPED: LOCK_TEST_REDIS_URL is not set; run `cargo xtask test`");
-            return None;
-        }
-    };
+    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let backend = lock_core::RedisBackend::connect(&url).await.unwrap();
     Some(
         Stock::new(lock_core::stock::RedisStock::new(&backend))

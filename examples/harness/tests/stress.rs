@@ -28,19 +28,7 @@ fn violations(report: &str) -> u64 {
 }
 
 fn redis_url() -> Option<String> {
-    match std::env::var("LOCK_TEST_REDIS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-            assert!(
-                !required,
-                "LOCK_TEST_REDIS_URL is not set but servers are required"
-            );
-            eprintln!("SKIPPED: LOCK_TEST_REDIS_URL is not set; run `cargo xtask test`");
-            None
-        }
-    }
+    lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
 }
 
 #[test]

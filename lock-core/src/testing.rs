@@ -1,0 +1,36 @@
+//! Support for test suites that need a real server.
+//!
+//! Integration suites read a server's address from an environment variable that
+//! `cargo xtask test` sets. When it is missing they must not pass silently: under
+//! `LOCK_TEST_REQUIRE_SERVERS=1` (set by `cargo xtask test`) or `CI` they fail, and otherwise
+//! they say loudly that they skipped.
+
+/// The env var that turns a missing test server into a failure.
+pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";
+
+/// The test server address in `var`: `Ok(Some(url))` when set, `Ok(None)` (after printing
+/// `SKIPPED ...` on stderr) when unset and not required, `Err` when unset but required.
+///
+/// ```
+/// // Unset, and this doctest runs without CI variables: a loud skip.
+/// # std::env::remove_var("LOCK_TEST_NOTHING_URL");
+/// # if std::env::var(lock_core::testing::REQUIRE_SERVERS_ENV).is_err() && std::env::var("CI").is_err() {
+/// assert_eq!(lock_core::testing::server_url("LOCK_TEST_NOTHING_URL"), Ok(None));
+/// # }
+/// ```
+pub fn server_url(var: &str) -> Result<Option<String>, String> {
+    if let Ok(url) = std::env::var(var) {
+        if !url.is_empty() {
+            return Ok(Some(url));
+        }
+    }
+    let required = std::env::var(REQUIRE_SERVERS_ENV).is_ok_and(|v| v == "1")
+        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    if required {
+        return Err(format!(
+            "{var} is not set but test servers are required; run `cargo xtask test`"
+        ));
+    }
+    eprintln!("SKIPPED: {var} is not set; run `cargo xtask test` to test against a real server");
+    Ok(None)
+}

@@ -48,6 +48,8 @@ mod held;
 mod key;
 pub mod lease;
 mod lost;
+#[doc(hidden)]
+pub mod macro_support;
 mod memory;
 mod owner;
 pub mod testing;
@@ -64,6 +66,8 @@ pub use error::{LockError, Result};
 pub use guard::LockGuard;
 pub use key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lease::{LeaseMode, WaitPolicy};
+#[cfg(feature = "macros")]
+pub use lock_macros::distributed_lock;
 pub use lost::{LossSignal, LostReason};
 pub use memory::{MemoryBackend, MemoryLease};
 pub use owner::LockOwner;

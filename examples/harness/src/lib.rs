@@ -1,6 +1,8 @@
 //! Shared pieces of the demo, stress and bench programs: choosing a backend, reading flags,
 //! and summarising latencies.
 
+pub mod overhead;
+
 use std::collections::HashMap;
 use std::time::Duration;
 

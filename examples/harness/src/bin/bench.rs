@@ -131,7 +131,12 @@ async fn main() {
         round_trips = json!({ "per_acquisition": per_acquisition, "client_commands": sent, "server_script_calls": server });
     }
 
+    // 4. What #[distributed_lock] costs over the same calls by hand (memory backend).
+    let macro_ratio = macro_overhead(iterations).await;
+    println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
+
     let report = json!({
+        "macro_overhead_ratio": macro_ratio,
         "backend": kind.name(),
         "iterations": iterations,
         "uncontended": { "mean_us": us(mean_pair), "p50_us": us(lock_single.p50), "p99_us": us(lock_single.p99),
@@ -152,6 +157,30 @@ async fn main() {
         Ok(()) => println!("\nwritten: {}", path.display()),
         Err(e) => eprintln!("could not write {}: {e}", path.display()),
     }
+}
+
+/// Median over alternating rounds of (macro time / hand-written time) on the memory backend.
+async fn macro_overhead(iterations: usize) -> f64 {
+    use lock_harness::overhead::{annotated, by_hand};
+    let locks = LockClient::new(MemoryBackend::new());
+    let mut ratios = Vec::new();
+    for round in 0..10 {
+        let start = Instant::now();
+        for i in 0..iterations as u64 {
+            by_hand(&locks, i % 64).await.expect("by hand");
+        }
+        let hand = start.elapsed();
+        let start = Instant::now();
+        for i in 0..iterations as u64 {
+            annotated(&locks, i % 64).await.expect("annotated");
+        }
+        let annotated_time = start.elapsed();
+        if round > 0 {
+            ratios.push(annotated_time.as_secs_f64() / hand.as_secs_f64());
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    ratios[ratios.len() / 2]
 }
 
 fn mean(samples: &[Duration]) -> Duration {

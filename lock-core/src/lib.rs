@@ -52,11 +52,11 @@ mod lost;
 pub mod macro_support;
 mod memory;
 mod owner;
-pub mod testing;
-pub mod stock;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod request;
+pub mod stock;
+pub mod testing;
 mod token;
 mod watchdog;
 

@@ -1,5 +1,50 @@
-//! actix-web middleware for distributed locks.
+//! actix-web middleware taking a distributed lock per request key.
 //!
-//! This crate will hold an actix-web `Transform` that takes a lock from `lock-core` per key
-//! extracted from the request, sharing its decisions with `lock-tower` through `lock-core`. It
-//! has no items yet: the middleware lands with its own issue.
+//! [`KeyedLock`] extracts a key from each selected request (path segment, header, query
+//! parameter, or a closure), takes that lock from a [`LockClient`] and runs the rest of the
+//! chain under it. A busy key answers 409 (or 429) with `Retry-After`, an unreachable backend
+//! 503, both with an `application/problem+json` body, short-circuiting through
+//! [`EitherBody`](actix_web::body::EitherBody). Handlers take the lock's key and fencing token
+//! with the [`LockFence`] extractor; if the lease is lost while the handler runs, its future is
+//! dropped and the answer is 503 (unless [`OnLost::Continue`]).
+//!
+//! The decisions (status mapping, key rules, bodies) live in [`lock_core::http`]; this crate
+//! only adapts them to actix-web types.
+//!
+//! ```
+//! use std::time::Duration;
+//! use actix_web::{web, App};
+//! use lock_actix::{KeySource, KeyedLock, KeyedLockOptions, LockFence};
+//! use lock_core::{LockClient, MemoryBackend, WaitPolicy};
+//!
+//! async fn buy(lock: LockFence) -> String {
+//!     format!("sold under fence {}", lock.fence)
+//! }
+//!
+//! let locks = LockClient::new(MemoryBackend::new());
+//! let app = App::new().service(
+//!     web::resource("/buy/{sku}")
+//!         .wrap(
+//!             KeyedLock::new(locks, KeySource::path_param("/buy/{sku}", "sku")).options(
+//!                 KeyedLockOptions::new()
+//!                     .wait(WaitPolicy::Within(Duration::from_secs(2)))
+//!                     .key_prefix("sku:"),
+//!             ),
+//!         )
+//!         .route(web::post().to(buy)),
+//! );
+//! # let _ = app;
+//! ```
+//!
+//! [`LockClient`]: lock_core::LockClient
+
+mod extract;
+mod fence;
+mod middleware;
+
+pub use extract::KeyExtractor;
+pub use fence::LockFence;
+pub use lock_core::http::{
+    BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
+};
+pub use middleware::{KeyedLock, KeyedLockMiddleware};

@@ -42,9 +42,12 @@
 pub mod backend;
 mod client;
 mod error;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 mod global;
 mod guard;
 mod held;
+pub mod http;
 mod key;
 pub mod lease;
 mod lost;
@@ -55,14 +58,20 @@ mod owner;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod request;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql;
 pub mod stock;
 pub mod testing;
 mod token;
 mod watchdog;
+#[cfg(feature = "zookeeper")]
+pub mod zookeeper;
 
 pub use backend::{Capabilities, LockBackend};
 pub use client::{LockClient, LockClientBuilder};
 pub use error::{LockError, Result};
+#[cfg(feature = "etcd")]
+pub use etcd::EtcdBackend;
 pub use guard::LockGuard;
 pub use key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lease::{LeaseMode, WaitPolicy};
@@ -74,4 +83,10 @@ pub use owner::LockOwner;
 #[cfg(feature = "redis")]
 pub use redis::RedisBackend;
 pub use request::LockRequest;
+#[cfg(feature = "mysql")]
+pub use sql::{MySqlBackend, MySqlBackendBuilder};
+#[cfg(feature = "postgres")]
+pub use sql::{PostgresAdvisoryBackend, PostgresBackend, PostgresBackendBuilder};
 pub use token::{FencingToken, OwnerToken};
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::ZooKeeperBackend;

@@ -1,5 +1,51 @@
-//! tower middleware for distributed locks (axum, hyper, tonic).
+//! tower middleware taking a distributed lock per request key (axum, hyper, tonic).
 //!
-//! This crate will hold a `Layer`/`Service` pair that takes a lock from `lock-core` per key
-//! extracted from the request and answers 409/503 itself when the lock is busy or the backend is
-//! down. It has no items yet: the middleware lands with its own issue.
+//! [`KeyedLockLayer`] extracts a key from each selected request (path segment, header, query
+//! parameter, or a closure), takes that lock from a [`LockClient`] and runs the inner service
+//! under it. A busy key answers 409 (or 429) with `Retry-After`, an unreachable backend 503,
+//! both with an `application/problem+json` body made by the layer itself, so the inner
+//! service's error type passes through unchanged and an `Infallible` service stays
+//! `Infallible`. The handler finds a [`LockInfo`] (key and fencing token) in the request
+//! extensions; if the lease is lost while it runs, its future is dropped and the answer is 503
+//! (unless [`OnLost::Continue`]).
+//!
+//! The decisions (status mapping, key rules, bodies) live in [`lock_core::http`]; this crate
+//! only adapts them to `http` types.
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{routing::post, Extension, Router};
+//! use lock_core::{LockClient, MemoryBackend, WaitPolicy};
+//! use lock_tower::{KeySource, KeyedLockLayer, KeyedLockOptions, LockInfo};
+//!
+//! async fn buy(Extension(lock): Extension<LockInfo>) -> String {
+//!     format!("sold under fence {}", lock.fence)
+//! }
+//!
+//! let locks = LockClient::new(MemoryBackend::new());
+//! let app: Router = Router::new().route("/buy/{sku}", post(buy)).layer(
+//!     KeyedLockLayer::new(locks, KeySource::path_param("/buy/{sku}", "sku")).options(
+//!         KeyedLockOptions::new()
+//!             .wait(WaitPolicy::Within(Duration::from_secs(2)))
+//!             .key_prefix("sku:")
+//!             .methods(["POST"]),
+//!     ),
+//! );
+//! # let _ = app;
+//! ```
+//!
+//! [`LockClient`]: lock_core::LockClient
+
+mod extract;
+mod future;
+mod layer;
+mod service;
+
+pub use extract::KeyExtractor;
+pub use future::ResponseFuture;
+pub use layer::KeyedLockLayer;
+pub use lock_core::http::{
+    BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
+};
+pub use lock_core::FencingToken;
+pub use service::KeyedLockService;

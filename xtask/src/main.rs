@@ -55,6 +55,11 @@ Commands:
   ci                            fmt check, clippy, per-feature checks of
                                 lock-core, then `test`. Stops at first failure.
   demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
+                                (no ARGS: the lock demo, then `demo inventory`)
+  demo inventory [--backend memory|redis] [--instances N] [--buyers B] [--stock S]
+                                The flash sale over HTTP: builds the example
+                                apps, runs N instances, fires B buyers and
+                                prints sold/rejected/oversold per strategy.
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS

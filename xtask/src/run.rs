@@ -1,6 +1,10 @@
 //! `cargo xtask demo|stress|bench`: shortcuts for the `lock-harness`
 //! binaries in `examples/harness`.
 //!
+//! `demo inventory [ARGS...]` runs the flash-sale scenario (the example apps
+//! over HTTP, see `examples/harness/src/bin/inventory.rs`); `demo` with no
+//! arguments runs the lock demo and then that scenario on memory.
+//!
 //! `stress` and `bench` are built in release mode (debug numbers are
 //! meaningless for them); `demo` is not, to keep its first run quick. When
 //! the arguments select a backend that is a stack server (`--backend redis`)
@@ -13,20 +17,56 @@ use crate::{cmd, Error, Result};
 
 /// Runs harness binary `bin` with `args`, passing its exit code through.
 pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
-    let needed: Vec<&'static dyn Server> = backends(args)
+    let mut needed: Vec<&'static dyn Server> = backends(args)
         .into_iter()
         .filter_map(stack::by_name)
         .collect();
+    // Stress keeps its shared counters in Redis whichever backend it locks with.
+    if bin == HarnessBin::Stress
+        && !needed.is_empty()
+        && !needed.iter().any(|s| s.name() == "redis")
+    {
+        needed.extend(stack::by_name("redis"));
+    }
     let started = if needed.is_empty() {
         Vec::new()
     } else {
         stack::up(&needed)?
     };
 
-    let result = run_bin(bin, args);
+    let result = match (bin, args.first().map(String::as_str)) {
+        (HarnessBin::Demo, Some(INVENTORY)) => run_inventory(&args[1..]),
+        // `cargo xtask demo` alone: every scenario, on memory.
+        (HarnessBin::Demo, None) => run_bin(bin, args).and_then(|()| run_inventory(&[])),
+        _ => run_bin(bin, args),
+    };
 
     let stopped = stack::down(&started);
     result.and(stopped)
+}
+
+/// The `demo` scenario that sells a SKU over HTTP (`demo inventory [ARGS...]`).
+const INVENTORY: &str = "inventory";
+
+/// `demo inventory`: builds both flash-sale apps, then runs the harness's
+/// `inventory` binary, which starts the app instances next to it, fires the
+/// buyers and prints the table.
+fn run_inventory(args: &[String]) -> Result<()> {
+    let mut build = cmd::cargo();
+    build.args(["build", "-p", "flash-sale-axum", "-p", "flash-sale-actix"]);
+    cmd::run(&mut build)?;
+    let mut cargo = cmd::cargo();
+    cargo.args(["run", "-p", "lock-harness", "--bin", INVENTORY, "--"]);
+    cargo.args(args);
+    for (key, value) in stack::env_vars()? {
+        cargo.env(key, value);
+    }
+    let status = cmd::status(&mut cargo)?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::exit(cmd::exit_code(status), ""))
+    }
 }
 
 /// Builds and runs the binary with the env vars of every running server, so

@@ -17,6 +17,8 @@ const JOBS: &str = "2";
 /// <cargo_args>`, then stops the servers this run started (also when the
 /// tests fail). Fails with cargo's exit code.
 pub(crate) fn run(cargo_args: &[String]) -> Result<()> {
+    // Servers and build tools (protoc for the `etcd` feature) first.
+    stack::ensure_installed()?;
     // Servers that were already running stay running: they belong to a
     // developer's `stack up` (or another run) that still relies on them.
     let started = stack::up(stack::SERVERS)?;

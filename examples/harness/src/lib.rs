@@ -1,12 +1,19 @@
 //! Shared pieces of the demo, stress and bench programs: choosing a backend, reading flags,
 //! and summarising latencies.
 
+pub mod checks;
+pub mod inventory;
+pub mod load;
 pub mod overhead;
+pub mod shop;
+pub mod test_redis;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lock_core::{LockClient, LockError, MemoryBackend, RedisBackend};
+use lock_core::{
+    EtcdBackend, LockClient, LockError, MemoryBackend, RedisBackend, ZooKeeperBackend,
+};
 
 /// Which backend a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +22,14 @@ pub enum BackendKind {
     Memory,
     /// The Redis server at `LOCK_TEST_REDIS_URL` (or `--redis-url`).
     Redis,
+    /// The PostgreSQL lock table at `LOCK_TEST_POSTGRES_URL`.
+    Postgres,
+    /// The MySQL / MariaDB lock table at `LOCK_TEST_MYSQL_URL`.
+    Mysql,
+    /// The ZooKeeper ensemble at `LOCK_TEST_ZOOKEEPER_URL` (see [`zookeeper_url`]).
+    Zookeeper,
+    /// The etcd cluster at `LOCK_TEST_ETCD_URL` (see [`etcd_url`]).
+    Etcd,
 }
 
 impl BackendKind {
@@ -23,8 +38,12 @@ impl BackendKind {
         match name {
             "memory" => Ok(Self::Memory),
             "redis" => Ok(Self::Redis),
+            "postgres" => Ok(Self::Postgres),
+            "mysql" => Ok(Self::Mysql),
+            "zookeeper" => Ok(Self::Zookeeper),
+            "etcd" => Ok(Self::Etcd),
             other => Err(format!(
-                "unknown backend {other:?}; expected memory or redis"
+                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper or etcd"
             )),
         }
     }
@@ -35,6 +54,10 @@ impl BackendKind {
         match self {
             Self::Memory => "memory",
             Self::Redis => "redis",
+            Self::Postgres => "postgres",
+            Self::Mysql => "mysql",
+            Self::Zookeeper => "zookeeper",
+            Self::Etcd => "etcd",
         }
     }
 }
@@ -72,7 +95,59 @@ pub async fn connect(
                 redis: Some(backend),
             })
         }
+        BackendKind::Postgres => {
+            let url = server_url(
+                "LOCK_TEST_POSTGRES_URL",
+                "postgres://postgres@127.0.0.1:25432/postgres",
+            );
+            let backend = lock_core::PostgresBackend::connect(&url).await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend).namespace(namespace).build()?,
+                redis: None,
+            })
+        }
+        BackendKind::Mysql => {
+            let url = server_url("LOCK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:23306/locks");
+            let backend = lock_core::MySqlBackend::connect(&url).await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend).namespace(namespace).build()?,
+                redis: None,
+            })
+        }
+        BackendKind::Zookeeper => Ok(Connected {
+            locks: LockClient::builder(ZooKeeperBackend::connect(&zookeeper_url()).await?)
+                .namespace(namespace)
+                .build()?,
+            redis: None,
+        }),
+        BackendKind::Etcd => Ok(Connected {
+            locks: LockClient::builder(EtcdBackend::connect(&etcd_url()).await?)
+                .namespace(namespace)
+                .build()?,
+            redis: None,
+        }),
     }
+}
+
+/// The ZooKeeper connect string: `LOCK_TEST_ZOOKEEPER_URL`, else the xtask stack's default.
+#[must_use]
+pub fn zookeeper_url() -> String {
+    std::env::var("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|_| "127.0.0.1:22181".to_owned())
+}
+
+/// The etcd endpoints: `LOCK_TEST_ETCD_URL`, else the xtask stack's default.
+#[must_use]
+pub fn etcd_url() -> String {
+    std::env::var("LOCK_TEST_ETCD_URL").unwrap_or_else(|_| "http://127.0.0.1:22379".to_owned())
+}
+
+/// A server's URL: the env var `var` (as `cargo xtask` sets it), else the xtask stack's default.
+#[must_use]
+pub fn server_url(var: &str, default: &str) -> String {
+    std::env::var(var)
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 /// The Redis URL: `--redis-url`, else `LOCK_TEST_REDIS_URL`, else the xtask stack's default.

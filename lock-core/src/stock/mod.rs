@@ -148,7 +148,7 @@ impl StockLevel {
     }
 }
 
-/// A store that keeps stock; [`MemoryStock`] and (feature `redis`) [`RedisStock`].
+/// A store that keeps stock; [`MemoryStock`] and (feature `redis`) `RedisStock`.
 ///
 /// Keys arrive validated and namespaced (`namespace:sku`); order ids validated.
 pub trait StockStore: Send + Sync {

@@ -12,7 +12,11 @@
 //! implementing [`Server`] plus one entry in [`SERVERS`]; the lifecycle
 //! (install, start, readiness wait, stop, status, env file) is shared here.
 
+mod etcd;
+mod mysql;
+mod postgres;
 mod redis;
+mod zookeeper;
 
 use std::fs;
 use std::io::ErrorKind;
@@ -27,7 +31,13 @@ use crate::flags::StackCmd;
 use crate::{Error, Result};
 
 /// Every server the stack knows, in start order.
-pub(crate) const SERVERS: &[&dyn Server] = &[&redis::Redis];
+pub(crate) const SERVERS: &[&dyn Server] = &[
+    &redis::Redis,
+    &zookeeper::ZooKeeper,
+    &etcd::Etcd,
+    &postgres::Postgres,
+    &mysql::Mysql,
+];
 
 /// How long a server may take to answer after being started (or to exit
 /// after SIGTERM). Bounded so a broken server fails CI quickly instead of
@@ -312,6 +322,81 @@ pub(crate) fn connect(port: u16) -> Option<TcpStream> {
     stream.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
     stream.set_write_timeout(Some(PROBE_TIMEOUT)).ok()?;
     Some(stream)
+}
+
+/// Launches a server that stays in the foreground (java, etcd) as a detached
+/// background process: its own process group (a Ctrl-C to xtask does not
+/// reach it), working directory `state.dir`, stdin closed, stdout and stderr
+/// appended to `state.logfile`, pid written to `state.pidfile`.
+pub(crate) fn spawn_detached(mut command: Command, state: &StateDir) -> Result<()> {
+    use std::os::unix::process::CommandExt as _;
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&state.logfile)
+        .map_err(|err| Error::failed(format!("cannot open {}: {err}", state.logfile.display())))?;
+    let log_err = log
+        .try_clone()
+        .map_err(|err| Error::failed(format!("cannot open {}: {err}", state.logfile.display())))?;
+    command
+        .current_dir(&state.dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0);
+    cmd::echo(&command);
+    let child = command.spawn().map_err(|err| {
+        Error::failed(format!("cannot start `{}`: {err}", cmd::display(&command)))
+    })?;
+    fs::write(&state.pidfile, format!("{}\n", child.id()))
+        .map_err(|err| Error::failed(format!("cannot write {}: {err}", state.pidfile.display())))
+}
+
+/// Debian packages that are not servers but must be present before anything
+/// builds the `etcd` feature: `etcd-client`'s build script runs `protoc`, and
+/// needs the well-known `.proto` files of `libprotobuf-dev` (a mere
+/// recommendation of `protobuf-compiler`, so `--no-install-recommends` skips it).
+const BUILD_PACKAGES: &[(&str, &str)] = &[
+    ("/usr/bin/protoc", "protobuf-compiler"),
+    (
+        "/usr/include/google/protobuf/descriptor.proto",
+        "libprotobuf-dev",
+    ),
+];
+
+/// Installs (as root, with apt) every missing server package and build
+/// package in one `apt-get install`, so that `cargo xtask ci` / `test` can
+/// build and test every backend on a fresh machine. Not root: prints the
+/// command to run and fails.
+pub(crate) fn ensure_installed() -> Result<()> {
+    let mut missing: Vec<&str> = SERVERS
+        .iter()
+        .filter(|server| server.locate().is_none())
+        .map(|server| server.apt_package())
+        .collect();
+    missing.extend(
+        BUILD_PACKAGES
+            .iter()
+            .filter(|(file, _)| !Path::new(file).exists())
+            .map(|(_, package)| *package),
+    );
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.join(" ");
+    if !cmd::is_root() || cmd::which("apt-get").is_none() {
+        return Err(Error::failed(format!(
+            "missing packages: {list}. Install them with:\n\n    \
+             sudo apt-get update && sudo apt-get install -y --no-install-recommends {list}\n\n\
+             (or your platform's package manager), then re-run."
+        )));
+    }
+    eprintln!("xtask: installing missing packages: {list}");
+    cmd::run(&mut cmd::command("apt-get", ["update"]))?;
+    let mut install = cmd::command("apt-get", ["install", "-y", "--no-install-recommends"]);
+    install.args(&missing);
+    install.env("DEBIAN_FRONTEND", "noninteractive");
+    cmd::run(&mut install)
 }
 
 /// Installs missing server binaries, running `apt-get update` at most once

@@ -46,6 +46,13 @@ async fn main() {
     let floor = match kind {
         BackendKind::Redis => Floor::Redis(RedisFloor::connect(&url).await),
         BackendKind::Memory => Floor::Memory,
+        BackendKind::Zookeeper | BackendKind::Etcd | BackendKind::Postgres | BackendKind::Mysql => {
+            usage_error(&format!(
+                "bench has no raw floor for {} yet; use `cargo xtask stress --backend {}`",
+                kind.name(),
+                kind.name()
+            ))
+        }
     };
     println!(
         "bench: {} backend, {iterations} iterations, {seconds} s windows\n",

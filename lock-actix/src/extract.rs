@@ -1,0 +1,69 @@
+//! Taking the key from a `ServiceRequest`: a [`KeySource`] rule or a closure.
+
+use actix_web::dev::ServiceRequest;
+use lock_core::http::{KeySource, RequestHead};
+
+/// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
+/// `Fn(&ServiceRequest) -> Option<String>`; `None` answers 400.
+///
+/// ```
+/// use actix_web::dev::ServiceRequest;
+/// use lock_actix::KeyedLock;
+/// use lock_core::{LockClient, MemoryBackend};
+///
+/// // The key is the tenant and the path together.
+/// let middleware = KeyedLock::new(LockClient::new(MemoryBackend::new()), |req: &ServiceRequest| {
+///     let tenant = req.headers().get("x-tenant")?.to_str().ok()?;
+///     Some(format!("{tenant}:{}", req.path()))
+/// });
+/// # let _ = middleware;
+/// ```
+pub trait KeyExtractor: 'static {
+    /// The key, or `None` when the request has no usable one.
+    fn extract(&self, request: &ServiceRequest) -> Option<String>;
+
+    /// Where the key is looked for, for the 400 answer.
+    fn describe(&self) -> String {
+        "lock key".to_owned()
+    }
+}
+
+impl KeyExtractor for KeySource {
+    fn extract(&self, request: &ServiceRequest) -> Option<String> {
+        KeySource::extract(self, &Head(request))
+    }
+
+    fn describe(&self) -> String {
+        KeySource::describe(self)
+    }
+}
+
+impl<F> KeyExtractor for F
+where
+    F: Fn(&ServiceRequest) -> Option<String> + 'static,
+{
+    fn extract(&self, request: &ServiceRequest) -> Option<String> {
+        self(request)
+    }
+}
+
+/// A `ServiceRequest` seen through lock-core's [`RequestHead`].
+pub(crate) struct Head<'a>(pub(crate) &'a ServiceRequest);
+
+impl RequestHead for Head<'_> {
+    fn method(&self) -> &str {
+        self.0.method().as_str()
+    }
+
+    fn path(&self) -> &str {
+        self.0.uri().path()
+    }
+
+    fn query(&self) -> Option<&str> {
+        self.0.uri().query()
+    }
+
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.0.headers().get(name).map(|value| value.as_bytes())
+    }
+}

@@ -1,0 +1,52 @@
+//! [`LockFence`]: the extractor for the lock a handler runs under.
+
+use std::future::{ready, Ready};
+use std::ops::Deref;
+
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use lock_core::http::LockInfo;
+
+/// The key and fencing token of the lock the [`KeyedLock`](crate::KeyedLock) middleware took
+/// for this request. Extracting it in a handler that is not behind the middleware fails with
+/// a 500 (a wiring mistake, not a client error).
+///
+/// ```
+/// use lock_actix::LockFence;
+///
+/// async fn write(lock: LockFence) -> String {
+///     // Hand the token to the resource so a stale holder's writes are refused.
+///     format!("UPDATE stock SET fence = {0} WHERE fence <= {0}", lock.fence)
+/// }
+/// # let _ = write;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockFence(pub LockInfo);
+
+impl Deref for LockFence {
+    type Target = LockInfo;
+
+    fn deref(&self) -> &LockInfo {
+        &self.0
+    }
+}
+
+impl FromRequest for LockFence {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            request
+                .extensions()
+                .get::<LockInfo>()
+                .cloned()
+                .map(LockFence)
+                .ok_or_else(|| {
+                    actix_web::error::ErrorInternalServerError(
+                        "LockFence used in a handler that is not wrapped in KeyedLock",
+                    )
+                }),
+        )
+    }
+}

@@ -1,0 +1,267 @@
+//! Where a request's lock key comes from: a path segment, a header or a query parameter.
+
+/// The parts of a request key extraction and request selection look at. The adapters
+/// implement it over their framework's request type.
+///
+/// ```
+/// use lock_core::http::{KeySource, RequestHead};
+///
+/// struct Head;
+/// impl RequestHead for Head {
+///     fn method(&self) -> &str { "POST" }
+///     fn path(&self) -> &str { "/orders/42" }
+///     fn query(&self) -> Option<&str> { Some("tenant=acme") }
+///     fn header(&self, name: &str) -> Option<&[u8]> {
+///         name.eq_ignore_ascii_case("idempotency-key").then_some(b"k-1".as_slice())
+///     }
+/// }
+///
+/// assert_eq!(KeySource::query("tenant").extract(&Head).as_deref(), Some("acme"));
+/// assert_eq!(KeySource::header("Idempotency-Key").extract(&Head).as_deref(), Some("k-1"));
+/// ```
+pub trait RequestHead {
+    /// The method, upper case (`"POST"`).
+    fn method(&self) -> &str;
+    /// The path as sent, still percent-encoded, without the query.
+    fn path(&self) -> &str;
+    /// The raw query string after `?`, if any.
+    fn query(&self) -> Option<&str>;
+    /// The first value of header `name` (matched case-insensitively), as raw bytes.
+    fn header(&self, name: &str) -> Option<&[u8]>;
+}
+
+/// Which path segment holds the key.
+///
+/// ```
+/// use lock_core::http::{KeySource, PathSegment};
+///
+/// assert_eq!(KeySource::path_index(1), KeySource::PathSegment(PathSegment::Index(1)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathSegment {
+    /// The segment at this position, counting from 0 after the leading `/`
+    /// (`/buy/sku-1`: 0 is `buy`, 1 is `sku-1`).
+    Index(usize),
+    /// The segment matching the parameter `{name}` (or `:name`) of a route template such as
+    /// `/buy/{sku}`; the path must match the template's literal segments.
+    Named {
+        /// The route template.
+        template: String,
+        /// The parameter's name, without braces.
+        name: String,
+    },
+}
+
+/// A rule for taking the lock key from a request. For anything else, the adapters take a
+/// closure.
+///
+/// Values are percent-decoded (and `+` is a space in queries); a value that is missing,
+/// empty, or not UTF-8 after decoding extracts as `None`, which the middleware answers with a
+/// 400 problem.
+///
+/// ```
+/// use lock_core::http::KeySource;
+///
+/// let source = KeySource::path_param("/buy/{sku}", "sku");
+/// assert_eq!(source.describe(), "path parameter `sku` of `/buy/{sku}`");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeySource {
+    /// A segment of the path.
+    PathSegment(PathSegment),
+    /// A request header (by name, case-insensitive).
+    Header(String),
+    /// A query-string parameter (the first one with this name).
+    Query(String),
+}
+
+impl KeySource {
+    /// The path segment at `index` (0 is the first after the leading `/`).
+    #[must_use]
+    pub fn path_index(index: usize) -> Self {
+        Self::PathSegment(PathSegment::Index(index))
+    }
+
+    /// The path parameter `name` of the route `template` (`"/buy/{sku}"`, `"sku"`).
+    #[must_use]
+    pub fn path_param(template: impl Into<String>, name: impl Into<String>) -> Self {
+        Self::PathSegment(PathSegment::Named {
+            template: template.into(),
+            name: name.into(),
+        })
+    }
+
+    /// The header `name`.
+    #[must_use]
+    pub fn header(name: impl Into<String>) -> Self {
+        Self::Header(name.into())
+    }
+
+    /// The query parameter `name`.
+    #[must_use]
+    pub fn query(name: impl Into<String>) -> Self {
+        Self::Query(name.into())
+    }
+
+    /// The key this rule finds in `head`, decoded; `None` when it is missing or malformed.
+    #[must_use]
+    pub fn extract(&self, head: &(impl RequestHead + ?Sized)) -> Option<String> {
+        let value = match self {
+            Self::PathSegment(segment) => path_segment(head.path(), segment)?,
+            Self::Header(name) => String::from_utf8(head.header(name)?.to_vec()).ok()?,
+            Self::Query(name) => query_param(head.query()?, name)?,
+        };
+        (!value.is_empty()).then_some(value)
+    }
+
+    /// Where the key is looked for, for error messages.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Self::PathSegment(PathSegment::Index(i)) => format!("path segment {i}"),
+            Self::PathSegment(PathSegment::Named { template, name }) => {
+                format!("path parameter `{name}` of `{template}`")
+            }
+            Self::Header(name) => format!("header `{name}`"),
+            Self::Query(name) => format!("query parameter `{name}`"),
+        }
+    }
+}
+
+fn segments(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|s| !s.is_empty())
+}
+
+fn path_segment(path: &str, which: &PathSegment) -> Option<String> {
+    let raw = match which {
+        PathSegment::Index(index) => segments(path).nth(*index)?,
+        PathSegment::Named { template, name } => {
+            let pattern: Vec<&str> = segments(template).collect();
+            let actual: Vec<&str> = segments(path).collect();
+            if pattern.len() != actual.len() {
+                return None;
+            }
+            let mut found = None;
+            for (pattern, actual) in pattern.iter().zip(&actual) {
+                match param_name(pattern) {
+                    Some(param) if param == name => found = Some(*actual),
+                    Some(_) => {}
+                    None if pattern != actual => return None,
+                    None => {}
+                }
+            }
+            found?
+        }
+    };
+    percent_decode(raw, false)
+}
+
+fn param_name(segment: &str) -> Option<&str> {
+    segment
+        .strip_prefix('{')
+        .and_then(|s| s.strip_suffix('}'))
+        .or_else(|| segment.strip_prefix(':'))
+}
+
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(key, true)? == name)
+            .then(|| percent_decode(value, true))
+            .flatten()
+    })
+}
+
+/// Decodes `%XX` escapes (and `+` when `plus_is_space`); `None` for a bad escape or non-UTF-8.
+fn percent_decode(raw: &str, plus_is_space: bool) -> Option<String> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = raw.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' if plus_is_space => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Head {
+        path: &'static str,
+        query: Option<&'static str>,
+    }
+
+    impl RequestHead for Head {
+        fn method(&self) -> &str {
+            "GET"
+        }
+        fn path(&self) -> &str {
+            self.path
+        }
+        fn query(&self) -> Option<&str> {
+            self.query
+        }
+        fn header(&self, name: &str) -> Option<&[u8]> {
+            match name.to_ascii_lowercase().as_str() {
+                "x-key" => Some(b"caf\xc3\xa9"),
+                "x-bad" => Some(b"\xff"),
+                _ => None,
+            }
+        }
+    }
+
+    const fn head(path: &'static str, query: Option<&'static str>) -> Head {
+        Head { path, query }
+    }
+
+    #[test]
+    fn path_segments_by_index_and_name() {
+        let h = head("/buy/sku%201/", None);
+        assert_eq!(
+            KeySource::path_index(1).extract(&h).as_deref(),
+            Some("sku 1")
+        );
+        assert_eq!(KeySource::path_index(2).extract(&h), None);
+        let named = KeySource::path_param("/buy/{sku}", "sku");
+        assert_eq!(named.extract(&h).as_deref(), Some("sku 1"));
+        assert_eq!(named.extract(&head("/sell/x", None)), None);
+        assert_eq!(named.extract(&head("/buy/x/y", None)), None);
+        let colon = KeySource::path_param("/t/:tenant/o/:order", "order");
+        assert_eq!(colon.extract(&head("/t/a/o/9", None)).as_deref(), Some("9"));
+        assert_eq!(KeySource::path_index(0).extract(&head("/%zz", None)), None);
+    }
+
+    #[test]
+    fn headers_and_queries() {
+        let h = head("/", Some("a=1&sku=red+shoe%21&sku=other&flag"));
+        assert_eq!(
+            KeySource::query("sku").extract(&h).as_deref(),
+            Some("red shoe!")
+        );
+        assert_eq!(KeySource::query("flag").extract(&h), None, "empty");
+        assert_eq!(KeySource::query("nope").extract(&h), None);
+        assert_eq!(KeySource::query("a").extract(&head("/", None)), None);
+        assert_eq!(
+            KeySource::header("X-Key").extract(&h).as_deref(),
+            Some("café")
+        );
+        assert_eq!(KeySource::header("x-bad").extract(&h), None, "not UTF-8");
+    }
+}

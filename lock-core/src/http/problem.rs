@@ -1,0 +1,257 @@
+//! What the middleware answers instead of running the handler: status, headers and an
+//! RFC 9457 `application/problem+json` body.
+
+use std::time::Duration;
+
+use super::KeyedLockOptions;
+use crate::LockError;
+
+/// The content type of every rejection body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// Why a request was not run under its lock.
+///
+/// ```
+/// use lock_core::http::{KeyedLockOptions, Rejection, RejectionKind};
+///
+/// let busy = Rejection::busy("sku:1", std::time::Duration::ZERO, &KeyedLockOptions::new());
+/// assert_eq!(busy.kind, RejectionKind::Busy);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RejectionKind {
+    /// Another request held the key for the whole wait: 409 or 429.
+    Busy,
+    /// The lock backend could not be reached or timed out: 503 (fail closed).
+    Unavailable,
+    /// The lease was lost while the handler ran; the handler was cancelled: 503.
+    Lost,
+    /// The request carries no usable key: 400.
+    BadKey,
+    /// The middleware is misconfigured or the backend misbehaved: 500.
+    Internal,
+}
+
+impl RejectionKind {
+    /// The problem `type` URI of this kind.
+    #[must_use]
+    pub const fn type_uri(self) -> &'static str {
+        match self {
+            Self::Busy => "urn:distributed-lock:busy",
+            Self::Unavailable => "urn:distributed-lock:unavailable",
+            Self::Lost => "urn:distributed-lock:lease-lost",
+            Self::BadKey => "urn:distributed-lock:bad-key",
+            Self::Internal => "urn:distributed-lock:internal",
+        }
+    }
+}
+
+/// A response the middleware produces itself: adapters copy `status`, [`headers`] and `body`
+/// into their framework's response type, so an `Infallible` service stays `Infallible`.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::http::{BusyStatus, KeyedLockOptions, Rejection, PROBLEM_JSON};
+///
+/// let options = KeyedLockOptions::new().busy_status(BusyStatus::TooManyRequests);
+/// let busy = Rejection::busy("sku:1", Duration::from_millis(20), &options);
+/// assert_eq!(busy.status, 429);
+/// assert_eq!(
+///     busy.headers(),
+///     vec![("content-type", PROBLEM_JSON.to_owned()), ("retry-after", "1".to_owned())]
+/// );
+/// assert!(String::from_utf8(busy.body).unwrap().contains(r#""status":429"#));
+/// ```
+///
+/// [`headers`]: Rejection::headers
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Rejection {
+    /// Why.
+    pub kind: RejectionKind,
+    /// The HTTP status.
+    pub status: u16,
+    /// `Retry-After` in seconds, for busy and unavailable answers.
+    pub retry_after: Option<u64>,
+    /// The `application/problem+json` body.
+    pub body: Vec<u8>,
+}
+
+impl Rejection {
+    fn new(
+        kind: RejectionKind,
+        status: u16,
+        retry_after: Option<u64>,
+        title: &str,
+        detail: &str,
+        key: Option<&str>,
+    ) -> Self {
+        let mut extra = Vec::new();
+        if let Some(key) = key {
+            extra.push(("key", key));
+        }
+        Self {
+            kind,
+            status,
+            retry_after,
+            body: problem_body(kind.type_uri(), title, status, detail, &extra),
+        }
+    }
+
+    /// The answer for a key that stayed busy for `waited`.
+    pub fn busy(key: &str, waited: Duration, options: &KeyedLockOptions) -> Self {
+        Self::new(
+            RejectionKind::Busy,
+            options.busy_status.code(),
+            Some(options.retry_after_secs()),
+            "Resource busy",
+            &format!(
+                "another request holds the lock (waited {} ms)",
+                waited.as_millis()
+            ),
+            Some(key),
+        )
+    }
+
+    /// The answer for a request whose key could not be extracted from `source`
+    /// (a [`KeySource::describe`](super::KeySource::describe) text).
+    pub fn missing_key(source: &str) -> Self {
+        Self::new(
+            RejectionKind::BadKey,
+            400,
+            None,
+            "Missing lock key",
+            &format!("the request has no usable {source}"),
+            None,
+        )
+    }
+
+    /// The answer for a lock error: unavailable/timeout and lost → 503, bad key → 400,
+    /// busy → the busy status, anything else → 500 (fail closed in every case).
+    pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
+        let retry = Some(options.retry_after_secs());
+        match error {
+            LockError::Busy { key, waited } => Self::busy(key, *waited, options),
+            LockError::InvalidKey { key, .. } => Self::new(
+                RejectionKind::BadKey,
+                400,
+                None,
+                "Invalid lock key",
+                &error.to_string(),
+                Some(key),
+            ),
+            LockError::LeaseLost { key, .. } => Self::new(
+                RejectionKind::Lost,
+                503,
+                retry,
+                "Lock lost",
+                &error.to_string(),
+                Some(key),
+            ),
+            e if e.is_unavailable() => Self::new(
+                RejectionKind::Unavailable,
+                503,
+                retry,
+                "Lock service unavailable",
+                &e.to_string(),
+                None,
+            ),
+            e => Self::new(
+                RejectionKind::Internal,
+                500,
+                None,
+                "Lock error",
+                &e.to_string(),
+                None,
+            ),
+        }
+    }
+
+    /// The headers to send: `content-type` and, when set, `retry-after`.
+    #[must_use]
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("content-type", PROBLEM_JSON.to_owned())];
+        if let Some(secs) = self.retry_after {
+            headers.push(("retry-after", secs.to_string()));
+        }
+        headers
+    }
+}
+
+/// An `application/problem+json` body (RFC 9457) with `type`, `title`, `status`, `detail` and
+/// extra string members; for applications that answer in the same style.
+///
+/// ```
+/// use lock_core::http::problem_body;
+///
+/// let body = problem_body("urn:shop:out-of-stock", "Out of stock", 409, "0 \"left\"", &[("sku", "a")]);
+/// assert_eq!(
+///     String::from_utf8(body).unwrap(),
+///     r#"{"type":"urn:shop:out-of-stock","title":"Out of stock","status":409,"detail":"0 \"left\"","sku":"a"}"#
+/// );
+/// ```
+#[must_use]
+pub fn problem_body(
+    type_uri: &str,
+    title: &str,
+    status: u16,
+    detail: &str,
+    extra: &[(&str, &str)],
+) -> Vec<u8> {
+    let mut out = format!(
+        "{{\"type\":{},\"title\":{},\"status\":{status},\"detail\":{}",
+        json_string(type_uri),
+        json_string(title),
+        json_string(detail)
+    );
+    for (name, value) in extra {
+        out.push_str(&format!(",{}:{}", json_string(name), json_string(value)));
+    }
+    out.push('}');
+    out.into_bytes()
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_statuses() {
+        let options = KeyedLockOptions::new().retry_after(Duration::from_secs(4));
+        let down = Rejection::from_error(&LockError::unavailable("redis", "refused"), &options);
+        assert_eq!((down.status, down.retry_after), (503, Some(4)));
+        assert_eq!(down.kind, RejectionKind::Unavailable);
+        let lost = LockError::LeaseLost {
+            key: "k".into(),
+            reason: crate::LostReason::NotOwner,
+        };
+        assert_eq!(Rejection::from_error(&lost, &options).status, 503);
+        let bad = LockError::InvalidKey {
+            key: String::new(),
+            reason: "empty".into(),
+        };
+        assert_eq!(Rejection::from_error(&bad, &options).status, 400);
+        let config = LockError::InvalidConfig("x".into());
+        let internal = Rejection::from_error(&config, &options);
+        assert_eq!((internal.status, internal.retry_after), (500, None));
+        assert_eq!(json_string("a\u{1}\"\\"), r#""a\u0001\"\\""#);
+    }
+}

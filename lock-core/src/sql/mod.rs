@@ -1,0 +1,171 @@
+//! The SQL backends: PostgreSQL (feature `postgres`) and MySQL / MariaDB (feature `mysql`), both
+//! on [`sqlx`] pools.
+//!
+//! ```no_run
+//! # #[cfg(feature = "postgres")]
+//! # async fn example() -> Result<(), lock_core::LockError> {
+//! use lock_core::{LockClient, PostgresBackend};
+//!
+//! let backend = PostgresBackend::connect("postgres://app@127.0.0.1/app").await?;
+//! let locks = LockClient::builder(backend).namespace("shop").build()?;
+//! let guard = locks.lock("sku:42").await?;
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # The lock table
+//! Both backends keep one row per held lock in a table (default `lock_core_locks`, created on
+//! first use unless [`SqlBackendBuilder::create_schema`] turns that off; the statements are
+//! also available to put into your own migrations, see `schema_statements`):
+//!
+//! | column | meaning |
+//! |---|---|
+//! | `lock_key` | primary key: the lock's full name (`namespace:key`), or `sha256:<hex>` of it when the name is longer than 128 bytes |
+//! | `name` | the full name as given, for operators |
+//! | `owner` | the holder's owner token (32 hex digits) |
+//! | `fence` | the grant's fencing token |
+//! | `entry_count` | always 1: reentrancy is counted per task by [`LockClient`](crate::LockClient), the store sees one acquisition per owner token |
+//! | `owner_host`, `owner_pid` | which machine and process holds it, for operators |
+//! | `acquired_at`, `expires_at` | set with the **database's** clock |
+//!
+//! A row is taken only when it is absent or expired (`expires_at <=` the database's now), in one
+//! atomic step, so a crashed holder's lock frees itself when its lease runs out: no sweeper job,
+//! and no trust in client clocks. Release and renewal are checked by owner and fence.
+//!
+//! Fencing tokens come from a sequence on PostgreSQL (`<table>_fence`) and from a per-name
+//! counter row on MySQL (`<table>_fence`), drawn while the grant holds the name's row lock;
+//! neither is ever reset, so tokens keep increasing per name across holders, releases and
+//! expiries. On MySQL a release deletes the lock row (the counter row stays). On PostgreSQL a
+//! release marks the row free (`owner = ''`, `expires_at = now()`) and keeps it, so that every
+//! later grant of the name draws its token in `ON CONFLICT DO UPDATE`, with the row locked; a
+//! token drawn for a fresh `INSERT` is drawn before the conflict check and could be older than
+//! that of a holder who came and went meanwhile. One row per name stays in both databases.
+//!
+//! Names and owner tokens reach the database only as bound parameters. The table name is
+//! configuration, checked to be a plain identifier before it is put into statements.
+//!
+//! # Waiting
+//! - PostgreSQL: a release sends `NOTIFY <table>, '<lock_key>'`; each backend listens on one
+//!   connection and wakes one local waiter of that key. Waiters also re-check when the holder's
+//!   lease ends and at least every [`poll_cap`](SqlBackendBuilder::poll_cap) (1 s), in case a
+//!   notification was lost (after a reconnect every waiter re-checks at once).
+//! - MySQL has no server push to clients: waiters poll with a jittered interval that doubles
+//!   from 10 ms up to the cap (100 ms), and never sleep past the holder's lease end. `GET_LOCK`
+//!   would wait server-side but ties up one pooled connection per waiter, cannot be abandoned
+//!   cleanly when the waiting future is dropped, and has no lease expiry. A release does wake
+//!   waiters of the same backend in this process at once.
+//!
+//! `PostgresAdvisoryBackend` (feature `postgres`) offers PostgreSQL session advisory locks
+//! instead of the table, with their own trade-offs (see its docs).
+
+#[cfg(feature = "postgres")]
+mod advisory;
+mod builder;
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod wait;
+mod waiters;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+#[cfg(feature = "postgres")]
+pub use self::advisory::{PostgresAdvisoryBackend, PostgresAdvisoryLease};
+#[cfg(feature = "mysql")]
+pub use self::builder::MySqlBackendBuilder;
+#[cfg(feature = "postgres")]
+pub use self::builder::PostgresBackendBuilder;
+pub use self::builder::SqlBackendBuilder;
+pub(crate) use self::builder::SqlConfig;
+#[cfg(feature = "mysql")]
+pub use self::mysql::{MySqlBackend, MySqlLease};
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PostgresBackend, PostgresLease};
+#[cfg(feature = "postgres")]
+pub(crate) use self::wait::{fence_from_i64, protocol};
+pub(crate) use self::wait::{run, to_lock_error, wait_for_grant, Attempt, CleanupOnDrop};
+
+/// The default lock table.
+pub const DEFAULT_TABLE: &str = "lock_core_locks";
+
+/// Names longer than this (in bytes) are stored under a hash; the row keeps the original.
+const MAX_STORED_KEY: usize = 128;
+
+/// The prefix of a hashed `lock_key`; short names starting with it are hashed too, so a stored
+/// name can never be mistaken for another name's hash.
+const HASH_PREFIX: &str = "sha256:";
+
+/// The primary key a lock named `full_key` is stored under: the name itself, or its SHA-256
+/// (`sha256:<64 hex digits>`) when it is long or could be mistaken for a hash.
+#[must_use]
+pub fn storage_key(full_key: &str) -> String {
+    if full_key.len() <= MAX_STORED_KEY && !full_key.starts_with(HASH_PREFIX) {
+        return full_key.to_owned();
+    }
+    let digest = Sha256::digest(full_key.as_bytes());
+    let mut key = String::with_capacity(HASH_PREFIX.len() + 64);
+    key.push_str(HASH_PREFIX);
+    for byte in digest {
+        key.push_str(&format!("{byte:02x}"));
+    }
+    key
+}
+
+/// Who holds a row, for operators: this machine's host name (cut to 255 bytes) and pid.
+pub(crate) fn owner_host() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let host = ["/proc/sys/kernel/hostname", "/etc/hostname"]
+            .iter()
+            .find_map(|path| std::fs::read_to_string(path).ok())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_default();
+        let host = host.trim();
+        let mut end = host.len().min(255);
+        while !host.is_char_boundary(end) {
+            end -= 1;
+        }
+        host[..end].to_owned()
+    })
+}
+
+pub(crate) fn owner_pid() -> i32 {
+    i32::try_from(std::process::id()).unwrap_or(i32::MAX)
+}
+
+/// Microseconds of `duration` for `INTERVAL` arithmetic, at least 1.
+pub(crate) fn micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros())
+        .unwrap_or(i64::MAX)
+        .max(1)
+}
+
+/// A remaining lease in microseconds (as the database computed it), if positive.
+pub(crate) fn remaining(micros: Option<i64>) -> Option<Duration> {
+    micros
+        .and_then(|us| u64::try_from(us).ok())
+        .map(Duration::from_micros)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_are_kept_and_long_or_hash_like_ones_hashed() {
+        assert_eq!(storage_key("ns:order:1"), "ns:order:1");
+        let long = format!("ns:{}", "k".repeat(200));
+        let hashed = storage_key(&long);
+        assert!(hashed.starts_with(HASH_PREFIX) && hashed.len() == HASH_PREFIX.len() + 64);
+        assert_eq!(storage_key(&long), hashed, "stable");
+        assert_ne!(
+            storage_key(&hashed),
+            hashed,
+            "a name that looks like a hash is hashed"
+        );
+    }
+}

@@ -1,0 +1,420 @@
+//! The MySQL / MariaDB lock-table backend: a short transaction per grant, serialized per name
+//! by the name's fencing-counter row; waiters poll (see the [module docs](super)).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::Executor;
+use tokio::time::Instant;
+
+use super::waiters::WaiterHub;
+use super::{
+    micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error, wait_for_grant,
+    Attempt, CleanupOnDrop, SqlBackendBuilder, SqlConfig,
+};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::{FencingToken, LockError, Result};
+
+const BACKEND: &str = "mysql";
+
+/// Locks as rows of a MySQL (8.0+) or MariaDB (10.3+) table, expiring by the database's clock.
+///
+/// Cheap to clone: clones share one connection pool. Connections run at `READ COMMITTED`, so
+/// looking for a missing row takes no gap locks (the classic source of insert deadlocks).
+///
+/// ```no_run
+/// use lock_core::{LockClient, MySqlBackend};
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let backend = MySqlBackend::connect("mysql://app@127.0.0.1/app").await?;
+/// let locks = LockClient::new(backend);
+/// let guard = locks.lock("invoice:7").await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct MySqlBackend {
+    shared: Arc<MyShared>,
+}
+
+struct MyShared {
+    pool: MySqlPool,
+    hub: WaiterHub,
+    config: SqlConfig,
+    sql: Statements,
+}
+
+/// The statements, with the table's name put in once. Times are `UTC_TIMESTAMP(6)`, which does
+/// not depend on the session's time zone.
+struct Statements {
+    peek: String,
+    lock_counter: String,
+    read: String,
+    extend: String,
+    take: String,
+    check: String,
+    renew: String,
+    release: String,
+    forget: String,
+}
+
+impl Statements {
+    fn new(t: &str) -> Self {
+        let held = "lock_key = ? AND owner = ? AND fence = ? AND expires_at > UTC_TIMESTAMP(6)";
+        let left = "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)";
+        Self {
+            peek: format!("SELECT owner, {left} FROM {t} WHERE lock_key = ?"),
+            // Creates the name's counter row if needed and bumps it, which also locks it until
+            // the transaction ends: grants of one name run one at a time. A busy attempt rolls
+            // back, so only grants (and retried grants) use up numbers.
+            lock_counter: format!(
+                "INSERT INTO {t}_fence (lock_key, fence) VALUES (?, 1) \
+                 ON DUPLICATE KEY UPDATE fence = fence + 1"
+            ),
+            read: format!(
+                "SELECT f.fence, l.owner, l.fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), l.expires_at) \
+                 FROM {t}_fence f LEFT JOIN {t} l ON l.lock_key = f.lock_key WHERE f.lock_key = ?"
+            ),
+            extend: format!(
+                "UPDATE {t} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND \
+                 WHERE lock_key = ? AND owner = ?"
+            ),
+            take: format!(
+                "REPLACE INTO {t} (lock_key, name, owner, fence, entry_count, owner_host, owner_pid, \
+                 acquired_at, expires_at) VALUES (?, ?, ?, ?, 1, ?, ?, UTC_TIMESTAMP(6), \
+                 UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)"
+            ),
+            check: format!("SELECT COUNT(*) FROM {t} WHERE {held}"),
+            renew: format!(
+                "UPDATE {t} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE {held}"
+            ),
+            release: format!("DELETE FROM {t} WHERE {held}"),
+            forget: format!("DELETE FROM {t} WHERE lock_key = ? AND owner = ?"),
+        }
+    }
+}
+
+/// A lease held as a row of the lock table.
+#[derive(Debug)]
+pub struct MySqlLease {
+    lock_key: String,
+    owner: String,
+    fence: u64,
+}
+
+/// What one grant transaction found.
+enum Outcome {
+    Granted { fence: u64, sent: Instant },
+    Busy(Option<i64>),
+}
+
+impl SqlBackendBuilder<MySqlBackend> {
+    /// Connects and creates the schema (unless turned off).
+    pub async fn connect(self) -> Result<MySqlBackend> {
+        let (url, config, create) = self.checked()?;
+        let options: MySqlConnectOptions = url
+            .parse()
+            .map_err(|e| LockError::InvalidConfig(format!("MySQL URL: {e}")))?;
+        let pool = MySqlPoolOptions::new()
+            .max_connections(config.max_connections)
+            .acquire_timeout(config.response_timeout)
+            .after_connect(|connection, _| {
+                Box::pin(async move {
+                    connection
+                        .execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                        .await
+                        .map(|_| ())
+                })
+            })
+            .connect_with(options)
+            .await
+            .map_err(|e| to_lock_error(BACKEND, e))?;
+        if create {
+            create_schema(&pool, &config.table).await?;
+        }
+        Ok(MySqlBackend {
+            shared: Arc::new(MyShared {
+                pool,
+                hub: WaiterHub::default(),
+                sql: Statements::new(&config.table),
+                config,
+            }),
+        })
+    }
+}
+
+impl MySqlBackend {
+    /// Connects with default settings to `url` (`mysql://user:password@host:port/db`).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts configuring a backend for `url`.
+    pub fn builder(url: impl Into<String>) -> SqlBackendBuilder<Self> {
+        SqlBackendBuilder::new(
+            url.into(),
+            Duration::from_millis(10),
+            Duration::from_millis(100),
+        )
+    }
+
+    /// The statements that create the lock table `table` and its per-name fencing counters
+    /// (`<table>_fence`), for migrations; both are idempotent (`IF NOT EXISTS`). Keys are
+    /// `VARBINARY`, so names compare byte for byte (no case folding, no trailing-space rules).
+    #[must_use]
+    pub fn schema_statements(table: &str) -> Vec<String> {
+        vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {table} (
+                   lock_key    VARBINARY(128) NOT NULL PRIMARY KEY,
+                   name        VARCHAR(600) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+                   owner       CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+                   fence       BIGINT UNSIGNED NOT NULL,
+                   entry_count INT NOT NULL DEFAULT 1,
+                   owner_host  VARCHAR(255) NOT NULL DEFAULT '',
+                   owner_pid   INT NOT NULL DEFAULT 0,
+                   acquired_at DATETIME(6) NOT NULL,
+                   expires_at  DATETIME(6) NOT NULL
+                 ) ENGINE=InnoDB"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {table}_fence (
+                   lock_key VARBINARY(128) NOT NULL PRIMARY KEY,
+                   fence    BIGINT UNSIGNED NOT NULL
+                 ) ENGINE=InnoDB"
+            ),
+        ]
+    }
+
+    /// Creates the tables if missing (what `connect` does unless
+    /// [`create_schema(false)`](SqlBackendBuilder::create_schema) was set).
+    pub async fn create_schema(&self) -> Result<()> {
+        create_schema(&self.shared.pool, &self.shared.config.table).await
+    }
+
+    /// The connection pool, e.g. to write to a fenced resource on the same database.
+    #[must_use]
+    pub fn pool(&self) -> &MySqlPool {
+        &self.shared.pool
+    }
+
+    /// The lock table's name.
+    #[must_use]
+    pub fn table(&self) -> &str {
+        &self.shared.config.table
+    }
+
+    /// How many tasks of this backend wait for the lock `full_key` (`namespace:key`). The
+    /// database keeps no waiter entries; this is the local count.
+    #[must_use]
+    pub fn waiters(&self, full_key: &str) -> usize {
+        self.shared.hub.count(&storage_key(full_key))
+    }
+
+    async fn attempt(
+        &self,
+        lock_key: &str,
+        name: &str,
+        owner: &str,
+        ttl: i64,
+        recheck: bool,
+    ) -> Result<Attempt<MySqlLease>> {
+        let shared = &*self.shared;
+        if recheck {
+            // A waiter's re-check: one read, and no transaction while the holder is alive.
+            // `owner` is ascii_bin, which the driver reports as binary.
+            let row: Option<(Vec<u8>, i64)> = run(BACKEND, &shared.config, "acquire", || {
+                sqlx::query_as(&shared.sql.peek)
+                    .bind(lock_key)
+                    .fetch_optional(&shared.pool)
+            })
+            .await?;
+            if let Some((holder, left)) = row {
+                if holder != owner.as_bytes() && left > 0 {
+                    return Ok(Attempt::Busy(remaining(Some(left))));
+                }
+            }
+        }
+        let outcome = run(BACKEND, &shared.config, "acquire", || async {
+            let mut tx = shared.pool.begin().await?;
+            tx.execute(sqlx::query(&shared.sql.lock_counter).bind(lock_key))
+                .await?;
+            let (counter, holder, fence, left): (u64, Option<Vec<u8>>, Option<u64>, Option<i64>) =
+                sqlx::query_as(&shared.sql.read)
+                    .bind(lock_key)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let sent = Instant::now();
+            let outcome = match (holder, fence) {
+                // A retry of our own grant whose reply was lost: the same lease again.
+                (Some(holder), Some(fence)) if holder == owner.as_bytes() => {
+                    sqlx::query(&shared.sql.extend)
+                        .bind(ttl)
+                        .bind(lock_key)
+                        .bind(owner)
+                        .execute(&mut *tx)
+                        .await?;
+                    Outcome::Granted { fence, sent }
+                }
+                (Some(_), _) if left.is_some_and(|us| us > 0) => {
+                    tx.rollback().await?;
+                    return Ok(Outcome::Busy(left));
+                }
+                _ => {
+                    sqlx::query(&shared.sql.take)
+                        .bind(lock_key)
+                        .bind(name)
+                        .bind(owner)
+                        .bind(counter)
+                        .bind(owner_host())
+                        .bind(owner_pid())
+                        .bind(ttl)
+                        .execute(&mut *tx)
+                        .await?;
+                    Outcome::Granted {
+                        fence: counter,
+                        sent,
+                    }
+                }
+            };
+            tx.commit().await?;
+            Ok(outcome)
+        })
+        .await?;
+        Ok(match outcome {
+            Outcome::Busy(left) => Attempt::Busy(remaining(left)),
+            Outcome::Granted { fence, sent } => {
+                let lease = MySqlLease {
+                    lock_key: lock_key.to_owned(),
+                    owner: owner.to_owned(),
+                    fence,
+                };
+                Attempt::Granted(Grant::new(lease, FencingToken::new(fence), sent))
+            }
+        })
+    }
+
+    /// Removes a row an abandoned acquire may have written (only rows under its own token).
+    fn spawn_cleanup(&self, lock_key: String, owner: String) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        runtime.spawn(async move {
+            let result = sqlx::query(&shared.sql.forget)
+                .bind(&lock_key)
+                .bind(&owner)
+                .execute(&shared.pool)
+                .await;
+            match result {
+                Ok(done) if done.rows_affected() > 0 => shared.hub.wake_one(&lock_key),
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::debug!(%error, "cleaning up after an abandoned acquire failed; the lease's TTL frees it");
+                }
+            }
+        });
+    }
+}
+
+impl LockBackend for MySqlBackend {
+    type Lease = MySqlLease;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(BACKEND)
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MySqlLease>>> {
+        let name = request.key.full();
+        let lock_key = storage_key(name);
+        let owner = request.owner.to_hex();
+        let ttl = micros(request.ttl);
+        let cleanup = CleanupOnDrop::new(|| self.spawn_cleanup(lock_key.clone(), owner.clone()));
+        let shared = &*self.shared;
+        let outcome = wait_for_grant(
+            &shared.hub,
+            &lock_key,
+            &request,
+            &shared.config,
+            |recheck| self.attempt(&lock_key, name, &owner, ttl, recheck),
+        )
+        .await;
+        if outcome.is_ok() {
+            cleanup.disarm();
+        }
+        outcome
+    }
+
+    async fn renew(&self, lease: &MySqlLease, ttl: Option<Duration>) -> Result<bool> {
+        let shared = &*self.shared;
+        run(BACKEND, &shared.config, "renew", || async {
+            // The connection reports matched rows (CLIENT_FOUND_ROWS), not changed ones.
+            let held = match ttl {
+                Some(ttl) => sqlx::query(&shared.sql.renew)
+                    .bind(micros(ttl))
+                    .bind(&lease.lock_key)
+                    .bind(&lease.owner)
+                    .bind(lease.fence)
+                    .execute(&shared.pool)
+                    .await?
+                    .rows_affected(),
+                None => {
+                    let count: i64 = sqlx::query_scalar(&shared.sql.check)
+                        .bind(&lease.lock_key)
+                        .bind(&lease.owner)
+                        .bind(lease.fence)
+                        .fetch_one(&shared.pool)
+                        .await?;
+                    u64::try_from(count).unwrap_or(0)
+                }
+            };
+            Ok(held == 1)
+        })
+        .await
+    }
+
+    async fn release(&self, lease: &MySqlLease) -> Result<bool> {
+        let shared = &*self.shared;
+        let released = run(BACKEND, &shared.config, "release", || async {
+            let live = sqlx::query(&shared.sql.release)
+                .bind(&lease.lock_key)
+                .bind(&lease.owner)
+                .bind(lease.fence)
+                .execute(&shared.pool)
+                .await?
+                .rows_affected();
+            if live == 0 {
+                // Our row may still be there, expired: drop it rather than leave it behind.
+                sqlx::query(&shared.sql.forget)
+                    .bind(&lease.lock_key)
+                    .bind(&lease.owner)
+                    .execute(&shared.pool)
+                    .await?;
+            }
+            Ok(live == 1)
+        })
+        .await?;
+        // Waiters in this process need not wait for their next poll.
+        shared.hub.wake_one(&lease.lock_key);
+        Ok(released)
+    }
+}
+
+impl std::fmt::Debug for MySqlBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MySqlBackend")
+            .field("table", &self.shared.config.table)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn create_schema(pool: &MySqlPool, table: &str) -> Result<()> {
+    for statement in MySqlBackend::schema_statements(table) {
+        sqlx::raw_sql(&statement)
+            .execute(pool)
+            .await
+            .map_err(|e| to_lock_error(BACKEND, e))?;
+    }
+    Ok(())
+}

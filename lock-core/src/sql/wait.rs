@@ -1,0 +1,196 @@
+//! Waiting for a grant, and running statements with retries.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::{sleep_until, Instant};
+
+use super::waiters::WaiterHub;
+use super::SqlConfig;
+use crate::backend::{AcquireRequest, Grant};
+use crate::{LockError, Result};
+
+/// The outcome of one acquire attempt.
+pub(crate) enum Attempt<L> {
+    Granted(Grant<L>),
+    /// Held by another owner, whose lease has this much left (by the database's clock).
+    Busy(Option<Duration>),
+}
+
+/// Tries `attempt` until it grants or `request.deadline` passes, sleeping between tries until a
+/// wake-up for `lock_key` arrives through `hub`, the holder's lease ends, or the poll interval
+/// (doubling from `poll_first` to `poll_cap`, jittered) runs out. `attempt` gets `true` for
+/// re-checks after a busy answer. Dropping the future unregisters the waiter.
+pub(crate) async fn wait_for_grant<L, F, Fut>(
+    hub: &WaiterHub,
+    lock_key: &str,
+    request: &AcquireRequest<'_>,
+    config: &SqlConfig,
+    mut attempt: F,
+) -> Result<Option<Grant<L>>>
+where
+    F: FnMut(bool) -> Fut,
+    Fut: Future<Output = Result<Attempt<L>>>,
+{
+    let mut waiting = None;
+    let mut interval = config.poll_first;
+    let mut rechecking = false;
+    loop {
+        if waiting.is_none() && request.deadline.is_none_or(|d| Instant::now() < d) {
+            waiting = Some(hub.register(lock_key));
+        }
+        match attempt(rechecking).await? {
+            Attempt::Granted(grant) => {
+                if let Some(waiting) = waiting.as_mut() {
+                    waiting.granted = true;
+                }
+                return Ok(Some(grant));
+            }
+            Attempt::Busy(left) => {
+                rechecking = true;
+                let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed()) else {
+                    return Ok(None);
+                };
+                let mut pause = jitter(interval);
+                if let Some(left) = left {
+                    pause = pause.min(left + Duration::from_millis(1));
+                }
+                interval = (interval * 2).min(config.poll_cap);
+                let mut recheck_at = Instant::now() + pause;
+                if let Some(deadline) = request.deadline {
+                    recheck_at = recheck_at.min(deadline);
+                }
+                tokio::select! {
+                    () = waiting.woken() => {}
+                    () = sleep_until(recheck_at) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
+fn jitter(base: Duration) -> Duration {
+    let mut byte = [0u8; 1];
+    let spread = if getrandom::fill(&mut byte).is_ok() {
+        f64::from(byte[0]) / 255.0
+    } else {
+        0.5
+    };
+    base.mul_f64(0.8 + 0.4 * spread)
+}
+
+/// Runs `statement`, sending it again when the reply was lost (a timeout, a dropped
+/// connection, a deadlock victim); the statements are written so a resend is idempotent.
+pub(crate) async fn run<T, F, Fut>(
+    backend: &'static str,
+    config: &SqlConfig,
+    operation: &'static str,
+    mut statement: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, sqlx::Error>>,
+{
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let error = match tokio::time::timeout(config.response_timeout, statement()).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(error)) => Some(error),
+            Err(_elapsed) => None,
+        };
+        if attempt < config.attempts && error.as_ref().is_none_or(is_transient) {
+            match &error {
+                Some(error) => {
+                    tracing::debug!(backend, operation, attempt, %error, "reply lost; sending again")
+                }
+                None => tracing::debug!(
+                    backend,
+                    operation,
+                    attempt,
+                    "no reply in time; sending again"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+            continue;
+        }
+        return Err(match error {
+            None | Some(sqlx::Error::PoolTimedOut) => LockError::Timeout {
+                backend,
+                operation,
+                after: config.response_timeout,
+            },
+            Some(error) => to_lock_error(backend, error),
+        });
+    }
+}
+
+/// Errors after which the same statement may well succeed: connection trouble, and the
+/// database choosing this statement as a deadlock or serialization victim.
+fn is_transient(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            #[cfg(feature = "mysql")]
+            if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                // Lock wait timeout, deadlock victim.
+                return matches!(my.number(), 1205 | 1213);
+            }
+            // Serialization failure / deadlock, connection exceptions, admin shutdown.
+            db.code().is_some_and(|c| {
+                c == "40001" || c == "40P01" || c == "57P01" || c.starts_with("08")
+            })
+        }
+        _ => false,
+    }
+}
+
+pub(crate) fn to_lock_error(backend: &'static str, error: sqlx::Error) -> LockError {
+    match error {
+        sqlx::Error::Configuration(e) => {
+            LockError::InvalidConfig(format!("{backend} connection settings: {e}"))
+        }
+        other => LockError::unavailable(backend, other),
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub(crate) fn protocol(backend: &'static str, detail: String) -> LockError {
+    LockError::Protocol { backend, detail }
+}
+
+#[cfg(feature = "postgres")]
+/// A fencing token as stored (a signed 64-bit column on PostgreSQL).
+pub(crate) fn fence_from_i64(backend: &'static str, value: i64) -> Result<crate::FencingToken> {
+    u64::try_from(value)
+        .map(crate::FencingToken::new)
+        .map_err(|_| protocol(backend, format!("negative fencing token {value}")))
+}
+
+/// Deletes the row an acquire may have written after its caller stopped waiting for the
+/// answer (its future was dropped mid-statement, or the reply was lost for good). Disarmed
+/// once the acquire's outcome is known.
+pub(crate) struct CleanupOnDrop<F: FnOnce()> {
+    cleanup: Option<F>,
+}
+
+impl<F: FnOnce()> CleanupOnDrop<F> {
+    pub(crate) fn new(cleanup: F) -> Self {
+        Self {
+            cleanup: Some(cleanup),
+        }
+    }
+
+    pub(crate) fn disarm(mut self) {
+        self.cleanup = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for CleanupOnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(cleanup) = self.cleanup.take() {
+            cleanup();
+        }
+    }
+}

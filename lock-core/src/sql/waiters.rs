@@ -1,0 +1,140 @@
+//! The waiters of one SQL backend, by lock key, so a wake-up (a PostgreSQL notification, or a
+//! release by this same backend) reaches one waiting task of that key; and the task that
+//! routes PostgreSQL notifications to them.
+//!
+//! The store keeps no waiter entries for SQL locks, so this registry is also what
+//! `waiters(full_key)` reports: a waiter whose future is dropped leaves it at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use crate::held::lock;
+
+#[derive(Default)]
+pub(crate) struct WaiterHub {
+    keys: Mutex<HashMap<String, KeyWaiters>>,
+    /// Wake-ups received (notifications routed), for tests and the bench.
+    pub(crate) wakeups: AtomicU64,
+}
+
+struct KeyWaiters {
+    /// Shared by the key's local waiters: `notify_one` wakes one of them, or lets the next one
+    /// that waits return at once.
+    notify: Arc<Notify>,
+    count: usize,
+}
+
+impl WaiterHub {
+    /// Registers a waiter of `lock_key`; dropping the registration removes it.
+    pub(crate) fn register(&self, lock_key: &str) -> Waiting<'_> {
+        let mut keys = lock(&self.keys);
+        let entry = keys
+            .entry(lock_key.to_owned())
+            .or_insert_with(|| KeyWaiters {
+                notify: Arc::new(Notify::new()),
+                count: 0,
+            });
+        entry.count += 1;
+        Waiting {
+            hub: self,
+            lock_key: lock_key.to_owned(),
+            notify: entry.notify.clone(),
+            granted: false,
+        }
+    }
+
+    /// Wakes one local waiter of `lock_key`, if there is one.
+    pub(crate) fn wake_one(&self, lock_key: &str) {
+        self.wakeups.fetch_add(1, Ordering::Relaxed);
+        if let Some(waiters) = lock(&self.keys).get(lock_key) {
+            waiters.notify.notify_one();
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    /// Wakes every local waiter: wake-ups may have been missed (the listener reconnected).
+    pub(crate) fn wake_all(&self) {
+        for waiters in lock(&self.keys).values() {
+            waiters.notify.notify_waiters();
+            waiters.notify.notify_one();
+        }
+    }
+
+    /// How many tasks of this backend wait for `lock_key`.
+    pub(crate) fn count(&self, lock_key: &str) -> usize {
+        lock(&self.keys).get(lock_key).map_or(0, |w| w.count)
+    }
+}
+
+/// One waiting task's registration.
+pub(crate) struct Waiting<'a> {
+    hub: &'a WaiterHub,
+    lock_key: String,
+    notify: Arc<Notify>,
+    /// Set when the wait ended with the lock: nothing to pass on.
+    pub(crate) granted: bool,
+}
+
+impl Waiting<'_> {
+    /// Resolves when a wake-up for this key arrives.
+    pub(crate) async fn woken(&self) {
+        self.notify.notified().await;
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut keys = lock(&self.hub.keys);
+        let Some(waiters) = keys.get_mut(&self.lock_key) else {
+            return;
+        };
+        waiters.count -= 1;
+        if waiters.count == 0 {
+            keys.remove(&self.lock_key);
+        } else if !self.granted {
+            // This waiter may have taken a wake-up it will not use: pass it on. A spurious
+            // wake-up costs the next waiter one re-check.
+            waiters.notify.notify_one();
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+/// Routes notifications to local waiters until `stop`. After the connection was lost (and
+/// re-established by the listener, which also listens again) every waiter re-checks, since
+/// notifications sent meanwhile are gone.
+pub(crate) async fn route_notifications(
+    mut listener: sqlx::postgres::PgListener,
+    hub: Arc<WaiterHub>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let mut backoff = std::time::Duration::from_millis(50);
+    loop {
+        let next = tokio::select! {
+            () = stop.cancelled() => return,
+            next = listener.try_recv() => next,
+        };
+        match next {
+            Ok(Some(notification)) => {
+                backoff = std::time::Duration::from_millis(50);
+                hub.wake_one(notification.payload());
+            }
+            Ok(None) => {
+                tracing::warn!("wake-up connection lost and re-established; waiters re-check");
+                hub.wake_all();
+            }
+            Err(error) => {
+                tracing::warn!(%error, "wake-up connection down; waiters poll until it is back");
+                hub.wake_all();
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(std::time::Duration::from_secs(2));
+            }
+        }
+    }
+}

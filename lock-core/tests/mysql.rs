@@ -1,0 +1,239 @@
+//! The conformance suite on a real MySQL / MariaDB server, plus MySQL-specific checks.
+//!
+//! The server comes from `LOCK_TEST_MYSQL_URL` (`cargo xtask test` starts one and sets it).
+//! Without it the suite fails when `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` is set, and otherwise
+//! says loudly that it skipped.
+#![cfg(feature = "mysql")]
+
+mod conformance;
+mod sql_support;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use conformance::{unique_key, Harness};
+use lock_core::{LockClient, LockError, MySqlBackend};
+use sql_support::{announce_and_wait, hold_request, server_url, Holder};
+use tokio::time::Instant;
+
+const URL_ENV: &str = "LOCK_TEST_MYSQL_URL";
+
+struct Mysql {
+    url: String,
+    admin: MySqlBackend,
+    /// Every backend handed out, to count their waiters.
+    backends: Mutex<Vec<MySqlBackend>>,
+}
+
+async fn mysql() -> Option<Mysql> {
+    let url = server_url(URL_ENV)?;
+    let admin = MySqlBackend::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach MySQL at {url}: {e}"));
+    Some(Mysql {
+        url,
+        admin,
+        backends: Mutex::new(Vec::new()),
+    })
+}
+
+impl Harness for Mysql {
+    async fn client(&self) -> LockClient {
+        let backend = MySqlBackend::connect(&self.url).await.unwrap();
+        self.backends.lock().unwrap().push(backend.clone());
+        LockClient::builder(backend)
+            .namespace("conformance")
+            .build()
+            .unwrap()
+    }
+
+    async fn delete_behind(&self, full_key: &str) {
+        let deleted = sqlx::query("DELETE FROM lock_core_locks WHERE lock_key = ?")
+            .bind(lock_core::sql::storage_key(full_key))
+            .execute(self.admin.pool())
+            .await
+            .unwrap()
+            .rows_affected();
+        assert_eq!(deleted, 1, "nothing to delete");
+    }
+
+    async fn queued(&self, full_key: &str) -> usize {
+        let backends = self.backends.lock().unwrap().clone();
+        backends.iter().map(|b| b.waiters(full_key)).sum()
+    }
+}
+
+conformance_suite!(mysql());
+
+/// Runs only as the holder process that the kill test starts (see `sql_support`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_holder() {
+    let Some((_, key)) = hold_request() else {
+        return;
+    };
+    let backend = MySqlBackend::connect(&server_url(URL_ENV).unwrap())
+        .await
+        .unwrap();
+    let locks = LockClient::builder(backend)
+        .namespace("conformance")
+        .build()
+        .unwrap();
+    let guard = locks
+        .lock(&key)
+        .lease_ttl(Duration::from_millis(1500))
+        .await
+        .unwrap();
+    announce_and_wait(guard).await;
+}
+
+/// A killed holder's row stays until its `expires_at`, set and compared by the database's
+/// clock; then the next owner takes it, with a larger fence. No sweeper runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_holder_row_expires_by_database_time() {
+    let Some(h) = mysql().await else { return };
+    let key = unique_key("killed");
+    let full = format!("conformance:{key}");
+    let holder = Holder::start("table", &key).await;
+    let (pid, fence, entries): (i32, u64, i32) = sqlx::query_as(
+        "SELECT owner_pid, fence, entry_count FROM lock_core_locks WHERE lock_key = ?",
+    )
+    .bind(&full)
+    .fetch_one(h.admin.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        u32::try_from(pid).unwrap(),
+        holder.pid,
+        "owner_pid names the holder"
+    );
+    assert_eq!(fence, holder.fence);
+    assert_eq!(entries, 1);
+    let dead_fence = holder.fence;
+    holder.kill().await;
+    let left_us: i64 = sqlx::query_scalar(
+        "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) \
+         FROM lock_core_locks WHERE lock_key = ?",
+    )
+    .bind(&full)
+    .fetch_one(h.admin.pool())
+    .await
+    .unwrap();
+    let killed_at = Instant::now();
+    let left = Duration::from_micros(u64::try_from(left_us).expect("expired before the kill"));
+    assert!(left <= Duration::from_millis(1500));
+    let next = h.client().await;
+    assert!(
+        next.lock(&key).try_acquire().await.unwrap().is_none(),
+        "free before expiry"
+    );
+    let guard = next
+        .lock(&key)
+        .acquire_within(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("the dead holder's row never expired");
+    let after = killed_at.elapsed();
+    assert!(
+        after + Duration::from_millis(50) >= left,
+        "taken {after:?} after the kill, the database said {left:?} were left"
+    );
+    assert!(
+        after < left + Duration::from_millis(700),
+        "expired late: {after:?} vs {left:?}"
+    );
+    assert!(guard.fencing_token().get() > dead_fence);
+    guard.release().await.unwrap();
+}
+
+/// Fencing tokens keep increasing after a row expired and after it was deleted outright:
+/// they come from the name's counter row, not from the lock row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_survives_expiry_and_deletion() {
+    let Some(h) = mysql().await else { return };
+    let key = unique_key("fence-expiry");
+    let a = h.client().await;
+    let first = a
+        .lock(&key)
+        .fixed_ttl(Duration::from_millis(100))
+        .await
+        .unwrap();
+    let before = first.fencing_token();
+    first.abandon();
+    let second = a
+        .lock(&key)
+        .acquire_within(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("expired");
+    assert!(second.fencing_token() > before);
+    let full = second.key().full().to_owned();
+    h.delete_behind(&full).await;
+    let third = h.client().await.lock(&key).await.unwrap();
+    assert!(third.fencing_token() > second.fencing_token());
+    third.release().await.unwrap();
+}
+
+/// Names are compared byte for byte: MySQL's usual collations would make `Key`, `key` and
+/// `key ` one lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_differing_in_case_or_trailing_space_are_different_locks() {
+    let Some(h) = mysql().await else { return };
+    let base = unique_key("case");
+    let a = h.client().await;
+    let lower = a
+        .lock(format!("{base}:key"))
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("lower");
+    let b = h.client().await;
+    for other in [format!("{base}:KEY"), format!("{base}:key ")] {
+        let guard = b.lock(&other).try_acquire().await.unwrap();
+        assert!(
+            guard.is_some(),
+            "{other:?} collided with {:?}",
+            lower.key().name()
+        );
+    }
+    lower.release().await.unwrap();
+}
+
+/// A name too long to be a key is stored under its hash, with the original kept beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_names_are_hashed_and_kept() {
+    let Some(h) = mysql().await else { return };
+    let key = unique_key(&"long-".repeat(60));
+    let guard = h.client().await.lock(&key).await.unwrap();
+    let full = guard.key().full().to_owned();
+    // `_bin` collations make the driver report both columns as binary.
+    let (stored, name): (Vec<u8>, Vec<u8>) =
+        sqlx::query_as("SELECT lock_key, name FROM lock_core_locks WHERE name = ?")
+            .bind(&full)
+            .fetch_one(h.admin.pool())
+            .await
+            .unwrap();
+    assert!(stored.starts_with(b"sha256:") && stored.len() == 71);
+    assert_eq!(name, full.as_bytes());
+    assert!(guard.release().await.unwrap());
+}
+
+/// Bad settings and an unreachable server are typed errors, quickly.
+#[tokio::test]
+async fn bad_settings_and_unreachable_server() {
+    let started = Instant::now();
+    let err = MySqlBackend::builder("mysql://root@127.0.0.1:1/locks")
+        .response_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = MySqlBackend::connect("not a url").await.unwrap_err();
+    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
+    let err = MySqlBackend::builder("mysql://127.0.0.1/x")
+        .table("locks; DROP TABLE users")
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
+}

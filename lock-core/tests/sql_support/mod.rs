@@ -1,0 +1,98 @@
+//! Shared by the PostgreSQL and MySQL suites: a lock holder in another process, to be killed.
+//!
+//! The test binary starts itself again, running only its `child_holder` test with
+//! `LOCK_TEST_HOLD=<mode>:<key>` set; that test takes the lock, prints `HELD <pid> <fence>` and
+//! waits to be killed. Run normally (no variable), `child_holder` does nothing.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use lock_core::LockGuard;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const HOLD_ENV: &str = "LOCK_TEST_HOLD";
+
+/// A process holding a lock.
+pub struct Holder {
+    child: Child,
+    pub pid: u32,
+    pub fence: u64,
+}
+
+impl Holder {
+    /// Starts the holder of `key` (`mode` tells the child which kind of lock to take) and waits
+    /// until it holds it.
+    pub async fn start(mode: &str, key: &str) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["child_holder", "--exact", "--nocapture", "--test-threads=1"])
+            .env(HOLD_ENV, format!("{mode}:{key}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let held = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                // libtest may have started the line with `test child_holder ... `.
+                if let Some((_, rest)) = line.split_once("HELD ") {
+                    let (pid, fence) = rest.split_once(' ').unwrap();
+                    return (pid.parse().unwrap(), fence.parse().unwrap());
+                }
+            }
+            panic!("the holder process ended without taking the lock");
+        })
+        .await
+        .expect("the holder process did not take the lock in time");
+        Self {
+            child,
+            pid: held.0,
+            fence: held.1,
+        }
+    }
+
+    /// SIGKILL: no release, no clean disconnect by the client library.
+    pub async fn kill(mut self) {
+        self.child.kill().await.unwrap();
+    }
+}
+
+/// In the child: the mode and key to hold, if this process is a holder.
+pub fn hold_request() -> Option<(String, String)> {
+    let value = std::env::var(HOLD_ENV).ok()?;
+    let (mode, key) = value.split_once(':')?;
+    Some((mode.to_owned(), key.to_owned()))
+}
+
+/// In the child: reports the held lock, then waits to be killed (bounded, in case the parent
+/// died first).
+pub async fn announce_and_wait(guard: LockGuard) {
+    println!(
+        "HELD {} {}",
+        std::process::id(),
+        guard.fencing_token().get()
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    drop(guard);
+}
+
+/// The server URL from `var`; `None` (after saying so) when it is unset and servers are not
+/// required, a failure when they are.
+pub fn server_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
+                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+            assert!(
+                !required,
+                "{var} is not set but servers are required; run `cargo xtask test`"
+            );
+            eprintln!("SKIPPED: {var} is not set; run `cargo xtask test` to use a real server");
+            None
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The conformance suite on a real ZooKeeper server, plus ZooKeeper-specific checks: session
+//! loss, Curator interoperability, fencing across a re-created lock node.
+//!
+//! The server comes from `LOCK_TEST_ZOOKEEPER_URL` (a connect string such as
+//! `127.0.0.1:22181`; `cargo xtask test` starts one and sets it). Without it the suite fails
+//! when `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` is set, and otherwise says loudly that it skipped.
+#![cfg(feature = "zookeeper")]
+
+mod conformance;
+
+use std::time::Duration;
+
+use conformance::{unique_key, Harness};
+use lock_core::{LockClient, LockError, LostReason, ZooKeeperBackend};
+use tokio::time::{timeout, Instant};
+use zookeeper_client as zk;
+
+struct ZooKeeper {
+    url: String,
+    admin: zk::Client,
+    names: ZooKeeperBackend,
+}
+
+fn server_url() -> Option<String> {
+    match std::env::var("LOCK_TEST_ZOOKEEPER_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
+                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+            assert!(
+                !required,
+                "LOCK_TEST_ZOOKEEPER_URL is not set but servers are required; run `cargo xtask test`"
+            );
+            eprintln!("SKIPPED: LOCK_TEST_ZOOKEEPER_URL is not set; run `cargo xtask test` to use a real ZooKeeper");
+            None
+        }
+    }
+}
+
+async fn zookeeper() -> Option<ZooKeeper> {
+    let url = server_url()?;
+    let admin = zk::Client::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach ZooKeeper at {url}: {e}"));
+    let names = ZooKeeperBackend::connect(&url).await.unwrap();
+    Some(ZooKeeper { url, admin, names })
+}
+
+impl ZooKeeper {
+    /// The lock's queue, in Curator's order (by the sequence after `lock-`).
+    async fn queue(&self, full_key: &str) -> Vec<String> {
+        let path = self.names.lock_path(full_key);
+        let mut children = match self.admin.list_children(&path).await {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => Vec::new(),
+            Err(e) => panic!("listing {path}: {e}"),
+        };
+        children.sort_by_key(|c| c.rsplit("lock-").next().unwrap_or_default().to_owned());
+        children
+    }
+}
+
+impl Harness for ZooKeeper {
+    async fn client(&self) -> LockClient {
+        let backend = ZooKeeperBackend::connect(&self.url).await.unwrap();
+        LockClient::builder(backend)
+            .namespace("conformance")
+            .build()
+            .unwrap()
+    }
+
+    async fn delete_behind(&self, full_key: &str) {
+        let queue = self.queue(full_key).await;
+        let holder = queue.first().expect("nothing to delete");
+        let path = format!("{}/{holder}", self.names.lock_path(full_key));
+        self.admin.delete(&path, None).await.unwrap();
+    }
+
+    async fn queued(&self, full_key: &str) -> usize {
+        self.queue(full_key).await.len().saturating_sub(1)
+    }
+}
+
+conformance_suite!(zookeeper());
+
+/// An unreachable server is a typed, fail-closed error, quickly; a bad root is refused.
+#[tokio::test]
+async fn unreachable_server_is_unavailable() {
+    let started = Instant::now();
+    let err = ZooKeeperBackend::builder("127.0.0.1:1")
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = ZooKeeperBackend::builder("127.0.0.1:1")
+        .root("/")
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
+}
+
+/// Our nodes use Curator's names, and a node created by hand the way Curator's
+/// `InterProcessMutex` creates it (on another session) holds the lock against us.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_node_excludes_us_and_ours_look_like_curators() {
+    let Some(h) = zookeeper().await else { return };
+    let client = h.client().await;
+    let key = unique_key("curator");
+    let full = format!("conformance:{key}");
+    let dir = h.names.lock_path(&full);
+
+    let ours = client.lock(&key).await.unwrap();
+    let queue = h.queue(&full).await;
+    assert_eq!(queue.len(), 1);
+    let name = &queue[0];
+    let (uuid, sequence) = name
+        .strip_prefix("_c_")
+        .and_then(|rest| rest.split_once("-lock-"))
+        .unwrap_or_else(|| panic!("not Curator's layout: {name}"));
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    assert_eq!(uuid.matches('-').count(), 4, "{uuid}");
+    assert!(sequence.len() == 10 && sequence.chars().all(|c| c.is_ascii_digit()));
+    ours.release().await.unwrap();
+
+    // Another client's Curator: protected, ephemeral sequential, under the same path.
+    let curator = zk::Client::connect(&h.url).await.unwrap();
+    let (_, seq) = curator
+        .create(
+            &format!("{dir}/_c_9b2f3c4e-0000-4000-8000-00000000c0de-lock-"),
+            b"10.0.0.7",
+            &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    assert!(client.lock(&key).try_acquire().await.unwrap().is_none());
+    let started = Instant::now();
+    let waited = client
+        .lock(&key)
+        .acquire_within(Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(waited.is_none() && started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(
+        h.queued(&full).await,
+        0,
+        "timed-out waiters left nodes behind"
+    );
+
+    // Curator releases: we are woken and hold it.
+    let waiter = tokio::spawn({
+        let (client, key) = (client.clone(), key.clone());
+        async move { client.lock(&key).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    curator
+        .delete(
+            &format!("{dir}/_c_9b2f3c4e-0000-4000-8000-00000000c0de-lock-{seq}"),
+            None,
+        )
+        .await
+        .unwrap();
+    let guard = timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("not woken by Curator's release")
+        .unwrap();
+    assert!(guard.release().await.unwrap());
+}
+
+/// An expired session fires `lost()` at once and its lock goes to the next owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_expiry_fires_lost_and_frees_the_lock() {
+    let Some(h) = zookeeper().await else { return };
+    let backend = ZooKeeperBackend::builder(&h.url)
+        .session_timeout(Duration::from_secs(4))
+        .connect()
+        .await
+        .unwrap();
+    let a = LockClient::builder(backend.clone())
+        .namespace("conformance")
+        .build()
+        .unwrap();
+    let b = h.client().await;
+    let key = unique_key("expiry");
+    let guard = a.lock(&key).await.unwrap();
+    assert_eq!(backend.held_leases(), 1);
+
+    // The classic way to expire a session: attach a second client to it and close that one.
+    // The original client races to take its session back, so this may need a few tries.
+    let session = backend.client().await.unwrap().session().clone();
+    let full = guard.key().full().to_owned();
+    let mut expired_at = Instant::now();
+    let mut expired = false;
+    for _ in 0..5 {
+        let twin = zk::Client::connector()
+            .with_session(session.clone())
+            .with_session_timeout(Duration::from_secs(4))
+            .connect(&h.url);
+        if let Ok(Ok(twin)) = timeout(Duration::from_secs(3), twin).await {
+            expired_at = Instant::now();
+            drop(twin);
+        }
+        let gone_by = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < gone_by && !h.queue(&full).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if h.queue(&full).await.is_empty() {
+            expired = true;
+            break;
+        }
+    }
+    assert!(expired, "could not expire the session");
+    let reason = timeout(Duration::from_secs(1), guard.lost())
+        .await
+        .expect("lost() did not fire on session expiry");
+    assert!(matches!(reason, LostReason::SessionLost(_)), "{reason:?}");
+    let next = b
+        .lock(&key)
+        .acquire_within(Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(next.is_some(), "the expired session's node stayed");
+    eprintln!(
+        "lock free {:?} after the session closed",
+        expired_at.elapsed()
+    );
+    assert!(!guard.release().await.unwrap());
+
+    // The backend opens a new session for later calls.
+    let again = a.lock(unique_key("after-expiry")).await.unwrap();
+    assert!(again.release().await.unwrap());
+}
+
+/// Fencing tokens keep increasing when the lock's container node is removed and re-created
+/// (they are czxids, not per-node sequence numbers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_survives_a_recreated_lock_node() {
+    let Some(h) = zookeeper().await else { return };
+    let client = h.client().await;
+    let key = unique_key("fence-recreate");
+    let first = client.lock(&key).await.unwrap();
+    let before = first.fencing_token();
+    first.release().await.unwrap();
+    let dir = h.names.lock_path(&format!("conformance:{key}"));
+    match h.admin.delete(&dir, None).await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(e) => panic!("deleting {dir}: {e}"),
+    }
+    let second = client.lock(&key).await.unwrap();
+    assert!(second.fencing_token() > before);
+    second.release().await.unwrap();
+}

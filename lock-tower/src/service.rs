@@ -1,0 +1,127 @@
+//! [`KeyedLockService`]: the lock around one inner service.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::header::HeaderName;
+use http::{HeaderValue, Request, Response, StatusCode};
+use lock_core::http::{run_locked, KeyedLockOptions, Rejection};
+use lock_core::LockClient;
+use tower_service::Service;
+
+use crate::{KeyExtractor, ResponseFuture};
+
+/// Runs the inner service under the lock of each selected request's key; built by
+/// [`KeyedLockLayer`](crate::KeyedLockLayer).
+///
+/// The response body type must be buildable from the rejection's JSON text (`From<String>`,
+/// as axum's `Body`, `http_body_util::Full<Bytes>` and `String` are).
+///
+/// ```
+/// use std::convert::Infallible;
+/// use http::{Request, Response};
+/// use lock_core::{LockClient, MemoryBackend};
+/// use lock_tower::{KeySource, KeyedLockLayer};
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let inner = service_fn(|_req: Request<String>| async {
+///     Ok::<_, Infallible>(Response::new(String::from("done")))
+/// });
+/// let layer = KeyedLockLayer::new(LockClient::new(MemoryBackend::new()), KeySource::path_index(0));
+/// let service = layer.layer(inner); // still `Error = Infallible`
+/// let response = service.oneshot(Request::new(String::new())).await.unwrap();
+/// assert_eq!(response.status(), 400, "`/` has no path segment 0");
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct KeyedLockService<S, K> {
+    inner: S,
+    client: LockClient,
+    extractor: K,
+    options: Arc<KeyedLockOptions>,
+}
+
+impl<S, K> KeyedLockService<S, K> {
+    pub(crate) fn new(
+        inner: S,
+        client: LockClient,
+        extractor: K,
+        options: Arc<KeyedLockOptions>,
+    ) -> Self {
+        Self {
+            inner,
+            client,
+            extractor,
+            options,
+        }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, K, ReqBody, ResBody> Service<Request<ReqBody>> for KeyedLockService<S, K>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    K: KeyExtractor<ReqBody>,
+    ReqBody: Send + 'static,
+    ResBody: From<String> + Send + 'static,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<Result<Response<ResBody>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+        if !self
+            .options
+            .applies(request.method().as_str(), request.uri().path())
+        {
+            return ResponseFuture::new(self.inner.call(request));
+        }
+        let Some(key) = self.extractor.extract(&request) else {
+            let rejection = Rejection::missing_key(&self.extractor.describe());
+            return ResponseFuture::new(std::future::ready(Ok(into_response(rejection))));
+        };
+        // The service that was polled ready is the one to call; a clone takes its place.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let (client, options) = (self.client.clone(), self.options.clone());
+        ResponseFuture::new(async move {
+            let locked = run_locked(&client, &key, &options, |info| {
+                request.extensions_mut().insert(info);
+                inner.call(request)
+            })
+            .await;
+            match locked {
+                Ok(response) => response,
+                Err(rejection) => Ok(into_response(rejection)),
+            }
+        })
+    }
+}
+
+fn into_response<B: From<String>>(rejection: Rejection) -> Response<B> {
+    let headers = rejection.headers();
+    // Problem bodies are JSON, always UTF-8.
+    let body = String::from_utf8_lossy(&rejection.body).into_owned();
+    let mut response = Response::new(B::from(body));
+    *response.status_mut() =
+        StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(name), value);
+        }
+    }
+    response
+}

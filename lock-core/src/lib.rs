@@ -44,6 +44,8 @@ mod client;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+mod expiry;
 mod global;
 mod guard;
 mod held;

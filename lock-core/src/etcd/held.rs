@@ -6,9 +6,9 @@ use std::time::Duration;
 use etcd_client as etcd;
 use tokio::time::Instant;
 
-use super::expiry::Expiry;
 use super::{EtcdBackend, EtcdLease};
 use crate::backend::Grant;
+use crate::expiry::Expiry;
 use crate::{FencingToken, LossSignal, LostReason};
 
 impl EtcdBackend {

@@ -43,7 +43,6 @@
 //!
 //! [`poll_cap`]: EtcdBackendBuilder::poll_cap
 
-mod expiry;
 mod held;
 mod keys;
 mod queue;
@@ -55,9 +54,9 @@ use std::time::Duration;
 use etcd_client as etcd;
 use tokio::time::Instant;
 
-use self::expiry::Expiry;
 use self::queue::Turn;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::expiry::Expiry;
 use crate::{LockError, Result};
 
 const BACKEND: &str = "etcd";

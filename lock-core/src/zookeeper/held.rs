@@ -6,11 +6,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use super::expiry::Expiry;
 use super::queue::{self, Node};
 use super::session::Session;
 use super::{ZooKeeperBackend, ZooKeeperLease};
 use crate::backend::Grant;
+use crate::expiry::Expiry;
 use crate::{FencingToken, LossSignal, LostReason};
 
 impl ZooKeeperBackend {

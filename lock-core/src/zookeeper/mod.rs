@@ -51,7 +51,6 @@
 //!
 //! [`poll_cap`]: ZooKeeperBackendBuilder::poll_cap
 
-mod expiry;
 mod held;
 mod path;
 mod queue;
@@ -64,11 +63,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use self::expiry::Expiry;
 use self::path::node_prefix;
 use self::queue::{backoff, is_transient, Node, Place};
 use self::session::Session;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::expiry::Expiry;
 use crate::held::lock;
 use crate::{LockError, Result};
 

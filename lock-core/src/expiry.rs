@@ -1,10 +1,11 @@
 //! A lease's TTL, kept by the holder's own process.
 //!
-//! ZooKeeper has no per-node TTL for ephemeral nodes: a node lives as long as its session. So
-//! that a lease still ends at its TTL when its holder stops renewing (a stuck task, an
-//! abandoned guard, a fixed lease held too long), the backend runs one timer per lease that
-//! deletes the node when the TTL passes without a renewal. If the whole process dies, the
-//! session ends instead and ZooKeeper deletes the node after the session timeout.
+//! ZooKeeper's ephemeral nodes live as long as their session, and etcd's leases have TTLs of
+//! whole seconds that the server raises to its minimum (about 2 s). So that a lease still ends
+//! at its own TTL when its holder stops renewing (a stuck task, an abandoned guard, a fixed lease
+//! held too long), those backends run one timer per lease that deletes the node / revokes the
+//! lease when the TTL passes without a renewal. If the whole process dies, the server frees it
+//! instead (after the session timeout, or the rounded-up lease TTL).
 
 use std::sync::Mutex;
 
@@ -16,7 +17,7 @@ use crate::held::lock;
 
 /// When a lease ends, and whether it already has.
 #[derive(Debug)]
-pub(super) struct Expiry {
+pub(crate) struct Expiry {
     state: Mutex<State>,
     changed: Notify,
     done: CancellationToken,
@@ -30,7 +31,7 @@ struct State {
 
 impl Expiry {
     /// A lease that ends at `at` unless extended.
-    pub(super) fn new(at: Instant) -> Self {
+    pub(crate) fn new(at: Instant) -> Self {
         Self {
             state: Mutex::new(State { at, ended: false }),
             changed: Notify::new(),
@@ -39,7 +40,7 @@ impl Expiry {
     }
 
     /// Moves the end to `at`; false when the lease has already ended.
-    pub(super) fn extend(&self, at: Instant) -> bool {
+    pub(crate) fn extend(&self, at: Instant) -> bool {
         let mut state = lock(&self.state);
         if state.ended {
             return false;
@@ -51,7 +52,7 @@ impl Expiry {
     }
 
     /// Ends the lease now (released, or lost); false when it had already ended.
-    pub(super) fn end(&self) -> bool {
+    pub(crate) fn end(&self) -> bool {
         let was_running = !std::mem::replace(&mut lock(&self.state).ended, true);
         self.changed.notify_one();
         self.done.cancel();
@@ -59,18 +60,18 @@ impl Expiry {
     }
 
     /// True once ended.
-    pub(super) fn is_ended(&self) -> bool {
+    pub(crate) fn is_ended(&self) -> bool {
         lock(&self.state).ended
     }
 
     /// Resolves once the lease has ended, in any way.
-    pub(super) async fn ended(&self) {
+    pub(crate) async fn ended(&self) {
         self.done.cancelled().await;
     }
 
     /// Waits until the lease runs out without an extension, and ends it: `true`. Returns
     /// `false` as soon as it is ended another way.
-    pub(super) async fn run_out(&self) -> bool {
+    pub(crate) async fn run_out(&self) -> bool {
         loop {
             let at = {
                 let mut state = lock(&self.state);

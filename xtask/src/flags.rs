@@ -150,13 +150,30 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
     Ok(Task::Stack(cmd))
 }
 
-/// Parses the `--with` flag of `stack up`/`stack down`: `--with a,b`,
-/// `--with=a,b`, repeatable, `all` for every server; absent means all.
+/// Parses the flags of `stack up`/`stack down`: `--with a,b`, `--with=a,b`,
+/// repeatable, `all` for every server; `--zk-ensemble` / `--etcd-cluster` for
+/// the 3 members of a cluster (with `--with`: in addition). No flag means all
+/// single servers.
 fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
     let mut args = args.into_iter();
     let mut names: Vec<String> = Vec::new();
     let mut seen_flag = false;
+    let mut clusters: Vec<&'static dyn Server> = Vec::new();
     while let Some(arg) = args.next() {
+        // A cluster flag adds its members; without `--with`, only the clusters are meant.
+        let members = match arg.as_str() {
+            "--zk-ensemble" => stack::ZK_ENSEMBLE,
+            "--etcd-cluster" => stack::ETCD_CLUSTER,
+            _ => &[],
+        };
+        if !members.is_empty() {
+            for &member in members {
+                if !clusters.iter().any(|s| s.name() == member.name()) {
+                    clusters.push(member);
+                }
+            }
+            continue;
+        }
         let value = if arg == "--with" {
             args.next()
                 .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?
@@ -171,13 +188,21 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
         names.extend(value.split(',').map(|name| name.trim().to_owned()));
     }
     if !seen_flag {
+        if !clusters.is_empty() {
+            return Ok(clusters);
+        }
         return Ok(stack::SERVERS.to_vec());
     }
 
     let mut selected: Vec<&'static dyn Server> = Vec::new();
     for name in &names {
         if name == "all" {
-            return Ok(stack::SERVERS.to_vec());
+            for &server in stack::SERVERS {
+                if !selected.iter().any(|s| s.name() == server.name()) {
+                    selected.push(server);
+                }
+            }
+            continue;
         }
         if name.is_empty() {
             return Err(Error::usage("empty server name in `--with`"));
@@ -192,6 +217,11 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
         // to start the same server twice.
         if !selected.iter().any(|s| s.name() == server.name()) {
             selected.push(server);
+        }
+    }
+    for member in clusters {
+        if !selected.iter().any(|s| s.name() == member.name()) {
+            selected.push(member);
         }
     }
     Ok(selected)

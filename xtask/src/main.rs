@@ -45,7 +45,16 @@ Commands:
   stack up [--with <SERVERS>]   Start local test servers (idempotent).
                                 SERVERS: comma-separated names or `all`
                                 (default: all). Known: {names}.
-  stack down [--with <SERVERS>] Stop the servers that `stack up` started;
+  stack up --zk-ensemble|--etcd-cluster
+                                A 3-member ZooKeeper ensemble (zookeeper-1..3,
+                                client ports 22281/22291/22301) or etcd cluster
+                                (etcd-1..3, 22479/22489/22499) on loopback, in
+                                addition to --with; URLs in
+                                LOCK_TEST_ZOOKEEPER_ENSEMBLE_URL and
+                                LOCK_TEST_ETCD_CLUSTER_URL. `--with zookeeper-2`
+                                names one member (e.g. to stop it).
+  stack down [--with <SERVERS>] [--zk-ensemble] [--etcd-cluster]
+                                Stop the servers that `stack up` started;
                                 never touches servers it did not start.
   stack status                  Show each known server: running or stopped.
   test [CARGO_TEST_ARGS...]     Bring the stack up, run

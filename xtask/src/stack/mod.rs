@@ -12,6 +12,7 @@
 //! implementing [`Server`] plus one entry in [`SERVERS`]; the lifecycle
 //! (install, start, readiness wait, stop, status, env file) is shared here.
 
+mod cluster;
 mod etcd;
 mod mysql;
 mod postgres;
@@ -120,10 +121,16 @@ pub(crate) trait Server: Sync {
     }
 }
 
-/// The server named `name`, if known.
+/// The server named `name`, if known (single servers and cluster members such as `zookeeper-2`).
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Server> {
-    SERVERS.iter().copied().find(|server| server.name() == name)
+    SERVERS
+        .iter()
+        .copied()
+        .chain(cluster::members())
+        .find(|server| server.name() == name)
 }
+
+pub(crate) use cluster::{ETCD_CLUSTER, ZK_ENSEMBLE};
 
 /// Comma-separated list of known server names, for error messages.
 pub(crate) fn known_names() -> String {
@@ -663,9 +670,11 @@ fn wait_gone(pid: u32, name: &str, timeout: Duration) -> bool {
     true
 }
 
-/// `cargo xtask stack status`: one line per known server.
+/// `cargo xtask stack status`: one line per known server (cluster members
+/// only when one of them has a state dir, i.e. was ever started).
 fn status() -> Result<()> {
-    for &server in SERVERS {
+    let members = cluster::members().filter(|&member| StateDir::of(member).dir.exists());
+    for server in SERVERS.iter().copied().chain(members) {
         let name = server.name();
         match state(server)? {
             State::Running { pid, port } => println!(
@@ -685,12 +694,21 @@ fn status() -> Result<()> {
 }
 
 /// `(KEY, value)` for each running server: its URL env var (e.g.
-/// `LOCK_TEST_REDIS_URL`) pointing at the port it actually listens on.
+/// `LOCK_TEST_REDIS_URL`) pointing at the port it actually listens on; for a
+/// cluster (e.g. `LOCK_TEST_ETCD_CLUSTER_URL`) its running members.
 pub(crate) fn env_vars() -> Result<Vec<(&'static str, String)>> {
-    let mut vars = Vec::new();
-    for &server in SERVERS {
+    let mut vars: Vec<(&'static str, String)> = Vec::new();
+    for server in SERVERS.iter().copied().chain(cluster::members()) {
         if let State::Running { port, .. } = state(server)? {
-            vars.push((server.url_env(), server.url(port)));
+            // Cluster members share one variable: every running member, comma-separated.
+            let url = server.url(port);
+            match vars.iter_mut().find(|(key, _)| *key == server.url_env()) {
+                Some((_, urls)) => {
+                    urls.push(',');
+                    urls.push_str(&url);
+                }
+                None => vars.push((server.url_env(), url)),
+            }
         }
     }
     Ok(vars)

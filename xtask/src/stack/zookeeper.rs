@@ -69,21 +69,7 @@ impl Server for ZooKeeper {
         let config = state.dir.join("zoo.cfg");
         std::fs::write(&config, zoo_cfg(&state.dir.join("data"), port))
             .map_err(|err| Error::failed(format!("cannot write {}: {err}", config.display())))?;
-        let mut classpath = JAR.to_owned();
-        if Path::new(SLF4J_SIMPLE).exists() {
-            classpath.push(':');
-            classpath.push_str(SLF4J_SIMPLE);
-        }
-        let mut java = cmd::command(program, ["-Xmx256m", "-XX:+UseSerialGC"]);
-        java.args([
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dzookeeper.admin.enableServer=false",
-            "-cp",
-            &classpath,
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-        ]);
-        java.arg(&config);
-        spawn_detached(java, state)
+        spawn_detached(java(program, &config), state)
     }
 
     fn ping(&self, port: u16) -> bool {
@@ -100,11 +86,31 @@ impl Server for ZooKeeper {
     }
 }
 
-/// A standalone server's configuration. `tickTime=1000` lets clients ask
+/// The server's command line: `QuorumPeerMain` with the configuration `config` (also used
+/// for the members of `stack up --zk-ensemble`).
+pub(super) fn java(program: &Path, config: &Path) -> std::process::Command {
+    let mut classpath = JAR.to_owned();
+    if Path::new(SLF4J_SIMPLE).exists() {
+        classpath.push(':');
+        classpath.push_str(SLF4J_SIMPLE);
+    }
+    let mut java = cmd::command(program, ["-Xmx256m", "-XX:+UseSerialGC"]);
+    java.args([
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-Dzookeeper.admin.enableServer=false",
+        "-cp",
+        &classpath,
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+    ]);
+    java.arg(config);
+    java
+}
+
+/// A standalone server's configuration (an ensemble member appends its `server.N` lines). `tickTime=1000` lets clients ask
 /// for sessions of 2-20 s (the tests use short ones); the admin HTTP server
 /// (port 8080) is off; `maxClientCnxns=0` lifts the per-IP limit of 60,
 /// which the test suites and stress processes on 127.0.0.1 would exceed.
-fn zoo_cfg(data: &Path, port: u16) -> String {
+pub(super) fn zoo_cfg(data: &Path, port: u16) -> String {
     format!(
         "tickTime=1000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\n\
          clientPortAddress=127.0.0.1\nadmin.enableServer=false\n\

@@ -1,0 +1,434 @@
+//! Shared pieces of the multi-member failover tests (`zk_ensemble.rs`, `etcd_cluster.rs`):
+//! member processes on free loopback ports, the server-requirement check, and a contended
+//! lock workload that counts overlaps, fencing order, losses and errors while members die.
+//!
+//! The failover scenario ([`failover`]) keeps a quorum (2 of 3) at every moment:
+//! 1. once the cluster has a leader, member **A** is chosen among the *followers* and one
+//!    client is pinned to it alone; the other clients get every member;
+//! 2. the other follower **B** (neither A nor the leader) is killed, the workload must go on,
+//!    then B is restarted and the cluster waits for all three members again;
+//! 3. the **leader** is killed (the engine's `ensure_leader_is_not` first moves leadership off
+//!    A should it have moved there), and the workload must go on again.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lock_core::{LockClient, LockError};
+use tokio::time::Instant;
+
+/// A free loopback port (bound and released at once: another process could take it in
+/// between, which a test run can live with).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Whether the servers a test needs are installed: `Some(())` when they are; when not, a
+/// failure under `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` (like
+/// [`lock_core::testing::server_url`]) and otherwise `None` after a loud `SKIPPED`.
+pub fn require(what: &str, installed: bool) -> Option<()> {
+    if installed {
+        return Some(());
+    }
+    let required = std::env::var(lock_core::testing::REQUIRE_SERVERS_ENV).is_ok_and(|v| v == "1")
+        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    assert!(
+        !required,
+        "{what} is not installed but test servers are required; run `cargo xtask test`"
+    );
+    eprintln!("SKIPPED: {what} is not installed; `cargo xtask test` installs it");
+    None
+}
+
+/// Whether `program` is on `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// A fresh directory for this test's data under `CARGO_TARGET_TMPDIR`.
+pub fn data_dir(name: &str) -> PathBuf {
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One member's process; killed on drop.
+pub struct Member {
+    pub name: String,
+    pub client_port: u16,
+    pub log: PathBuf,
+    command: Box<dyn Fn() -> Command + Send + Sync>,
+    child: Option<Child>,
+}
+
+impl Member {
+    pub fn new(
+        name: impl Into<String>,
+        client_port: u16,
+        log: PathBuf,
+        command: impl Fn() -> Command + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            client_port,
+            log,
+            command: Box::new(command),
+            child: None,
+        }
+    }
+
+    pub fn start(&mut self) {
+        assert!(self.child.is_none(), "{} already runs", self.name);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = (self.command)()
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.name));
+        self.child = Some(child);
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().ok();
+            child.wait().ok();
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// The last lines of the member's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends `request` to a loopback port and reads the reply to EOF (short timeouts).
+pub fn tcp_request(port: u16, request: &[u8]) -> Option<String> {
+    use std::io::{Read, Write};
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .ok()?;
+    stream.write_all(request).ok()?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).ok()?;
+    Some(reply)
+}
+
+/// What the failover scenario needs from an engine's cluster.
+pub trait Cluster: Send + Sync {
+    /// The members, in a fixed order.
+    fn members(&mut self) -> &mut [Member];
+    /// Whether member `i` is up and part of a quorum that serves requests.
+    fn serving(&self, i: usize) -> impl std::future::Future<Output = bool> + Send;
+    /// The index of the current leader, as far as a running member knows.
+    fn leader(&self) -> impl std::future::Future<Output = Option<usize>> + Send;
+    /// Moves leadership off member `i` if it leads (engines that cannot may do nothing).
+    fn ensure_leader_is_not(&self, i: usize) -> impl std::future::Future<Output = ()> + Send;
+    /// A connect string / URL list for the given members.
+    fn url(&mut self, members: &[usize]) -> String;
+}
+
+/// Waits (bounded) until every running member serves and one of them leads; the leader.
+pub async fn wait_for_quorum<C: Cluster>(cluster: &mut C, limit: Duration) -> usize {
+    let started = Instant::now();
+    loop {
+        let running: Vec<usize> = (0..cluster.members().len())
+            .filter(|&i| cluster.members()[i].is_running())
+            .collect();
+        let mut all = true;
+        for &i in &running {
+            all &= cluster.serving(i).await;
+        }
+        if all {
+            if let Some(leader) = cluster.leader().await {
+                if cluster.members()[leader].is_running() {
+                    return leader;
+                }
+            }
+        }
+        if started.elapsed() > limit {
+            let logs: Vec<String> = cluster
+                .members()
+                .iter()
+                .map(|m| format!("--- {} ---\n{}", m.name, m.log_tail()))
+                .collect();
+            panic!(
+                "no quorum with a leader within {limit:?}\n{}",
+                logs.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What the workload saw.
+#[derive(Default)]
+pub struct Stats {
+    /// Critical sections completed (entered, held for their whole length, left).
+    pub sections: AtomicU64,
+    /// Times a task entered its critical section while another believed it held the lock.
+    pub overlaps: AtomicU64,
+    /// Grants whose fencing token was not above every earlier grant's.
+    pub fence_regressions: AtomicU64,
+    /// Holders told by `lost()` that their lease went away (they stop at once).
+    pub lost: AtomicU64,
+    /// Typed errors (unavailable, timeout, lease lost) from acquire or release.
+    pub typed_errors: AtomicU64,
+    /// Anything else: a failure.
+    pub other_errors: Mutex<Vec<String>>,
+    /// Highest fencing token granted so far.
+    last_fence: Mutex<u64>,
+    /// Tasks inside their critical section right now.
+    inside: AtomicUsize,
+    /// When the last section completed, and the longest time between two completions (the
+    /// outage a failover caused).
+    gap: Mutex<(Option<Instant>, Duration)>,
+}
+
+impl Stats {
+    pub fn sections(&self) -> u64 {
+        self.sections.load(Ordering::SeqCst)
+    }
+
+    /// The longest time between two completed sections.
+    pub fn longest_gap(&self) -> Duration {
+        self.gap.lock().unwrap().1
+    }
+
+    fn completed(&self) {
+        self.sections.fetch_add(1, Ordering::SeqCst);
+        let now = Instant::now();
+        let mut gap = self.gap.lock().unwrap();
+        if let Some(last) = gap.0 {
+            gap.1 = gap.1.max(now - last);
+        }
+        gap.0 = Some(now);
+    }
+
+    fn error(&self, e: &LockError) {
+        if e.is_unavailable() || e.is_timeout() || e.is_lost() {
+            self.typed_errors.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.other_errors.lock().unwrap().push(e.to_string());
+        }
+    }
+}
+
+/// Leaves the critical section even when the section's future is dropped (on loss).
+struct Inside<'a>(&'a AtomicUsize);
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `tasks` tasks per client looping acquire → critical section → release on `key` until
+/// `until`. The section runs under `select!` with `guard.lost()`: a holder told that it lost
+/// the lock leaves at once, so an overlap is counted only while a guard believes it holds.
+pub fn spawn_workload(
+    clients: &[LockClient],
+    tasks: usize,
+    key: &str,
+    until: Instant,
+    stats: &Arc<Stats>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut handles = Vec::new();
+    for client in clients {
+        for _ in 0..tasks {
+            let (client, key, stats) = (client.clone(), key.to_owned(), Arc::clone(stats));
+            handles.push(tokio::spawn(async move {
+                while Instant::now() < until {
+                    let wait = until.saturating_duration_since(Instant::now());
+                    let guard = match client
+                        .lock(&key)
+                        .lease_ttl(Duration::from_secs(3))
+                        .acquire_within(wait.min(Duration::from_secs(5)))
+                        .await
+                    {
+                        Ok(Some(guard)) => guard,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            stats.error(&e);
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let lost = guard.lost();
+                    let section = async {
+                        if stats.inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                            stats.overlaps.fetch_add(1, Ordering::SeqCst);
+                        }
+                        let _inside = Inside(&stats.inside);
+                        {
+                            let fence = guard.fencing_token().get();
+                            let mut last = stats.last_fence.lock().unwrap();
+                            if fence <= *last {
+                                stats.fence_regressions.fetch_add(1, Ordering::SeqCst);
+                            }
+                            *last = (*last).max(fence);
+                        }
+                        tokio::time::sleep(Duration::from_millis(25)).await;
+                    };
+                    tokio::select! {
+                        _ = lost => {
+                            stats.lost.fetch_add(1, Ordering::SeqCst);
+                        }
+                        () = section => stats.completed(),
+                    }
+                    if let Err(e) = guard.release().await {
+                        stats.error(&e);
+                    }
+                }
+            }));
+        }
+    }
+    handles
+}
+
+/// What [`failover`] did, for the report.
+pub struct Report {
+    pub a: usize,
+    pub follower_killed: usize,
+    pub leader_killed: usize,
+    pub sections_before_kills: u64,
+    pub sections_after_follower_kill: u64,
+    pub sections_after_leader_kill: u64,
+}
+
+/// Runs the scenario described in the module docs with 3 clients × 4 tasks, and checks it.
+/// `client` builds a client (on its own backend connection) for a URL list.
+pub async fn failover<C, F, Fut>(cluster: &mut C, key: &str, client: F) -> Report
+where
+    C: Cluster,
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = LockClient>,
+{
+    let started = Instant::now();
+    let leader = wait_for_quorum(cluster, Duration::from_secs(25)).await;
+    let names: Vec<String> = cluster.members().iter().map(|m| m.name.clone()).collect();
+    let a = (0..3).find(|&i| i != leader).unwrap();
+    let b = (0..3).find(|&i| i != leader && i != a).unwrap();
+    eprintln!(
+        "quorum after {:?}: leader {}, A (pinned) {}, B {}",
+        started.elapsed(),
+        names[leader],
+        names[a],
+        names[b]
+    );
+    let all = cluster.url(&[0, 1, 2]);
+    let clients = vec![
+        client(cluster.url(&[a])).await,
+        client(all.clone()).await,
+        client(all).await,
+    ];
+
+    let stats = Arc::new(Stats::default());
+    let phase = Duration::from_secs(6);
+    let until = Instant::now() + phase * 4;
+    let tasks = spawn_workload(&clients, 4, key, until, &stats);
+
+    tokio::time::sleep(phase).await;
+    let before = stats.sections();
+    assert!(before > 0, "no progress before any kill");
+    cluster.members()[b].kill();
+    let killed_at = stats.sections();
+    eprintln!(
+        "{:?}: killed follower {} after {before} sections",
+        started.elapsed(),
+        names[b]
+    );
+    tokio::time::sleep(phase).await;
+    let after_follower = stats.sections() - killed_at;
+    cluster.members()[b].start();
+    let mut leader = wait_for_quorum(cluster, Duration::from_secs(20)).await;
+    if leader == a {
+        cluster.ensure_leader_is_not(a).await;
+        leader = wait_for_quorum(cluster, Duration::from_secs(20)).await;
+    }
+    assert_ne!(
+        leader, a,
+        "leadership could not be moved off the pinned member"
+    );
+    eprintln!(
+        "{:?}: {} back, {after_follower} sections while it was down; killing leader {}",
+        started.elapsed(),
+        names[b],
+        names[leader]
+    );
+    cluster.members()[leader].kill();
+    let killed_at = stats.sections();
+    for task in tasks {
+        task.await.expect("a workload task panicked");
+    }
+    let after_leader = stats.sections() - killed_at;
+    eprintln!(
+        "{:?}: done; {after_leader} sections after the leader died",
+        started.elapsed()
+    );
+
+    let report = Report {
+        a,
+        follower_killed: b,
+        leader_killed: leader,
+        sections_before_kills: before,
+        sections_after_follower_kill: after_follower,
+        sections_after_leader_kill: after_leader,
+    };
+    let other = stats.other_errors.lock().unwrap().clone();
+    eprintln!(
+        "sections {}, overlaps {}, fence regressions {}, lost {}, typed errors {}, other errors {}, \
+         longest gap between sections {:?}",
+        stats.sections(),
+        stats.overlaps.load(Ordering::SeqCst),
+        stats.fence_regressions.load(Ordering::SeqCst),
+        stats.lost.load(Ordering::SeqCst),
+        stats.typed_errors.load(Ordering::SeqCst),
+        other.len(),
+        stats.longest_gap()
+    );
+    assert_eq!(
+        stats.overlaps.load(Ordering::SeqCst),
+        0,
+        "mutual exclusion broken"
+    );
+    assert_eq!(
+        stats.fence_regressions.load(Ordering::SeqCst),
+        0,
+        "fencing tokens not strictly increasing in grant order"
+    );
+    assert!(other.is_empty(), "untyped errors: {other:?}");
+    assert!(after_follower > 0, "no progress after the follower died");
+    assert!(after_leader > 0, "no progress after the leader died");
+    report
+}

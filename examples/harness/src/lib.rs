@@ -2,6 +2,7 @@
 //! and summarising latencies.
 
 pub mod checks;
+pub mod floor;
 pub mod inventory;
 pub mod load;
 pub mod overhead;
@@ -96,19 +97,14 @@ pub async fn connect(
             })
         }
         BackendKind::Postgres => {
-            let url = server_url(
-                "LOCK_TEST_POSTGRES_URL",
-                "postgres://postgres@127.0.0.1:25432/postgres",
-            );
-            let backend = lock_core::PostgresBackend::connect(&url).await?;
+            let backend = lock_core::PostgresBackend::connect(&postgres_url()).await?;
             Ok(Connected {
                 locks: LockClient::builder(backend).namespace(namespace).build()?,
                 redis: None,
             })
         }
         BackendKind::Mysql => {
-            let url = server_url("LOCK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:23306/locks");
-            let backend = lock_core::MySqlBackend::connect(&url).await?;
+            let backend = lock_core::MySqlBackend::connect(&mysql_url()).await?;
             Ok(Connected {
                 locks: LockClient::builder(backend).namespace(namespace).build()?,
                 redis: None,
@@ -139,6 +135,21 @@ pub fn zookeeper_url() -> String {
 #[must_use]
 pub fn etcd_url() -> String {
     std::env::var("LOCK_TEST_ETCD_URL").unwrap_or_else(|_| "http://127.0.0.1:22379".to_owned())
+}
+
+/// The PostgreSQL URL: `LOCK_TEST_POSTGRES_URL`, else the xtask stack's default.
+#[must_use]
+pub fn postgres_url() -> String {
+    server_url(
+        "LOCK_TEST_POSTGRES_URL",
+        "postgres://postgres@127.0.0.1:25432/postgres",
+    )
+}
+
+/// The MySQL URL: `LOCK_TEST_MYSQL_URL`, else the xtask stack's default.
+#[must_use]
+pub fn mysql_url() -> String {
+    server_url("LOCK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:23306/locks")
 }
 
 /// A server's URL: the env var `var` (as `cargo xtask` sets it), else the xtask stack's default.

@@ -1,0 +1,489 @@
+//! The raw floors `bench` compares lock figures with: per backend, the cheapest server operation
+//! on the same kind of client the backend uses, measured in the same run.
+//!
+//! | backend | raw operation | acquire+release vs | handoff vs |
+//! |---|---|---|---|
+//! | memory | `tokio::sync::Mutex` lock+unlock | 1 × | a measured Mutex handoff, 16 waiters |
+//! | redis | `EVALSHA` of `return 1` | 2 × | 4 × |
+//! | postgres, mysql | `SELECT 1` on a sqlx pool of 10 | 2 × | 4 × |
+//! | zookeeper | create + delete of an ephemeral node (2 round trips) | 1 × | 2 × |
+//! | etcd | one txn that puts a key (a Raft write, as every lock step is) | 2 × | 4 × |
+//!
+//! Adding a backend is one [`Floor`] impl.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use etcd_client as etcd;
+use tokio::time::Instant;
+use zookeeper_client as zk;
+
+use crate::{etcd_url, mysql_url, postgres_url, usage_error, zookeeper_url, Percentiles};
+
+/// How many tasks the concurrent figures run.
+pub const CONCURRENT_TASKS: usize = 64;
+/// How many tasks contend in the handoff figures.
+pub const HANDOFF_WAITERS: usize = 16;
+/// Connections of the SQL floors' pools: what the SQL backends use for statements by default.
+const SQL_POOL: u32 = 10;
+
+/// Mean, p50 and p99 of a set of durations.
+#[derive(Clone, Copy, Debug)]
+pub struct Summary {
+    /// The mean.
+    pub mean: Duration,
+    /// The median.
+    pub p50: Duration,
+    /// The 99th percentile.
+    pub p99: Duration,
+}
+
+impl Summary {
+    /// Summarises `samples` (sorts them).
+    #[must_use]
+    pub fn of(samples: &mut [Duration]) -> Self {
+        let mean = mean(samples);
+        let p = Percentiles::of(samples);
+        Self {
+            mean,
+            p50: p.p50,
+            p99: p.p99,
+        }
+    }
+
+    /// Every figure `n` times.
+    #[must_use]
+    pub fn times(self, n: u32) -> Self {
+        Self {
+            mean: self.mean * n,
+            p50: self.p50 * n,
+            p99: self.p99 * n,
+        }
+    }
+}
+
+/// The mean of `samples` (zero when empty).
+#[must_use]
+pub fn mean(samples: &[Duration]) -> Duration {
+    samples.iter().sum::<Duration>() / samples.len().max(1) as u32
+}
+
+/// A backend's raw floor: one raw operation, and how many of them a lock step is compared with.
+pub trait Floor: Clone + Send + Sync + 'static {
+    /// The raw operation, as printed ("EVALSHA"; one round trip unless the name says more).
+    fn op_name(&self) -> &'static str;
+
+    /// One raw operation by task `task` (below [`CONCURRENT_TASKS`]; tasks use their own key).
+    fn op(&self, task: usize) -> impl Future<Output = ()> + Send;
+
+    /// How many raw operations one acquire+release is compared with.
+    fn ops_per_pair(&self) -> u32 {
+        2
+    }
+
+    /// How many sequential raw operations one handoff is budgeted (see [`Floor::handoff`]).
+    fn ops_per_handoff(&self) -> u32 {
+        4
+    }
+
+    /// The uncontended floor, as printed.
+    fn pair_name(&self) -> String {
+        times(self.ops_per_pair(), self.op_name())
+    }
+
+    /// The concurrent floor, as printed.
+    fn rate_name(&self) -> String {
+        match self.ops_per_pair() {
+            1 => format!("{}/s", self.op_name()),
+            2 => format!("½ × raw {}/s", self.op_name()),
+            n => format!("1/{n} × raw {}/s", self.op_name()),
+        }
+    }
+
+    /// The handoff floor, as printed.
+    fn handoff_name(&self) -> String {
+        times(self.ops_per_handoff(), self.op_name())
+    }
+
+    /// The handoff floor: [`Floor::ops_per_handoff`] × the sequential raw operation.
+    fn handoff(&self, n: usize) -> impl Future<Output = Summary> + Send {
+        async move {
+            self.sequential(n.min(1000))
+                .await
+                .times(self.ops_per_handoff())
+        }
+    }
+
+    /// The raw operation `n` times in sequence.
+    fn sequential(&self, n: usize) -> impl Future<Output = Summary> + Send {
+        async move {
+            let mut samples = Vec::with_capacity(n);
+            for _ in 0..n {
+                let start = Instant::now();
+                self.op(0).await;
+                samples.push(start.elapsed());
+            }
+            Summary::of(&mut samples)
+        }
+    }
+
+    /// Raw operations per second from [`CONCURRENT_TASKS`] tasks during `window`.
+    fn concurrent(&self, window: Duration) -> impl Future<Output = f64> + Send {
+        async move {
+            let done = Arc::new(AtomicU64::new(0));
+            let until = Instant::now() + window;
+            let started = Instant::now();
+            let tasks: Vec<_> = (0..CONCURRENT_TASKS)
+                .map(|t| {
+                    let (floor, done) = (self.clone(), done.clone());
+                    tokio::spawn(async move {
+                        while Instant::now() < until {
+                            floor.op(t).await;
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("floor task");
+            }
+            done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+        }
+    }
+
+    /// Script calls the server has counted, where it counts them (Redis).
+    fn script_calls(&self) -> impl Future<Output = Option<u64>> + Send {
+        async { None }
+    }
+
+    /// Removes what the floor left on the server.
+    fn clean_up(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// "`n` × `op` round trip".
+fn times(n: u32, op: &str) -> String {
+    match n {
+        1 => format!("{op} round trip"),
+        n => format!("{n} × {op} round trip"),
+    }
+}
+
+/// Memory: a `tokio::sync::Mutex` per task; the handoff floor is measured, not budgeted.
+#[derive(Clone)]
+pub struct MemoryFloor {
+    mutexes: Arc<Vec<tokio::sync::Mutex<u64>>>,
+}
+
+impl Default for MemoryFloor {
+    fn default() -> Self {
+        Self {
+            mutexes: Arc::new((0..CONCURRENT_TASKS).map(|_| Default::default()).collect()),
+        }
+    }
+}
+
+impl Floor for MemoryFloor {
+    fn op_name(&self) -> &'static str {
+        "tokio Mutex lock+unlock"
+    }
+
+    async fn op(&self, task: usize) {
+        *self.mutexes[task].lock().await += 1;
+    }
+
+    fn ops_per_pair(&self) -> u32 {
+        1
+    }
+
+    fn pair_name(&self) -> String {
+        self.op_name().into()
+    }
+
+    fn rate_name(&self) -> String {
+        "tokio Mutex pairs/s".into()
+    }
+
+    fn handoff_name(&self) -> String {
+        "tokio Mutex handoff".into()
+    }
+
+    /// The handoff latency of a tokio Mutex with [`HANDOFF_WAITERS`] waiters.
+    async fn handoff(&self, n: usize) -> Summary {
+        let mutex = Arc::new(tokio::sync::Mutex::new(None::<Instant>));
+        let samples: Arc<Mutex<Vec<Duration>>> = Arc::default();
+        let tasks: Vec<_> = (0..HANDOFF_WAITERS)
+            .map(|_| {
+                let (mutex, samples) = (mutex.clone(), samples.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let mut released_at = mutex.lock().await;
+                        let now = Instant::now();
+                        let mut samples = samples.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Some(at) = released_at.take() {
+                            samples.push(now - at);
+                        }
+                        if samples.len() >= n {
+                            return;
+                        }
+                        drop(samples);
+                        *released_at = Some(Instant::now());
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("floor handoff task");
+        }
+        let mut samples =
+            std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
+        Summary::of(&mut samples)
+    }
+}
+
+/// Redis: `EVALSHA` of a script that returns at once, on a `ConnectionManager` as the backend.
+#[derive(Clone)]
+pub struct RedisFloor {
+    connection: redis::aio::ConnectionManager,
+    admin: redis::aio::MultiplexedConnection,
+    script: redis::Script,
+}
+
+impl RedisFloor {
+    /// Connects to `url` and loads the script.
+    pub async fn connect(url: &str) -> Self {
+        let client = redis::Client::open(url)
+            .unwrap_or_else(|e| usage_error(&format!("bad Redis URL: {e}")));
+        let mut connection = client
+            .get_connection_manager()
+            .await
+            .unwrap_or_else(|e| usage_error(&format!("cannot reach Redis at {url}: {e}")));
+        let admin = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("admin connection");
+        let script = redis::Script::new("return 1");
+        script
+            .prepare_invoke()
+            .load_async(&mut connection)
+            .await
+            .expect("load floor script");
+        Self {
+            connection,
+            admin,
+            script,
+        }
+    }
+}
+
+impl Floor for RedisFloor {
+    fn op_name(&self) -> &'static str {
+        "EVALSHA"
+    }
+
+    async fn op(&self, _task: usize) {
+        let _: i64 = self
+            .script
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .expect("floor EVALSHA");
+    }
+
+    /// EVALSHA + EVAL calls the server has counted (`INFO commandstats`).
+    async fn script_calls(&self) -> Option<u64> {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.admin.clone())
+            .await
+            .ok()?;
+        let calls = |name: &str| {
+            info.lines()
+                .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+                .and_then(|l| l.split("calls=").nth(1))
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        Some(calls("evalsha") + calls("eval"))
+    }
+}
+
+/// PostgreSQL: `SELECT 1` on a sqlx pool sized like the backend's.
+#[derive(Clone)]
+pub struct PostgresFloor {
+    pool: sqlx::PgPool,
+}
+
+impl PostgresFloor {
+    /// Connects to [`postgres_url`].
+    pub async fn connect() -> Self {
+        let url = postgres_url();
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(SQL_POOL)
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| usage_error(&format!("cannot reach PostgreSQL at {url}: {e}")));
+        Self { pool }
+    }
+}
+
+impl Floor for PostgresFloor {
+    fn op_name(&self) -> &'static str {
+        "SELECT 1"
+    }
+
+    async fn op(&self, _task: usize) {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .expect("floor SELECT 1");
+    }
+}
+
+/// MySQL: `SELECT 1` on a sqlx pool sized like the backend's.
+#[derive(Clone)]
+pub struct MySqlFloor {
+    pool: sqlx::MySqlPool,
+}
+
+impl MySqlFloor {
+    /// Connects to [`mysql_url`].
+    pub async fn connect() -> Self {
+        let url = mysql_url();
+        let pool = sqlx::mysql::MySqlPoolOptions::new()
+            .max_connections(SQL_POOL)
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| usage_error(&format!("cannot reach MySQL at {url}: {e}")));
+        Self { pool }
+    }
+}
+
+impl Floor for MySqlFloor {
+    fn op_name(&self) -> &'static str {
+        "SELECT 1"
+    }
+
+    async fn op(&self, _task: usize) {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .expect("floor SELECT 1");
+    }
+}
+
+/// ZooKeeper: create and delete an ephemeral node (one per task) on a session of its own,
+/// opened like the backend's. Acquire is at least a create (and a read of the queue) and
+/// release a delete, so one create+delete stands for a pair.
+#[derive(Clone)]
+pub struct ZooKeeperFloor {
+    client: zk::Client,
+    prefix: Arc<str>,
+}
+
+impl ZooKeeperFloor {
+    /// Opens a session on [`zookeeper_url`].
+    pub async fn connect() -> Self {
+        let url = zookeeper_url();
+        let client = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .with_connection_timeout(Duration::from_secs(5))
+            .with_fail_eagerly()
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| usage_error(&format!("cannot reach ZooKeeper at {url}: {e}")));
+        Self {
+            client,
+            prefix: format!("/lock-bench-floor-{}-", std::process::id()).into(),
+        }
+    }
+}
+
+impl Floor for ZooKeeperFloor {
+    fn op_name(&self) -> &'static str {
+        "ephemeral create+delete"
+    }
+
+    fn pair_name(&self) -> String {
+        "create+delete (2 RTs)".into()
+    }
+
+    fn handoff_name(&self) -> String {
+        "2 × create+delete (4 RTs)".into()
+    }
+
+    async fn op(&self, task: usize) {
+        let path = format!("{}{task}", self.prefix);
+        let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+        self.client
+            .create(&path, &[], &options)
+            .await
+            .expect("floor create");
+        self.client.delete(&path, None).await.expect("floor delete");
+    }
+
+    fn ops_per_pair(&self) -> u32 {
+        1
+    }
+
+    /// 2 × create+delete: 4 round trips, as on the other servers.
+    fn ops_per_handoff(&self) -> u32 {
+        2
+    }
+}
+
+/// etcd: one txn that puts a key (one per task), on a client connected like the backend's.
+/// A Raft write, as the backend's acquire and release txns are.
+#[derive(Clone)]
+pub struct EtcdFloor {
+    client: etcd::Client,
+    prefix: Arc<str>,
+}
+
+impl EtcdFloor {
+    /// Connects to [`etcd_url`].
+    pub async fn connect() -> Self {
+        let url = etcd_url();
+        let endpoints: Vec<&str> = url.split(',').map(str::trim).collect();
+        let options = etcd::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_keep_alive(Duration::from_secs(5), Duration::from_secs(2));
+        let client = etcd::Client::connect(&endpoints, Some(options))
+            .await
+            .unwrap_or_else(|e| usage_error(&format!("cannot reach etcd at {url}: {e}")));
+        Self {
+            client,
+            prefix: format!("lock-bench-floor/{}/", std::process::id()).into(),
+        }
+    }
+}
+
+impl Floor for EtcdFloor {
+    fn op_name(&self) -> &'static str {
+        "txn(put)"
+    }
+
+    async fn op(&self, task: usize) {
+        let txn = etcd::Txn::new().and_then([etcd::TxnOp::put(
+            format!("{}{task}", self.prefix),
+            "",
+            None,
+        )]);
+        self.client.clone().txn(txn).await.expect("floor txn");
+    }
+
+    async fn clean_up(&self) {
+        let prefix = etcd::DeleteOptions::new().with_prefix();
+        if let Err(e) = self
+            .client
+            .clone()
+            .delete(self.prefix.as_bytes(), Some(prefix))
+            .await
+        {
+            eprintln!("could not delete the floor's etcd keys: {e}");
+        }
+    }
+}

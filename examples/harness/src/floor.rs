@@ -64,6 +64,66 @@ impl Summary {
     }
 }
 
+/// A snapshot of a server's own count of script calls and the time it spent running them
+/// (Redis `INFO commandstats`): deltas between snapshots show what one call costs the server,
+/// apart from the network and the client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScriptStats {
+    /// Calls counted.
+    pub calls: u64,
+    /// Microseconds the server spent in them.
+    pub usec: u64,
+}
+
+impl ScriptStats {
+    /// The `cmdstat_<command>:calls=…,usec=…` line of an `INFO commandstats` reply (zero
+    /// when absent).
+    #[must_use]
+    pub fn from_commandstats(info: &str, command: &str) -> Self {
+        let prefix = format!("cmdstat_{command}:");
+        let Some(line) = info.lines().find(|l| l.starts_with(&prefix)) else {
+            return Self::default();
+        };
+        let field = |name: &str| {
+            line[prefix.len()..]
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        Self {
+            calls: field("calls"),
+            usec: field("usec"),
+        }
+    }
+
+    /// What happened between `earlier` and `self`.
+    #[must_use]
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            calls: self.calls.saturating_sub(earlier.calls),
+            usec: self.usec.saturating_sub(earlier.usec),
+        }
+    }
+
+    /// Server microseconds per call (zero without calls).
+    #[must_use]
+    pub fn usec_per_call(self) -> f64 {
+        self.usec as f64 / self.calls.max(1) as f64
+    }
+}
+
+impl std::ops::Add for ScriptStats {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            calls: self.calls + other.calls,
+            usec: self.usec + other.usec,
+        }
+    }
+}
+
 /// The mean of `samples` (zero when empty).
 #[must_use]
 pub fn mean(samples: &[Duration]) -> Duration {
@@ -153,8 +213,9 @@ pub trait Floor: Clone + Send + Sync + 'static {
         }
     }
 
-    /// Script calls the server has counted, where it counts them (Redis).
-    fn script_calls(&self) -> impl Future<Output = Option<u64>> + Send {
+    /// Script calls the server has counted and the time it spent in them, where it counts
+    /// them (Redis).
+    fn script_stats(&self) -> impl Future<Output = Option<ScriptStats>> + Send {
         async { None }
     }
 
@@ -292,22 +353,17 @@ impl Floor for RedisFloor {
             .expect("floor EVALSHA");
     }
 
-    /// EVALSHA + EVAL calls the server has counted (`INFO commandstats`).
-    async fn script_calls(&self) -> Option<u64> {
+    /// EVALSHA + EVAL calls and their time as the server counts them (`INFO commandstats`).
+    async fn script_stats(&self) -> Option<ScriptStats> {
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
             .query_async(&mut self.admin.clone())
             .await
             .ok()?;
-        let calls = |name: &str| {
-            info.lines()
-                .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
-                .and_then(|l| l.split("calls=").nth(1))
-                .and_then(|rest| rest.split(',').next())
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        Some(calls("evalsha") + calls("eval"))
+        Some(
+            ScriptStats::from_commandstats(&info, "evalsha")
+                + ScriptStats::from_commandstats(&info, "eval"),
+        )
     }
 }
 

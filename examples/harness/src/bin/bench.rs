@@ -121,8 +121,11 @@ impl Run {
             floor.pair_name(), micros(floor_pair), micros(floor_pairs.p50), micros(floor_pairs.p99));
 
         // 2. 64 tasks on distinct keys.
+        let stats_start = floor.script_stats().await;
         let floor_rate = floor.concurrent(window).await;
+        let stats_mid = floor.script_stats().await;
         let lock_rate = concurrent_pairs(&connected.locks, window).await;
+        let stats_end = floor.script_stats().await;
         let floor_pair_rate = floor_rate / f64::from(floor.ops_per_pair());
         let concurrent_ratio = lock_rate / floor_pair_rate;
         println!(
@@ -130,6 +133,19 @@ impl Run {
         );
         println!("  floor: {:<26}{floor_pair_rate:>10.0} /s  ({floor_rate:.0} raw ops/s)  ratio {concurrent_ratio:.2}×",
             floor.rate_name());
+        // Where the time goes: the server's own time per script call in each phase (network
+        // and client excluded). When the server is the bottleneck, this multiple, not the
+        // client, sets the ratio above.
+        let mut server_time = json!(null);
+        if let (Some(start), Some(mid), Some(end)) = (stats_start, stats_mid, stats_end) {
+            let (floor_call, lock_call) = (mid.since(start), end.since(mid));
+            let multiple = lock_call.usec_per_call() / floor_call.usec_per_call().max(1e-9);
+            println!("  server time per script call (INFO commandstats): lock {:.2} µs, floor {:.2} µs  \
+                      ({multiple:.1}× the floor's)",
+                lock_call.usec_per_call(), floor_call.usec_per_call());
+            server_time = json!({ "lock_usec_per_call": lock_call.usec_per_call(),
+                                  "floor_usec_per_call": floor_call.usec_per_call(), "multiple": multiple });
+        }
 
         // 3. Handoff under 16-way contention on one key, with round trips per acquisition.
         let floor_handoff = floor.handoff(iterations).await;
@@ -137,7 +153,7 @@ impl Run {
             .redis
             .as_ref()
             .map(lock_core::RedisBackend::commands_sent);
-        let stats_before = floor.script_calls().await;
+        let stats_before = floor.script_stats().await;
         let (mut handoffs, acquisitions) = handoff(&connected, iterations).await;
         let lock_handoff = Percentiles::of(&mut handoffs);
         let handoff_ratio = ratio(lock_handoff.p50, floor_handoff.p50);
@@ -154,10 +170,10 @@ impl Run {
             let sent = redis.commands_sent() - before;
             let per_acquisition = sent as f64 / acquisitions as f64;
             let server = floor
-                .script_calls()
+                .script_stats()
                 .await
                 .zip(stats_before)
-                .map(|(after, before)| after - before);
+                .map(|(after, before)| after.since(before).calls);
             println!("  client round trips per acquisition (acquire attempts + release): {per_acquisition:.2}  \
                       [client counted {sent}; server INFO commandstats evalsha+eval: {}]",
                 server.map_or("n/a".into(), |s| s.to_string()));
@@ -177,7 +193,8 @@ impl Run {
             "uncontended": { "mean_us": us(mean_pair), "p50_us": us(lock_single.p50), "p99_us": us(lock_single.p99),
                              "floor_mean_us": us(floor_pair), "floor": floor.pair_name(), "ratio": uncontended_ratio },
             "concurrent": { "tasks": CONCURRENT_TASKS, "pairs_per_s": lock_rate, "floor_pairs_per_s": floor_pair_rate,
-                            "floor_raw_ops_per_s": floor_rate, "floor": floor.rate_name(), "ratio": concurrent_ratio },
+                            "floor_raw_ops_per_s": floor_rate, "floor": floor.rate_name(), "ratio": concurrent_ratio,
+                            "server_time": server_time },
             "handoff": { "waiters": HANDOFF_WAITERS, "p50_us": us(lock_handoff.p50), "p99_us": us(lock_handoff.p99),
                          "floor_p50_us": us(floor_handoff.p50), "floor_p99_us": us(floor_handoff.p99), "ratio_p50": handoff_ratio,
                          "floor": floor.handoff_name(), "round_trips": round_trips },

@@ -367,67 +367,48 @@ impl Floor for RedisFloor {
     }
 }
 
-/// PostgreSQL: `SELECT 1` on a sqlx pool sized like the backend's.
+/// PostgreSQL and MySQL: `SELECT 1` on a sqlx pool sized like the backend's.
 #[derive(Clone)]
-pub struct PostgresFloor {
-    pool: sqlx::PgPool,
+pub enum SqlFloor {
+    /// On PostgreSQL.
+    Postgres(sqlx::PgPool),
+    /// On MySQL.
+    MySql(sqlx::MySqlPool),
 }
 
-impl PostgresFloor {
+impl SqlFloor {
     /// Connects to [`postgres_url`].
-    pub async fn connect() -> Self {
-        let url = postgres_url();
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(SQL_POOL)
-            .connect(&url)
-            .await
-            .unwrap_or_else(|e| usage_error(&format!("cannot reach PostgreSQL at {url}: {e}")));
-        Self { pool }
-    }
-}
-
-impl Floor for PostgresFloor {
-    fn op_name(&self) -> &'static str {
-        "SELECT 1"
+    pub async fn postgres() -> Self {
+        Self::Postgres(pool(&postgres_url(), "PostgreSQL").await)
     }
 
-    async fn op(&self, _task: usize) {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .expect("floor SELECT 1");
-    }
-}
-
-/// MySQL: `SELECT 1` on a sqlx pool sized like the backend's.
-#[derive(Clone)]
-pub struct MySqlFloor {
-    pool: sqlx::MySqlPool,
-}
-
-impl MySqlFloor {
     /// Connects to [`mysql_url`].
-    pub async fn connect() -> Self {
-        let url = mysql_url();
-        let pool = sqlx::mysql::MySqlPoolOptions::new()
-            .max_connections(SQL_POOL)
-            .connect(&url)
-            .await
-            .unwrap_or_else(|e| usage_error(&format!("cannot reach MySQL at {url}: {e}")));
-        Self { pool }
+    pub async fn mysql() -> Self {
+        Self::MySql(pool(&mysql_url(), "MySQL").await)
     }
 }
 
-impl Floor for MySqlFloor {
+/// A pool of [`SQL_POOL`] connections to `url`, or a usage error naming `engine`.
+async fn pool<DB: sqlx::Database>(url: &str, engine: &str) -> sqlx::Pool<DB> {
+    sqlx::pool::PoolOptions::<DB>::new()
+        .max_connections(SQL_POOL)
+        .connect(url)
+        .await
+        .unwrap_or_else(|e| usage_error(&format!("cannot reach {engine} at {url}: {e}")))
+}
+
+impl Floor for SqlFloor {
     fn op_name(&self) -> &'static str {
         "SELECT 1"
     }
 
     async fn op(&self, _task: usize) {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .expect("floor SELECT 1");
+        // One query per arm: a sqlx query is typed by its database.
+        match self {
+            Self::Postgres(pool) => sqlx::query("SELECT 1").execute(pool).await.map(drop),
+            Self::MySql(pool) => sqlx::query("SELECT 1").execute(pool).await.map(drop),
+        }
+        .expect("floor SELECT 1");
     }
 }
 

@@ -376,17 +376,28 @@ const BUILD_PACKAGES: &[(&str, &str)] = &[
 /// build and test every backend on a fresh machine. Not root: prints the
 /// command to run and fails.
 pub(crate) fn ensure_installed() -> Result<()> {
-    let mut missing: Vec<&str> = SERVERS
+    install_missing(SERVERS)
+}
+
+/// Installs the packages of whichever of `servers` are missing, plus the
+/// build packages when etcd is among them (whoever starts etcd is about to
+/// build the `etcd` feature), in one `apt-get install`. Without root or apt,
+/// fails with the exact command to run instead: never sudo on the user's
+/// behalf.
+fn install_missing(servers: &[&dyn Server]) -> Result<()> {
+    let mut missing: Vec<&str> = servers
         .iter()
         .filter(|server| server.locate().is_none())
         .map(|server| server.apt_package())
         .collect();
-    missing.extend(
-        BUILD_PACKAGES
-            .iter()
-            .filter(|(file, _)| !Path::new(file).exists())
-            .map(|(_, package)| *package),
-    );
+    if servers.iter().any(|server| server.name() == "etcd") {
+        missing.extend(
+            BUILD_PACKAGES
+                .iter()
+                .filter(|(file, _)| !Path::new(file).exists())
+                .map(|(_, package)| *package),
+        );
+    }
     if missing.is_empty() {
         return Ok(());
     }
@@ -402,58 +413,9 @@ pub(crate) fn ensure_installed() -> Result<()> {
     cmd::run(&mut cmd::command("apt-get", ["update"]))?;
     let mut install = cmd::command("apt-get", ["install", "-y", "--no-install-recommends"]);
     install.args(&missing);
+    // Without this, debconf may stop and ask questions on a CI box.
     install.env("DEBIAN_FRONTEND", "noninteractive");
     cmd::run(&mut install)
-}
-
-/// Installs missing server binaries, running `apt-get update` at most once
-/// per xtask invocation however many servers need installing.
-#[derive(Default)]
-struct Installer {
-    /// Whether `apt-get update` already ran.
-    apt_updated: bool,
-}
-
-impl Installer {
-    /// Path of `server`'s executable, installing its package first if it is
-    /// missing and we are root; otherwise fails with the command to run.
-    fn ensure(&mut self, server: &dyn Server) -> Result<PathBuf> {
-        if let Some(program) = server.locate() {
-            return Ok(program);
-        }
-        let (binary, package) = (server.binary(), server.apt_package());
-        if !cmd::is_root() {
-            // Never sudo on the user's behalf: print the exact command.
-            return Err(Error::failed(format!(
-                "`{binary}` not found on PATH. Install it with:\n\n    \
-                 sudo apt-get update && sudo apt-get install -y --no-install-recommends {package}\n\n\
-                 (or your platform's package manager), then re-run."
-            )));
-        }
-        if cmd::which("apt-get").is_none() {
-            return Err(Error::failed(format!(
-                "`{binary}` not found on PATH and apt-get is not available; \
-                 install `{package}` with your package manager and re-run"
-            )));
-        }
-        eprintln!("xtask: `{binary}` not found on PATH; installing `{package}`");
-        if !self.apt_updated {
-            cmd::run(&mut cmd::command("apt-get", ["update"]))?;
-            self.apt_updated = true;
-        }
-        let mut install = cmd::command(
-            "apt-get",
-            ["install", "-y", "--no-install-recommends", package],
-        );
-        // Without this, debconf may stop and ask questions on a CI box.
-        install.env("DEBIAN_FRONTEND", "noninteractive");
-        cmd::run(&mut install)?;
-        server.locate().ok_or_else(|| {
-            Error::failed(format!(
-                "installed `{package}` but `{binary}` is still not on PATH"
-            ))
-        })
-    }
 }
 
 /// Entry point of `cargo xtask stack ...`.
@@ -475,10 +437,10 @@ pub(crate) fn run(cmd: StackCmd) -> Result<()> {
 /// On failure, stops what this call had started before returning the error,
 /// so a half-started stack does not linger.
 pub(crate) fn up(servers: &[&'static dyn Server]) -> Result<Vec<&'static dyn Server>> {
-    let mut installer = Installer::default();
+    install_missing(servers)?;
     let mut started = Vec::new();
     for &server in servers {
-        match up_one(server, &mut installer) {
+        match up_one(server) {
             Ok(true) => started.push(server),
             Ok(false) => {}
             Err(err) => {
@@ -494,7 +456,7 @@ pub(crate) fn up(servers: &[&'static dyn Server]) -> Result<Vec<&'static dyn Ser
 }
 
 /// Brings one server up; `Ok(true)` if this call started it.
-fn up_one(server: &dyn Server, installer: &mut Installer) -> Result<bool> {
+fn up_one(server: &dyn Server) -> Result<bool> {
     let name = server.name();
     let dir = StateDir::of(server);
     let port = configured_port(server)?;
@@ -545,7 +507,13 @@ fn up_one(server: &dyn Server, installer: &mut Installer) -> Result<bool> {
         )));
     }
 
-    let program = installer.ensure(server)?;
+    let program = server.locate().ok_or_else(|| {
+        Error::failed(format!(
+            "`{}` is still not on PATH after installing `{}`",
+            server.binary(),
+            server.apt_package()
+        ))
+    })?;
     fs::create_dir_all(&dir.dir)
         .map_err(|err| Error::failed(format!("cannot create {}: {err}", dir.dir.display())))?;
     // A fresh log, so that the tail shown on failure is about this start.

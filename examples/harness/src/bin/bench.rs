@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use lock_core::{LockClient, MemoryBackend};
 use lock_harness::floor::{
-    mean, EtcdFloor, Floor, MemoryFloor, MySqlFloor, PostgresFloor, RedisFloor, ZooKeeperFloor,
-    CONCURRENT_TASKS, HANDOFF_WAITERS,
+    mean, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, ZooKeeperFloor, CONCURRENT_TASKS,
+    HANDOFF_WAITERS,
 };
 use lock_harness::{
     connect, micros, redis_url, usage_error, BackendKind, Connected, Flags, Percentiles,
@@ -54,8 +54,8 @@ async fn main() {
     match kind {
         BackendKind::Memory => run.bench(MemoryFloor::default()).await,
         BackendKind::Redis => run.bench(RedisFloor::connect(&url).await).await,
-        BackendKind::Postgres => run.bench(PostgresFloor::connect().await).await,
-        BackendKind::Mysql => run.bench(MySqlFloor::connect().await).await,
+        BackendKind::Postgres => run.bench(SqlFloor::postgres().await).await,
+        BackendKind::Mysql => run.bench(SqlFloor::mysql().await).await,
         BackendKind::Zookeeper => run.bench(ZooKeeperFloor::connect().await).await,
         BackendKind::Etcd => run.bench(EtcdFloor::connect().await).await,
     }

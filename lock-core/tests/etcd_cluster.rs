@@ -143,12 +143,8 @@ impl cluster_support::Cluster for Cluster {
         }
     }
 
-    fn url(&mut self, members: &[usize]) -> String {
-        members
-            .iter()
-            .map(|&i| format!("http://127.0.0.1:{}", self.members[i].client_port))
-            .collect::<Vec<_>>()
-            .join(",")
+    fn address(port: u16) -> String {
+        format!("http://127.0.0.1:{port}")
     }
 
     fn data_dir(&self) -> &std::path::Path {

@@ -125,12 +125,8 @@ impl cluster_support::Cluster for Ensemble {
     /// so the leader chosen at the start (never A) still leads: nothing to do.
     async fn ensure_leader_is_not(&self, _i: usize) {}
 
-    fn url(&mut self, members: &[usize]) -> String {
-        members
-            .iter()
-            .map(|&i| format!("127.0.0.1:{}", self.members[i].client_port))
-            .collect::<Vec<_>>()
-            .join(",")
+    fn address(port: u16) -> String {
+        format!("127.0.0.1:{port}")
     }
 
     fn data_dir(&self) -> &std::path::Path {

@@ -154,8 +154,17 @@ pub trait Cluster: Send + Sync {
     fn leader(&self) -> impl std::future::Future<Output = Option<usize>> + Send;
     /// Moves leadership off member `i` if it leads (engines that cannot may do nothing).
     fn ensure_leader_is_not(&self, i: usize) -> impl std::future::Future<Output = ()> + Send;
+    /// How a client addresses a member listening on `port` (`host:port` or a URL).
+    fn address(port: u16) -> String;
     /// A connect string / URL list for the given members.
-    fn url(&mut self, members: &[usize]) -> String;
+    fn url(&mut self, members: &[usize]) -> String {
+        let all = self.members();
+        members
+            .iter()
+            .map(|&i| Self::address(all[i].client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
     /// Where the members keep their data (removed after a passing run).
     fn data_dir(&self) -> &std::path::Path;
 }

@@ -169,11 +169,81 @@ async fn curator_node_excludes_us_and_ours_look_like_curators() {
     assert!(guard.release().await.unwrap());
 }
 
-/// An expired session fires `lost()` at once and its lock goes to the next owner.
+/// A loopback TCP proxy in front of the server that the test can cut (every connection
+/// closed, new ones refused) and restore: a network partition between one client and
+/// ZooKeeper, while the test's admin client still reaches the server directly.
+struct CuttableProxy {
+    url: String,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl CuttableProxy {
+    async fn start(upstream: &str) -> Self {
+        use std::sync::atomic::Ordering;
+        // A connect string may list several servers; the proxy fronts the first.
+        let upstream = upstream.split(',').next().unwrap().to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = listener.local_addr().unwrap().to_string();
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let accept = tokio::spawn({
+            let (open, connections) = (open.clone(), connections.clone());
+            async move {
+                while let Ok((mut client, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        continue; // dropped: refused while cut
+                    }
+                    let upstream = upstream.clone();
+                    let forward = tokio::spawn(async move {
+                        if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                            tokio::io::copy_bidirectional(&mut client, &mut server)
+                                .await
+                                .ok();
+                        }
+                    });
+                    connections.lock().unwrap().push(forward.abort_handle());
+                }
+            }
+        });
+        Self {
+            url,
+            open,
+            connections,
+            accept,
+        }
+    }
+
+    /// Closes every forwarded connection and refuses new ones until [`Self::restore`].
+    fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for CuttableProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+/// A holder cut off from ZooKeeper for longer than its session timeout: `lost()` fires as
+/// soon as the connection drops (suspended), the server expires the session and deletes the
+/// node, so the lock goes to the next owner; once the network is back the backend learns the
+/// session expired and opens a new one for later calls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_expiry_fires_lost_and_frees_the_lock() {
     let Some(h) = zookeeper().await else { return };
-    let backend = ZooKeeperBackend::builder(&h.url)
+    let proxy = CuttableProxy::start(&h.url).await;
+    let backend = ZooKeeperBackend::builder(&proxy.url)
         .session_timeout(Duration::from_secs(4))
         .connect()
         .await
@@ -186,50 +256,39 @@ async fn session_expiry_fires_lost_and_frees_the_lock() {
     let key = unique_key("expiry");
     let guard = a.lock(&key).await.unwrap();
     assert_eq!(backend.held_leases(), 1);
-
-    // The classic way to expire a session: attach a second client to it and close that one.
-    // The original client races to take its session back, so this may need a few tries.
-    let session = backend.client().await.unwrap().session().clone();
     let full = guard.key().full().to_owned();
-    let mut expired_at = Instant::now();
-    let mut expired = false;
-    for _ in 0..5 {
-        let twin = zk::Client::connector()
-            .with_session(session.clone())
-            .with_session_timeout(Duration::from_secs(4))
-            .connect(&h.url);
-        if let Ok(Ok(twin)) = timeout(Duration::from_secs(3), twin).await {
-            expired_at = Instant::now();
-            drop(twin);
-        }
-        let gone_by = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < gone_by && !h.queue(&full).await.is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if h.queue(&full).await.is_empty() {
-            expired = true;
-            break;
-        }
-    }
-    assert!(expired, "could not expire the session");
+    assert_eq!(h.queue(&full).await.len(), 1);
+
+    let cut_at = Instant::now();
+    proxy.cut();
     let reason = timeout(Duration::from_secs(1), guard.lost())
         .await
-        .expect("lost() did not fire on session expiry");
+        .expect("lost() did not fire when the connection dropped");
     assert!(matches!(reason, LostReason::SessionLost(_)), "{reason:?}");
+
+    // The server expires the session after its timeout (4 s, checked per 1 s tick).
     let next = b
         .lock(&key)
-        .acquire_within(Duration::from_secs(5))
+        .acquire_within(Duration::from_secs(15))
         .await
         .unwrap();
     assert!(next.is_some(), "the expired session's node stayed");
-    eprintln!(
-        "lock free {:?} after the session closed",
-        expired_at.elapsed()
+    let freed_after = cut_at.elapsed();
+    assert!(
+        freed_after >= Duration::from_secs(3),
+        "the lock was free {freed_after:?} after the cut, before the session could expire"
     );
+    eprintln!("lock free {freed_after:?} after the holder was cut off");
+
+    proxy.restore();
     assert!(!guard.release().await.unwrap());
+    drop(next);
 
     // The backend opens a new session for later calls.
-    let again = a.lock(unique_key("after-expiry")).await.unwrap();
+    let again = timeout(Duration::from_secs(15), a.lock(unique_key("after-expiry")))
+        .await
+        .expect("no new session after expiry")
+        .unwrap();
     assert!(again.release().await.unwrap());
 }
 

@@ -8,6 +8,21 @@
 /// The env var that turns a missing test server into a failure.
 pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";
 
+/// Whether a missing test server fails the run: `LOCK_TEST_REQUIRE_SERVERS=1` (set by
+/// `cargo xtask test`) or a `CI` variable that is neither empty nor `false`.
+///
+/// ```
+/// // Without either variable (as in this doctest, unless it runs under CI) a suite may skip.
+/// # if std::env::var(lock_core::testing::REQUIRE_SERVERS_ENV).is_err() && std::env::var("CI").is_err() {
+/// assert!(!lock_core::testing::servers_required());
+/// # }
+/// ```
+#[must_use]
+pub fn servers_required() -> bool {
+    std::env::var(REQUIRE_SERVERS_ENV).is_ok_and(|v| v == "1")
+        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false")
+}
+
 /// The test server address in `var`: `Ok(Some(url))` when set, `Ok(None)` (after printing
 /// `SKIPPED ...` on stderr) when unset and not required, `Err` when unset but required.
 ///
@@ -24,9 +39,7 @@ pub fn server_url(var: &str) -> Result<Option<String>, String> {
             return Ok(Some(url));
         }
     }
-    let required = std::env::var(REQUIRE_SERVERS_ENV).is_ok_and(|v| v == "1")
-        || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    if required {
+    if servers_required() {
         return Err(format!(
             "{var} is not set but test servers are required; run `cargo xtask test`"
         ));

@@ -22,19 +22,7 @@ struct ZooKeeper {
 }
 
 fn server_url() -> Option<String> {
-    match std::env::var("LOCK_TEST_ZOOKEEPER_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-            assert!(
-                !required,
-                "LOCK_TEST_ZOOKEEPER_URL is not set but servers are required; run `cargo xtask test`"
-            );
-            eprintln!("SKIPPED: LOCK_TEST_ZOOKEEPER_URL is not set; run `cargo xtask test` to use a real ZooKeeper");
-            None
-        }
-    }
+    lock_core::testing::server_url("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|e| panic!("{e}"))
 }
 
 async fn zookeeper() -> Option<ZooKeeper> {

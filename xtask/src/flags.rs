@@ -153,76 +153,114 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
 /// Parses the flags of `stack up`/`stack down`: `--with a,b`, `--with=a,b`,
 /// repeatable, `all` for every server; `--zk-ensemble` / `--etcd-cluster` for
 /// the 3 members of a cluster (with `--with`: in addition). No flag means all
-/// single servers.
+/// single servers. Each server is listed once, in the order first named.
 fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
     let mut args = args.into_iter();
     let mut names: Vec<String> = Vec::new();
-    let mut seen_flag = false;
     let mut clusters: Vec<&'static dyn Server> = Vec::new();
     while let Some(arg) = args.next() {
-        // A cluster flag adds its members; without `--with`, only the clusters are meant.
-        let members = match arg.as_str() {
-            "--zk-ensemble" => stack::ZK_ENSEMBLE,
-            "--etcd-cluster" => stack::ETCD_CLUSTER,
-            _ => &[],
-        };
-        if !members.is_empty() {
-            for &member in members {
-                if !clusters.iter().any(|s| s.name() == member.name()) {
-                    clusters.push(member);
+        match arg.as_str() {
+            "--zk-ensemble" => clusters.extend_from_slice(stack::ZK_ENSEMBLE),
+            "--etcd-cluster" => clusters.extend_from_slice(stack::ETCD_CLUSTER),
+            "--with" => names.push(
+                args.next()
+                    .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?,
+            ),
+            _ => match arg.strip_prefix("--with=") {
+                Some(value) => names.push(value.to_owned()),
+                None => {
+                    return Err(Error::usage(format!(
+                        "unknown argument `{arg}` for `stack`"
+                    )))
                 }
-            }
-            continue;
+            },
         }
-        let value = if arg == "--with" {
-            args.next()
-                .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?
-        } else if let Some(value) = arg.strip_prefix("--with=") {
-            value.to_owned()
-        } else {
-            return Err(Error::usage(format!(
-                "unknown argument `{arg}` for `stack`"
-            )));
-        };
-        seen_flag = true;
-        names.extend(value.split(',').map(|name| name.trim().to_owned()));
     }
-    if !seen_flag {
-        if !clusters.is_empty() {
-            return Ok(clusters);
-        }
-        return Ok(stack::SERVERS.to_vec());
+    if names.is_empty() && clusters.is_empty() {
+        names.push("all".to_owned());
     }
 
     let mut selected: Vec<&'static dyn Server> = Vec::new();
-    for name in &names {
+    for name in names
+        .iter()
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+    {
         if name == "all" {
-            for &server in stack::SERVERS {
-                if !selected.iter().any(|s| s.name() == server.name()) {
-                    selected.push(server);
-                }
-            }
+            selected.extend_from_slice(stack::SERVERS);
             continue;
         }
         if name.is_empty() {
             return Err(Error::usage("empty server name in `--with`"));
         }
-        let server = stack::by_name(name).ok_or_else(|| {
+        selected.push(stack::by_name(name).ok_or_else(|| {
             Error::usage(format!(
                 "unknown server `{name}` in `--with` (known: {}, all)",
                 stack::known_names()
             ))
-        })?;
-        // Keep the first occurrence only: `--with redis,redis` must not try
-        // to start the same server twice.
-        if !selected.iter().any(|s| s.name() == server.name()) {
-            selected.push(server);
+        })?);
+    }
+    selected.extend(clusters);
+    // Keep the first occurrence only: `--with redis,redis` must not try to
+    // start the same server twice.
+    let mut unique: Vec<&'static dyn Server> = Vec::new();
+    for server in selected {
+        if !unique.iter().any(|s| s.name() == server.name()) {
+            unique.push(server);
         }
     }
-    for member in clusters {
-        if !selected.iter().any(|s| s.name() == member.name()) {
-            selected.push(member);
+    Ok(unique)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_with;
+
+    fn names(args: &[&str]) -> Vec<&'static str> {
+        parse_with(args.iter().map(|&a| a.to_owned()).collect())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .iter()
+            .map(|server| server.name())
+            .collect()
+    }
+
+    #[test]
+    fn no_flag_means_every_single_server() {
+        assert_eq!(
+            names(&[]),
+            ["redis", "zookeeper", "etcd", "postgres", "mysql"]
+        );
+    }
+
+    #[test]
+    fn with_lists_each_server_once_in_order() {
+        assert_eq!(
+            names(&["--with", "etcd,redis", "--with=redis"]),
+            ["etcd", "redis"]
+        );
+        assert_eq!(names(&["--with", "redis,all"]).len(), 5);
+    }
+
+    #[test]
+    fn cluster_flags_alone_or_in_addition() {
+        assert_eq!(names(&["--etcd-cluster"]), ["etcd-1", "etcd-2", "etcd-3"]);
+        assert_eq!(
+            names(&["--zk-ensemble", "--with", "redis"]),
+            ["redis", "zookeeper-1", "zookeeper-2", "zookeeper-3"]
+        );
+        assert_eq!(names(&["--with", "zookeeper-2"]), ["zookeeper-2"]);
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        for args in [
+            &["--with"][..],
+            &["--with", "redis,"],
+            &["--with", "nope"],
+            &["--what"],
+        ] {
+            let args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
+            assert!(parse_with(args.clone()).is_err(), "{args:?} was accepted");
         }
     }
-    Ok(selected)
 }

@@ -125,8 +125,7 @@ impl std::ops::Add for ScriptStats {
 }
 
 /// The mean of `samples` (zero when empty).
-#[must_use]
-pub fn mean(samples: &[Duration]) -> Duration {
+fn mean(samples: &[Duration]) -> Duration {
     samples.iter().sum::<Duration>() / samples.len().max(1) as u32
 }
 
@@ -191,26 +190,11 @@ pub trait Floor: Clone + Send + Sync + 'static {
 
     /// Raw operations per second from [`CONCURRENT_TASKS`] tasks during `window`.
     fn concurrent(&self, window: Duration) -> impl Future<Output = f64> + Send {
-        async move {
-            let done = Arc::new(AtomicU64::new(0));
-            let until = Instant::now() + window;
-            let started = Instant::now();
-            let tasks: Vec<_> = (0..CONCURRENT_TASKS)
-                .map(|t| {
-                    let (floor, done) = (self.clone(), done.clone());
-                    tokio::spawn(async move {
-                        while Instant::now() < until {
-                            floor.op(t).await;
-                            done.fetch_add(1, Ordering::Relaxed);
-                        }
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await.expect("floor task");
-            }
-            done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
-        }
+        let floor = self.clone();
+        concurrent_rate(window, move |task| {
+            let floor = floor.clone();
+            async move { floor.op(task).await }
+        })
     }
 
     /// Script calls the server has counted and the time it spent in them, where it counts
@@ -223,6 +207,33 @@ pub trait Floor: Clone + Send + Sync + 'static {
     fn clean_up(&self) -> impl Future<Output = ()> + Send {
         async {}
     }
+}
+
+/// Operations per second from [`CONCURRENT_TASKS`] tasks, each calling `op(its index)` in a
+/// loop until `window` has passed. Lock figures and floors are measured alike with it.
+pub async fn concurrent_rate<F, Fut>(window: Duration, op: F) -> f64
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let done = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + window;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CONCURRENT_TASKS)
+        .map(|task| {
+            let (op, done) = (op.clone(), done.clone());
+            tokio::spawn(async move {
+                while Instant::now() < until {
+                    op(task).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("concurrent task");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
 /// "`n` × `op` round trip".

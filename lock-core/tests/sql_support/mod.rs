@@ -82,17 +82,5 @@ pub async fn announce_and_wait(guard: LockGuard) {
 /// The server URL from `var`; `None` (after saying so) when it is unset and servers are not
 /// required, a failure when they are.
 pub fn server_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-            assert!(
-                !required,
-                "{var} is not set but servers are required; run `cargo xtask test`"
-            );
-            eprintln!("SKIPPED: {var} is not set; run `cargo xtask test` to use a real server");
-            None
-        }
-    }
+    lock_core::testing::server_url(var).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -64,10 +64,8 @@ pub fn redis_url() -> Option<String> {
     match std::env::var("LOCK_TEST_REDIS_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            let required = std::env::var("LOCK_TEST_REQUIRE_SERVERS").is_ok_and(|v| v == "1")
-                || std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
             assert!(
-                !required,
+                !lock_core::testing::servers_required(),
                 "LOCK_TEST_REDIS_URL is not set but servers are required; run `cargo xtask test`"
             );
             // Straight to stderr, past the test harness's capture, once per test binary.

@@ -15,11 +15,9 @@
 //! leader" (`srvr` mode leader/follower, etcd `/health`) from the second on, when a quorum
 //! (2 of 3) exists.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{configured_port, connect, spawn_detached, zookeeper, Server, StateDir};
-use crate::cmd;
+use super::{ask, configured_port, connect, etcd, spawn_detached, zookeeper, Server, StateDir};
 use crate::{Error, Result};
 
 /// Port distance between members.
@@ -45,15 +43,6 @@ fn ports(members: &[&dyn Server]) -> Result<Vec<u16>> {
 /// `member`'s offset from the first member's default port.
 fn offset(member: usize) -> u16 {
     STRIDE * u16::try_from(member).unwrap_or(0)
-}
-
-/// Sends `request` to 127.0.0.1:`port` and reads the reply to EOF.
-fn ask(port: u16, request: &[u8]) -> Option<String> {
-    let mut stream = connect(port)?;
-    stream.write_all(request).ok()?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).ok()?;
-    Some(reply)
 }
 
 impl Server for ZkMember {
@@ -122,7 +111,7 @@ impl Server for ZkMember {
 
     fn ping(&self, port: u16) -> bool {
         if self.0 == 0 {
-            return ask(port, b"ruok").is_some_and(|reply| reply == "imok");
+            return zookeeper::answers_ruok(port);
         }
         ask(port, b"srvr")
             .is_some_and(|reply| reply.contains("Mode: leader") || reply.contains("Mode: follower"))
@@ -169,35 +158,16 @@ impl Server for EtcdMember {
             .map(|(i, peer)| format!("etcd-{}=http://127.0.0.1:{}", i + 1, peer.saturating_add(1)))
             .collect::<Vec<_>>()
             .join(",");
-        let client = format!("http://127.0.0.1:{port}");
-        let peer = format!("http://127.0.0.1:{}", port.saturating_add(1));
-        let mut etcd = cmd::command(program, ["--name", self.name(), "--data-dir"]);
-        etcd.arg(state.dir.join("data"));
-        etcd.args([
-            "--listen-client-urls",
-            &client,
-            "--advertise-client-urls",
-            &client,
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-            "--initial-cluster",
-            &initial,
-            "--initial-cluster-token",
-            "lock-stack-cluster",
-            "--log-level",
-            "warn",
-        ]);
-        spawn_detached(etcd, state)
+        let mut command = etcd::command(program, self.name(), &state.dir, port, &initial);
+        command.args(["--initial-cluster-token", "lock-stack-cluster"]);
+        spawn_detached(command, state)
     }
 
     fn ping(&self, port: u16) -> bool {
         if self.0 == 0 {
             return connect(port).is_some();
         }
-        let request = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-        ask(port, request.as_bytes()).is_some_and(|reply| reply.contains(r#""health":"true""#))
+        etcd::healthy(port)
     }
 }
 

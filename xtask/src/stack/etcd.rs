@@ -2,10 +2,10 @@
 //! 127.0.0.1:22379 and peers on 127.0.0.1:22380 (not 2379/2380), data under
 //! `target/stack/etcd/`.
 
-use std::io::{Read, Write};
 use std::path::Path;
+use std::process::Command;
 
-use super::{connect, spawn_detached, Server, StateDir};
+use super::{ask, spawn_detached, Server, StateDir};
 use crate::cmd;
 use crate::Result;
 
@@ -46,38 +46,47 @@ impl Server for Etcd {
     }
 
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {
-        let client = format!("http://127.0.0.1:{port}");
         let peer = format!("http://127.0.0.1:{}", port.saturating_add(1));
-        let mut etcd = cmd::command(program, ["--name", "lock-stack", "--data-dir"]);
-        etcd.arg(state.dir.join("data"));
-        etcd.args([
-            "--listen-client-urls",
-            &client,
-            "--advertise-client-urls",
-            &client,
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-            "--initial-cluster",
-            &format!("lock-stack={peer}"),
-            "--log-level",
-            "warn",
-        ]);
-        spawn_detached(etcd, state)
+        let initial = format!("{NAME}={peer}");
+        spawn_detached(command(program, NAME, &state.dir, port, &initial), state)
     }
 
     fn ping(&self, port: u16) -> bool {
-        let Some(mut stream) = connect(port) else {
-            return false;
-        };
-        // `/health` is `{"health":"true"}` once the member has a leader
-        // (itself) and serves reads.
-        let request = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-        if stream.write_all(request.as_bytes()).is_err() {
-            return false;
-        }
-        let mut reply = String::new();
-        stream.read_to_string(&mut reply).is_ok() && reply.contains(r#""health":"true""#)
+        healthy(port)
     }
+}
+
+/// The member name of the single-member server.
+const NAME: &str = "lock-stack";
+
+/// A member's command line: named `name`, data under `dir/data`, clients on
+/// `port` and peers on `port + 1` (loopback), in the cluster `initial`
+/// (`name=peer-url,...`). Also used for the members of `stack up --etcd-cluster`.
+pub(super) fn command(program: &Path, name: &str, dir: &Path, port: u16, initial: &str) -> Command {
+    let client = format!("http://127.0.0.1:{port}");
+    let peer = format!("http://127.0.0.1:{}", port.saturating_add(1));
+    let mut etcd = cmd::command(program, ["--name", name, "--data-dir"]);
+    etcd.arg(dir.join("data"));
+    etcd.args([
+        "--listen-client-urls",
+        &client,
+        "--advertise-client-urls",
+        &client,
+        "--listen-peer-urls",
+        &peer,
+        "--initial-advertise-peer-urls",
+        &peer,
+        "--initial-cluster",
+        initial,
+        "--log-level",
+        "warn",
+    ]);
+    etcd
+}
+
+/// Whether the member on `port` serves: `/health` is `{"health":"true"}` once
+/// it has a leader (itself, when alone) and serves reads.
+pub(super) fn healthy(port: u16) -> bool {
+    let request = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    ask(port, request.as_bytes()).is_some_and(|reply| reply.contains(r#""health":"true""#))
 }

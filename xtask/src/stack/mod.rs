@@ -331,6 +331,18 @@ pub(crate) fn connect(port: u16) -> Option<TcpStream> {
     Some(stream)
 }
 
+/// Sends `request` to 127.0.0.1:`port` and reads the reply to EOF (the
+/// probe protocols here answer and close: ZooKeeper's four-letter words,
+/// HTTP/1.0); `None` if nothing answers.
+pub(crate) fn ask(port: u16, request: &[u8]) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = connect(port)?;
+    stream.write_all(request).ok()?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).ok()?;
+    Some(reply)
+}
+
 /// Launches a server that stays in the foreground (java, etcd) as a detached
 /// background process: its own process group (a Ctrl-C to xtask does not
 /// reach it), working directory `state.dir`, stdin closed, stdout and stderr

@@ -3,10 +3,9 @@
 //! `target/stack/zookeeper/`. No systemd, no wrapper script: it is ready in a
 //! few seconds.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{connect, spawn_detached, Server, StateDir};
+use super::{ask, spawn_detached, Server, StateDir};
 use crate::cmd;
 use crate::{Error, Result};
 
@@ -73,17 +72,14 @@ impl Server for ZooKeeper {
     }
 
     fn ping(&self, port: u16) -> bool {
-        let Some(mut stream) = connect(port) else {
-            return false;
-        };
-        // The `ruok` four-letter word (allowed in zoo.cfg); a serving
-        // server answers `imok` and closes.
-        if stream.write_all(b"ruok").is_err() {
-            return false;
-        }
-        let mut reply = [0_u8; 4];
-        stream.read_exact(&mut reply).is_ok() && &reply == b"imok"
+        answers_ruok(port)
     }
+}
+
+/// Whether the server on `port` answers the `ruok` four-letter word (allowed
+/// in zoo.cfg) with `imok`: it runs, with or without a quorum.
+pub(super) fn answers_ruok(port: u16) -> bool {
+    ask(port, b"ruok").is_some_and(|reply| reply == "imok")
 }
 
 /// The server's command line: `QuorumPeerMain` with the configuration `config` (also used

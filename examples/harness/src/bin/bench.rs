@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use lock_core::{LockClient, MemoryBackend};
 use lock_harness::floor::{
-    mean, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, ZooKeeperFloor, CONCURRENT_TASKS,
-    HANDOFF_WAITERS,
+    concurrent_rate, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
+    CONCURRENT_TASKS, HANDOFF_WAITERS,
 };
 use lock_harness::{
     connect, micros, redis_url, usage_error, BackendKind, Connected, Flags, Percentiles,
@@ -105,8 +105,8 @@ impl Run {
             guard.release().await.expect("release");
             pairs.push(start.elapsed());
         }
-        let mean_pair = mean(&pairs);
-        let lock_single = Percentiles::of(&mut pairs);
+        let lock_single = Summary::of(&mut pairs);
+        let mean_pair = lock_single.mean;
         let floor_pairs = floor_single.times(floor.ops_per_pair());
         let floor_pair = floor_pairs.mean;
         let uncontended_ratio = ratio(mean_pair, floor_pair);
@@ -245,27 +245,17 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Acquire+release pairs per second from 64 tasks, each on its own key.
+/// Acquire+release pairs per second from [`CONCURRENT_TASKS`] tasks, each on its own key.
 async fn concurrent_pairs(locks: &LockClient, window: Duration) -> f64 {
-    let done = Arc::new(AtomicU64::new(0));
-    let until = Instant::now() + window;
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..CONCURRENT_TASKS)
-        .map(|t| {
-            let (locks, done) = (locks.clone(), done.clone());
-            tokio::spawn(async move {
-                while Instant::now() < until {
-                    let guard = locks.lock(format!("wide:{t}")).await.expect("acquire");
-                    guard.release().await.expect("release");
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("bench task");
-    }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    let locks = locks.clone();
+    concurrent_rate(window, move |task| {
+        let locks = locks.clone();
+        async move {
+            let guard = locks.lock(format!("wide:{task}")).await.expect("acquire");
+            guard.release().await.expect("release");
+        }
+    })
+    .await
 }
 
 /// Handoff latencies (release called → next holder returns from acquire) with 16 tasks

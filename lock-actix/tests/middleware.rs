@@ -163,6 +163,14 @@ impl LockBackend for Unreachable {
     async fn release(&self, (): &()) -> lock_core::Result<bool> {
         Err(LockError::unavailable("unreachable", "connection refused"))
     }
+
+    async fn release_abandoned(
+        &self,
+        _: &lock_core::LockKey,
+        _: lock_core::OwnerToken,
+    ) -> lock_core::Result<bool> {
+        Err(LockError::unavailable("unreachable", "connection refused"))
+    }
 }
 
 #[actix_web::test]

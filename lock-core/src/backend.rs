@@ -177,6 +177,23 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
     /// Releases the lease if, and only if, it is still held by its owner (`Ok(true)`); a late
     /// or repeated release finds another owner or none and changes nothing (`Ok(false)`).
     fn release(&self, lease: &Self::Lease) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Cleans up after an acquisition under `owner` that ended without handing a grant to its
+    /// caller: its future was dropped (a timeout, `select!`, an aborted task) or it failed
+    /// after a command may have reached the store. Whatever the store holds for `key` under
+    /// this owner token (a granted lease, a queue node, a row) is released, waking the next
+    /// waiter as a release would; `Ok(true)` when something was found.
+    ///
+    /// The client runs it in a task of its own, so it outlives the dropped future, and only
+    /// with the token of the acquisition that ended (a fresh random token per acquisition), so
+    /// it can never touch another owner's lock. It must take effect after any command the
+    /// abandoned acquisition already sent: send it on the same connection or session (whose
+    /// order the server keeps), or repeat it once such a command can no longer land.
+    fn release_abandoned(
+        &self,
+        key: &LockKey,
+        owner: OwnerToken,
+    ) -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// A granted lease bound to its backend, object-safe.
@@ -199,6 +216,12 @@ pub trait DynLockBackend: Send + Sync {
         &'a self,
         request: AcquireRequest<'a>,
     ) -> BoxFuture<'a, Result<Option<DynGrant>>>;
+    /// See [`LockBackend::release_abandoned`].
+    fn release_abandoned<'a>(
+        &'a self,
+        key: &'a LockKey,
+        owner: OwnerToken,
+    ) -> BoxFuture<'a, Result<bool>>;
 }
 
 struct BoundLease<B: LockBackend> {
@@ -236,5 +259,13 @@ impl<B: LockBackend> DynLockBackend for B {
                 })
             }))
         })
+    }
+
+    fn release_abandoned<'a>(
+        &'a self,
+        key: &'a LockKey,
+        owner: OwnerToken,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(LockBackend::release_abandoned(self, key, owner))
     }
 }

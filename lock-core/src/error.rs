@@ -62,6 +62,16 @@ pub enum LockError {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
+    /// A value an operation was called with (a quantity, an order id), typically from a
+    /// client's request, is outside what the operation accepts. Middleware answers 400.
+    #[error("invalid {what}: {reason}")]
+    InvalidInput {
+        /// Which value was refused.
+        what: &'static str,
+        /// Why, and what is allowed.
+        reason: String,
+    },
+
     /// The backend could not be reached or answered with an error. Fail closed: the lock was
     /// not granted.
     #[error("{backend} backend unavailable: {source}")]
@@ -131,12 +141,15 @@ impl LockError {
         matches!(self, Self::LeaseLost { .. })
     }
 
-    /// True for errors caused by the caller's input (key, durations, configuration).
+    /// True for errors caused by the caller's input (key, durations, values, configuration).
     #[must_use]
     pub fn is_invalid_input(&self) -> bool {
         matches!(
             self,
-            Self::InvalidKey { .. } | Self::InvalidDuration { .. } | Self::InvalidConfig(_)
+            Self::InvalidKey { .. }
+                | Self::InvalidDuration { .. }
+                | Self::InvalidInput { .. }
+                | Self::InvalidConfig(_)
         )
     }
 

@@ -23,7 +23,8 @@ use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken,
 ///
 /// **Drop** spawns the release on the current tokio runtime and returns at once; if there is
 /// no runtime, or the release fails, the lease's TTL frees the lock. Prefer `release().await`
-/// where the outcome matters.
+/// where the outcome matters. A `release()` future dropped before it finishes (a timeout
+/// around it, a cancelled task) also hands the release to a task of its own.
 ///
 /// ```
 /// use lock_core::{LockClient, MemoryBackend};
@@ -98,24 +99,28 @@ impl LockGuard {
         self.client.held.count(self.owner, &self.lease)
     }
 
-    /// True once the lease is lost.
+    /// True once the lease is lost, including when its trusted validity has run out and
+    /// nothing has said so yet (a paused process checks the clock, not only the signal).
     #[must_use]
     pub fn is_lost(&self) -> bool {
-        self.lease.loss.is_fired()
+        self.lease.lost_reason().is_some()
     }
 
     /// Resolves when the lease is lost: the lock was deleted or taken over behind this
     /// holder's back, renewal failed until the lease ran out, or a fixed lease expired. Never
     /// resolves while the lease is held. The future owns what it needs, so it can be moved
     /// into another task.
+    /// It also resolves at the end of the lease's trusted validity, on its own timer, should
+    /// the watchdog not have run by then.
     pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
-        let signal = self.lease.loss.clone();
-        async move { signal.fired().await }
+        let lease = self.lease.clone();
+        async move { lease.lost().await }
     }
 
-    /// An error for work that must stop because the lease is gone, if it is.
+    /// An error for work that must stop because the lease is gone, if it is: lost by signal,
+    /// or past its trusted validity by the monotonic clock.
     pub fn ensure_held(&self) -> Result<()> {
-        match self.lease.loss.reason() {
+        match self.lease.lost_reason() {
             Some(reason) => Err(LockError::LeaseLost {
                 key: self.lease.key.name().to_owned(),
                 reason,
@@ -142,7 +147,7 @@ impl LockGuard {
             self.client.watchdog.replan(&self.lease);
             tracing::debug!(key = %self.lease.key, ?ttl, "lease extended");
         } else {
-            self.lease.loss.fire(LostReason::NotOwner);
+            self.lease.lose(LostReason::NotOwner);
         }
         Ok(held)
     }
@@ -158,7 +163,11 @@ impl LockGuard {
             return Ok(!self.is_lost());
         }
         self.stop_watching();
+        // Should this future be dropped before the backend answers (a timeout around the
+        // release, a cancelled task), the release goes on in a task of its own, as on drop.
+        let unfinished = ReleaseUnfinished(Some(self.lease.clone()));
         let released = self.lease.lease.release().await;
+        unfinished.finished();
         match &released {
             Ok(held) => {
                 tracing::debug!(key = %self.lease.key, fence = %self.lease.fence, still_held = held, "released")
@@ -196,16 +205,39 @@ impl Drop for LockGuard {
             return;
         }
         self.stop_watching();
-        let lease = self.lease.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(error) = lease.lease.release().await {
-                    tracing::warn!(key = %lease.key, %error, "release on drop failed; the lease's TTL will free the lock");
-                }
-            });
-        } else {
-            tracing::warn!(key = %lease.key, "guard dropped outside a tokio runtime; the lease's TTL will free the lock");
+        release_in_background(self.lease.clone());
+    }
+}
+
+/// A release in progress; dropped before [`finished`](Self::finished), it hands the release
+/// to a task of its own.
+struct ReleaseUnfinished(Option<Arc<HeldLease>>);
+
+impl ReleaseUnfinished {
+    fn finished(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ReleaseUnfinished {
+    fn drop(&mut self) {
+        if let Some(lease) = self.0.take() {
+            release_in_background(lease);
         }
+    }
+}
+
+/// Spawns the owner-checked release of `lease` on the current runtime; without one, or if it
+/// fails, the lease's TTL frees the lock.
+fn release_in_background(lease: Arc<HeldLease>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            if let Err(error) = lease.lease.release().await {
+                tracing::warn!(key = %lease.key, %error, "release in the background failed; the lease's TTL will free the lock");
+            }
+        });
+    } else {
+        tracing::warn!(key = %lease.key, "guard let go outside a tokio runtime; the lease's TTL will free the lock");
     }
 }
 

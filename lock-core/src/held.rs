@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::DynLease;
 use crate::owner::OwnerId;
-use crate::{FencingToken, LeaseMode, LockKey, LossSignal, OwnerToken};
+use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
 
 /// One lease as granted by the backend.
 pub(crate) struct HeldLease {
@@ -63,6 +63,50 @@ impl HeldLease {
 
     pub(crate) fn mode(&self) -> LeaseMode {
         *lock(&self.mode)
+    }
+
+    /// Why the lease is lost, or `None` while it is still trusted. A lease whose trusted
+    /// validity has ended is lost even if nothing has said so yet (the watchdog's task may not
+    /// have run: the process was paused, the runtime is busy): this fires the lost signal then,
+    /// so every "is it still mine?" check agrees with the clock.
+    pub(crate) fn lost_reason(&self) -> Option<LostReason> {
+        if let Some(reason) = self.loss.reason() {
+            return Some(reason);
+        }
+        let reason = {
+            let times = lock(&self.times);
+            if Instant::now() < times.valid_until {
+                return None;
+            }
+            times
+                .last_error
+                .clone()
+                .map_or(LostReason::Expired, LostReason::RenewalFailed)
+        };
+        self.lose(reason);
+        self.loss.reason()
+    }
+
+    /// Resolves when the lease is lost: when a backend or the watchdog fires the signal, or
+    /// when the trusted validity ends, whichever comes first.
+    pub(crate) async fn lost(&self) -> LostReason {
+        loop {
+            if let Some(reason) = self.lost_reason() {
+                return reason;
+            }
+            let until = self.valid_until();
+            tokio::select! {
+                reason = self.loss.fired() => return reason,
+                () = sleep_until(until) => {}
+            }
+        }
+    }
+
+    /// Fires the lost signal with `reason` (the first reason stays), logging the loss once.
+    pub(crate) fn lose(&self, reason: LostReason) {
+        if self.loss.fire(reason.clone()) {
+            tracing::warn!(key = %self.key, fence = %self.fence, backend = self.backend, %reason, "lease lost");
+        }
     }
 
     pub(crate) fn set_ttl(&self, ttl: Duration) {

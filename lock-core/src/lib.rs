@@ -39,6 +39,7 @@
 //! confirmed before it ends. No lease-based lock can stop a holder that is paused past its lease
 //! from acting afterwards: that is what fencing tokens are for.
 
+mod abandoned;
 pub mod backend;
 mod client;
 mod error;

@@ -14,7 +14,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
 use crate::held::lock;
-use crate::{FencingToken, LossSignal, LostReason, OwnerToken, Result};
+use crate::{FencingToken, LockKey, LossSignal, LostReason, OwnerToken, Result};
 
 /// Locks held in this process's memory.
 ///
@@ -284,5 +284,25 @@ impl LockBackend for MemoryBackend {
             keys.remove(&lease.key);
         }
         Ok(held)
+    }
+
+    /// Every await of [`acquire`](LockBackend::acquire) here is a wait with nothing granted,
+    /// so a dropped acquire leaves only its queue entry, which its registration removes; this
+    /// still frees a grant under `owner`, should a caller drop the future the moment it was
+    /// granted.
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        let mut keys = lock(&self.shared.keys);
+        let Some(state) = keys.get_mut(key.full()) else {
+            return Ok(false);
+        };
+        let found = state.holder.as_ref().is_some_and(|h| h.owner == owner);
+        if found {
+            state.holder = None;
+            state.wake_one();
+        }
+        if state.is_idle() {
+            keys.remove(key.full());
+        }
+        Ok(found)
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::abandoned::PendingAcquire;
 use crate::backend::AcquireRequest;
 use crate::held::{HeldLease, Timing};
 use crate::lease::{renew_interval, valid_until};
@@ -108,9 +109,13 @@ impl<'a> LockRequest<'a> {
         let backend = inner.backend.capabilities().backend;
         let deadline = wait.deadline(started);
         let token = OwnerToken::random()?;
+        // Until its outcome reaches the caller, a drop or a failure of this acquisition releases
+        // whatever the store may hold under `token` (see `abandoned.rs`).
+        let pending = PendingAcquire::new(inner.backend.clone(), key.clone(), token);
         loop {
             let request = AcquireRequest::new(&key, token, mode.ttl(), deadline);
             let Some(grant) = inner.backend.acquire(request).await? else {
+                pending.settle();
                 tracing::debug!(parent: &span, waited_ms = started.elapsed().as_millis() as u64, "busy");
                 return Ok(None);
             };
@@ -120,10 +125,12 @@ impl<'a> LockRequest<'a> {
                 tracing::warn!(parent: &span, "grant arrived too late to trust; releasing and retrying");
                 grant.lease.release().await?;
                 if deadline.is_some_and(|d| Instant::now() >= d) {
+                    pending.settle();
                     return Ok(None);
                 }
                 continue;
             }
+            pending.settle();
             let held = Arc::new(HeldLease {
                 key,
                 token,

@@ -172,7 +172,7 @@ fn attend(dog: &Arc<Watchdog>, lease: &Arc<HeldLease>) {
             .take()
             .map_or(LostReason::Expired, LostReason::RenewalFailed);
         drop(times);
-        return lose(lease, reason);
+        return lease.lose(reason);
     }
     if times.renewing || now < times.next_attempt {
         let at = if times.renewing {
@@ -222,14 +222,8 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
         }
     }
     match outcome {
-        Ok(false) => lose(&lease, LostReason::NotOwner),
+        Ok(false) => lease.lose(LostReason::NotOwner),
         _ if lease.stop.is_cancelled() => {}
         _ => dog.replan(&lease),
-    }
-}
-
-fn lose(lease: &HeldLease, reason: LostReason) {
-    if lease.loss.fire(reason.clone()) {
-        tracing::warn!(key = %lease.key, fence = %lease.fence, backend = lease.backend, %reason, "lease lost");
     }
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use lock_core::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
 use lock_core::lease::{drift_margin, renew_interval};
-use lock_core::{LockClient, LockError, LostReason, MemoryBackend, MemoryLease, Result};
+use lock_core::{
+    LockClient, LockError, LockKey, LostReason, MemoryBackend, MemoryLease, OwnerToken, Result,
+};
 use tokio::time::{advance, Instant};
 
 #[derive(Clone, Default)]
@@ -18,6 +20,10 @@ struct Faulty {
     renew_fails: Arc<AtomicBool>,
     reply_delay: Arc<std::sync::Mutex<Duration>>,
     renewals: Arc<AtomicUsize>,
+    /// Acquires are granted, but their reply is lost (an error comes back).
+    reply_lost: Arc<AtomicBool>,
+    /// How long a release takes to reach the store.
+    release_delay: Arc<std::sync::Mutex<Duration>>,
 }
 
 impl LockBackend for Faulty {
@@ -29,6 +35,9 @@ impl LockBackend for Faulty {
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MemoryLease>>> {
         let grant = self.inner.acquire(request).await?;
+        if self.reply_lost.load(Ordering::SeqCst) {
+            return Err(LockError::unavailable("faulty", "reply lost"));
+        }
         let delay = *self.reply_delay.lock().unwrap();
         tokio::time::sleep(delay).await;
         Ok(grant)
@@ -43,7 +52,13 @@ impl LockBackend for Faulty {
     }
 
     async fn release(&self, lease: &MemoryLease) -> Result<bool> {
+        let delay = *self.release_delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
         self.inner.release(lease).await
+    }
+
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        self.inner.release_abandoned(key, owner).await
     }
 }
 
@@ -193,5 +208,93 @@ async fn a_slow_reply_shortens_the_lease() {
     assert_eq!(
         guard.remaining(),
         ttl - drift_margin(ttl) - Duration::from_secs(4)
+    );
+}
+
+/// A holder whose process was paused past its lease (here the runtime's only thread is
+/// blocked, as under SIGSTOP, so the watchdog cannot run) is told by every check, the moment
+/// it runs again, that the lease is gone: the checks read the clock, not only the signal.
+#[tokio::test(flavor = "current_thread")]
+async fn a_holder_paused_past_its_lease_sees_it_lost_at_once() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let ttl = Duration::from_millis(100);
+    let checked = locks.lock("paused:ensure").lease_ttl(ttl).await.unwrap();
+    let asked = locks.lock("paused:is-lost").lease_ttl(ttl).await.unwrap();
+    let awaited = locks.lock("paused:lost").lease_ttl(ttl).await.unwrap();
+    let lost = awaited.lost();
+    std::thread::sleep(ttl * 3);
+    let err = checked.ensure_held().unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            LockError::LeaseLost {
+                reason: LostReason::Expired,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(asked.is_lost());
+    assert_eq!(asked.remaining(), Duration::ZERO);
+    // Resolves on its first poll, before any other task (the watchdog) has run.
+    let reason = tokio::time::timeout(Duration::ZERO, lost).await;
+    assert_eq!(reason, Ok(LostReason::Expired));
+}
+
+/// An acquire whose grant reached the store but whose reply never came back (every retry
+/// lost) fails, and what it was granted is released at once: the next owner does not wait for
+/// the lease to run out.
+#[tokio::test(start_paused = true)]
+async fn a_failed_acquire_releases_what_the_store_granted() {
+    let backend = Faulty::default();
+    backend.reply_lost.store(true, Ordering::SeqCst);
+    let locks = client(&backend);
+    let err = locks
+        .lock("k")
+        .lease_ttl(Duration::from_secs(60))
+        .try_acquire()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    backend.reply_lost.store(false, Ordering::SeqCst);
+    let started = Instant::now();
+    let next = LockClient::new(backend.inner.clone())
+        .lock("k")
+        .acquire_within(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(next.is_some(), "the lost grant still blocks the key");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A `release()` whose future is dropped before the store answered (a timeout around it, a
+/// cancelled task) still releases: the release goes on in a task of its own.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_release_still_releases() {
+    let backend = Faulty::default();
+    *backend.release_delay.lock().unwrap() = Duration::from_millis(50);
+    let locks = client(&backend);
+    let guard = locks
+        .lock("k")
+        .lease_ttl(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let cut_short = tokio::time::timeout(Duration::from_millis(10), guard.release()).await;
+    assert!(cut_short.is_err(), "the release was meant to be cut short");
+    let started = Instant::now();
+    let next = LockClient::new(backend.inner.clone())
+        .lock("k")
+        .acquire_within(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(next.is_some(), "the dropped release left the lock held");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
     );
 }

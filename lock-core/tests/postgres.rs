@@ -83,7 +83,7 @@ mod advisory {
     conformance_suite!(@tests postgres(true);
         exclusion, try_on_held_key, wait_timeout, wakeup_latency, crashed_holder_expires,
         watchdog_holds_past_ttl, fencing_increases, reentrancy, cancelled_waiter_leaves_nothing,
-        bad_input_is_typed);
+        dropped_acquires_leave_nothing, dropped_releases_still_release, bad_input_is_typed);
 }
 
 /// Runs only as the holder process that the kill tests start (see `sql_support`).

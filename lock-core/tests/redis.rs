@@ -91,7 +91,56 @@ async fn foreign_data_under_the_key_is_an_error() {
     assert!(err.is_unavailable(), "{err}");
 }
 
-/// Fencing tokens keep increasing when the counter is lost (a restart without persistence).
+/// Milliseconds until `key` expires: -1 when it never does, -2 when it does not exist.
+async fn pttl(h: &Redis, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut h.admin.clone())
+        .await
+        .unwrap()
+}
+
+/// Nothing a lock leaves in Redis lives forever: after locks on many one-off keys (some with
+/// waiters that gave up), every key under their hash tags expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_lock_key_lives_forever() {
+    let Some(h) = redis().await else { return };
+    let (a, b) = (h.client().await, h.client().await);
+    let retention = i64::try_from(lock_core::redis::FENCE_RETENTION.as_millis()).unwrap();
+    for round in 0..50 {
+        let key = unique_key("one-off");
+        let guard = a.lock(&key).await.unwrap();
+        if round % 5 == 0 {
+            let waited = b
+                .lock(&key)
+                .acquire_within(Duration::from_millis(30))
+                .await
+                .unwrap();
+            assert!(waited.is_none());
+        }
+        let full = guard.key().full().to_owned();
+        guard.release().await.unwrap();
+        let lock_key = h.names.redis_key(&full);
+        assert_eq!(
+            pttl(&h, &lock_key).await,
+            -2,
+            "the lock key outlived its release"
+        );
+        let fence = pttl(&h, &format!("{lock_key}:fence")).await;
+        assert!(
+            0 < fence && fence <= retention,
+            "fence counter TTL {fence} ms"
+        );
+        let waiters = pttl(&h, &h.names.waiters_key(&full)).await;
+        assert!(
+            waiters == -2 || waiters > 0,
+            "waiter queue TTL {waiters} ms"
+        );
+    }
+}
+
+/// Fencing tokens keep increasing when the counter is gone: expired after its retention, or
+/// lost in a restart without persistence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_survives_a_lost_counter() {
     let Some(h) = redis().await else { return };
@@ -101,6 +150,7 @@ async fn fencing_survives_a_lost_counter() {
     let before = first.fencing_token();
     first.release().await.unwrap();
     let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    assert!(pttl(&h, &fence_key).await > 0, "the counter has no expiry");
     let _: i64 = redis::cmd("DEL")
         .arg(&fence_key)
         .query_async(&mut h.admin.clone())

@@ -141,3 +141,52 @@ async fn a_restart_is_survived_and_reported() {
     .await
     .expect("bounded");
 }
+
+/// With the default 30 s lease, a restart without persistence reaches the holder's `lost()`
+/// within a round trip of the reconnect, not at its next renewal (10 s after the grant), while
+/// another client can take the lock as soon as the server is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_is_reported_at_the_reconnect_not_the_next_renewal() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("redis-restart-fast-{}", std::process::id()));
+    let mut server = Server::start(free_port(), dir);
+    timeout(Duration::from_secs(60), async {
+        let connect = || {
+            RedisBackend::builder(server.url())
+                .response_timeout(Duration::from_millis(500))
+                .connect()
+        };
+        let (holder_side, other_side) = (
+            LockClient::new(connect().await.unwrap()),
+            LockClient::new(connect().await.unwrap()),
+        );
+        let holder = holder_side.lock("restart-fast").await.unwrap();
+        assert_eq!(holder.lease_mode().ttl(), Duration::from_secs(30));
+
+        server.kill();
+        server.spawn();
+        let back_at = Instant::now();
+        let taken = tokio::spawn(async move {
+            loop {
+                // Errors while the client reconnects are retried, as a service would.
+                if let Ok(Some(guard)) = other_side.lock("restart-fast").try_acquire().await {
+                    return (Instant::now(), guard.fencing_token());
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        let reason = timeout(Duration::from_secs(5), holder.lost())
+            .await
+            .expect("lost() waited for the next renewal");
+        let lost_after = back_at.elapsed();
+        assert_eq!(reason, LostReason::NotOwner);
+        let (taken_at, _) = timeout(Duration::from_secs(5), taken).await.unwrap().unwrap();
+        eprintln!(
+            "restart: another client held the lock {:?} after the server was back; the old holder's lost() fired after {lost_after:?}",
+            taken_at.duration_since(back_at)
+        );
+        assert!(lost_after < Duration::from_secs(2), "{lost_after:?}");
+    })
+    .await
+    .expect("bounded");
+}

@@ -231,3 +231,81 @@ async fn redis() -> Option<Stock> {
 
 #[cfg(feature = "redis")]
 stock_suite!(redis_stock, redis());
+
+/// A SKU that was never restocked keeps no state for reads, and its refused orders only for
+/// the retention time after the last one; a restocked SKU keeps its records.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn unknown_skus_are_forgotten_in_memory() {
+    let memory = MemoryStock::new();
+    let stock = Stock::new(memory.clone());
+    for i in 0..1_000 {
+        stock.level(&format!("random-{i}")).await.unwrap();
+    }
+    assert_eq!(memory.sku_count(), 0, "reads of unknown SKUs left state");
+    for i in 0..10 {
+        let refused = stock.deduct(&format!("random-{i}"), 1, "o").await.unwrap();
+        assert!(matches!(
+            refused.outcome,
+            DeductOutcome::OutOfStock { available: 0 }
+        ));
+    }
+    stock.restock("real", 1).await.unwrap();
+    stock.deduct("real", 5, "too-many").await.unwrap();
+    assert_eq!(memory.sku_count(), 11);
+    // Within the retention a retried refused order still gets its first answer.
+    assert!(stock.deduct("random-3", 1, "o").await.unwrap().duplicate);
+    tokio::time::advance(lock_core::stock::UNKNOWN_SKU_RETENTION + Duration::from_secs(1)).await;
+    for _ in 0..1_100 {
+        stock.level("real").await.unwrap();
+    }
+    assert_eq!(memory.sku_count(), 1, "only the restocked SKU stays");
+    assert!(stock.deduct("real", 5, "too-many").await.unwrap().duplicate);
+}
+
+/// The same rule in Redis: records of never-stocked SKUs expire, restocking keeps them.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_skus_expire_in_redis() {
+    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    else {
+        return;
+    };
+    let Some(stock) = redis().await else { return };
+    let mut admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let sku = unique("unknown");
+    let key = |part: &str| format!("stock:{{#test:{sku}}}{part}");
+    stock.level(&sku).await.unwrap();
+    stock.deduct(&sku, 1, "o-1").await.unwrap();
+    stock
+        .reserve(&sku, 1, "r-1", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let retention = i64::try_from(lock_core::stock::UNKNOWN_SKU_RETENTION.as_millis()).unwrap();
+    for part in [":deductions", ":reservations"] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key(part))
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        assert!(0 < ttl && ttl <= retention, "{part}: TTL {ttl} ms");
+    }
+    let level: i64 = redis::cmd("EXISTS")
+        .arg(key(""))
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(level, 0, "a read created the level hash");
+    stock.restock(&sku, 1).await.unwrap();
+    for part in [":deductions", ":reservations", ""] {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key(part))
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        assert_eq!(ttl, -1, "{part:?} of a stocked SKU must be kept");
+    }
+}

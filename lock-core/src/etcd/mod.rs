@@ -57,7 +57,7 @@ use tokio::time::Instant;
 use self::queue::Turn;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
 use crate::expiry::Expiry;
-use crate::{LockError, Result};
+use crate::{LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "etcd";
 
@@ -367,9 +367,10 @@ impl LockBackend for EtcdBackend {
     }
 
     async fn release(&self, lease: &EtcdLease) -> Result<bool> {
-        if !lease.expiry.end() {
-            return Ok(false);
-        }
+        // Stop the TTL timer, but delete whether or not the lease had ended already: a release
+        // cut short after ending it (its future dropped) is sent again, and must still delete.
+        // The delete is owner-checked by the key's create revision.
+        lease.expiry.end();
         let mut tries = 0;
         let (key, revision) = (lease.key.clone(), lease.create_revision);
         let deleted = self
@@ -390,6 +391,33 @@ impl LockBackend for EtcdBackend {
         self.revoke_in_background(lease.lease_id);
         // After a lost reply the first delete may have gone through: the key was ours then.
         Ok(deleted || tries > 1)
+    }
+
+    /// Revokes the lease of every key in the lock's range stored under this owner token, which
+    /// deletes the key. gRPC requests on one channel are not ordered, but a dropped
+    /// acquisition's own guard revokes its lease as soon as the lease exists, so a `put` still
+    /// in flight lands on a revoked lease (and fails) or is deleted with it; this pass finds
+    /// what a failed acquisition left.
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        let prefix = self.lock_prefix(key.full());
+        let reply = self
+            .call("release", |mut c| {
+                let prefix = prefix.clone();
+                async move {
+                    c.get(prefix, Some(etcd::GetOptions::new().with_prefix()))
+                        .await
+                }
+            })
+            .await?;
+        let owner = owner.to_hex();
+        let mut found = false;
+        for kv in reply.kvs() {
+            if kv.value() == owner.as_bytes() {
+                self.revoke_quietly(kv.lease()).await;
+                found = true;
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -28,6 +28,9 @@ pub enum RejectionKind {
     Lost,
     /// The request carries no usable key: 400.
     BadKey,
+    /// A value from the request (a duration, a quantity, an order id) is outside what the
+    /// operation accepts: 400.
+    BadInput,
     /// The middleware is misconfigured or the backend misbehaved: 500.
     Internal,
 }
@@ -41,6 +44,7 @@ impl RejectionKind {
             Self::Unavailable => "urn:distributed-lock:unavailable",
             Self::Lost => "urn:distributed-lock:lease-lost",
             Self::BadKey => "urn:distributed-lock:bad-key",
+            Self::BadInput => "urn:distributed-lock:bad-input",
             Self::Internal => "urn:distributed-lock:internal",
         }
     }
@@ -139,6 +143,14 @@ impl Rejection {
                 "Invalid lock key",
                 &error.to_string(),
                 Some(key),
+            ),
+            LockError::InvalidDuration { .. } | LockError::InvalidInput { .. } => Self::new(
+                RejectionKind::BadInput,
+                400,
+                None,
+                "Invalid input",
+                &error.to_string(),
+                None,
             ),
             LockError::LeaseLost { key, .. } => Self::new(
                 RejectionKind::Lost,
@@ -249,6 +261,15 @@ mod tests {
             reason: "empty".into(),
         };
         assert_eq!(Rejection::from_error(&bad, &options).status, 400);
+        let input = LockError::InvalidInput {
+            what: "order id",
+            reason: "too long".into(),
+        };
+        let refused = Rejection::from_error(&input, &options);
+        assert_eq!(
+            (refused.status, refused.kind),
+            (400, RejectionKind::BadInput)
+        );
         let config = LockError::InvalidConfig("x".into());
         let internal = Rejection::from_error(&config, &options);
         assert_eq!((internal.status, internal.retry_after), (500, None));

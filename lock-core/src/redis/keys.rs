@@ -7,7 +7,7 @@
 pub(super) struct LockKeys {
     /// Hash `{owner, fence}` with the lease as its TTL.
     pub(super) lock: String,
-    /// The fencing counter; kept after release so tokens keep increasing.
+    /// The fencing counter; kept for a day after the last grant (see `FENCE_RETENTION`).
     pub(super) fence: String,
     /// Sorted set of waiter ids by arrival time.
     pub(super) waiters: String,

@@ -15,8 +15,13 @@
 //! # Layout in Redis
 //! For the lock `shop:sku:42` with the default prefix `lock`:
 //! - `lock:{#shop:sku:42}`: the string `<owner token>:<fence>`, its TTL is the lease;
-//! - `lock:{#shop:sku:42}:fence`: the fencing counter (kept, seeded from the server clock);
-//! - `lock:{#shop:sku:42}:waiters`: sorted set of waiter ids by arrival.
+//! - `lock:{#shop:sku:42}:fence`: the fencing counter, seeded from the server clock and kept
+//!   for [`FENCE_RETENTION`] after the last grant;
+//! - `lock:{#shop:sku:42}:waiters`: sorted set of waiter ids by arrival (expires with its
+//!   last waiter's interest).
+//!
+//! Nothing a lock leaves in Redis lives forever, so requests for random keys cannot grow the
+//! server without bound.
 //!
 //! All three share one hash tag. Keys and tokens reach Redis only as `KEYS`/`ARGV`.
 //!
@@ -27,11 +32,21 @@
 //!
 //! # Failures
 //! Commands that time out or lose their connection are retried with the same owner token, which
-//! the scripts treat idempotently. The connection manager reconnects after a restart; a holder
-//! whose key vanished learns it at its next renewal (`lost()` fires with
-//! [`LostReason::NotOwner`](crate::LostReason::NotOwner)).
+//! the scripts treat idempotently. An acquire dropped mid-command, or failed after every retry,
+//! is cleaned up by its owner token (see [`LockBackend::release_abandoned`]).
+//!
+//! The connection manager reconnects after a restart. The wake-up subscription's connection is
+//! the backend's connection-state signal: when it drops and comes back (a restart always cuts
+//! it; it retries every 50–250 ms), every lease this backend holds is re-read at once, in one
+//! `MGET` per 512 leases, and each whose key vanished or changed fires `lost()` with
+//! [`LostReason::NotOwner`](crate::LostReason::NotOwner); the server's `run_id` is logged
+//! when it changed. What remains is a window no client can close: between the server coming
+//! back empty and that check (the reconnect interval plus a round trip), another client can be
+//! granted the lock while the old holder still believes it holds it. Only fencing tokens,
+//! checked by the resource, make that window safe; they keep increasing across such a restart.
 
 mod keys;
+mod leases;
 mod scripts;
 mod wakeups;
 
@@ -44,11 +59,19 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use self::keys::LockKeys;
+use self::leases::{Entered, LeaseBook};
 use self::wakeups::WakeHub;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::{FencingToken, LockError, OwnerToken, Result};
+use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 const BACKEND: &str = "redis";
+
+/// How long a lock's fencing counter is kept after its last grant. A counter that expired (or
+/// was lost in a restart) is re-seeded from the server's clock in microseconds, which is past
+/// every token the old counter gave (each grant takes more than a microsecond of server time),
+/// so tokens keep increasing; the day of retention also keeps them increasing should the
+/// server's clock be stepped back by less than that.
+pub const FENCE_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Locks in a Redis server (or anything speaking its protocol with Lua and pub/sub).
 ///
@@ -62,6 +85,7 @@ struct Shared {
     connection: ConnectionManager,
     prefix: String,
     hub: Arc<WakeHub>,
+    leases: Arc<LeaseBook>,
     config: RedisConfig,
     commands: AtomicU64,
     _stop_subscription: DropGuard,
@@ -73,6 +97,8 @@ pub struct RedisLease {
     keys: LockKeys,
     /// `<owner token>:<fence>`, the value the lock key holds while this lease lasts.
     value: String,
+    /// Its entry in the backend's book of leases, re-checked when the connection comes back.
+    _entered: Entered,
 }
 
 /// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`].
@@ -153,9 +179,11 @@ impl RedisBackendBuilder {
         ));
         let stop = CancellationToken::new();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let leases = Arc::new(LeaseBook::default());
         tokio::spawn(wakeups::run(
             client,
             hub.clone(),
+            leases.clone(),
             connection.clone(),
             stop.clone(),
             ready_tx,
@@ -172,6 +200,7 @@ impl RedisBackendBuilder {
                 connection,
                 prefix: self.prefix,
                 hub,
+                leases,
                 config: self.config,
                 commands: AtomicU64::new(0),
                 _stop_subscription: stop.drop_guard(),
@@ -209,6 +238,12 @@ impl RedisBackend {
     #[must_use]
     pub fn commands_sent(&self) -> u64 {
         self.shared.commands.load(Ordering::Relaxed)
+    }
+
+    /// Leases granted by this backend that are still held (or not yet let go).
+    #[must_use]
+    pub fn live_leases(&self) -> usize {
+        self.shared.leases.len()
     }
 
     /// Wake-up messages this backend has received.
@@ -278,7 +313,8 @@ impl RedisBackend {
             .arg(millis(ttl))
             .arg(waiter_id)
             .arg(if queued_before { "1" } else { "0" })
-            .arg(millis(queue_lifetime));
+            .arg(millis(queue_lifetime))
+            .arg(millis(FENCE_RETENTION));
         let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
         match granted {
             1 => u64::try_from(value)
@@ -342,6 +378,7 @@ impl LockBackend for RedisBackend {
     fn capabilities(&self) -> Capabilities {
         let mut caps = Capabilities::new(BACKEND);
         caps.push_wakeups = true;
+        caps.loss_push = true;
         caps
     }
 
@@ -373,11 +410,13 @@ impl LockBackend for RedisBackend {
                         waiting.granted = true;
                     }
                     let value = format!("{}:{}", request.owner.to_hex(), fence.get());
+                    let loss = LossSignal::new();
                     let lease = RedisLease {
+                        _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
                         keys: keys.clone(),
                         value,
                     };
-                    return Ok(Some(Grant::new(lease, fence, sent)));
+                    return Ok(Some(Grant::new(lease, fence, sent).with_loss(loss)));
                 }
                 Err(remaining) => {
                     queued_before |= !waiter_id.is_empty();
@@ -419,6 +458,20 @@ impl LockBackend for RedisBackend {
             .key(&lease.keys.lock)
             .key(&lease.keys.waiters)
             .arg(&lease.value)
+            .arg(&self.shared.hub.channel_prefix);
+        let released: i64 = self.run("release", &invocation).await?;
+        Ok(released == 1)
+    }
+
+    /// Runs on the same multiplexed connection as the abandoned acquisition's commands, so
+    /// Redis executes it after any of them that was already sent.
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        let keys = LockKeys::new(&self.shared.prefix, key.full());
+        let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.waiters)
+            .arg(owner.to_hex())
             .arg(&self.shared.hub.channel_prefix);
         let released: i64 = self.run("release", &invocation).await?;
         Ok(released == 1)

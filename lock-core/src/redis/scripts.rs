@@ -15,6 +15,14 @@ pub(super) static ACQUIRE: LazyLock<Script> =
 pub(super) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{WAKE_NEXT}\n{}", include_str!("lua/release.lua"))));
 
+/// Releases a lease won under an owner token by an acquisition that was abandoned.
+pub(super) static RELEASE_ABANDONED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{WAKE_NEXT}\n{}",
+        include_str!("lua/release_abandoned.lua")
+    ))
+});
+
 /// Owner-checked renewal or check.
 pub(super) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
@@ -24,6 +32,6 @@ pub(super) static WAKE: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{WAKE_NEXT}\n{}", include_str!("lua/wake.lua"))));
 
 /// Every script, for loading them up front.
-pub(super) fn all() -> [&'static Script; 4] {
-    [&ACQUIRE, &RELEASE, &RENEW, &WAKE]
+pub(super) fn all() -> [&'static Script; 5] {
+    [&ACQUIRE, &RELEASE, &RELEASE_ABANDONED, &RENEW, &WAKE]
 }

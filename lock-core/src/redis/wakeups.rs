@@ -5,7 +5,8 @@
 //! publishes that waiter's id on its client's channel, so exactly one task in one process wakes.
 //! A message for a waiter that has gone is passed on to the next waiter. When the subscription
 //! drops, every local waiter is woken to re-check (messages may have been missed meanwhile) and
-//! the subscription is re-established with backoff; waiters also re-check on a timer, so a lost
+//! the subscription is re-established with a short backoff (50–250 ms), after which every held
+//! lease is re-checked at once (see `leases.rs`); waiters also re-check on a timer, so a lost
 //! message costs at most one poll interval.
 
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::keys::LockKeys;
+use super::leases::LeaseBook;
 use super::scripts;
 use crate::held::lock;
 
@@ -79,17 +81,25 @@ impl WakeHub {
     }
 }
 
+/// The first pause before subscribing again after the subscription dropped.
+const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause between two tries: a try against a server that is down fails at once,
+/// and the sooner we are back, the sooner held leases are re-checked.
+const RECONNECT_CAP: Duration = Duration::from_millis(250);
+
 /// Runs the subscription until `stop`; reports on `ready` once the first subscription is up
 /// (or the first attempt failed).
 pub(super) async fn run(
     client: redis::Client,
     hub: Arc<WakeHub>,
+    leases: Arc<LeaseBook>,
     mut connection: redis::aio::ConnectionManager,
     stop: CancellationToken,
     ready: oneshot::Sender<redis::RedisResult<()>>,
 ) {
     let mut ready = Some(ready);
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = RECONNECT_FIRST;
+    let mut run_id = server_run_id(&mut connection).await;
     loop {
         let subscribed = async {
             let mut pubsub = client.get_async_pubsub().await?;
@@ -102,10 +112,13 @@ pub(super) async fn run(
         };
         let pubsub = match pubsub {
             Ok(pubsub) => {
-                if let Some(ready) = ready.take() {
-                    ready.send(Ok(())).ok();
+                match ready.take() {
+                    Some(ready) => {
+                        ready.send(Ok(())).ok();
+                    }
+                    None => reconnected(&leases, &mut connection, &mut run_id).await,
                 }
-                backoff = Duration::from_millis(50);
+                backoff = RECONNECT_FIRST;
                 pubsub
             }
             Err(error) => {
@@ -118,7 +131,7 @@ pub(super) async fn run(
                     () = stop.cancelled() => return,
                     () = tokio::time::sleep(backoff) => {}
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+                backoff = (backoff * 2).min(RECONNECT_CAP);
                 continue;
             }
         };
@@ -155,4 +168,39 @@ async fn pass_on(connection: &mut redis::aio::ConnectionManager, hub: &WakeHub, 
     if let Err(error) = result {
         tracing::debug!(%error, "passing a wake-up on failed; the next waiter's poll covers it");
     }
+}
+
+/// The subscription is back after a drop: the server may have restarted or failed over and
+/// lost lock keys, so every held lease is checked now rather than at its next renewal.
+async fn reconnected(
+    leases: &LeaseBook,
+    connection: &mut redis::aio::ConnectionManager,
+    run_id: &mut Option<String>,
+) {
+    let now = server_run_id(connection).await;
+    if now.is_some() && run_id.is_some() && now != *run_id {
+        tracing::warn!(before = ?run_id, after = ?now, "the Redis server restarted (run_id changed)");
+    }
+    if now.is_some() {
+        *run_id = now;
+    }
+    match leases.recheck(connection).await {
+        Ok(0) => {}
+        Ok(lost) => tracing::warn!(lost, "leases gone after the Redis connection came back"),
+        Err(error) => {
+            tracing::warn!(%error, "re-checking leases after a reconnect failed; renewals will tell")
+        }
+    }
+}
+
+/// The server's `run_id` (new at every start), if `INFO server` answers.
+async fn server_run_id(connection: &mut redis::aio::ConnectionManager) -> Option<String> {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(connection)
+        .await
+        .ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .map(|id| id.trim().to_owned())
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::postgres::{PgShared, BACKEND};
 use super::{fence_from_i64, run, storage_key, to_lock_error, wait_for_grant, Attempt};
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::{LockError, LossSignal, LostReason, Result};
+use crate::{LockError, LockKey, LossSignal, LostReason, OwnerToken, Result};
 
 /// Whether the session running it holds the advisory lock `$1` (a bigint key shows in
 /// `pg_locks` as `classid` = high and `objid` = low 32 bits, `objsubid` = 1).
@@ -228,6 +228,13 @@ impl LockBackend for PostgresAdvisoryBackend {
 
     async fn release(&self, lease: &PostgresAdvisoryLease) -> Result<bool> {
         self.ask(lease, Command::Release, "release").await
+    }
+
+    /// Nothing to do: an advisory lock lives in the acquisition's own session, which the
+    /// dropped acquisition closed (its pool of one went with it), and the server frees a
+    /// closed session's locks.
+    async fn release_abandoned(&self, _key: &LockKey, _owner: OwnerToken) -> Result<bool> {
+        Ok(false)
     }
 }
 

@@ -87,7 +87,7 @@ pub use self::mysql::{MySqlBackend, MySqlLease};
 pub use self::postgres::{PostgresBackend, PostgresLease};
 #[cfg(feature = "postgres")]
 pub(crate) use self::wait::{fence_from_i64, protocol};
-pub(crate) use self::wait::{run, to_lock_error, wait_for_grant, Attempt, CleanupOnDrop};
+pub(crate) use self::wait::{forget_abandoned, run, to_lock_error, wait_for_grant, Attempt};
 
 /// The default lock table.
 pub const DEFAULT_TABLE: &str = "lock_core_locks";

@@ -10,11 +10,11 @@ use tokio::time::Instant;
 
 use super::waiters::WaiterHub;
 use super::{
-    micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error, wait_for_grant,
-    Attempt, CleanupOnDrop, SqlBackendBuilder, SqlConfig,
+    forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
+    wait_for_grant, Attempt, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::{FencingToken, LockError, Result};
+use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "mysql";
 
@@ -295,26 +295,23 @@ impl MySqlBackend {
         })
     }
 
-    /// Removes a row an abandoned acquire may have written (only rows under its own token).
-    fn spawn_cleanup(&self, lock_key: String, owner: String) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let shared = self.shared.clone();
-        runtime.spawn(async move {
-            let result = sqlx::query(&shared.sql.forget)
-                .bind(&lock_key)
-                .bind(&owner)
+    /// Deletes the row under `owner` (a token's hex form), waking a local waiter; true when
+    /// found.
+    async fn forget(&self, lock_key: &str, owner: &str) -> Result<bool> {
+        let shared = &*self.shared;
+        let done = run(BACKEND, &shared.config, "release", || async {
+            sqlx::query(&shared.sql.forget)
+                .bind(lock_key)
+                .bind(owner)
                 .execute(&shared.pool)
-                .await;
-            match result {
-                Ok(done) if done.rows_affected() > 0 => shared.hub.wake_one(&lock_key),
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::debug!(%error, "cleaning up after an abandoned acquire failed; the lease's TTL frees it");
-                }
-            }
-        });
+                .await
+        })
+        .await?;
+        let found = done.rows_affected() > 0;
+        if found {
+            shared.hub.wake_one(lock_key);
+        }
+        Ok(found)
     }
 }
 
@@ -330,20 +327,15 @@ impl LockBackend for MySqlBackend {
         let lock_key = storage_key(name);
         let owner = request.owner.to_hex();
         let ttl = micros(request.ttl);
-        let cleanup = CleanupOnDrop::new(|| self.spawn_cleanup(lock_key.clone(), owner.clone()));
         let shared = &*self.shared;
-        let outcome = wait_for_grant(
+        wait_for_grant(
             &shared.hub,
             &lock_key,
             &request,
             &shared.config,
             |recheck| self.attempt(&lock_key, name, &owner, ttl, recheck),
         )
-        .await;
-        if outcome.is_ok() {
-            cleanup.disarm();
-        }
-        outcome
+        .await
     }
 
     async fn renew(&self, lease: &MySqlLease, ttl: Option<Duration>) -> Result<bool> {
@@ -398,6 +390,12 @@ impl LockBackend for MySqlBackend {
         // Waiters in this process need not wait for their next poll.
         shared.hub.wake_one(&lease.lock_key);
         Ok(released)
+    }
+
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        let (lock_key, owner) = (storage_key(key.full()), owner.to_hex());
+        let settle = self.shared.config.response_timeout;
+        forget_abandoned(settle, || self.forget(&lock_key, &owner)).await
     }
 }
 

@@ -10,11 +10,11 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::waiters::WaiterHub;
 use super::{
-    fence_from_i64, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
-    wait_for_grant, Attempt, CleanupOnDrop, SqlBackendBuilder, SqlConfig,
+    fence_from_i64, forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key,
+    to_lock_error, wait_for_grant, Attempt, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::{LockError, Result};
+use crate::{LockError, LockKey, OwnerToken, Result};
 
 pub(super) const BACKEND: &str = "postgres";
 
@@ -294,23 +294,19 @@ impl PostgresBackend {
         )))
     }
 
-    /// Removes a row an abandoned acquire may have written (only rows under its own token).
-    fn spawn_cleanup(&self, lock_key: String, owner: String) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let shared = self.shared.clone();
-        runtime.spawn(async move {
-            let result: Result<i64, sqlx::Error> = sqlx::query_scalar(&shared.sql.cleanup)
-                .bind(&lock_key)
-                .bind(&owner)
+    /// Frees the row under `owner` (a token's hex form), waking a waiter; true when found.
+    async fn forget(&self, lock_key: &str, owner: &str) -> Result<bool> {
+        let shared = &*self.shared;
+        let freed: i64 = run(BACKEND, &shared.config, "release", || async {
+            sqlx::query_scalar(&shared.sql.cleanup)
+                .bind(lock_key)
+                .bind(owner)
                 .bind(&shared.config.table)
                 .fetch_one(&shared.pool)
-                .await;
-            if let Err(error) = result {
-                tracing::debug!(%error, "cleaning up after an abandoned acquire failed; the lease's TTL frees it");
-            }
-        });
+                .await
+        })
+        .await?;
+        Ok(freed > 0)
     }
 }
 
@@ -328,16 +324,11 @@ impl LockBackend for PostgresBackend {
         let lock_key = storage_key(name);
         let owner = request.owner.to_hex();
         let ttl = micros(request.ttl);
-        let cleanup = CleanupOnDrop::new(|| self.spawn_cleanup(lock_key.clone(), owner.clone()));
         let shared = &*self.shared;
-        let outcome = wait_for_grant(&shared.hub, &lock_key, &request, &shared.config, |_| {
+        wait_for_grant(&shared.hub, &lock_key, &request, &shared.config, |_| {
             self.attempt(&lock_key, name, &owner, ttl)
         })
-        .await;
-        if outcome.is_ok() {
-            cleanup.disarm();
-        }
-        outcome
+        .await
     }
 
     async fn renew(&self, lease: &PostgresLease, ttl: Option<Duration>) -> Result<bool> {
@@ -380,6 +371,12 @@ impl LockBackend for PostgresBackend {
             Ok(freed == 1)
         })
         .await
+    }
+
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        let (lock_key, owner) = (storage_key(key.full()), owner.to_hex());
+        let settle = self.shared.config.response_timeout;
+        forget_abandoned(settle, || self.forget(&lock_key, &owner)).await
     }
 }
 

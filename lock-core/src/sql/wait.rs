@@ -168,29 +168,19 @@ pub(crate) fn fence_from_i64(backend: &'static str, value: i64) -> Result<crate:
         .map_err(|_| protocol(backend, format!("negative fencing token {value}")))
 }
 
-/// Deletes the row an acquire may have written after its caller stopped waiting for the
-/// answer (its future was dropped mid-statement, or the reply was lost for good). Disarmed
-/// once the acquire's outcome is known.
-pub(crate) struct CleanupOnDrop<F: FnOnce()> {
-    cleanup: Option<F>,
-}
-
-impl<F: FnOnce()> CleanupOnDrop<F> {
-    pub(crate) fn new(cleanup: F) -> Self {
-        Self {
-            cleanup: Some(cleanup),
-        }
+/// Frees the row an abandoned acquisition may hold, through `forget` (a statement that frees
+/// only rows under the acquisition's owner token and says whether it found one). Statements on
+/// a pool's connections are not ordered: the acquisition's own statement may still be on
+/// another connection. So when the first pass finds nothing, a second one follows after
+/// `settle` (the response timeout), by which time that statement has landed or failed.
+pub(crate) async fn forget_abandoned<F, Fut>(settle: Duration, mut forget: F) -> Result<bool>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool>>,
+{
+    if forget().await? {
+        return Ok(true);
     }
-
-    pub(crate) fn disarm(mut self) {
-        self.cleanup = None;
-    }
-}
-
-impl<F: FnOnce()> Drop for CleanupOnDrop<F> {
-    fn drop(&mut self) {
-        if let Some(cleanup) = self.cleanup.take() {
-            cleanup();
-        }
-    }
+    tokio::time::sleep(settle).await;
+    forget().await
 }

@@ -1,6 +1,7 @@
 //! Stock in this process's memory, with the same semantics as the Redis store.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -8,16 +9,21 @@ use tokio::time::Instant;
 
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
-    StockLevel, StockStore,
+    StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::backend::BoxFuture;
 use crate::held::lock;
 use crate::Result;
 
 /// Stock kept in memory; clones share it.
+///
+/// A SKU that was never restocked keeps no state for reads, and its refused orders only for
+/// [`UNKNOWN_SKU_RETENTION`] after the last one (as in Redis), so requests naming random SKUs
+/// cannot grow the map without bound.
 #[derive(Clone, Default)]
 pub struct MemoryStock {
     skus: Arc<Mutex<HashMap<String, Sku>>>,
+    calls: Arc<AtomicU64>,
 }
 
 #[derive(Default)]
@@ -25,7 +31,14 @@ struct Sku {
     level: StockLevel,
     deductions: HashMap<String, DeductOutcome>,
     reservations: HashMap<String, Held>,
+    /// Restocked at least once: its records are kept.
+    stocked: bool,
+    /// For a SKU never restocked: when its records are forgotten.
+    forget_at: Option<Instant>,
 }
+
+/// How often (in operations) forgotten SKUs are swept out.
+const SWEEP_EVERY: u64 = 1024;
 
 struct Held {
     quantity: u64,
@@ -62,17 +75,43 @@ impl MemoryStock {
         Self::default()
     }
 
-    fn with<T>(&self, sku: &str, f: impl FnOnce(&mut Sku) -> T) -> T {
+    /// How many SKUs have any state (for tests and operators).
+    #[must_use]
+    pub fn sku_count(&self) -> usize {
+        lock(&self.skus).len()
+    }
+
+    fn with<T>(&self, name: &str, f: impl FnOnce(&mut Sku) -> T) -> T {
+        let now = Instant::now();
         let mut skus = lock(&self.skus);
-        let sku = skus.entry(sku.to_owned()).or_default();
-        sku.expire(Instant::now());
-        f(sku)
+        if self
+            .calls
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SWEEP_EVERY)
+        {
+            skus.retain(|_, sku| sku.forget_at.is_none_or(|at| at > now));
+        }
+        let sku = skus.entry(name.to_owned()).or_default();
+        sku.expire(now);
+        let records = sku.deductions.len() + sku.reservations.len();
+        let out = f(sku);
+        if !sku.stocked {
+            let written = sku.deductions.len() + sku.reservations.len();
+            if written == 0 {
+                skus.remove(name);
+            } else if written != records {
+                sku.forget_at = Some(now + UNKNOWN_SKU_RETENTION);
+            }
+        }
+        out
     }
 }
 
 impl StockStore for MemoryStock {
     fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
         let level = self.with(sku, |s| {
+            s.stocked = true;
+            s.forget_at = None;
             s.level.available += quantity;
             s.level.received += quantity;
             s.level

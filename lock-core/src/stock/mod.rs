@@ -40,6 +40,11 @@ use crate::{LockError, LockKey, Result};
 /// The largest quantity one operation accepts.
 pub const MAX_QUANTITY: u64 = 1_000_000_000;
 
+/// How long the records of a SKU that was never restocked (refused orders naming it) are
+/// kept after the last one: requests naming random SKUs leave nothing that lives forever.
+/// Restocking a SKU keeps its records for good.
+pub const UNKNOWN_SKU_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The longest order id accepted, in bytes.
 pub const MAX_ORDER_ID_LEN: usize = 256;
 
@@ -266,19 +271,23 @@ impl Stock {
 
 fn check_quantity(quantity: u64) -> Result<()> {
     if quantity == 0 || quantity > MAX_QUANTITY {
-        return Err(LockError::InvalidConfig(format!(
-            "quantity {quantity} is outside 1..={MAX_QUANTITY}"
-        )));
+        return Err(LockError::InvalidInput {
+            what: "quantity",
+            reason: format!("{quantity} is outside 1..={MAX_QUANTITY}"),
+        });
     }
     Ok(())
 }
 
 fn check_order(order: &str) -> Result<()> {
     if order.is_empty() || order.len() > MAX_ORDER_ID_LEN || order.contains('\0') {
-        return Err(LockError::InvalidConfig(format!(
-            "order id {:?} must be 1..={MAX_ORDER_ID_LEN} bytes without NUL",
-            order.chars().take(64).collect::<String>()
-        )));
+        return Err(LockError::InvalidInput {
+            what: "order id",
+            reason: format!(
+                "{:?} must be 1..={MAX_ORDER_ID_LEN} bytes without NUL",
+                order.chars().take(64).collect::<String>()
+            ),
+        });
     }
     Ok(())
 }

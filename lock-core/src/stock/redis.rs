@@ -8,7 +8,7 @@ use redis::Script;
 
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
-    StockLevel, StockStore,
+    StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::backend::BoxFuture;
 use crate::{LockError, RedisBackend, Result};
@@ -17,7 +17,10 @@ const BACKEND: &str = "redis";
 const PRELUDE: &str = include_str!("lua/prelude.lua");
 
 fn script(body: &str) -> Script {
-    Script::new(&format!("{PRELUDE}\n{body}"))
+    let retention = UNKNOWN_SKU_RETENTION.as_millis();
+    Script::new(&format!(
+        "local UNKNOWN_SKU_RETENTION_MS = {retention}\n{PRELUDE}\n{body}"
+    ))
 }
 
 static RESTOCK: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/restock.lua")));

@@ -16,12 +16,16 @@
 //! The lock `shop:sku:42` with the default root `/locks` is the container node
 //! `/locks/shop:sku:42` (`/`, `%` and characters ZooKeeper refuses are percent-encoded; see
 //! [`ZooKeeperBackend::lock_path`]). Each acquisition creates the `EPHEMERAL_SEQUENTIAL` child
-//! `_c_<uuid>-lock-<sequence>`, the name Curator's `InterProcessMutex` uses, ordered the way
-//! Curator orders them: a Java service locking the same path with Curator and this backend
-//! exclude each other. The node with the lowest sequence holds the lock; every other node
-//! watches only the node just ahead of it, so a release wakes exactly one waiter. A create whose
-//! reply was lost finds its node again by the uuid (Curator's protected mode) instead of
-//! leaving an orphan; a cancelled or timed-out waiter deletes its node.
+//! `_c_<uuid>-lock-<sequence>`, the name Curator's `InterProcessMutex` uses. The queue is
+//! ordered by the sequence ZooKeeper appends to every sequential child, whoever created it
+//! (Curator's order for Curator's nodes): a Java service locking the same path with Curator and
+//! this backend exclude each other, and ours also waits for other clients of ZooKeeper's lock
+//! recipe, such as python kazoo's `Lock` (which waits for ours when given
+//! `extra_lock_patterns=["-lock-"]`). A child without a sequence is waited for, never skipped.
+//! The node with the lowest sequence holds the lock; every other node watches only the node
+//! just ahead of it, so a release wakes exactly one waiter. A create whose reply was lost finds
+//! its node again by the uuid (Curator's protected mode) instead of leaving an orphan; a
+//! cancelled or timed-out waiter deletes its node.
 //!
 //! # Fencing
 //! The fencing token is the holder node's `czxid`: ZooKeeper's transaction id, which increases
@@ -69,7 +73,7 @@ use self::session::Session;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
 use crate::expiry::Expiry;
 use crate::held::lock;
-use crate::{LockError, Result};
+use crate::{LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "zookeeper";
 
@@ -370,9 +374,10 @@ impl LockBackend for ZooKeeperBackend {
 
     async fn release(&self, lease: &ZooKeeperLease) -> Result<bool> {
         lease.session.forget(lease.hold);
-        if !lease.expiry.end() {
-            return Ok(false);
-        }
+        // Stop the TTL timer, but delete whether or not the lease had ended already: a release
+        // cut short after ending it (its future dropped) is sent again, and must still delete.
+        // The node's path holds its unique sequence, so it can only be ours.
+        lease.expiry.end();
         let mut failures = 0;
         loop {
             match lease.session.client.delete(&lease.node.path, None).await {
@@ -389,6 +394,23 @@ impl LockBackend for ZooKeeperBackend {
                 Err(error) => return Err(to_lock_error(error)),
             }
         }
+    }
+
+    /// Deletes every node of the lock's queue named with this owner's protection prefix
+    /// (`_c_<owner uuid>-`). ZooKeeper runs one session's requests in the order they were sent,
+    /// so the listing sees a node whose `create` was in flight when the acquire was dropped.
+    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+        let dir = self.lock_path(key.full());
+        let prefix = node_prefix(owner);
+        let session = self.session().await?;
+        let mut found = false;
+        for name in self.children(&session, &dir).await? {
+            if name.starts_with(&prefix) {
+                queue::delete_quietly(&session, &format!("{dir}/{name}")).await;
+                found = true;
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -1,9 +1,25 @@
-//! Where a lock lives in ZooKeeper, and Curator's names for the nodes under it.
+//! Where a lock lives in ZooKeeper, Curator's names for the nodes under it, and the order of
+//! its queue.
 //!
 //! The lock `shop:order:42` under the root `/locks` is the container node
 //! `/locks/shop:order:42`; each acquisition adds the ephemeral sequential child
 //! `_c_<uuid>-lock-<sequence>`, exactly as Curator's `InterProcessMutex` (with its protected
-//! mode) names them, so both libraries see one queue and exclude each other.
+//! mode) names them.
+//!
+//! The queue is ordered by the sequence ZooKeeper appends to every sequential child (ten
+//! digits, one counter per parent), whatever the name before it: Curator's
+//! `_c_<uuid>-lock-<seq>`, kazoo's `<uuid>__lock__<seq>`, the plain recipe's `lock-<seq>`. That
+//! is creation order, the order every client following ZooKeeper's lock recipe waits in, so
+//! ours waits for all of them. (Curator orders by the text after the last `lock-`, which is the
+//! same order for its own nodes, but puts a kazoo node behind every Curator one.)
+//!
+//! A child without that suffix is not a sequential node, so it belongs to no lock recipe we
+//! know, yet it might be some client's idea of holding the lock: it goes *ahead* of every
+//! sequential child (in name order among themselves), so we wait for it rather than risk
+//! entering beside a holder. A stray node left there blocks the lock until it is deleted.
+//! ZooKeeper's counter is a signed 32-bit number: after 2^31 creates and deletes under one lock
+//! node without the container ever being reaped, it turns negative and the order breaks, for
+//! Curator and kazoo as much as for us.
 
 use std::fmt::Write as _;
 
@@ -88,16 +104,34 @@ pub(super) fn node_prefix(owner: OwnerToken) -> String {
     )
 }
 
-/// The part of a child's name the queue is ordered by (Curator's `fixForSorting`): the text
-/// after the last `lock-`, or the whole name for foreign children.
-fn sort_key(name: &str) -> &str {
-    name.rfind(LOCK_NAME)
-        .map_or(name, |at| &name[at + LOCK_NAME.len()..])
+/// Digits ZooKeeper appends to a sequential node's name (`%010d` of the parent's counter).
+const SEQUENCE_DIGITS: usize = 10;
+
+/// A child's place in the queue: unsequenced children first, then by sequence. The name
+/// breaks ties, so the order is total and the same for every client (ZooKeeper never gives
+/// two children of one parent the same sequence).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank<'a> {
+    /// No sequence suffix: not a lock recipe's node; waited for, never skipped.
+    Unsequenced(&'a str),
+    /// The sequence ZooKeeper appended.
+    Sequenced(u64, &'a str),
 }
 
-/// Orders children as Curator does, so both libraries agree on who is first.
+fn rank(name: &str) -> Rank<'_> {
+    name.len()
+        .checked_sub(SEQUENCE_DIGITS)
+        .and_then(|at| name.get(at..))
+        .filter(|suffix| suffix.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|digits| digits.parse().ok())
+        .map_or(Rank::Unsequenced(name), |sequence| {
+            Rank::Sequenced(sequence, name)
+        })
+}
+
+/// Orders a lock's children into its queue: the first [`PERMITS`] hold the lock.
 pub(super) fn sort_queue(children: &mut [String]) {
-    children.sort_by(|a, b| sort_key(a).cmp(sort_key(b)));
+    children.sort_by(|a, b| rank(a).cmp(&rank(b)));
 }
 
 #[cfg(test)]
@@ -123,19 +157,93 @@ mod tests {
         }
     }
 
+    fn sorted(children: &[&str]) -> Vec<String> {
+        let mut children: Vec<String> = children.iter().map(|&c| c.to_owned()).collect();
+        sort_queue(&mut children);
+        children
+    }
+
     #[test]
-    fn queue_is_ordered_by_sequence_like_curator() {
+    fn our_nodes_are_named_like_curators() {
         let token = OwnerToken::from_hex("0123456789abcdef0123456789abcdef").unwrap();
         assert_eq!(
             node_prefix(token),
             "_c_01234567-89ab-cdef-0123-456789abcdef-lock-"
         );
-        let mut children = vec![
-            "_c_ffff-lock-0000000003".to_owned(),
-            "_c_0000-lock-0000000001".to_owned(),
-            "_c_aaaa-lock-0000000002".to_owned(),
-        ];
-        sort_queue(&mut children);
-        assert!(children[0].ends_with("01") && children[2].ends_with("03"));
+    }
+
+    #[test]
+    fn curator_nodes_are_ordered_by_sequence() {
+        assert_eq!(
+            sorted(&[
+                "_c_ffff-lock-0000000003",
+                "_c_0000-lock-0000000001",
+                "_c_aaaa-lock-0000000002",
+            ]),
+            [
+                "_c_0000-lock-0000000001",
+                "_c_aaaa-lock-0000000002",
+                "_c_ffff-lock-0000000003",
+            ]
+        );
+    }
+
+    #[test]
+    fn foreign_recipes_are_ordered_by_the_same_sequence() {
+        // kazoo's `Lock` and the plain recipe's names, among Curator's: by sequence, not name.
+        assert_eq!(
+            sorted(&[
+                "_c_0000-lock-0000000004",
+                "9f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e__lock__0000000003",
+                "_c_ffff-lock-0000000002",
+                "lock-0000000005",
+                "x-0000000001",
+                "_c_aaaa-__READ__0000000010",
+            ]),
+            [
+                "x-0000000001",
+                "_c_ffff-lock-0000000002",
+                "9f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e__lock__0000000003",
+                "_c_0000-lock-0000000004",
+                "lock-0000000005",
+                "_c_aaaa-__READ__0000000010",
+            ]
+        );
+        // Curator's rule put the kazoo node last, behind every `lock-` node.
+        assert_eq!(
+            sorted(&["a__lock__0000000001", "_c_b-lock-0000000002"])[0],
+            "a__lock__0000000001"
+        );
+    }
+
+    #[test]
+    fn children_without_a_sequence_go_first() {
+        // Not sequential nodes (or a sequence ZooKeeper never writes): waited for, in name order.
+        assert_eq!(
+            sorted(&[
+                "_c_0000-lock-0000000001",
+                "lock",
+                "zz-000000001",
+                "lock-00000000x1",
+                "écrou-000001",
+                "",
+                "a-lock--000000001",
+            ]),
+            [
+                "",
+                "a-lock--000000001",
+                "lock",
+                "lock-00000000x1",
+                "zz-000000001",
+                "écrou-000001",
+                "_c_0000-lock-0000000001",
+            ]
+        );
+        // A suffix cut through a multi-byte character is not a sequence either.
+        assert_eq!(rank("é123456789"), Rank::Unsequenced("é123456789"));
+        assert_eq!(
+            rank("1234567890"),
+            Rank::Sequenced(1_234_567_890, "1234567890")
+        );
     }
 }

@@ -168,7 +168,7 @@ impl ZooKeeperBackend {
     }
 
     /// The children of `dir`; none when the lock node does not exist.
-    async fn children(&self, session: &Session, dir: &str) -> Result<Vec<String>> {
+    pub(super) async fn children(&self, session: &Session, dir: &str) -> Result<Vec<String>> {
         match self.retry(|| session.client.list_children(dir)).await {
             Ok(children) => Ok(children),
             Err(zk::Error::NoNode) => Ok(Vec::new()),

@@ -6,6 +6,10 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+mod dropped;
+
+pub use dropped::{dropped_acquires_leave_nothing, dropped_releases_still_release};
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -42,7 +46,12 @@ pub fn unique_key(name: &str) -> String {
 }
 
 async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    timeout(BOUND, future)
+    bounded_for(BOUND, future).await
+}
+
+/// [`bounded`] with a longer bound, for checks that run many rounds.
+async fn bounded_for<F: std::future::Future>(bound: Duration, future: F) -> F::Output {
+    timeout(bound, future)
         .await
         .expect("check ran past its bound")
 }
@@ -426,7 +435,8 @@ macro_rules! conformance_suite {
         $crate::conformance_suite!(@tests $make;
             exclusion, try_on_held_key, wait_timeout, wakeup_latency, crashed_holder_expires,
             watchdog_holds_past_ttl, lost_fires_on_delete, non_owner_refused, fencing_increases,
-            reentrancy, cancelled_waiter_leaves_nothing, bad_input_is_typed);
+            reentrancy, cancelled_waiter_leaves_nothing, dropped_acquires_leave_nothing,
+            dropped_releases_still_release, bad_input_is_typed);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

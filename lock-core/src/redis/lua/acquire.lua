@@ -3,7 +3,7 @@
 -- KEYS[2] fencing counter   KEYS[3] waiter queue (zset: waiter id by arrival)
 -- ARGV[1] owner token (32 hex digits)   ARGV[2] lease ms
 -- ARGV[3] waiter id, or '' to not queue   ARGV[4] '1' if an earlier attempt queued this waiter
--- ARGV[5] queue lifetime ms
+-- ARGV[5] queue lifetime ms   ARGV[6] fence counter retention ms
 -- Returns {1, fence} when granted, {0, pttl of the current lease} when busy.
 local current = redis.call('GET', KEYS[1])
 if current then
@@ -30,7 +30,11 @@ if fence == 1 then
   -- way never reaches the current time, and tokens keep increasing across such a restart.
   local now = redis.call('TIME')
   fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  redis.call('SET', KEYS[2], string.format('%d', fence))
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[6])
+else
+  -- The counter lives on for a while after the last grant, then goes: a re-seeded one starts
+  -- from the server's time, which is past every token it ever gave (see above).
+  redis.call('PEXPIRE', KEYS[2], ARGV[6])
 end
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
 if ARGV[4] == '1' then

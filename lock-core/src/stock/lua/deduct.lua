@@ -14,5 +14,5 @@ if have >= quantity then
 else
   record = 'O|' .. int(have)
 end
-redis.call('HSET', KEYS[2], ARGV[2], record)
+remember(KEYS[2], ARGV[2], record)
 return {0, record}

@@ -29,6 +29,16 @@ local function expire_due()
   end
 end
 
+-- Records an order's first outcome in `hash`. The records of a SKU that was never stocked (no
+-- level hash) expire UNKNOWN_SKU_RETENTION_MS after the last one (set by the script's first
+-- line), so orders naming random SKUs cannot grow Redis without bound; restock keeps them.
+local function remember(hash, order, record)
+  redis.call('HSET', hash, order, record)
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('PEXPIRE', hash, UNKNOWN_SKU_RETENTION_MS)
+  end
+end
+
 local function available()
   return tonumber(redis.call('HGET', KEYS[1], 'available') or '0')
 end

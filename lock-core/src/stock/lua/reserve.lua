@@ -15,5 +15,5 @@ if have >= quantity then
 else
   record = 'O|0|' .. int(have)
 end
-redis.call('HSET', KEYS[3], ARGV[2], record)
+remember(KEYS[3], ARGV[2], record)
 return {0, record}

@@ -1,0 +1,108 @@
+//! The leases this backend has granted and not yet let go, so that all of them can be checked
+//! at once when the server may have lost them.
+//!
+//! A Redis restart without persistence (or a failover to a replica that had not seen the
+//! writes) loses every lock key, and another client can take a lock within milliseconds of the
+//! server coming back. A holder would otherwise learn it only at its next renewal, up to a third
+//! of the lease later. Instead, when the wake-up subscription drops and comes back (the
+//! connection-state signal: a restart always cuts it), every lease is re-read in one `MGET` per
+//! batch, and those whose key no longer holds our value fire their lost signal at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use redis::aio::ConnectionManager;
+
+use crate::held::lock;
+use crate::{LossSignal, LostReason};
+
+/// Keys read per `MGET`, so one check never blocks the server for long.
+const BATCH: usize = 512;
+
+/// The live leases of one backend.
+#[derive(Default)]
+pub(super) struct LeaseBook {
+    next: AtomicU64,
+    leases: Mutex<HashMap<u64, Entry>>,
+}
+
+struct Entry {
+    lock_key: String,
+    value: String,
+    loss: LossSignal,
+}
+
+/// A lease's place in the book; dropping it (with the lease) takes the lease out.
+pub(super) struct Entered {
+    book: Arc<LeaseBook>,
+    id: u64,
+}
+
+impl std::fmt::Debug for Entered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entered").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        lock(&self.book.leases).remove(&self.id);
+    }
+}
+
+impl LeaseBook {
+    /// Records a granted lease: `value` is what its key holds while it lasts, `loss` what to
+    /// fire when it does not.
+    pub(super) fn enter(
+        self: &Arc<Self>,
+        lock_key: &str,
+        value: &str,
+        loss: LossSignal,
+    ) -> Entered {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let entry = Entry {
+            lock_key: lock_key.to_owned(),
+            value: value.to_owned(),
+            loss,
+        };
+        lock(&self.leases).insert(id, entry);
+        Entered {
+            book: self.clone(),
+            id,
+        }
+    }
+
+    /// Re-reads every lease and fires the lost signal of those the server no longer holds
+    /// under our value. Returns how many were lost. Leases granted after the snapshot are
+    /// not checked; their grant already ran on the server that answers now.
+    pub(super) async fn recheck(
+        &self,
+        connection: &mut ConnectionManager,
+    ) -> redis::RedisResult<usize> {
+        let snapshot: Vec<(String, String, LossSignal)> = lock(&self.leases)
+            .values()
+            .filter(|e| !e.loss.is_fired())
+            .map(|e| (e.lock_key.clone(), e.value.clone(), e.loss.clone()))
+            .collect();
+        let mut lost = 0;
+        for batch in snapshot.chunks(BATCH) {
+            let keys: Vec<&str> = batch.iter().map(|(key, _, _)| key.as_str()).collect();
+            let values: Vec<Option<String>> = redis::cmd("MGET")
+                .arg(&keys)
+                .query_async(connection)
+                .await?;
+            for ((key, expected, loss), found) in batch.iter().zip(values) {
+                if found.as_deref() != Some(expected.as_str()) && loss.fire(LostReason::NotOwner) {
+                    tracing::warn!(redis_key = %key, "lease gone after the connection came back (server restarted or failed over?)");
+                    lost += 1;
+                }
+            }
+        }
+        Ok(lost)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        lock(&self.leases).len()
+    }
+}

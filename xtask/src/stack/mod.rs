@@ -14,6 +14,7 @@
 
 mod cluster;
 mod etcd;
+mod kazoo;
 mod mysql;
 mod postgres;
 mod redis;
@@ -395,8 +396,24 @@ pub(crate) fn ensure_installed() -> Result<()> {
 /// build packages when etcd is among them (whoever starts etcd is about to
 /// build the `etcd` feature), in one `apt-get install`. Without root or apt,
 /// fails with the exact command to run instead: never sudo on the user's
-/// behalf.
+/// behalf. With ZooKeeper among them, then makes sure `python3` imports kazoo
+/// (whoever starts ZooKeeper is about to run the kazoo interop suite).
 fn install_missing(servers: &[&dyn Server]) -> Result<()> {
+    let zookeeper = servers.iter().any(|server| server.name() == "zookeeper");
+    let mut packages = missing_packages(servers);
+    if zookeeper && kazoo::python_missing() {
+        packages.push(kazoo::APT_PACKAGE);
+    }
+    apt_install(&packages)?;
+    if zookeeper {
+        kazoo::ensure()?;
+    }
+    Ok(())
+}
+
+/// The Debian packages of `servers` that are not installed, plus the
+/// missing build packages when etcd is among them.
+fn missing_packages(servers: &[&dyn Server]) -> Vec<&'static str> {
     let mut missing: Vec<&str> = servers
         .iter()
         .filter(|server| server.locate().is_none())
@@ -410,6 +427,12 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
                 .map(|(_, package)| *package),
         );
     }
+    missing
+}
+
+/// `apt-get install`s `missing` (nothing when empty); without root or apt,
+/// fails with the command to run.
+fn apt_install(missing: &[&str]) -> Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
@@ -424,7 +447,7 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     eprintln!("xtask: installing missing packages: {list}");
     cmd::run(&mut cmd::command("apt-get", ["update"]))?;
     let mut install = cmd::command("apt-get", ["install", "-y", "--no-install-recommends"]);
-    install.args(&missing);
+    install.args(missing);
     // Without this, debconf may stop and ask questions on a CI box.
     install.env("DEBIAN_FRONTEND", "noninteractive");
     cmd::run(&mut install)

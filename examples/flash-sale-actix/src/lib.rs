@@ -7,6 +7,10 @@
 //! - `GET /stock/{sku}`: `{available, reserved, sold, received}`.
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`.
 //!
+//! Every route first checks its input with [`ShopInput::parse`] on the request as sent (the
+//! raw path, not actix's lossily decoded `match_info`): bad input answers 400
+//! `application/problem+json` before anything runs, the lock included.
+//!
 //! ```no_run
 //! use actix_web::{App, HttpServer};
 //! use lock_harness::shop::{Shop, ShopConfig, Strategy};
@@ -20,44 +24,96 @@
 //! # }
 //! ```
 
+use actix_web::body::{to_bytes_limited, BodyStream, EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, Error, HttpMessage, HttpResponse};
 use lock_actix::{KeySource, KeyedLock, LockFence};
-use lock_harness::shop::{
-    generated_order_id, level_answer, reservation_ttl, Answer, Shop, Strategy,
-};
+use lock_harness::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 
 /// Registers the app's routes for `shop` (for `App::configure`).
 pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
     move |config| {
-        let buy = web::resource("/buy/{sku}");
-        match shop.config().strategy {
-            Strategy::Lock => config.service(
-                buy.wrap(
-                    KeyedLock::new(shop.locks(), KeySource::path_param("/buy/{sku}", "sku"))
-                        .options(shop.lock_options()),
-                )
-                .route(web::post().to(buy_locked)),
-            ),
-            Strategy::Atomic | Strategy::Reserve => {
-                config.service(buy.route(web::post().to(buy_now)))
+        for route in Route::ALL {
+            let method = if route.method() == "GET" {
+                web::get()
+            } else {
+                web::post()
+            };
+            let resource = web::resource(route.template()).route(method.to(handle));
+            // The last `wrap` is the outermost: bad input is refused before the lock is taken.
+            if route == Route::Buy && shop.config().strategy == Strategy::Lock {
+                let source = KeySource::path_param(route.template(), "sku");
+                config.service(
+                    resource
+                        .wrap(KeyedLock::new(shop.locks(), source).options(shop.lock_options()))
+                        .wrap(from_fn(move |request, next| check(route, request, next))),
+                );
+            } else {
+                config.service(
+                    resource.wrap(from_fn(move |request, next| check(route, request, next))),
+                );
             }
-        };
-        config
-            .app_data(web::Data::new(shop))
-            .route("/stock/{sku}", web::get().to(level))
-            .route("/reservations/{sku}", web::post().to(reserve))
-            .route("/reservations/{sku}/confirm", web::post().to(confirm));
+        }
+        config.app_data(web::Data::new(shop));
     }
 }
 
-fn order_id(request: &HttpRequest) -> String {
-    request
+async fn check(
+    route: Route,
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
+    let body = read_body(&mut request).await;
+    let parsed = ShopInput::parse(
+        route,
+        &RawRequest {
+            path: request.uri().path(),
+            query: request.uri().query(),
+            order_ids: request
+                .headers()
+                .get_all("order-id")
+                .map(|value| value.as_bytes())
+                .collect(),
+            body,
+        },
+    );
+    match parsed {
+        Ok(input) => {
+            request.extensions_mut().insert(input);
+            Ok(next.call(request).await?.map_into_left_body())
+        }
+        Err(bad) => Ok(request
+            .into_response(respond(bad.answer()))
+            .map_into_right_body()),
+    }
+}
+
+/// Reads only as far as the first byte: the routes take no body. A malformed chunked body
+/// reaches here as a payload error, so it is answered like any other bad input.
+async fn read_body(request: &mut ServiceRequest) -> RequestBody {
+    let declared = request
         .headers()
-        .get("order-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty())
-        .map_or_else(generated_order_id, str::to_owned)
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > 0) {
+        return RequestBody::NotEmpty; // nothing to read to know
+    }
+    match to_bytes_limited(BodyStream::new(request.take_payload()), 0).await {
+        Ok(Ok(_)) => RequestBody::Empty,
+        Ok(Err(error)) => RequestBody::Unreadable(error.to_string()),
+        Err(_) => RequestBody::NotEmpty,
+    }
+}
+
+async fn handle(
+    shop: web::Data<Shop>,
+    input: web::ReqData<ShopInput>,
+    lock: Option<LockFence>,
+) -> HttpResponse {
+    respond(shop.serve(&input, lock.as_deref()).await)
 }
 
 fn respond(answer: Answer) -> HttpResponse {
@@ -68,50 +124,4 @@ fn respond(answer: Answer) -> HttpResponse {
         response.insert_header(("retry-after", secs));
     }
     response.body(answer.body)
-}
-
-async fn buy_now(
-    shop: web::Data<Shop>,
-    sku: web::Path<String>,
-    request: HttpRequest,
-) -> HttpResponse {
-    let order = order_id(&request);
-    respond(shop.buy(&sku, &order).await.answer(&sku, &order))
-}
-
-async fn buy_locked(
-    shop: web::Data<Shop>,
-    sku: web::Path<String>,
-    lock: LockFence,
-    request: HttpRequest,
-) -> HttpResponse {
-    let order = order_id(&request);
-    respond(
-        shop.buy_locked(&sku, &order, &lock)
-            .await
-            .answer(&sku, &order),
-    )
-}
-
-async fn reserve(
-    shop: web::Data<Shop>,
-    sku: web::Path<String>,
-    request: HttpRequest,
-) -> HttpResponse {
-    let order = order_id(&request);
-    let ttl = reservation_ttl(request.uri().query(), shop.config().reservation_ttl);
-    respond(shop.reserve(&sku, &order, ttl).await.answer(&sku, &order))
-}
-
-async fn confirm(
-    shop: web::Data<Shop>,
-    sku: web::Path<String>,
-    request: HttpRequest,
-) -> HttpResponse {
-    let order = order_id(&request);
-    respond(shop.confirm(&sku, &order).await.answer(&sku, &order))
-}
-
-async fn level(shop: web::Data<Shop>, sku: web::Path<String>) -> HttpResponse {
-    respond(level_answer(shop.level(&sku).await))
 }

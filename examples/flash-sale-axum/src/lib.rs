@@ -9,6 +9,11 @@
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`: the two
 //!   halves of the reserve strategy, separately.
 //!
+//! Every route first checks its input with [`ShopInput::parse`] (SKU of at most
+//! [`MAX_SKU_LEN`](lock_harness::shop::MAX_SKU_LEN) bytes, one `Order-Id`, `ttl_ms` in range,
+//! no other query parameters, no body): bad input answers 400 `application/problem+json`
+//! before anything runs, the lock included.
+//!
 //! ```no_run
 //! use flash_sale_axum::router;
 //! use lock_harness::shop::{Shop, ShopConfig, Strategy};
@@ -21,35 +26,97 @@
 //! # }
 //! ```
 
-use axum::body::Body;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Response, Uri};
-use axum::routing::{get, post};
+use std::pin::Pin;
+
+use axum::body::{Body, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::Response;
+use axum::middleware::{self, Next};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Router};
-use lock_harness::shop::{generated_order_id, reservation_ttl, Answer, Shop, Strategy};
+use lock_harness::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 use lock_tower::{KeySource, KeyedLockLayer, LockInfo};
 
 /// The app's routes for `shop`.
 pub fn router(shop: Shop) -> Router {
-    let buy = match shop.config().strategy {
-        Strategy::Lock => Router::new().route("/buy/{sku}", post(buy_locked)).layer(
-            KeyedLockLayer::new(shop.locks(), KeySource::path_param("/buy/{sku}", "sku"))
-                .options(shop.lock_options()),
-        ),
-        Strategy::Atomic | Strategy::Reserve => Router::new().route("/buy/{sku}", post(buy)),
-    };
-    buy.route("/stock/{sku}", get(level))
-        .route("/reservations/{sku}", post(reserve))
-        .route("/reservations/{sku}/confirm", post(confirm))
+    Route::ALL
+        .into_iter()
+        .fold(Router::new(), |router, route| {
+            router.route(route.template(), endpoint(&shop, route))
+        })
         .with_state(shop)
 }
 
-fn order_id(headers: &HeaderMap) -> String {
-    headers
-        .get("order-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty())
-        .map_or_else(generated_order_id, str::to_owned)
+fn endpoint(shop: &Shop, route: Route) -> MethodRouter<Shop> {
+    let handler = if route.method() == "GET" {
+        get(handle)
+    } else {
+        post(handle)
+    };
+    let handler = if route == Route::Buy && shop.config().strategy == Strategy::Lock {
+        handler.layer(
+            KeyedLockLayer::new(shop.locks(), KeySource::path_param(route.template(), "sku"))
+                .options(shop.lock_options()),
+        )
+    } else {
+        handler
+    };
+    // The outermost layer: bad input is refused before the lock is taken.
+    handler.layer(middleware::from_fn_with_state(route, check))
+}
+
+async fn check(State(route): State<Route>, request: Request, next: Next) -> Response<Body> {
+    let (mut parts, body) = request.into_parts();
+    let body = read_body(body).await;
+    let parsed = ShopInput::parse(
+        route,
+        &RawRequest {
+            path: parts.uri.path(),
+            query: parts.uri.query(),
+            order_ids: parts
+                .headers
+                .get_all("order-id")
+                .iter()
+                .map(|value| value.as_bytes())
+                .collect(),
+            body,
+        },
+    );
+    match parsed {
+        Ok(input) => {
+            parts.extensions.insert(input);
+            next.run(Request::from_parts(parts, Body::empty())).await
+        }
+        Err(bad) => respond(bad.answer()),
+    }
+}
+
+/// Reads only as far as the first byte: the routes take no body.
+async fn read_body(mut body: Body) -> RequestBody {
+    if body.size_hint().lower() > 0 {
+        return RequestBody::NotEmpty; // Content-Length says so; nothing to read
+    }
+    loop {
+        match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+            None => return RequestBody::Empty,
+            Some(Err(error)) => return RequestBody::Unreadable(error.to_string()),
+            Some(Ok(frame)) if frame.data_ref().is_some_and(|data| !data.is_empty()) => {
+                return RequestBody::NotEmpty
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+async fn handle(
+    State(shop): State<Shop>,
+    Extension(input): Extension<ShopInput>,
+    lock: Option<Extension<LockInfo>>,
+) -> Response<Body> {
+    respond(
+        shop.serve(&input, lock.as_ref().map(|Extension(lock)| lock))
+            .await,
+    )
 }
 
 fn respond(answer: Answer) -> Response<Body> {
@@ -62,51 +129,4 @@ fn respond(answer: Answer) -> Response<Body> {
     response
         .body(Body::from(answer.body))
         .expect("status and headers are valid")
-}
-
-async fn buy(
-    State(shop): State<Shop>,
-    Path(sku): Path<String>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let order = order_id(&headers);
-    respond(shop.buy(&sku, &order).await.answer(&sku, &order))
-}
-
-async fn buy_locked(
-    State(shop): State<Shop>,
-    Path(sku): Path<String>,
-    Extension(lock): Extension<LockInfo>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let order = order_id(&headers);
-    respond(
-        shop.buy_locked(&sku, &order, &lock)
-            .await
-            .answer(&sku, &order),
-    )
-}
-
-async fn reserve(
-    State(shop): State<Shop>,
-    Path(sku): Path<String>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let order = order_id(&headers);
-    let ttl = reservation_ttl(uri.query(), shop.config().reservation_ttl);
-    respond(shop.reserve(&sku, &order, ttl).await.answer(&sku, &order))
-}
-
-async fn confirm(
-    State(shop): State<Shop>,
-    Path(sku): Path<String>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let order = order_id(&headers);
-    respond(shop.confirm(&sku, &order).await.answer(&sku, &order))
-}
-
-async fn level(State(shop): State<Shop>, Path(sku): Path<String>) -> Response<Body> {
-    respond(lock_harness::shop::level_answer(shop.level(&sku).await))
 }

@@ -1,6 +1,7 @@
 //! Shared pieces of the demo, stress and bench programs: choosing a backend, reading flags,
 //! and summarising latencies.
 
+pub mod bad_input;
 pub mod checks;
 pub mod floor;
 pub mod inventory;

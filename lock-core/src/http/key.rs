@@ -1,5 +1,7 @@
 //! Where a request's lock key comes from: a path segment, a header or a query parameter.
 
+use super::{decode_path_segment, decode_query_component};
+
 /// The parts of a request key extraction and request selection look at. The adapters
 /// implement it over their framework's request type.
 ///
@@ -56,9 +58,10 @@ pub enum PathSegment {
 /// A rule for taking the lock key from a request. For anything else, the adapters take a
 /// closure.
 ///
-/// Values are percent-decoded (and `+` is a space in queries); a value that is missing,
-/// empty, or not UTF-8 after decoding extracts as `None`, which the middleware answers with a
-/// 400 problem.
+/// Values are percent-decoded strictly ([`decode_path_segment`], and
+/// [`decode_query_component`] where `+` is a space); a value that is missing, empty, has a bad
+/// `%` escape or is not UTF-8 after decoding extracts as `None`, which the middleware answers
+/// with a 400 problem.
 ///
 /// ```
 /// use lock_core::http::KeySource;
@@ -155,7 +158,7 @@ fn path_segment(path: &str, which: &PathSegment) -> Option<String> {
             found?
         }
     };
-    percent_decode(raw, false)
+    decode_path_segment(raw).ok()
 }
 
 fn param_name(segment: &str) -> Option<&str> {
@@ -168,35 +171,10 @@ fn param_name(segment: &str) -> Option<&str> {
 fn query_param(query: &str, name: &str) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        (percent_decode(key, true)? == name)
-            .then(|| percent_decode(value, true))
+        (decode_query_component(key).ok()? == name)
+            .then(|| decode_query_component(value).ok())
             .flatten()
     })
-}
-
-/// Decodes `%XX` escapes (and `+` when `plus_is_space`); `None` for a bad escape or non-UTF-8.
-fn percent_decode(raw: &str, plus_is_space: bool) -> Option<String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = raw.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' if plus_is_space => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The HTTP decisions of keyed-lock middleware, written once for every framework: which
 //! requests are locked, how the key is taken from a request, what a busy or failed lock
-//! answers (status, `Retry-After`, `application/problem+json` body), and the
+//! answers (status, `Retry-After`, `application/problem+json` body), how request values are
+//! percent-decoded (strictly: a bad escape or non-UTF-8 is refused, never replaced), and the
 //! acquire → run → release sequence that cancels the handler when the lease is lost.
 //!
 //! `lock-tower` and `lock-actix` are thin adapters over this module. Nothing here depends on
@@ -39,11 +40,13 @@
 //! # }
 //! ```
 
+mod decode;
 mod key;
 mod options;
 mod problem;
 mod run;
 
+pub use decode::{decode_path_segment, decode_query_component, DecodeError};
 pub use key::{KeySource, PathSegment, RequestHead};
 pub use options::{AppliesTo, BusyStatus, KeyedLockOptions, OnLost};
 pub use problem::{problem_body, Rejection, RejectionKind, PROBLEM_JSON};

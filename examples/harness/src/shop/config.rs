@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::{check_sku, check_ttl};
 use crate::{redis_url, BackendKind, Flags};
 
 /// How the shop sells.
@@ -55,7 +56,7 @@ pub struct ShopConfig {
     pub redis_url: String,
     /// `--namespace`: keeps runs sharing a Redis apart.
     pub namespace: String,
-    /// `--sku`: the SKU `--stock` seeds.
+    /// `--sku`: the SKU `--stock` seeds (the rules of [`check_sku`]).
     pub sku: String,
     /// `--stock N`: add N units to `--sku` on start.
     pub seed: Option<u64>,
@@ -63,7 +64,8 @@ pub struct ShopConfig {
     pub wait: Duration,
     /// `--busy-429`: answer a busy SKU with 429 instead of 409.
     pub busy_429: bool,
-    /// `--reservation-ms`: how long the reserve strategy holds a unit.
+    /// `--reservation-ms`: how long the reserve strategy holds a unit (the range of
+    /// [`check_ttl`], as the `ttl_ms` query parameter).
     pub reservation_ttl: Duration,
 }
 
@@ -82,11 +84,12 @@ const APP_FLAGS: &[&str] = &[
 ];
 
 impl ShopConfig {
-    /// Parses the app's arguments (after the program name).
+    /// Parses the app's arguments (after the program name); the SKU and reservation TTL must
+    /// pass the checks requests do.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
         let flags = Flags::parse(args, APP_FLAGS)?;
         let port = flags.number("port", 8080)?;
-        Ok(Self {
+        let config = Self {
             port: u16::try_from(port).map_err(|_| format!("--port {port} is not a port"))?,
             strategy: Strategy::parse(flags.get("strategy").unwrap_or("atomic"))?,
             backend: flags.backend()?,
@@ -100,7 +103,10 @@ impl ShopConfig {
             wait: Duration::from_millis(flags.number("wait-ms", 10_000)?),
             busy_429: flags.get("busy-429").is_some_and(|v| v != "false"),
             reservation_ttl: Duration::from_millis(flags.number("reservation-ms", 30_000)?),
-        })
+        };
+        check_sku(&config.sku).map_err(|e| format!("--{e}"))?;
+        check_ttl(config.reservation_ttl).map_err(|e| format!("--reservation-ms: {e}"))?;
+        Ok(config)
     }
 
     /// The defaults with `strategy` on memory (for in-process tests).
@@ -111,20 +117,19 @@ impl ShopConfig {
     }
 }
 
-/// The `ttl_ms` query parameter of `POST /reservations/{sku}?ttl_ms=N`, else `default`.
-///
-/// ```
-/// use std::time::Duration;
-/// use lock_harness::shop::reservation_ttl;
-///
-/// assert_eq!(reservation_ttl(Some("a=1&ttl_ms=250"), Duration::ZERO), Duration::from_millis(250));
-/// assert_eq!(reservation_ttl(None, Duration::from_secs(1)), Duration::from_secs(1));
-/// ```
-#[must_use]
-pub fn reservation_ttl(query: Option<&str>, default: Duration) -> Duration {
-    query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|pair| pair.strip_prefix("ttl_ms=")?.parse().ok())
-        .map_or(default, Duration::from_millis)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ShopConfig, String> {
+        ShopConfig::from_args(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    #[test]
+    fn the_seeded_sku_and_reservation_ttl_follow_the_request_rules() {
+        assert!(parse(&["--sku", "café", "--reservation-ms", "30"]).is_ok());
+        assert!(parse(&["--sku", &"s".repeat(crate::shop::MAX_SKU_LEN + 1)]).is_err());
+        assert!(parse(&["--reservation-ms", "0"]).is_err());
+        assert!(parse(&["--reservation-ms", "86400001"]).is_err());
+    }
 }

@@ -1,5 +1,6 @@
 //! The flash-sale shop behind both example apps (axum and actix-web): three ways to sell a
-//! SKU, and what each outcome answers over HTTP. The apps only route requests here.
+//! SKU, what a request may carry ([`ShopInput`], checked before anything runs), and what
+//! each outcome answers over HTTP. The apps only route requests here.
 //!
 //! - `lock`: the keyed-lock middleware holds `sku:{sku}`; the handler reads a plain counter,
 //!   checks it and writes it back with the lock's fencing token ([`Shop::buy_locked`]).
@@ -9,6 +10,9 @@
 mod answer;
 mod config;
 mod counter;
+mod input;
+mod route;
+mod rules;
 
 use std::time::Duration;
 
@@ -19,8 +23,14 @@ use lock_core::stock::{
 use lock_core::{LeaseMode, LockClient, LockError, MemoryBackend, RedisBackend, WaitPolicy};
 
 pub use self::answer::{classify, level_answer, Answer, BuyOutcome, ReplyKind, OUT_OF_STOCK};
-pub use self::config::{reservation_ttl, ShopConfig, Strategy};
+pub use self::config::{ShopConfig, Strategy};
 pub use self::counter::{Counter, CounterRead, WriteOutcome};
+pub use self::input::{RawRequest, RequestBody, ShopInput};
+pub use self::route::Route;
+pub use self::rules::{
+    check_order_id, check_sku, check_ttl, parse_ttl_ms, BadInput, BAD_INPUT, LOCK_KEY_PREFIX,
+    MAX_ORDER_ID_LEN, MAX_SKU_LEN, MAX_TTL_MS, MIN_TTL_MS,
+};
 use crate::BackendKind;
 
 /// The shop: its strategy, lock client, stock primitive and plain counter.
@@ -85,8 +95,9 @@ impl Shop {
         self.locks.clone()
     }
 
-    /// The middleware options of the lock strategy: `POST /buy/...` only, key `sku:{sku}`,
-    /// wait up to `--wait-ms`, a short watchdog lease so a crashed holder frees the SKU soon.
+    /// The middleware options of the lock strategy: `POST /buy/...` only, key `sku:{sku}`
+    /// ([`LOCK_KEY_PREFIX`]), wait up to `--wait-ms`, a short watchdog lease so a crashed
+    /// holder frees the SKU soon.
     pub fn lock_options(&self) -> KeyedLockOptions {
         KeyedLockOptions::new()
             .wait(WaitPolicy::Within(self.config.wait))
@@ -96,7 +107,7 @@ impl Shop {
             } else {
                 BusyStatus::Conflict
             })
-            .key_prefix("sku:")
+            .key_prefix(LOCK_KEY_PREFIX)
             .methods(["POST"])
             .path_prefix("/buy")
     }
@@ -115,6 +126,25 @@ impl Shop {
             Strategy::Lock => self.counter.level(sku).await,
             Strategy::Atomic | Strategy::Reserve => self.stock.audit(sku).await,
         }
+    }
+
+    /// Answers a checked request: `lock` is the lock the keyed-lock middleware holds for
+    /// `POST /buy/...` under the lock strategy (`None` elsewhere).
+    pub async fn serve(&self, input: &ShopInput, lock: Option<&LockInfo>) -> Answer {
+        let (sku, order) = (input.sku(), input.order_id().unwrap_or_default());
+        let outcome = match input.route() {
+            Route::Stock => return level_answer(self.level(sku).await),
+            Route::Buy => match lock {
+                Some(lock) => self.buy_locked(sku, order, lock).await,
+                None => self.buy(sku, order).await,
+            },
+            Route::Reserve => {
+                let ttl = input.ttl().unwrap_or(self.config.reservation_ttl);
+                self.reserve(sku, order, ttl).await
+            }
+            Route::Confirm => self.confirm(sku, order).await,
+        };
+        outcome.answer(sku, order)
     }
 
     /// Sells one unit of `sku` to `order` with the atomic or reserve strategy (the lock

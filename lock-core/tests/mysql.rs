@@ -237,3 +237,74 @@ async fn bad_settings_and_unreachable_server() {
         .unwrap_err();
     assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
 }
+
+/// Lock rows of crashed holders and counters of names unused for longer than the retention are
+/// swept; a held lock's rows stay; a counter created again starts past every earlier token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_rows_are_swept_and_tokens_still_increase() {
+    let Some(h) = mysql().await else {
+        return;
+    };
+    let client = h.client().await;
+    let (released, crashed, held) = (
+        unique_key("swept"),
+        unique_key("swept-crash"),
+        unique_key("kept"),
+    );
+    let first = client.lock(&released).await.unwrap();
+    let (before, released_full) = (first.fencing_token(), first.key().full().to_owned());
+    first.release().await.unwrap();
+    let abandoned = client.lock(&crashed).await.unwrap();
+    let crashed_full = abandoned.key().full().to_owned();
+    abandoned.abandon();
+    let holding = client.lock(&held).await.unwrap();
+    let pool = h.admin.pool().clone();
+    let count = |table: &'static str, full: &str| {
+        let (key, pool) = (lock_core::sql::storage_key(full), pool.clone());
+        async move {
+            let sql = format!("SELECT COUNT(*) FROM {table} WHERE lock_key = ?");
+            sqlx::query_scalar::<_, i64>(&sql)
+                .bind(key)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    for full in [&released_full, &crashed_full] {
+        let key = lock_core::sql::storage_key(full);
+        sqlx::query(
+            "UPDATE lock_core_locks_fence \
+             SET touched_at = UTC_TIMESTAMP(6) - INTERVAL 2 DAY WHERE lock_key = ?",
+        )
+        .bind(&key)
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "UPDATE lock_core_locks SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 2 DAY \
+             WHERE lock_key = ?",
+        )
+        .bind(&key)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    // The crashed holder's row and both counters.
+    assert!(h.admin.sweep_expired().await.unwrap() >= 3);
+    for full in [&released_full, &crashed_full] {
+        assert_eq!(count("lock_core_locks", full).await, 0, "{full}");
+        assert_eq!(count("lock_core_locks_fence", full).await, 0, "{full}");
+    }
+    assert_eq!(count("lock_core_locks", holding.key().full()).await, 1);
+    assert_eq!(
+        count("lock_core_locks_fence", holding.key().full()).await,
+        1
+    );
+    let again = client.lock(&released).await.unwrap();
+    assert!(
+        again.fencing_token() > before,
+        "{} !> {before}",
+        again.fencing_token()
+    );
+    holding.release().await.unwrap();
+}

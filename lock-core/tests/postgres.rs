@@ -332,3 +332,52 @@ async fn schema_creation_is_idempotent() {
         sqlx::query(&statement).execute(one.pool()).await.unwrap();
     }
 }
+
+/// Rows of locks unused for longer than the retention are swept (a released one, and a
+/// crashed holder's); a held lock's row stays; fencing tokens still increase afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_rows_are_swept_and_tokens_still_increase() {
+    let Some(h) = postgres(false).await else {
+        return;
+    };
+    let client = h.client().await;
+    let (released, crashed, held) = (
+        unique_key("swept"),
+        unique_key("swept-crash"),
+        unique_key("kept"),
+    );
+    let first = client.lock(&released).await.unwrap();
+    let (before, released_full) = (first.fencing_token(), first.key().full().to_owned());
+    first.release().await.unwrap();
+    let abandoned = client.lock(&crashed).await.unwrap();
+    let crashed_full = abandoned.key().full().to_owned();
+    abandoned.abandon();
+    let holding = client.lock(&held).await.unwrap();
+    let rows = |full: &str| {
+        let key = lock_core::sql::storage_key(full);
+        let pool = h.admin.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM lock_core_locks WHERE lock_key = $1")
+                .bind(key)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    for full in [&released_full, &crashed_full] {
+        sqlx::query(
+            "UPDATE lock_core_locks SET expires_at = now() - interval '2 days' WHERE lock_key = $1",
+        )
+        .bind(lock_core::sql::storage_key(full))
+        .execute(h.admin.pool())
+        .await
+        .unwrap();
+    }
+    assert!(h.admin.sweep_expired().await.unwrap() >= 2);
+    assert_eq!(rows(&released_full).await, 0);
+    assert_eq!(rows(&crashed_full).await, 0);
+    assert_eq!(rows(holding.key().full()).await, 1, "a held lock was swept");
+    let again = client.lock(&released).await.unwrap();
+    assert!(again.fencing_token() > before);
+    holding.release().await.unwrap();
+}

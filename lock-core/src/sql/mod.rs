@@ -29,17 +29,25 @@
 //! | `acquired_at`, `expires_at` | set with the **database's** clock |
 //!
 //! A row is taken only when it is absent or expired (`expires_at <=` the database's now), in one
-//! atomic step, so a crashed holder's lock frees itself when its lease runs out: no sweeper job,
-//! and no trust in client clocks. Release and renewal are checked by owner and fence.
+//! atomic step, so a crashed holder's lock frees itself when its lease runs out, with no trust
+//! in client clocks. Release and renewal are checked by owner and fence.
 //!
 //! Fencing tokens come from a sequence on PostgreSQL (`<table>_fence`) and from a per-name
-//! counter row on MySQL (`<table>_fence`), drawn while the grant holds the name's row lock;
-//! neither is ever reset, so tokens keep increasing per name across holders, releases and
-//! expiries. On MySQL a release deletes the lock row (the counter row stays). On PostgreSQL a
-//! release marks the row free (`owner = ''`, `expires_at = now()`) and keeps it, so that every
-//! later grant of the name draws its token in `ON CONFLICT DO UPDATE`, with the row locked; a
-//! token drawn for a fresh `INSERT` is drawn before the conflict check and could be older than
-//! that of a holder who came and went meanwhile. One row per name stays in both databases.
+//! counter row on MySQL (`<table>_fence`, seeded from the database clock in microseconds),
+//! drawn while the grant holds the name's row lock, so tokens keep increasing per name across
+//! holders, releases and expiries. On MySQL a release deletes the lock row (the counter row
+//! stays). On PostgreSQL a release marks the row free (`owner = ''`, `expires_at = now()`) and
+//! keeps it, so that every later grant of the name draws its token in `ON CONFLICT DO UPDATE`,
+//! with the row locked; a token drawn for a fresh `INSERT` is drawn before the conflict check
+//! and could be older than that of a holder who came and went meanwhile.
+//!
+//! # Retention
+//! Rows do not live forever: each backend sweeps, every [`SWEEP_EVERY`] (an hour), the rows of
+//! locks whose lease ended more than [`ROW_RETENTION`] (a day) ago, and on MySQL the counter
+//! rows of names not granted for as long (`sweep_expired` runs one sweep now). Tokens still
+//! only increase: PostgreSQL's sequence is shared by every name, and a MySQL counter created
+//! again starts from the clock, past every token the old one gave. A day is far longer than
+//! any statement that could still be in flight for a swept name.
 //!
 //! Names and owner tokens reach the database only as bound parameters. The table name is
 //! configuration, checked to be a plain identifier before it is put into statements.
@@ -65,6 +73,7 @@ mod builder;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod sweep;
 mod wait;
 mod waiters;
 
@@ -85,6 +94,7 @@ pub(crate) use self::builder::SqlConfig;
 pub use self::mysql::{MySqlBackend, MySqlLease};
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PostgresBackend, PostgresLease};
+pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
 pub(crate) use self::wait::{fence_from_i64, protocol};
 pub(crate) use self::wait::{forget_abandoned, run, to_lock_error, wait_for_grant, Attempt};

@@ -7,7 +7,9 @@ use std::time::Duration;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::Executor;
 use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 use super::waiters::WaiterHub;
 use super::{
     forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
@@ -43,6 +45,7 @@ struct MyShared {
     hub: WaiterHub,
     config: SqlConfig,
     sql: Statements,
+    _stop_sweeper: DropGuard,
 }
 
 /// The statements, with the table's name put in once. Times are `UTC_TIMESTAMP(6)`, which does
@@ -57,6 +60,8 @@ struct Statements {
     renew: String,
     release: String,
     forget: String,
+    sweep_locks: String,
+    sweep_counters: String,
 }
 
 impl Statements {
@@ -68,9 +73,11 @@ impl Statements {
             // Creates the name's counter row if needed and bumps it, which also locks it until
             // the transaction ends: grants of one name run one at a time. A busy attempt rolls
             // back, so only grants (and retried grants) use up numbers.
+            // A new counter starts from the clock in microseconds (see `sweep.rs`).
             lock_counter: format!(
-                "INSERT INTO {t}_fence (lock_key, fence) VALUES (?, 1) \
-                 ON DUPLICATE KEY UPDATE fence = fence + 1"
+                "INSERT INTO {t}_fence (lock_key, fence, touched_at) \
+                 VALUES (?, FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000), UTC_TIMESTAMP(6)) \
+                 ON DUPLICATE KEY UPDATE fence = fence + 1, touched_at = UTC_TIMESTAMP(6)"
             ),
             read: format!(
                 "SELECT f.fence, l.owner, l.fence, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), l.expires_at) \
@@ -91,6 +98,17 @@ impl Statements {
             ),
             release: format!("DELETE FROM {t} WHERE {held}"),
             forget: format!("DELETE FROM {t} WHERE lock_key = ? AND owner = ?"),
+            // Rows of holders that never released (crashed) whose lease ended long ago.
+            sweep_locks: format!(
+                "DELETE FROM {t} WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND \
+                 LIMIT {SWEEP_BATCH}"
+            ),
+            // Counters of names not granted for as long, and not held now.
+            sweep_counters: format!(
+                "DELETE FROM {t}_fence \
+                 WHERE touched_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND \
+                 AND lock_key NOT IN (SELECT lock_key FROM {t}) LIMIT {SWEEP_BATCH}"
+            ),
         }
     }
 }
@@ -133,14 +151,28 @@ impl SqlBackendBuilder<MySqlBackend> {
         if create {
             create_schema(&pool, &config.table).await?;
         }
-        Ok(MySqlBackend {
+        let stop = CancellationToken::new();
+        let backend = MySqlBackend {
             shared: Arc::new(MyShared {
                 pool,
                 hub: WaiterHub::default(),
                 sql: Statements::new(&config.table),
                 config,
+                _stop_sweeper: stop.clone().drop_guard(),
             }),
-        })
+        };
+        // The sweeper holds the pool and statements, not the backend, so it stops with it.
+        let shared = Arc::downgrade(&backend.shared);
+        spawn_sweeper(BACKEND, stop, move || {
+            let shared = shared.clone();
+            async move {
+                match shared.upgrade() {
+                    Some(shared) => sweep_rows(&shared).await,
+                    None => Ok(0),
+                }
+            }
+        });
+        Ok(backend)
     }
 }
 
@@ -160,7 +192,9 @@ impl MySqlBackend {
     }
 
     /// The statements that create the lock table `table` and its per-name fencing counters
-    /// (`<table>_fence`), for migrations; both are idempotent (`IF NOT EXISTS`). Keys are
+    /// (`<table>_fence`), for migrations; both are idempotent (`IF NOT EXISTS`). A counter
+    /// table made by an earlier version lacks `touched_at`; [`create_schema`](Self::create_schema)
+    /// adds it. Keys are
     /// `VARBINARY`, so names compare byte for byte (no case folding, no trailing-space rules).
     #[must_use]
     pub fn schema_statements(table: &str) -> Vec<String> {
@@ -180,8 +214,9 @@ impl MySqlBackend {
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {table}_fence (
-                   lock_key VARBINARY(128) NOT NULL PRIMARY KEY,
-                   fence    BIGINT UNSIGNED NOT NULL
+                   lock_key   VARBINARY(128) NOT NULL PRIMARY KEY,
+                   fence      BIGINT UNSIGNED NOT NULL,
+                   touched_at DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00'
                  ) ENGINE=InnoDB"
             ),
         ]
@@ -293,6 +328,13 @@ impl MySqlBackend {
                 Attempt::Granted(Grant::new(lease, FencingToken::new(fence), sent))
             }
         })
+    }
+
+    /// Deletes now the rows of locks whose lease ended, and the counters of names not granted,
+    /// more than [`ROW_RETENTION`](super::ROW_RETENTION) ago (the backend also does this every
+    /// [`SWEEP_EVERY`](super::SWEEP_EVERY)); returns how many rows.
+    pub async fn sweep_expired(&self) -> Result<u64> {
+        sweep_rows(&self.shared).await
     }
 
     /// Deletes the row under `owner` (a token's hex form), waking a local waiter; true when
@@ -407,12 +449,50 @@ impl std::fmt::Debug for MySqlBackend {
     }
 }
 
+/// One sweep of lock rows and counters unused for [`ROW_RETENTION`](super::ROW_RETENTION).
+async fn sweep_rows(shared: &MyShared) -> Result<u64> {
+    let retention = micros(super::ROW_RETENTION);
+    let mut deleted = 0;
+    for statement in [&shared.sql.sweep_locks, &shared.sql.sweep_counters] {
+        deleted += sweep(|| async {
+            let done = run(BACKEND, &shared.config, "sweep", || {
+                sqlx::query(statement).bind(retention).execute(&shared.pool)
+            })
+            .await?;
+            Ok(done.rows_affected())
+        })
+        .await?;
+    }
+    Ok(deleted)
+}
+
 async fn create_schema(pool: &MySqlPool, table: &str) -> Result<()> {
     for statement in MySqlBackend::schema_statements(table) {
         sqlx::raw_sql(&statement)
             .execute(pool)
             .await
             .map_err(|e| to_lock_error(BACKEND, e))?;
+    }
+    // Counter tables from before retention lack `touched_at`: add it (MySQL has no
+    // `ADD COLUMN IF NOT EXISTS`, so look first).
+    let has_column: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'touched_at'",
+    )
+    .bind(format!("{table}_fence"))
+    .fetch_one(pool)
+    .await
+    .map_err(|e| to_lock_error(BACKEND, e))?;
+    if has_column == 0 {
+        let alter = format!(
+            "ALTER TABLE {table}_fence \
+             ADD COLUMN touched_at DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00'"
+        );
+        match sqlx::raw_sql(&alter).execute(pool).await {
+            // Another instance added it meanwhile (ER_DUP_FIELDNAME).
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42S21") => {}
+            other => other.map(drop).map_err(|e| to_lock_error(BACKEND, e))?,
+        }
     }
     Ok(())
 }

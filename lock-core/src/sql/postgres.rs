@@ -8,6 +8,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 use super::waiters::WaiterHub;
 use super::{
     fence_from_i64, forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key,
@@ -52,7 +53,7 @@ pub(super) struct PgShared {
     pub(super) hub: Arc<WaiterHub>,
     pub(super) config: SqlConfig,
     pub(super) sql: Statements,
-    _stop_listener: DropGuard,
+    _stop_tasks: DropGuard,
 }
 
 /// The statements, with the table's name put in once.
@@ -62,6 +63,7 @@ pub(super) struct Statements {
     renew: String,
     release: String,
     cleanup: String,
+    sweep: String,
     pub(super) advisory_try: String,
 }
 
@@ -120,6 +122,17 @@ impl Statements {
                  SELECT count(*) FROM freed f,
                    LATERAL (SELECT pg_notify($3, $1) WHERE f.one = 1) AS wake"
             ),
+            sweep: format!(
+                "WITH gone AS (
+                   DELETE FROM {t} WHERE lock_key IN (
+                     SELECT lock_key FROM {t}
+                     WHERE expires_at < now() - $1::float8 * interval '1 microsecond'
+                     LIMIT {SWEEP_BATCH})
+                   AND expires_at < now() - $1::float8 * interval '1 microsecond'
+                   RETURNING 1
+                 )
+                 SELECT count(*) FROM gone"
+            ),
             advisory_try: format!(
                 "SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval('{t}_fence') END"
             ),
@@ -170,16 +183,28 @@ impl SqlBackendBuilder<PostgresBackend> {
             hub.clone(),
             stop.clone(),
         ));
-        Ok(PostgresBackend {
+        let backend = PostgresBackend {
             shared: Arc::new(PgShared {
                 pool,
                 options,
                 hub,
                 config,
                 sql,
-                _stop_listener: stop.drop_guard(),
+                _stop_tasks: stop.clone().drop_guard(),
             }),
-        })
+        };
+        // The sweeper holds the pool and statements, not the backend, so it stops with it.
+        let shared = Arc::downgrade(&backend.shared);
+        spawn_sweeper(BACKEND, stop, move || {
+            let shared = shared.clone();
+            async move {
+                match shared.upgrade() {
+                    Some(shared) => sweep_rows(&shared).await,
+                    None => Ok(0),
+                }
+            }
+        });
+        Ok(backend)
     }
 }
 
@@ -294,6 +319,13 @@ impl PostgresBackend {
         )))
     }
 
+    /// Deletes now the rows of locks whose lease ended more than
+    /// [`ROW_RETENTION`](super::ROW_RETENTION) ago (the backend also does this every
+    /// [`SWEEP_EVERY`](super::SWEEP_EVERY)); returns how many.
+    pub async fn sweep_expired(&self) -> Result<u64> {
+        sweep_rows(&self.shared).await
+    }
+
     /// Frees the row under `owner` (a token's hex form), waking a waiter; true when found.
     async fn forget(&self, lock_key: &str, owner: &str) -> Result<bool> {
         let shared = &*self.shared;
@@ -386,6 +418,21 @@ impl std::fmt::Debug for PostgresBackend {
             .field("table", &self.shared.config.table)
             .finish_non_exhaustive()
     }
+}
+
+/// One sweep of rows unused for [`ROW_RETENTION`](super::ROW_RETENTION), in batches.
+async fn sweep_rows(shared: &PgShared) -> Result<u64> {
+    let retention = micros(super::ROW_RETENTION) as f64;
+    sweep(|| async {
+        let deleted: i64 = run(BACKEND, &shared.config, "sweep", || {
+            sqlx::query_scalar(&shared.sql.sweep)
+                .bind(retention)
+                .fetch_one(&shared.pool)
+        })
+        .await?;
+        Ok(u64::try_from(deleted).unwrap_or_default())
+    })
+    .await
 }
 
 async fn create_schema(pool: &PgPool, table: &str) -> Result<()> {

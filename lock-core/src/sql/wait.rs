@@ -70,7 +70,7 @@ where
 }
 
 /// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
-fn jitter(base: Duration) -> Duration {
+pub(crate) fn jitter(base: Duration) -> Duration {
     let mut byte = [0u8; 1];
     let spread = if getrandom::fill(&mut byte).is_ok() {
         f64::from(byte[0]) / 255.0

@@ -1,0 +1,70 @@
+//! Retention: rows of locks nobody has held for a day are deleted, so keys used once (or
+//! named by anonymous requests) do not grow the tables without bound.
+//!
+//! Each backend runs one sweeper task, which deletes in batches every [`SWEEP_EVERY`]
+//! (jittered, so instances spread out) and stops with the backend. Fencing tokens keep
+//! increasing across a deleted row: PostgreSQL draws them from one sequence for all keys, and
+//! MySQL re-seeds a deleted key's counter from the clock in microseconds, which is past every
+//! token the old counter gave (each grant takes well over a microsecond).
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::Result;
+
+/// How long after a lock's lease ended (released, expired or abandoned) its rows are kept.
+/// A day also covers any statement that could still be in flight for it, and clock steps on
+/// the database server of less than that.
+pub const ROW_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How often a backend's sweeper runs (±20%).
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// Rows deleted per statement, so a sweep never holds many row locks at once.
+pub(crate) const SWEEP_BATCH: u64 = 1_000;
+
+/// Batches per sweep at most; what is left waits for the next sweep.
+const MAX_BATCHES: u32 = 100;
+
+/// Runs `batch` (one bounded `DELETE`, returning the rows it deleted) until a batch comes back
+/// short; returns the rows deleted.
+pub(crate) async fn sweep<F, Fut>(mut batch: F) -> Result<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<u64>>,
+{
+    let mut deleted = 0;
+    for _ in 0..MAX_BATCHES {
+        let rows = batch().await?;
+        deleted += rows;
+        if rows < SWEEP_BATCH {
+            break;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Spawns the task that calls `sweep` every [`SWEEP_EVERY`] until `stop`.
+pub(crate) fn spawn_sweeper<F, Fut>(backend: &'static str, stop: CancellationToken, mut sweep: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<u64>> + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(super::wait::jitter(SWEEP_EVERY)) => {}
+            }
+            match sweep().await {
+                Ok(0) => {}
+                Ok(rows) => tracing::debug!(backend, rows, "swept rows of locks unused for a day"),
+                Err(error) => {
+                    tracing::warn!(backend, %error, "sweeping old lock rows failed; the next sweep tries again")
+                }
+            }
+        }
+    });
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use conformance::{unique_key, Harness};
 use lock_core::{LockClient, LockError, MySqlBackend};
-use sql_support::{announce_and_wait, hold_request, server_url, Holder};
+use sql_support::{announce_and_wait, hold_request, server_url, sweep_case, Holder};
 use tokio::time::Instant;
 
 const URL_ENV: &str = "LOCK_TEST_MYSQL_URL";
@@ -246,18 +246,13 @@ async fn old_rows_are_swept_and_tokens_still_increase() {
         return;
     };
     let client = h.client().await;
-    let (released, crashed, held) = (
+    let keys = [
         unique_key("swept"),
         unique_key("swept-crash"),
         unique_key("kept"),
-    );
-    let first = client.lock(&released).await.unwrap();
-    let (before, released_full) = (first.fencing_token(), first.key().full().to_owned());
-    first.release().await.unwrap();
-    let abandoned = client.lock(&crashed).await.unwrap();
-    let crashed_full = abandoned.key().full().to_owned();
-    abandoned.abandon();
-    let holding = client.lock(&held).await.unwrap();
+    ];
+    let case = sweep_case(&client, keys).await;
+    let (released_full, crashed_full) = (case.released_full.clone(), case.crashed_full.clone());
     let pool = h.admin.pool().clone();
     let count = |table: &'static str, full: &str| {
         let (key, pool) = (lock_core::sql::storage_key(full), pool.clone());
@@ -295,16 +290,10 @@ async fn old_rows_are_swept_and_tokens_still_increase() {
         assert_eq!(count("lock_core_locks", full).await, 0, "{full}");
         assert_eq!(count("lock_core_locks_fence", full).await, 0, "{full}");
     }
-    assert_eq!(count("lock_core_locks", holding.key().full()).await, 1);
+    assert_eq!(count("lock_core_locks", case.holding.key().full()).await, 1);
     assert_eq!(
-        count("lock_core_locks_fence", holding.key().full()).await,
+        count("lock_core_locks_fence", case.holding.key().full()).await,
         1
     );
-    let again = client.lock(&released).await.unwrap();
-    assert!(
-        again.fencing_token() > before,
-        "{} !> {before}",
-        again.fencing_token()
-    );
-    holding.release().await.unwrap();
+    case.assert_tokens_still_increase(&client).await;
 }

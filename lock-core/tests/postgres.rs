@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use conformance::{unique_key, Harness};
 use lock_core::{LockClient, LockError, LostReason, PostgresAdvisoryBackend, PostgresBackend};
-use sql_support::{announce_and_wait, hold_request, server_url, Holder};
+use sql_support::{announce_and_wait, hold_request, server_url, sweep_case, Holder};
 use tokio::time::{timeout, Instant};
 
 const URL_ENV: &str = "LOCK_TEST_POSTGRES_URL";
@@ -341,18 +341,13 @@ async fn old_rows_are_swept_and_tokens_still_increase() {
         return;
     };
     let client = h.client().await;
-    let (released, crashed, held) = (
+    let keys = [
         unique_key("swept"),
         unique_key("swept-crash"),
         unique_key("kept"),
-    );
-    let first = client.lock(&released).await.unwrap();
-    let (before, released_full) = (first.fencing_token(), first.key().full().to_owned());
-    first.release().await.unwrap();
-    let abandoned = client.lock(&crashed).await.unwrap();
-    let crashed_full = abandoned.key().full().to_owned();
-    abandoned.abandon();
-    let holding = client.lock(&held).await.unwrap();
+    ];
+    let case = sweep_case(&client, keys).await;
+    let (released_full, crashed_full) = (case.released_full.clone(), case.crashed_full.clone());
     let rows = |full: &str| {
         let key = lock_core::sql::storage_key(full);
         let pool = h.admin.pool().clone();
@@ -376,8 +371,10 @@ async fn old_rows_are_swept_and_tokens_still_increase() {
     assert!(h.admin.sweep_expired().await.unwrap() >= 2);
     assert_eq!(rows(&released_full).await, 0);
     assert_eq!(rows(&crashed_full).await, 0);
-    assert_eq!(rows(holding.key().full()).await, 1, "a held lock was swept");
-    let again = client.lock(&released).await.unwrap();
-    assert!(again.fencing_token() > before);
-    holding.release().await.unwrap();
+    assert_eq!(
+        rows(case.holding.key().full()).await,
+        1,
+        "a held lock was swept"
+    );
+    case.assert_tokens_still_increase(&client).await;
 }

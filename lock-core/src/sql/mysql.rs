@@ -161,17 +161,7 @@ impl SqlBackendBuilder<MySqlBackend> {
                 _stop_sweeper: stop.clone().drop_guard(),
             }),
         };
-        // The sweeper holds the pool and statements, not the backend, so it stops with it.
-        let shared = Arc::downgrade(&backend.shared);
-        spawn_sweeper(BACKEND, stop, move || {
-            let shared = shared.clone();
-            async move {
-                match shared.upgrade() {
-                    Some(shared) => sweep_rows(&shared).await,
-                    None => Ok(0),
-                }
-            }
-        });
+        spawn_sweeper(BACKEND, stop, Arc::downgrade(&backend.shared), sweep_rows);
         Ok(backend)
     }
 }
@@ -334,7 +324,7 @@ impl MySqlBackend {
     /// more than [`ROW_RETENTION`](super::ROW_RETENTION) ago (the backend also does this every
     /// [`SWEEP_EVERY`](super::SWEEP_EVERY)); returns how many rows.
     pub async fn sweep_expired(&self) -> Result<u64> {
-        sweep_rows(&self.shared).await
+        sweep_rows(self.shared.clone()).await
     }
 
     /// Deletes the row under `owner` (a token's hex form), waking a local waiter; true when
@@ -450,7 +440,7 @@ impl std::fmt::Debug for MySqlBackend {
 }
 
 /// One sweep of lock rows and counters unused for [`ROW_RETENTION`](super::ROW_RETENTION).
-async fn sweep_rows(shared: &MyShared) -> Result<u64> {
+async fn sweep_rows(shared: Arc<MyShared>) -> Result<u64> {
     let retention = micros(super::ROW_RETENTION);
     let mut deleted = 0;
     for statement in [&shared.sql.sweep_locks, &shared.sql.sweep_counters] {

@@ -193,17 +193,7 @@ impl SqlBackendBuilder<PostgresBackend> {
                 _stop_tasks: stop.clone().drop_guard(),
             }),
         };
-        // The sweeper holds the pool and statements, not the backend, so it stops with it.
-        let shared = Arc::downgrade(&backend.shared);
-        spawn_sweeper(BACKEND, stop, move || {
-            let shared = shared.clone();
-            async move {
-                match shared.upgrade() {
-                    Some(shared) => sweep_rows(&shared).await,
-                    None => Ok(0),
-                }
-            }
-        });
+        spawn_sweeper(BACKEND, stop, Arc::downgrade(&backend.shared), sweep_rows);
         Ok(backend)
     }
 }
@@ -323,7 +313,7 @@ impl PostgresBackend {
     /// [`ROW_RETENTION`](super::ROW_RETENTION) ago (the backend also does this every
     /// [`SWEEP_EVERY`](super::SWEEP_EVERY)); returns how many.
     pub async fn sweep_expired(&self) -> Result<u64> {
-        sweep_rows(&self.shared).await
+        sweep_rows(self.shared.clone()).await
     }
 
     /// Frees the row under `owner` (a token's hex form), waking a waiter; true when found.
@@ -421,7 +411,7 @@ impl std::fmt::Debug for PostgresBackend {
 }
 
 /// One sweep of rows unused for [`ROW_RETENTION`](super::ROW_RETENTION), in batches.
-async fn sweep_rows(shared: &PgShared) -> Result<u64> {
+async fn sweep_rows(shared: Arc<PgShared>) -> Result<u64> {
     let retention = micros(super::ROW_RETENTION) as f64;
     sweep(|| async {
         let deleted: i64 = run(BACKEND, &shared.config, "sweep", || {

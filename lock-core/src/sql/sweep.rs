@@ -8,6 +8,7 @@
 //! token the old counter gave (each grant takes well over a microsecond).
 
 use std::future::Future;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -46,11 +47,17 @@ where
     Ok(deleted)
 }
 
-/// Spawns the task that calls `sweep` every [`SWEEP_EVERY`] until `stop`.
-pub(crate) fn spawn_sweeper<F, Fut>(backend: &'static str, stop: CancellationToken, mut sweep: F)
-where
-    F: FnMut() -> Fut + Send + 'static,
-    Fut: Future<Output = Result<u64>> + Send,
+/// Spawns the task that runs `sweep` on the backend's shared state every [`SWEEP_EVERY`],
+/// until `stop` or until the backend is gone (it holds the state weakly, so it never keeps a
+/// dropped backend alive).
+pub(crate) fn spawn_sweeper<S, Fut>(
+    backend: &'static str,
+    stop: CancellationToken,
+    shared: Weak<S>,
+    sweep: fn(Arc<S>) -> Fut,
+) where
+    S: Send + Sync + 'static,
+    Fut: Future<Output = Result<u64>> + Send + 'static,
 {
     tokio::spawn(async move {
         loop {
@@ -58,7 +65,10 @@ where
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(super::wait::jitter(SWEEP_EVERY)) => {}
             }
-            match sweep().await {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            match sweep(shared).await {
                 Ok(0) => {}
                 Ok(rows) => tracing::debug!(backend, rows, "swept rows of locks unused for a day"),
                 Err(error) => {

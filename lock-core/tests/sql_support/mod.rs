@@ -9,7 +9,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use lock_core::LockGuard;
+use lock_core::{FencingToken, LockClient, LockGuard};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -83,4 +83,47 @@ pub async fn announce_and_wait(guard: LockGuard) {
 /// required, a failure when they are.
 pub fn server_url(var: &str) -> Option<String> {
     lock_core::testing::server_url(var).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Three locks for a retention check: one released, one abandoned as a crashed holder leaves
+/// it, one still held.
+pub struct SweepCase {
+    pub released: String,
+    pub released_full: String,
+    pub fence_before: FencingToken,
+    pub crashed_full: String,
+    pub holding: LockGuard,
+}
+
+/// Takes the three locks of a [`SweepCase`] under `keys` (released, crashed, held).
+pub async fn sweep_case(client: &LockClient, keys: [String; 3]) -> SweepCase {
+    let [released, crashed, held] = keys;
+    let first = client.lock(&released).await.unwrap();
+    let (fence_before, released_full) = (first.fencing_token(), first.key().full().to_owned());
+    first.release().await.unwrap();
+    let abandoned = client.lock(&crashed).await.unwrap();
+    let crashed_full = abandoned.key().full().to_owned();
+    abandoned.abandon();
+    let holding = client.lock(&held).await.unwrap();
+    SweepCase {
+        released,
+        released_full,
+        fence_before,
+        crashed_full,
+        holding,
+    }
+}
+
+impl SweepCase {
+    /// After the sweep: the released name's next token is still larger; then lets go.
+    pub async fn assert_tokens_still_increase(self, client: &LockClient) {
+        let again = client.lock(&self.released).await.unwrap();
+        assert!(
+            again.fencing_token() > self.fence_before,
+            "{} !> {}",
+            again.fencing_token(),
+            self.fence_before
+        );
+        self.holding.release().await.unwrap();
+    }
 }

@@ -39,57 +39,49 @@
 //! confirmed before it ends. No lease-based lock can stop a holder that is paused past its lease
 //! from acting afterwards: that is what fencing tokens are for.
 
-mod abandoned;
-pub mod backend;
-mod client;
-mod error;
-#[cfg(feature = "etcd")]
-pub mod etcd;
-#[cfg(any(feature = "zookeeper", feature = "etcd"))]
-mod expiry;
-mod global;
-mod guard;
-mod held;
-pub mod http;
-mod key;
-pub mod lease;
-mod lost;
+// The source is grouped by role: `lock/` is the core lock (client, request, guard, lease,
+// watchdog, lost signal, errors), `backends/` the backend trait family and each store, and
+// `scenarios/` what the toolkit is for (stock; the framework-neutral HTTP decisions the
+// middleware adapters share). Public module paths stay flat (`lock_core::redis`, ...).
+mod backends;
+mod lock;
 #[doc(hidden)]
 pub mod macro_support;
-mod memory;
-mod owner;
-#[cfg(feature = "redis")]
-pub mod redis;
-mod request;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub mod sql;
-pub mod stock;
+mod scenarios;
 pub mod testing;
-mod token;
-mod watchdog;
+
+#[cfg(feature = "etcd")]
+pub use backends::etcd;
+#[cfg(feature = "redis")]
+pub use backends::redis;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use backends::sql;
+pub use backends::traits as backend;
 #[cfg(feature = "zookeeper")]
-pub mod zookeeper;
+pub use backends::zookeeper;
+pub use lock::lease;
+pub use scenarios::{http, stock};
 
 pub use backend::{Capabilities, LockBackend};
-pub use client::{LockClient, LockClientBuilder};
-pub use error::{LockError, Result};
+pub use backends::memory::{MemoryBackend, MemoryLease};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdBackend;
-pub use guard::LockGuard;
-pub use key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lease::{LeaseMode, WaitPolicy};
+pub use lock::client::{LockClient, LockClientBuilder};
+pub use lock::error::{LockError, Result};
+pub use lock::guard::LockGuard;
+pub use lock::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
+pub use lock::lost::{LossSignal, LostReason};
+pub use lock::owner::LockOwner;
+pub use lock::request::LockRequest;
+pub use lock::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
 pub use lock_macros::distributed_lock;
-pub use lost::{LossSignal, LostReason};
-pub use memory::{MemoryBackend, MemoryLease};
-pub use owner::LockOwner;
 #[cfg(feature = "redis")]
 pub use redis::RedisBackend;
-pub use request::LockRequest;
 #[cfg(feature = "mysql")]
 pub use sql::{MySqlBackend, MySqlBackendBuilder};
 #[cfg(feature = "postgres")]
 pub use sql::{PostgresAdvisoryBackend, PostgresBackend, PostgresBackendBuilder};
-pub use token::{FencingToken, OwnerToken};
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::ZooKeeperBackend;

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use crate::backend::{Capabilities, DynLockBackend, LockBackend};
-use crate::held::HeldRegistry;
-use crate::key::validate_namespace;
-use crate::request::LockRequest;
-use crate::watchdog::Watchdog;
+use crate::lock::held::HeldRegistry;
+use crate::lock::key::validate_namespace;
+use crate::lock::request::LockRequest;
+use crate::lock::watchdog::Watchdog;
 use crate::{LeaseMode, Result};
 
 /// A handle to distributed locks on one backend. Cheap to clone; clones share everything.

@@ -34,7 +34,7 @@ pub use self::memory::MemoryStock;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStock;
 use crate::backend::BoxFuture;
-use crate::key::validate_namespace;
+use crate::lock::key::validate_namespace;
 use crate::{LockError, LockKey, Result};
 
 /// The largest quantity one operation accepts.

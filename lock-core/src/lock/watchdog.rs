@@ -20,8 +20,8 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 
-use crate::held::{lock, HeldLease};
 use crate::lease::{renew_interval, valid_until};
+use crate::lock::held::{lock, HeldLease};
 use crate::LostReason;
 
 /// The pause between two renewal attempts after a failure: short enough to get several tries

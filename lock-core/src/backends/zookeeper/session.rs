@@ -17,7 +17,7 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 use super::{to_lock_error, BACKEND};
-use crate::held::lock;
+use crate::lock::held::lock;
 use crate::{LockError, LossSignal, LostReason, Result};
 
 /// A connected session.

@@ -9,11 +9,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::abandoned::PendingAcquire;
 use crate::backend::AcquireRequest;
-use crate::held::{HeldLease, Timing};
 use crate::lease::{renew_interval, valid_until};
-use crate::owner::OwnerId;
+use crate::lock::abandoned::PendingAcquire;
+use crate::lock::held::{HeldLease, Timing};
+use crate::lock::owner::OwnerId;
 use crate::{
     LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, OwnerToken, Result, WaitPolicy,
 };

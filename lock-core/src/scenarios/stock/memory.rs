@@ -12,7 +12,7 @@ use super::{
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::backend::BoxFuture;
-use crate::held::lock;
+use crate::lock::held::lock;
 use crate::Result;
 
 /// Stock kept in memory; clones share it.

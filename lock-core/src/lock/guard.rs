@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::ClientInner;
-use crate::held::lock;
-use crate::held::HeldLease;
 use crate::lease::{renew_interval, valid_until, validate_ttl};
-use crate::owner::OwnerId;
+use crate::lock::client::ClientInner;
+use crate::lock::held::lock;
+use crate::lock::held::HeldLease;
+use crate::lock::owner::OwnerId;
 use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken, Result};
 
 /// A held lock. Release it with [`release`](Self::release); dropping it releases too, but

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::held::lock;
+use crate::lock::held::lock;
 
 #[derive(Default)]
 pub(crate) struct WaiterHub {

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::held::lock;
+use crate::lock::held::lock;
 use crate::{FencingToken, LockKey, LossSignal, LostReason, OwnerToken, Result};
 
 /// Locks held in this process's memory.

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::{EtcdBackend, EtcdLease};
 use crate::backend::Grant;
-use crate::expiry::Expiry;
+use crate::backends::expiry::Expiry;
 use crate::{FencingToken, LossSignal, LostReason};
 
 impl EtcdBackend {

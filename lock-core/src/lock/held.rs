@@ -9,7 +9,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::DynLease;
-use crate::owner::OwnerId;
+use crate::lock::owner::OwnerId;
 use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
 
 /// One lease as granted by the backend.

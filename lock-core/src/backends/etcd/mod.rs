@@ -56,7 +56,7 @@ use tokio::time::Instant;
 
 use self::queue::Turn;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::expiry::Expiry;
+use crate::backends::expiry::Expiry;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "etcd";

@@ -10,7 +10,7 @@ use super::queue::{self, Node};
 use super::session::Session;
 use super::{ZooKeeperBackend, ZooKeeperLease};
 use crate::backend::Grant;
-use crate::expiry::Expiry;
+use crate::backends::expiry::Expiry;
 use crate::{FencingToken, LossSignal, LostReason};
 
 impl ZooKeeperBackend {

@@ -71,8 +71,8 @@ use self::path::node_prefix;
 use self::queue::{backoff, is_transient, Node, Place};
 use self::session::Session;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::expiry::Expiry;
-use crate::held::lock;
+use crate::backends::expiry::Expiry;
+use crate::lock::held::lock;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "zookeeper";

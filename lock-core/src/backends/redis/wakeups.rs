@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::keys::LockKeys;
 use super::leases::LeaseBook;
 use super::scripts;
-use crate::held::lock;
+use crate::lock::held::lock;
 
 /// The waiters of one backend, by sequence number.
 pub(super) struct WakeHub {

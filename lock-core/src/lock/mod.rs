@@ -1,0 +1,18 @@
+//! The core lock: what a caller holds and how it is kept. [`client`] and [`request`] acquire,
+//! [`guard`] is the held lock, [`held`] the state its guards share, [`watchdog`] keeps leases
+//! alive, [`lost`] tells a holder when one is gone, [`abandoned`] cleans up after acquisitions
+//! that never reached their caller; keys, owners, tokens, lease settings and errors beside them.
+
+pub(crate) mod abandoned;
+pub(crate) mod client;
+pub(crate) mod error;
+pub(crate) mod global;
+pub(crate) mod guard;
+pub(crate) mod held;
+pub(crate) mod key;
+pub mod lease;
+pub(crate) mod lost;
+pub(crate) mod owner;
+pub(crate) mod request;
+pub(crate) mod token;
+pub(crate) mod watchdog;

@@ -31,6 +31,8 @@
 //! - [`LockBackend`]: what a store implements; [`MemoryBackend`] is always compiled,
 //!   `RedisBackend` comes with the `redis` feature.
 //! - [`LockError`]: one error type; contention is `Ok(None)`, not an error.
+//! - [`KeyTemplate`]: keys from templates such as `"order:{id}:{user}"`, built as
+//!   `#[distributed_lock]` builds them (values percent-encoded so keys never collide).
 //!
 //! # Guarantees and their limits
 //! Leases are measured on the monotonic clock from the moment the winning command was *sent*,
@@ -60,7 +62,7 @@ pub use backends::traits as backend;
 #[cfg(feature = "zookeeper")]
 pub use backends::zookeeper;
 pub use lock::lease;
-pub use scenarios::{http, stock};
+pub use scenarios::{cache, http, stock};
 
 pub use backend::{Capabilities, LockBackend};
 pub use backends::memory::{MemoryBackend, MemoryLease};
@@ -71,6 +73,7 @@ pub use lock::client::{LockClient, LockClientBuilder};
 pub use lock::error::{LockError, Result};
 pub use lock::guard::LockGuard;
 pub use lock::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
+pub use lock::key_template::KeyTemplate;
 pub use lock::lost::{LossSignal, LostReason};
 pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;

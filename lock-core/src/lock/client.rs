@@ -120,6 +120,23 @@ impl std::fmt::Debug for LockClient {
     }
 }
 
+impl LockClient {
+    /// A client on a shared backend with its own namespace and default lease, checked as
+    /// [`LockClientBuilder::build`] checks them (for primitives built on the lock).
+    pub(crate) fn from_parts(
+        backend: Arc<dyn DynLockBackend>,
+        namespace: String,
+        default_lease: LeaseMode,
+    ) -> Result<Self> {
+        LockClientBuilder {
+            backend,
+            namespace,
+            default_lease,
+        }
+        .build()
+    }
+}
+
 /// Configures a [`LockClient`].
 #[must_use]
 pub struct LockClientBuilder {

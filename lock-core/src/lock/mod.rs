@@ -1,7 +1,8 @@
 //! The core lock: what a caller holds and how it is kept. [`client`] and [`request`] acquire,
 //! [`guard`] is the held lock, [`held`] the state its guards share, [`watchdog`] keeps leases
 //! alive, [`lost`] tells a holder when one is gone, [`abandoned`] cleans up after acquisitions
-//! that never reached their caller; keys, owners, tokens, lease settings and errors beside them.
+//! that never reached their caller; keys ([`key_template`] builds them from templates), owners,
+//! tokens, lease settings and errors beside them.
 
 pub(crate) mod abandoned;
 pub(crate) mod client;
@@ -10,6 +11,7 @@ pub(crate) mod global;
 pub(crate) mod guard;
 pub(crate) mod held;
 pub(crate) mod key;
+pub(crate) mod key_template;
 pub mod lease;
 pub(crate) mod lost;
 pub(crate) mod owner;

@@ -1,5 +1,7 @@
-//! What the toolkit is for, built on the lock: inventory [`stock`], and the framework-neutral
+//! What the toolkit is for, built on the lock: stampede protection ([`cache`]), inventory
+//! [`stock`], and the framework-neutral
 //! HTTP decisions ([`http`]) that the tower and actix adapters share.
 
+pub mod cache;
 pub mod http;
 pub mod stock;

@@ -83,6 +83,8 @@ pub struct RedisBackend {
 
 struct Shared {
     connection: ConnectionManager,
+    /// For other primitives' own subscriptions (the cache's value pushes).
+    client: redis::Client,
     prefix: String,
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
@@ -181,7 +183,7 @@ impl RedisBackendBuilder {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let leases = Arc::new(LeaseBook::default());
         tokio::spawn(wakeups::run(
-            client,
+            client.clone(),
             hub.clone(),
             leases.clone(),
             connection.clone(),
@@ -198,6 +200,7 @@ impl RedisBackendBuilder {
         Ok(RedisBackend {
             shared: Arc::new(Shared {
                 connection,
+                client,
                 prefix: self.prefix,
                 hub,
                 leases,
@@ -228,9 +231,14 @@ impl RedisBackend {
         }
     }
 
-    /// The multiplexed connection, for other primitives on the same server (stock).
+    /// The multiplexed connection, for other primitives on the same server (stock, cache).
     pub(crate) fn connection(&self) -> ConnectionManager {
         self.shared.connection.clone()
+    }
+
+    /// The client, for other primitives' own subscriptions (the cache's value pushes).
+    pub(crate) fn redis_client(&self) -> redis::Client {
+        self.shared.client.clone()
     }
 
     /// Commands this backend has sent to Redis (scripts, re-checks, queue clean-ups), for

@@ -1,0 +1,206 @@
+//! The cache users hold, and the builder it is made with.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::flight::Flights;
+use super::request::CacheRequest;
+use super::store::CacheStore;
+use super::{Freshness, MemoryCacheStore, OnBackendError, OnWaitTimeout};
+use crate::backend::{DynLockBackend, LockBackend};
+use crate::lock::key::validate_namespace;
+use crate::{LeaseMode, LockClient, LockError, MemoryBackend, Result};
+
+/// The largest value stored by default: 1 MiB.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
+
+/// How long a caller waits for another's computation by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
+/// A stampede-proof cache: on a miss, exactly one caller across all instances computes the
+/// value, under a fenced lease; the others are handed the value by push when it is stored.
+/// Cheap to clone; clones share everything.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::cache::{Cache, CacheStatus};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let cache = Cache::memory("shop")?;
+/// let price = cache
+///     .entry("price:42")
+///     .fresh_for(Duration::from_secs(60))
+///     .stale_while_revalidate(Duration::from_secs(300))
+///     .try_get_with(|| async { Ok::<_, std::io::Error>(b"9.99".to_vec()) })
+///     .await?;
+/// assert_eq!(price.status, CacheStatus::Computed);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Cache {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn CacheStore>,
+    /// Leases for computations, on the caller's backend, under `cache.<namespace>`.
+    pub(crate) locks: LockClient,
+    pub(crate) namespace: String,
+    pub(crate) freshness: Freshness,
+    pub(crate) wait: Duration,
+    pub(crate) on_wait_timeout: OnWaitTimeout,
+    pub(crate) on_backend_error: OnBackendError,
+    pub(crate) max_value_bytes: usize,
+    pub(crate) flights: Arc<Flights>,
+}
+
+impl Cache {
+    /// Starts configuring a cache whose values live in `store` and whose computations are
+    /// leased on `backend` (the same server, usually: [`RedisCacheStore`](super::RedisCacheStore)
+    /// with a [`RedisBackend`](crate::RedisBackend)).
+    pub fn builder(store: impl CacheStore, backend: impl LockBackend) -> CacheBuilder {
+        CacheBuilder {
+            store: Arc::new(store),
+            backend: Arc::new(backend),
+            namespace: String::new(),
+            freshness: Freshness::fresh_for(Duration::from_secs(60)),
+            wait: DEFAULT_WAIT,
+            on_wait_timeout: OnWaitTimeout::default(),
+            on_backend_error: OnBackendError::default(),
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            lease: LeaseMode::default(),
+        }
+    }
+
+    /// A cache for one process, in memory, with default settings.
+    pub fn memory(namespace: &str) -> Result<Self> {
+        Self::builder(MemoryCacheStore::new(), MemoryBackend::new())
+            .namespace(namespace)
+            .build()
+    }
+
+    /// Starts a call for the value named `key` (validated when the call runs, with the lock's
+    /// key rules).
+    pub fn entry(&self, key: impl Into<String>) -> CacheRequest<'_> {
+        CacheRequest::new(self, key.into())
+    }
+
+    /// The namespace every key is placed under.
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    /// The freshness used when a call names none.
+    #[must_use]
+    pub fn default_freshness(&self) -> Freshness {
+        self.inner.freshness
+    }
+
+    /// The store's name (`"memory"`, `"redis"`).
+    #[must_use]
+    pub fn store_name(&self) -> &'static str {
+        self.inner.store.name()
+    }
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("store", &self.inner.store.name())
+            .field("namespace", &self.inner.namespace)
+            .field("freshness", &self.inner.freshness)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`Cache`].
+#[must_use]
+pub struct CacheBuilder {
+    store: Arc<dyn CacheStore>,
+    backend: Arc<dyn DynLockBackend>,
+    namespace: String,
+    freshness: Freshness,
+    wait: Duration,
+    on_wait_timeout: OnWaitTimeout,
+    on_backend_error: OnBackendError,
+    max_value_bytes: usize,
+    lease: LeaseMode,
+}
+
+impl CacheBuilder {
+    /// Places every key under `namespace` (letters, digits, `-`, `_`, `.`; at most 58 bytes,
+    /// as the computations' leases go under `cache.<namespace>`).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The freshness used when a call names none (default: fresh for 60 s, nothing else).
+    pub fn freshness(mut self, freshness: Freshness) -> Self {
+        self.freshness = freshness;
+        self
+    }
+
+    /// How long a caller waits for another's computation (default 10 s), and what it does then.
+    pub fn wait(mut self, wait: Duration, then: OnWaitTimeout) -> Self {
+        self.wait = wait;
+        self.on_wait_timeout = then;
+        self
+    }
+
+    /// What to do when the backend cannot be reached (default: fail open).
+    pub fn on_backend_error(mut self, policy: OnBackendError) -> Self {
+        self.on_backend_error = policy;
+        self
+    }
+
+    /// The largest value stored (default 1 MiB); a larger one is a
+    /// [`CacheError::TooLarge`](super::CacheError::TooLarge).
+    pub fn max_value_bytes(mut self, limit: usize) -> Self {
+        self.max_value_bytes = limit;
+        self
+    }
+
+    /// The lease a computation holds (default: a 30 s watchdog lease).
+    pub fn compute_lease(mut self, lease: LeaseMode) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Checks the settings and builds the cache.
+    pub fn build(self) -> Result<Cache> {
+        validate_namespace(&self.namespace)?;
+        let lock_namespace = if self.namespace.is_empty() {
+            "cache".to_owned()
+        } else {
+            format!("cache.{}", self.namespace)
+        };
+        let freshness = self.freshness.validate()?;
+        if self.wait.is_zero() || self.wait > super::MAX_WINDOW {
+            return Err(LockError::InvalidDuration {
+                what: "cache wait",
+                reason: format!("{:?} is not within (0, {:?}]", self.wait, super::MAX_WINDOW),
+            });
+        }
+        if self.max_value_bytes == 0 {
+            return Err(LockError::InvalidConfig(
+                "the cache's max value size must be positive".into(),
+            ));
+        }
+        let locks = LockClient::from_parts(self.backend, lock_namespace, self.lease)?;
+        Ok(Cache {
+            inner: Arc::new(Inner {
+                store: self.store,
+                locks,
+                namespace: self.namespace,
+                freshness,
+                wait: self.wait,
+                on_wait_timeout: self.on_wait_timeout,
+                on_backend_error: self.on_backend_error,
+                max_value_bytes: self.max_value_bytes,
+                flights: Arc::default(),
+            }),
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! Cache entries in this process's memory, with the same rules as the Redis store.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::entry::{FENCE_AT, FENCE_DIGITS};
+use super::store::{CacheStore, ValueWatch, Watchers};
+use crate::backend::BoxFuture;
+use crate::lock::held::lock;
+use crate::{LockKey, Result};
+
+/// Cache entries kept in memory, for one process (tests, the demo, a single instance).
+/// Clones share the entries.
+///
+/// ```
+/// use lock_core::cache::{Cache, MemoryCacheStore};
+/// use lock_core::MemoryBackend;
+///
+/// let cache = Cache::builder(MemoryCacheStore::new(), MemoryBackend::new())
+///     .namespace("shop")
+///     .build()
+///     .unwrap();
+/// # let _ = cache;
+/// ```
+#[derive(Clone, Default)]
+pub struct MemoryCacheStore {
+    shared: Arc<Shared>,
+}
+
+/// An encoded entry and when the store lets go of it.
+type Kept = (Arc<Vec<u8>>, Instant);
+
+#[derive(Default)]
+struct Shared {
+    entries: Mutex<HashMap<String, Kept>>,
+    watchers: Watchers,
+}
+
+impl MemoryCacheStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many entries it holds (expired ones are dropped when read or overwritten).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        lock(&self.shared.entries).len()
+    }
+
+    /// True when it holds no entry.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn read(&self, key: &str) -> Option<Vec<u8>> {
+        let mut entries = lock(&self.shared.entries);
+        match entries.get(key) {
+            Some((bytes, until)) if *until > Instant::now() => Some(bytes.as_ref().clone()),
+            Some(_) => {
+                entries.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+}
+
+impl CacheStore for MemoryCacheStore {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
+        let found = self.read(key.full());
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn watch<'a>(
+        &'a self,
+        key: &'a LockKey,
+        _wait: Duration,
+    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
+        let watch = self.shared.watchers.subscribe(key.full());
+        let found = self.read(key.full());
+        Box::pin(async move { Ok((watch, found)) })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a LockKey,
+        fence_digits: &'a str,
+        entry: &'a [u8],
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<bool>> {
+        let stored = {
+            let mut entries = lock(&self.shared.entries);
+            let now = Instant::now();
+            let newer_there = entries.get(key.full()).is_some_and(|(bytes, until)| {
+                *until > now
+                    && bytes
+                        .get(FENCE_AT..FENCE_AT + FENCE_DIGITS)
+                        .is_some_and(|there| there >= fence_digits.as_bytes())
+            });
+            if newer_there {
+                None
+            } else if keep.is_zero() {
+                // A pass: pushed to the waiters, never stored.
+                Some(Arc::new(entry.to_vec()))
+            } else {
+                let bytes = Arc::new(entry.to_vec());
+                entries.insert(key.full().to_owned(), (bytes.clone(), now + keep));
+                Some(bytes)
+            }
+        };
+        let stored = match stored {
+            Some(bytes) => {
+                self.shared.watchers.deliver(key.full(), bytes);
+                true
+            }
+            None => false,
+        };
+        Box::pin(async move { Ok(stored) })
+    }
+
+    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
+        lock(&self.shared.entries).remove(key.full());
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,61 @@
+//! Cache-stampede protection: a value computed once across every instance, handed to everyone
+//! waiting for it by push, stored only if no newer computation has stored already.
+//!
+//! ```
+//! use std::time::Duration;
+//! use lock_core::cache::{Cache, CacheStatus};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // `Cache::builder(RedisCacheStore::new(&backend), backend)` across instances.
+//! let cache = Cache::memory("shop")?;
+//! let product = cache
+//!     .entry("product:42")
+//!     .fresh_for(Duration::from_secs(60))
+//!     .stale_while_revalidate(Duration::from_secs(300))
+//!     .try_get_with(|| async { Ok::<_, std::io::Error>(b"{\"name\":\"lamp\"}".to_vec()) })
+//!     .await?;
+//! assert_eq!(product.status, CacheStatus::Computed);
+//! # Ok(()) }
+//! ```
+//!
+//! # How a call goes
+//! - **Fresh**: one read, no lock.
+//! - **Stale, within stale-while-revalidate**: served at once; one refresh runs in the
+//!   background, across every instance (whoever gets the key's lease).
+//! - **Missing or expired**: callers in one process share one flight; across processes one
+//!   caller gets the key's lease (a [`LockClient`](crate::LockClient) lease: watchdog, fencing
+//!   token, cancel-safe), computes, and stores the value *only if no value with a larger
+//!   fencing token is there* (a computation whose lease was lost and taken over cannot
+//!   overwrite the newer value). The store pushes the value to every waiting process; waiting
+//!   processes also queue for the lease, so when the computing caller fails, panics or is
+//!   cancelled its lease frees at once and one of them takes over.
+//! - **Errors** are not cached unless a negative TTL is set; with stale-if-error, a failed
+//!   computation serves the stale value instead.
+//! - **Backend down**: computed without collapsing across instances, not stored, status
+//!   [`CacheStatus::FailOpen`] (or an error with [`OnBackendError::FailClosed`]).
+
+mod client;
+mod codec;
+mod entry;
+mod flight;
+mod global;
+pub mod http;
+mod memory;
+mod outcome;
+mod policy;
+#[cfg(feature = "redis")]
+mod redis;
+mod request;
+mod store;
+
+pub use self::client::{Cache, CacheBuilder, DEFAULT_MAX_VALUE_BYTES, DEFAULT_WAIT};
+#[cfg(feature = "json")]
+pub use self::codec::Json;
+pub use self::codec::{Bytes, Codec, Utf8};
+pub use self::memory::MemoryCacheStore;
+pub use self::outcome::{CacheError, CacheFailure, CacheStatus, Cached};
+pub use self::policy::{Freshness, OnBackendError, OnWaitTimeout, MAX_WINDOW};
+#[cfg(feature = "redis")]
+pub use self::redis::RedisCacheStore;
+pub use self::request::CacheRequest;
+pub use self::store::{CacheStore, ValueWatch};

@@ -1,0 +1,284 @@
+//! Cache entries in Redis (feature `redis`), pushed to waiting processes by pub/sub.
+//!
+//! For the key `shop:product:42` with the prefix `cache`:
+//! - `cache:{#shop:product:42}`: the encoded entry, expiring when its last window ends;
+//! - `cache:{#shop:product:42}:watchers`: the ids of the processes waiting for its next value
+//!   (expiring with their wait).
+//!
+//! A fresh read is one `GET`. Storing is one script: compare fencing tokens, `SET`, then
+//! `PUBLISH` the entry to each waiting process's channel (`cache:push:<process id>`), so a
+//! process waiting with a thousand callers receives one message. Each store holds one
+//! subscription; when it drops, waiting callers still get the value through the lease they
+//! also queue for.
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::ConnectionManager;
+use redis::Script;
+use tokio::sync::oneshot;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::entry::{FENCE_AT, FENCE_DIGITS};
+use super::store::{CacheStore, ValueWatch, Watchers};
+use crate::backend::BoxFuture;
+use crate::{LockError, LockKey, OwnerToken, RedisBackend, Result};
+
+const STORE: &str = "redis";
+
+static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/watch.lua")));
+
+static PUT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "local FENCE_FIRST, FENCE_LAST = {}, {}\n{}",
+        FENCE_AT + 1,
+        FENCE_AT + FENCE_DIGITS,
+        include_str!("lua/put.lua")
+    ))
+});
+
+/// Cache entries in the Redis server of a [`RedisBackend`], sharing its connection; pushes
+/// arrive on a subscription of its own.
+///
+/// ```no_run
+/// use lock_core::cache::{Cache, RedisCacheStore};
+/// use lock_core::RedisBackend;
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
+/// let store = RedisCacheStore::connect(&backend).await?;
+/// let cache = Cache::builder(store, backend).namespace("shop").build()?;
+/// # let _ = cache; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisCacheStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    connection: ConnectionManager,
+    prefix: String,
+    client_id: String,
+    channel_prefix: String,
+    watchers: Arc<Watchers>,
+    _stop: DropGuard,
+}
+
+impl RedisCacheStore {
+    /// A store on `backend`'s server under the key prefix `cache`; subscribes for pushes.
+    pub async fn connect(backend: &RedisBackend) -> Result<Self> {
+        let prefix = "cache".to_owned();
+        let client_id = OwnerToken::random()?.to_hex()[..16].to_owned();
+        let channel_prefix = format!("{prefix}:push:");
+        let watchers = Arc::new(Watchers::default());
+        let stop = CancellationToken::new();
+        let (ready, subscribed) = oneshot::channel();
+        tokio::spawn(subscribe(
+            backend.redis_client(),
+            format!("{channel_prefix}{client_id}"),
+            watchers.clone(),
+            stop.clone(),
+            ready,
+        ));
+        subscribed
+            .await
+            .map_err(|_| LockError::Protocol {
+                backend: STORE,
+                detail: "the cache push subscription ended before subscribing".into(),
+            })?
+            .map_err(|e| LockError::unavailable(STORE, e))?;
+        let mut connection = backend.connection();
+        for script in [&*WATCH, &*PUT] {
+            script
+                .prepare_invoke()
+                .load_async(&mut connection)
+                .await
+                .map_err(|e| LockError::unavailable(STORE, e))?;
+        }
+        Ok(Self {
+            shared: Arc::new(Shared {
+                connection,
+                prefix,
+                client_id,
+                channel_prefix,
+                watchers,
+                _stop: stop.drop_guard(),
+            }),
+        })
+    }
+
+    /// The Redis key holding the entry of `full_key` (`namespace:key`).
+    #[must_use]
+    pub fn redis_key(&self, full_key: &str) -> String {
+        format!("{}:{{#{full_key}}}", self.shared.prefix)
+    }
+
+    fn connection(&self) -> ConnectionManager {
+        self.shared.connection.clone()
+    }
+}
+
+impl CacheStore for RedisCacheStore {
+    fn name(&self) -> &'static str {
+        STORE
+    }
+
+    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
+        Box::pin(async move {
+            redis::cmd("GET")
+                .arg(self.redis_key(key.full()))
+                .query_async(&mut self.connection())
+                .await
+                .map_err(to_lock_error)
+        })
+    }
+
+    fn watch<'a>(
+        &'a self,
+        key: &'a LockKey,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
+        Box::pin(async move {
+            // Subscribed locally before registering, so a push right after is not missed.
+            let watch = self.shared.watchers.subscribe(key.full());
+            let entry = self.redis_key(key.full());
+            let there: Option<Vec<u8>> = WATCH
+                .key(&entry)
+                .key(format!("{entry}:watchers"))
+                .arg(&self.shared.client_id)
+                .arg(millis(wait + Duration::from_secs(1)))
+                .invoke_async(&mut self.connection())
+                .await
+                .map_err(to_lock_error)?;
+            Ok((watch, there))
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a LockKey,
+        fence_digits: &'a str,
+        entry: &'a [u8],
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let redis_key = self.redis_key(key.full());
+            let stored: i64 = PUT
+                .key(&redis_key)
+                .key(format!("{redis_key}:watchers"))
+                .arg(fence_digits)
+                .arg(entry)
+                .arg(if keep.is_zero() { 0 } else { millis(keep) })
+                .arg(&self.shared.channel_prefix)
+                .arg(key.full())
+                .invoke_async(&mut self.connection())
+                .await
+                .map_err(to_lock_error)?;
+            Ok(stored == 1)
+        })
+    }
+
+    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            redis::cmd("DEL")
+                .arg(self.redis_key(key.full()))
+                .query_async::<i64>(&mut self.connection())
+                .await
+                .map(drop)
+                .map_err(to_lock_error)
+        })
+    }
+}
+
+/// Receives pushed entries on `channel` until `stop`, resubscribing after a drop.
+async fn subscribe(
+    client: redis::Client,
+    channel: String,
+    watchers: Arc<Watchers>,
+    stop: CancellationToken,
+    ready: oneshot::Sender<redis::RedisResult<()>>,
+) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(&channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            () = stop.cancelled() => return,
+            result = subscribed => result,
+        };
+        match pubsub {
+            Ok(pubsub) => {
+                if let Some(ready) = ready.take() {
+                    ready.send(Ok(())).ok();
+                }
+                backoff = Duration::from_millis(50);
+                let mut messages = pubsub.into_on_message();
+                loop {
+                    let message = tokio::select! {
+                        () = stop.cancelled() => return,
+                        message = messages.next() => message,
+                    };
+                    let Some(message) = message else { break };
+                    match split_push(message.get_payload_bytes()) {
+                        Some((key, entry)) => watchers.deliver(key, Arc::new(entry.to_vec())),
+                        None => tracing::warn!("ignoring a malformed cache push"),
+                    }
+                }
+                tracing::warn!("cache push subscription dropped; resubscribing");
+            }
+            Err(error) => {
+                if let Some(ready) = ready.take() {
+                    ready.send(Err(error)).ok();
+                    return;
+                }
+                tracing::warn!(%error, "cache push subscription failed; waiters fall back to the lease");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_millis(250));
+            }
+        }
+    }
+}
+
+/// `<key length> <key><entry>` → `(key, entry)`.
+fn split_push(payload: &[u8]) -> Option<(&str, &[u8])> {
+    let space = payload.iter().position(|&b| b == b' ')?;
+    let length: usize = std::str::from_utf8(&payload[..space]).ok()?.parse().ok()?;
+    let rest = &payload[space + 1..];
+    let key = std::str::from_utf8(rest.get(..length)?).ok()?;
+    Some((key, &rest[length..]))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+fn to_lock_error(error: redis::RedisError) -> LockError {
+    LockError::unavailable(STORE, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pushes_carry_any_key() {
+        let key = "shop:we ird\nkey";
+        let payload = format!("{} {key}lc1 V ...", key.len());
+        assert_eq!(
+            split_push(payload.as_bytes()),
+            Some((key, &b"lc1 V ..."[..]))
+        );
+        assert_eq!(split_push(b"99 short"), None);
+        assert_eq!(split_push(b"x key"), None);
+    }
+}

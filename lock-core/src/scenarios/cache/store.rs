@@ -1,0 +1,99 @@
+//! Where computed values live, and how they reach the callers waiting for them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::entry::StoredEntry;
+use crate::backend::BoxFuture;
+use crate::{LockKey, Result};
+
+/// A store of cache entries that pushes each stored entry to the processes waiting for it.
+/// Implemented by [`MemoryCacheStore`](super::MemoryCacheStore) and, with the `redis` feature,
+/// [`RedisCacheStore`](super::RedisCacheStore); used through [`Cache`](super::Cache).
+pub trait CacheStore: Send + Sync + 'static {
+    /// The store's name, for errors and tracing.
+    fn name(&self) -> &'static str;
+
+    /// Reads the entry of `key` (one round trip).
+    #[doc(hidden)]
+    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>>;
+
+    /// Registers this process as waiting for the next entry stored under `key` for up to
+    /// `wait`, and returns the entry there now, in one step, so that no push can fall between
+    /// the read and the registration.
+    #[doc(hidden)]
+    fn watch<'a>(
+        &'a self,
+        key: &'a LockKey,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>>;
+
+    /// Stores `entry` (encoded) for `keep`, unless the entry there has the same or a larger
+    /// fencing token (`fence_digits`, as encoded); then pushes it to every waiting process.
+    /// Returns whether it was stored. A `keep` of zero pushes without storing (a value that
+    /// must not be shared: the waiters compute their own).
+    #[doc(hidden)]
+    fn put<'a>(
+        &'a self,
+        key: &'a LockKey,
+        fence_digits: &'a str,
+        entry: &'a [u8],
+        keep: Duration,
+    ) -> BoxFuture<'a, Result<bool>>;
+
+    /// Deletes the entry of `key`.
+    #[doc(hidden)]
+    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>>;
+}
+
+/// The entries pushed for one key, as one process receives them.
+#[doc(hidden)]
+pub struct ValueWatch {
+    pub(crate) receiver: broadcast::Receiver<Arc<Vec<u8>>>,
+}
+
+impl ValueWatch {
+    /// The next pushed entry; `None` when the store's push channel closed.
+    pub(crate) async fn next(&mut self) -> Option<StoredEntry> {
+        loop {
+            match self.receiver.recv().await {
+                Ok(bytes) => match StoredEntry::decode(&bytes) {
+                    Ok(entry) => return Some(entry),
+                    Err(error) => tracing::warn!(%error, "ignoring a malformed pushed cache entry"),
+                },
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}
+
+/// The in-process side of pushes: one broadcast channel per watched key, shared by every
+/// local waiter of that key; dropped when the last receiver goes.
+#[derive(Default)]
+pub(crate) struct Watchers {
+    keys: std::sync::Mutex<std::collections::HashMap<String, broadcast::Sender<Arc<Vec<u8>>>>>,
+}
+
+impl Watchers {
+    pub(crate) fn subscribe(&self, key: &str) -> ValueWatch {
+        let mut keys = crate::lock::held::lock(&self.keys);
+        keys.retain(|_, sender| sender.receiver_count() > 0);
+        let sender = keys
+            .entry(key.to_owned())
+            .or_insert_with(|| broadcast::channel(4).0);
+        ValueWatch {
+            receiver: sender.subscribe(),
+        }
+    }
+
+    /// Hands `entry` to the local waiters of `key`, if any.
+    pub(crate) fn deliver(&self, key: &str, entry: Arc<Vec<u8>>) {
+        let keys = crate::lock::held::lock(&self.keys);
+        if let Some(sender) = keys.get(key) {
+            sender.send(entry).ok();
+        }
+    }
+}

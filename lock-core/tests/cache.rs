@@ -1,0 +1,509 @@
+//! The stampede-protection cache on memory and on a real Redis: one computation per miss across
+//! callers, values handed over by push, stale windows, failures handed over, stale writers
+//! refused by fencing token, typed errors.
+//!
+//! Each check takes a factory that makes caches on one shared store and backend, as separate
+//! instances of a service would have (no shared in-process state between them).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::cache::{Cache, CacheError, CacheStatus, MemoryCacheStore, OnWaitTimeout};
+use lock_core::{LeaseMode, LockError, MemoryBackend};
+use tokio::sync::Notify;
+use tokio::time::{timeout, Instant};
+
+const BOUND: Duration = Duration::from_secs(30);
+
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{name}:{}:{nanos}", std::process::id())
+}
+
+/// Makes caches that share one store and backend, each like another instance.
+trait Instances: Send + Sync + 'static {
+    fn instance(
+        &self,
+        configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
+    ) -> impl std::future::Future<Output = Cache> + Send;
+}
+
+fn plain(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
+    builder
+}
+
+/// An origin that counts its calls and answers after `delay`.
+#[derive(Clone, Default)]
+struct Origin {
+    calls: Arc<AtomicUsize>,
+}
+
+impl Origin {
+    fn call(
+        &self,
+        delay: Duration,
+        value: &'static str,
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, String>> + Send + 'static {
+        let calls = self.calls.clone();
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(delay).await;
+            Ok(value.as_bytes().to_vec())
+        }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// 1,000 concurrent callers on a cold key, over two instances: one origin call; everyone gets
+/// its value; the second read is a hit.
+async fn cold_misses_collapse<I: Instances>(i: &I) {
+    let key = unique("cold");
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let origin = Origin::default();
+    let mut callers = Vec::new();
+    for n in 0..1_000 {
+        let cache = if n % 2 == 0 { a.clone() } else { b.clone() };
+        let (key, origin) = (key.clone(), origin.clone());
+        callers.push(tokio::spawn(async move {
+            cache
+                .entry(&key)
+                .try_get_with(move || origin.call(Duration::from_millis(300), "v1"))
+                .await
+                .unwrap()
+        }));
+    }
+    let mut computed = 0;
+    for caller in callers {
+        let got = caller.await.unwrap();
+        assert_eq!(got.value, b"v1");
+        computed += usize::from(got.status == CacheStatus::Computed);
+    }
+    assert_eq!(origin.calls(), 1, "origin calls for one cold key");
+    assert_eq!(computed, 1);
+    let hit = a
+        .entry(&key)
+        .try_get_with(move || origin.call(Duration::ZERO, "v2"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (hit.status, hit.value.as_slice()),
+        (CacheStatus::Hit, &b"v1"[..])
+    );
+}
+
+/// A computation that fails is not cached (the next call computes again), unless a negative
+/// TTL is set; then callers get the remembered failure without computing.
+async fn errors_are_cached_only_when_asked<I: Instances>(i: &I) {
+    let cache = i.instance(plain).await;
+    let origin = Origin::default();
+    for negative in [Duration::ZERO, Duration::from_secs(30)] {
+        let key = unique("errors");
+        for _ in 0..2 {
+            let calls = origin.calls.clone();
+            let failed = cache
+                .entry(&key)
+                .negative_ttl(negative)
+                .try_get_with(move || async move {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    Err::<Vec<u8>, _>("origin down")
+                })
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&failed, CacheError::Compute(_) | CacheError::Shared(_)),
+                "{failed}"
+            );
+            assert!(failed.to_string().contains("origin down"), "{failed}");
+        }
+    }
+    // Two calls without negative caching, one with.
+    assert_eq!(origin.calls(), 3);
+}
+
+/// A read with a 200 ms fresh window and a long stale-while-revalidate one; the origin
+/// notifies `done` when it has answered.
+async fn swr_get(
+    cache: &Cache,
+    key: &str,
+    value: &'static str,
+    origin: &Origin,
+    done: Arc<Notify>,
+) -> Result<lock_core::cache::Cached<Vec<u8>>, CacheError<String>> {
+    let origin = origin.clone();
+    cache
+        .entry(key)
+        .fresh_for(Duration::from_millis(200))
+        .stale_while_revalidate(Duration::from_secs(30))
+        .try_get_with(move || async move {
+            let value = origin.call(Duration::from_millis(100), value).await;
+            done.notify_one();
+            value
+        })
+        .await
+}
+
+/// Within stale-while-revalidate the stale value is served at once, and one refresh runs.
+async fn stale_is_served_while_one_refresh_runs<I: Instances>(i: &I) {
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let key = unique("swr");
+    let origin = Origin::default();
+    let first_done = Arc::new(Notify::new());
+    swr_get(&a, &key, "old", &origin, first_done.clone())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await; // past fresh, within the stale window
+    let refreshed = Arc::new(Notify::new());
+    let started = Instant::now();
+    let mut stale = Vec::new();
+    for n in 0..20 {
+        let cache = if n % 2 == 0 { &a } else { &b };
+        stale.push(
+            swr_get(cache, &key, "new", &origin, refreshed.clone())
+                .await
+                .unwrap(),
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "stale reads waited for the origin"
+    );
+    assert!(stale
+        .iter()
+        .all(|s| s.status == CacheStatus::Stale && s.value == b"old"));
+    timeout(BOUND, refreshed.notified())
+        .await
+        .expect("no refresh ran");
+    // The refresh stores before it notifies nothing else: read until the new value shows.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = swr_get(&a, &key, "newer", &origin, Arc::new(Notify::new()))
+            .await
+            .unwrap();
+        if now.value == b"new" {
+            assert_eq!(now.status, CacheStatus::Hit);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the refreshed value never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(origin.calls(), 2, "one refresh across both instances");
+}
+
+/// When computing fails within stale-if-error, the stale value is served instead.
+async fn stale_if_error_serves_the_old_value<I: Instances>(i: &I) {
+    let cache = i.instance(plain).await;
+    let key = unique("sie");
+    let entry = || {
+        cache
+            .entry(&key)
+            .fresh_for(Duration::from_millis(100))
+            .stale_if_error(Duration::from_secs(30))
+    };
+    entry()
+        .try_get_with(|| async { Ok::<_, String>(b"kept".to_vec()) })
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let served = entry()
+        .try_get_with(|| async { Err::<Vec<u8>, _>("origin down".to_owned()) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (served.status, served.value.as_slice()),
+        (CacheStatus::StaleIfError, &b"kept"[..])
+    );
+}
+
+/// A computing caller that is cancelled mid-compute hands over at once: a waiting caller (in
+/// another instance) takes the lease and computes; nobody waits for a TTL.
+async fn a_cancelled_computation_hands_over<I: Instances>(i: &I) {
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let key = unique("handover");
+    let origin = Origin::default();
+    let started = Arc::new(Notify::new());
+    let leader = tokio::spawn({
+        let (a, key, origin, started) = (a.clone(), key.clone(), origin.clone(), started.clone());
+        async move {
+            a.entry(&key)
+                .try_get_with(move || async move {
+                    started.notify_one();
+                    origin.call(Duration::from_secs(60), "never").await
+                })
+                .await
+        }
+    });
+    started.notified().await;
+    let waiter = tokio::spawn({
+        let (b, key, origin) = (b.clone(), key.clone(), origin.clone());
+        async move {
+            b.entry(&key)
+                .try_get_with(move || origin.call(Duration::from_millis(50), "taken over"))
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await; // let it queue
+    let cancelled_at = Instant::now();
+    leader.abort();
+    let got = timeout(BOUND, waiter).await.unwrap().unwrap();
+    assert_eq!(got.value, b"taken over");
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        cancelled_at.elapsed()
+    );
+}
+
+/// A computation whose lease ran out and was taken over cannot overwrite the newer value.
+async fn a_stale_writer_is_refused<I: Instances>(i: &I) {
+    fn short_lease(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
+        builder.compute_lease(LeaseMode::fixed(Duration::from_millis(300)))
+    }
+    let (slow, fast) = (i.instance(short_lease).await, i.instance(plain).await);
+    let key = unique("zombie");
+    let zombie = tokio::spawn({
+        let (slow, key) = (slow.clone(), key.clone());
+        async move {
+            slow.entry(&key)
+                .try_get_with(|| async {
+                    tokio::time::sleep(Duration::from_millis(1_000)).await;
+                    Ok::<_, String>(b"old".to_vec())
+                })
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await; // the zombie's lease has run out
+    let newer = fast
+        .entry(&key)
+        .wait_at_most(Duration::from_secs(5))
+        .try_get_with(|| async { Ok::<_, String>(b"new".to_vec()) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (newer.status, newer.value.as_slice()),
+        (CacheStatus::Computed, &b"new"[..])
+    );
+    let zombie = zombie.await.unwrap();
+    assert_eq!(zombie.value, b"old", "the zombie returns what it computed");
+    let now = fast
+        .entry(&key)
+        .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (now.status, now.value.as_slice()),
+        (CacheStatus::Hit, &b"new"[..]),
+        "the zombie overwrote the newer value"
+    );
+}
+
+/// A caller whose wait runs out computes without storing (default) or fails (`Fail`).
+async fn the_wait_deadline_follows_its_policy<I: Instances>(i: &I) {
+    fn failing(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
+        builder.wait(Duration::from_millis(200), OnWaitTimeout::Fail)
+    }
+    let (slow, patient, strict) = (
+        i.instance(plain).await,
+        i.instance(plain).await,
+        i.instance(failing).await,
+    );
+    let key = unique("deadline");
+    let started = Arc::new(Notify::new());
+    let _computing = tokio::spawn({
+        let (slow, key, started) = (slow.clone(), key.clone(), started.clone());
+        async move {
+            slow.entry(&key)
+                .try_get_with(move || async move {
+                    started.notify_one();
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    Ok::<_, String>(b"slow".to_vec())
+                })
+                .await
+        }
+    });
+    started.notified().await;
+    let own = patient
+        .entry(&key)
+        .wait_at_most(Duration::from_millis(200))
+        .try_get_with(|| async { Ok::<_, String>(b"mine".to_vec()) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (own.status, own.value.as_slice()),
+        (CacheStatus::WaitTimedOut, &b"mine"[..])
+    );
+    let err = strict
+        .entry(&key)
+        .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CacheError::WaitTimedOut(_)), "{err}");
+}
+
+/// A value its computation says must not be stored is neither stored nor handed to the callers
+/// waiting for it: each computes its own (as a cache must do with an uncacheable response).
+async fn uncacheable_values_are_not_shared<I: Instances>(i: &I) {
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let key = unique("private");
+    let origin = Origin::default();
+    let started = Arc::new(Notify::new());
+    let first = tokio::spawn({
+        let (a, key, origin, started) = (a.clone(), key.clone(), origin.clone(), started.clone());
+        async move {
+            a.entry(&key)
+                .try_get_with_freshness(move || async move {
+                    started.notify_one();
+                    let value = origin.call(Duration::from_millis(300), "mine").await?;
+                    Ok::<_, String>((value, None))
+                })
+                .await
+                .unwrap()
+        }
+    });
+    started.notified().await;
+    let mut waiting = Vec::new();
+    for _ in 0..5 {
+        let (b, key, origin) = (b.clone(), key.clone(), origin.clone());
+        waiting.push(tokio::spawn(async move {
+            b.entry(&key)
+                .try_get_with_freshness(move || async move {
+                    let value = origin.call(Duration::from_millis(10), "theirs").await?;
+                    Ok::<_, String>((value, None))
+                })
+                .await
+                .unwrap()
+        }));
+    }
+    assert_eq!(first.await.unwrap().status, CacheStatus::Uncacheable);
+    for waiter in waiting {
+        let got = waiter.await.unwrap();
+        assert_eq!(
+            (got.status, got.value.as_slice()),
+            (CacheStatus::Uncacheable, &b"theirs"[..])
+        );
+    }
+    assert_eq!(origin.calls(), 6, "every caller computed its own");
+}
+
+/// Bad keys, windows and sizes are typed errors.
+async fn bad_input_is_typed<I: Instances>(i: &I) {
+    fn tiny(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
+        builder.max_value_bytes(4)
+    }
+    let cache = i.instance(tiny).await;
+    let ok = || async { Ok::<_, String>(b"12345".to_vec()) };
+    let err = cache.entry("").try_get_with(ok).await.unwrap_err();
+    assert!(
+        matches!(err, CacheError::Lock(LockError::InvalidKey { .. })),
+        "{err}"
+    );
+    let err = cache
+        .entry("k")
+        .fresh_for(Duration::ZERO)
+        .try_get_with(ok)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CacheError::Lock(LockError::InvalidDuration { .. })),
+        "{err}"
+    );
+    let err = cache
+        .entry(unique("big"))
+        .try_get_with(ok)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CacheError::TooLarge { size: 5, limit: 4 }),
+        "{err}"
+    );
+}
+
+macro_rules! cache_suite {
+    ($module:ident, $make:expr) => {
+        mod $module {
+            use super::*;
+
+            cache_suite!(@tests $make; cold_misses_collapse, errors_are_cached_only_when_asked,
+                stale_is_served_while_one_refresh_runs, stale_if_error_serves_the_old_value,
+                a_cancelled_computation_hands_over, a_stale_writer_is_refused,
+                the_wait_deadline_follows_its_policy, uncacheable_values_are_not_shared,
+                bad_input_is_typed);
+        }
+    };
+    (@tests $make:expr; $($check:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                if let Some(instances) = $make.await {
+                    timeout(BOUND, super::$check(&instances)).await.expect("bounded");
+                }
+            }
+        )*
+    };
+}
+
+struct Memory {
+    store: MemoryCacheStore,
+    backend: MemoryBackend,
+}
+
+impl Instances for Memory {
+    async fn instance(
+        &self,
+        configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
+    ) -> Cache {
+        configure(Cache::builder(self.store.clone(), self.backend.clone()).namespace("test"))
+            .build()
+            .unwrap()
+    }
+}
+
+async fn memory() -> Option<Memory> {
+    Some(Memory {
+        store: MemoryCacheStore::new(),
+        backend: MemoryBackend::new(),
+    })
+}
+
+cache_suite!(on_memory, memory());
+
+#[cfg(feature = "redis")]
+struct Redis {
+    url: String,
+}
+
+#[cfg(feature = "redis")]
+impl Instances for Redis {
+    async fn instance(
+        &self,
+        configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
+    ) -> Cache {
+        let backend = lock_core::RedisBackend::connect(&self.url).await.unwrap();
+        let store = lock_core::cache::RedisCacheStore::connect(&backend)
+            .await
+            .unwrap();
+        configure(Cache::builder(store, backend).namespace("test"))
+            .build()
+            .unwrap()
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn redis() -> Option<Redis> {
+    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    Some(Redis { url })
+}
+
+#[cfg(feature = "redis")]
+cache_suite!(on_redis, redis());

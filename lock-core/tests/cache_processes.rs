@@ -262,6 +262,31 @@ async fn redis_down_fails_open_and_collapsing_resumes() {
         );
         eprintln!("fail open answered in {:?}", started.elapsed());
         assert!(started.elapsed() < Duration::from_secs(5));
+        // Callers of one process still share one computation while the backend is down.
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            let (a, calls) = (a.clone(), calls.clone());
+            tasks.push(tokio::spawn(async move {
+                a.entry("down-crowd")
+                    .try_get_with(move || async move {
+                        calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Ok::<_, String>(b"v".to_vec())
+                    })
+                    .await
+                    .unwrap()
+                    .status
+            }));
+        }
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), CacheStatus::FailOpen);
+        }
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "collapsed within the process"
+        );
 
         server.spawn();
         let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));

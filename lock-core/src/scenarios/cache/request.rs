@@ -248,7 +248,12 @@ impl Call {
         let store = &self.cache.inner.store;
         let found = match store.get(&self.key).await {
             Ok(found) => found.map(|bytes| StoredEntry::decode(&bytes)).transpose(),
-            Err(error) => return self.backend_failed(error, compute).await,
+            Err(error) => {
+                // The flight's leader meets the failure again at the lease and fails open (or
+                // closed) for every caller of this process at once.
+                tracing::debug!(key = %self.key, %error, "cache read failed; treating it as a miss");
+                return self.miss(compute, None).await;
+            }
         };
         let found = found.unwrap_or_else(|error| {
             tracing::warn!(key = %self.key, %error, "ignoring an unreadable cache entry");

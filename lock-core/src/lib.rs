@@ -79,7 +79,7 @@ pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;
 pub use lock::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
-pub use lock_macros::distributed_lock;
+pub use lock_macros::{distributed_lock, single_flight};
 #[cfg(feature = "redis")]
 pub use redis::RedisBackend;
 #[cfg(feature = "mysql")]

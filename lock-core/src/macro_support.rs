@@ -1,11 +1,14 @@
-//! What the code `#[distributed_lock]` expands to calls. Not a public API: it changes with the
+//! What the code `#[distributed_lock]` and `#[single_flight]` expand to calls. Not a public API: it changes with the
 //! macro, in any release. The logic lives here, as plain generic functions, so the expansion
 //! stays a few lines long and costs nothing over the same lock calls written by hand.
 
 use std::borrow::Borrow;
+use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+#[cfg(feature = "json")]
+use crate::cache::CacheFailure;
 use crate::{LeaseMode, LockClient, LockError, LostReason, WaitPolicy};
 
 /// The attribute's settings, fixed at compile time.
@@ -32,6 +35,21 @@ impl<T: Borrow<LockClient> + ?Sized> ClientSource for T {
     fn __distributed_lock_client(&self) -> Result<LockClient, LockError> {
         Ok(self.borrow().clone())
     }
+}
+
+/// The key of a `key = "template"`: `literals` (the name prefix joined to the text before the
+/// first placeholder, then the text after each placeholder) around `values`, encoded as
+/// [`KeyTemplate`](crate::KeyTemplate) encodes them. The values come as `format_args!("{}",
+/// value)`, so a value that is not `Display` gets the usual formatting error, on the template.
+/// The attribute has already refused templates that cannot be injective. Like `format!`,
+/// panics if a `Display` implementation fails.
+pub fn template_key(literals: &[&str], values: &[fmt::Arguments<'_>]) -> String {
+    let literal_len: usize = literals.iter().map(|l| l.len()).sum();
+    let mut key = String::with_capacity(literal_len + 16 * values.len());
+    if crate::lock::key_template::render_into(&mut key, literals, values).is_err() {
+        panic!("a Display implementation returned an error unexpectedly");
+    }
+    key
 }
 
 /// `on_busy = "wait"` and `"reject"`: the busy error, converted into the fn's error type.
@@ -112,4 +130,90 @@ where
         })),
         Ok(true) | Err(_) => output,
     }
+}
+
+/// The cache named by `#[single_flight(cache = <expr>)]`: anything that borrows as a
+/// [`Cache`](crate::cache::Cache) (`Cache`, `Arc<Cache>`, a reference to either, an actix
+/// `web::Data<Cache>` through auto-deref), cloned so the fn's arguments can move into the
+/// computation afterwards.
+pub trait CacheSource {
+    /// A handle to the cache (a cheap clone).
+    fn __single_flight_cache(&self) -> Result<crate::cache::Cache, LockError>;
+}
+
+impl<T: Borrow<crate::cache::Cache> + ?Sized> CacheSource for T {
+    fn __single_flight_cache(&self) -> Result<crate::cache::Cache, LockError> {
+        Ok(self.borrow().clone())
+    }
+}
+
+/// `#[single_flight]`'s settings, fixed at compile time; `None` keeps the cache's own.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlightOptions {
+    /// `ttl`: how long a value is fresh.
+    pub fresh: Option<Duration>,
+    /// `stale`: how long it is served stale while one refresh runs.
+    pub stale_while_revalidate: Option<Duration>,
+    /// `stale_if_error`: how long it is served stale when a refresh fails.
+    pub stale_if_error: Option<Duration>,
+    /// `negative_ttl`: how long a failure is remembered.
+    pub negative: Option<Duration>,
+    /// `wait`: how long to wait for another caller's computation.
+    pub wait: Option<Duration>,
+}
+
+/// The value of `key` in `cache`, stored as JSON: fresh or stale from the store, or computed
+/// by `compute` once across every caller of every instance. The computation's own error comes
+/// back as it is; every other failure as `E::from(CacheFailure)`.
+#[cfg(feature = "json")]
+pub async fn single_flight<T, E, F, Fut>(
+    cache: Result<crate::cache::Cache, LockError>,
+    key: String,
+    options: FlightOptions,
+    compute: F,
+) -> Result<T, E>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+    E: From<CacheFailure> + fmt::Display + Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+{
+    let cache = cache.map_err(|error| E::from(CacheFailure::Lock(error)))?;
+    let mut request = cache.entry(key).json();
+    if let Some(fresh) = options.fresh {
+        request = request.fresh_for(fresh);
+    }
+    if let Some(window) = options.stale_while_revalidate {
+        request = request.stale_while_revalidate(window);
+    }
+    if let Some(window) = options.stale_if_error {
+        request = request.stale_if_error(window);
+    }
+    if let Some(ttl) = options.negative {
+        request = request.negative_ttl(ttl);
+    }
+    if let Some(wait) = options.wait {
+        request = request.wait_at_most(wait);
+    }
+    match request.try_get_with(compute).await {
+        Ok(cached) => Ok(cached.value),
+        Err(error) => Err(fn_error(error)),
+    }
+}
+
+/// The fn's error for a failed cache call: its computation's own error as it is, anything else
+/// through [`CacheFailure`](crate::cache::CacheFailure).
+#[cfg(feature = "json")]
+fn fn_error<E: From<CacheFailure>>(error: crate::cache::CacheError<E>) -> E {
+    use crate::cache::CacheError;
+
+    // Exhaustive on purpose: a new variant must decide here whose error it is.
+    E::from(match error {
+        CacheError::Compute(error) => return error,
+        CacheError::Shared(message) => CacheFailure::Shared(message),
+        CacheError::TooLarge { size, limit } => CacheFailure::TooLarge { size, limit },
+        CacheError::WaitTimedOut(waited) => CacheFailure::WaitTimedOut(waited),
+        CacheError::Lock(error) => CacheFailure::Lock(error),
+        CacheError::Decode(message) => CacheFailure::Decode(message),
+    })
 }

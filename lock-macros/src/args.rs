@@ -1,5 +1,6 @@
-//! The attribute's arguments: `key = ..., name = ..., ttl = ..., wait = ..., on_busy = ...,
-//! on_lost = ..., client = ..., fence = ..., crate = ...`.
+//! `#[distributed_lock]`'s arguments: `key = ..., name = ..., ttl = ..., wait = ...,
+//! on_busy = ..., on_lost = ..., client = ..., fence = ..., crate = ...`, and the parsing every
+//! attribute shares (`name = value` pairs; `key`, `name` and `crate`).
 //!
 //! Parsing goes on past a bad argument, so each one gets its own spanned error; only broken
 //! syntax (a missing `=` or `,`) stops it.
@@ -72,15 +73,28 @@ pub(crate) enum OnLost {
 /// Parses the attribute's tokens. Returns what could be parsed, and every error found.
 pub(crate) fn parse(tokens: proc_macro2::TokenStream) -> (Args, Option<syn::Error>) {
     let mut args = Args::default();
-    let mut errors = Errors::default();
-    let parsed = (|input: ParseStream<'_>| parse_all(input, &mut args, &mut errors)).parse2(tokens);
-    if let Err(error) = parsed {
-        errors.push(error);
-    }
+    let mut errors = parse_pairs(tokens, |key, name, value| {
+        apply(key, name, value, &mut args)
+    });
     if errors.0.is_none() {
         check_combination(&args, &mut errors);
     }
     (args, errors.0)
+}
+
+/// Parses `name = value` pairs separated by commas, handing the first of each name to `apply`
+/// (which checks the value, or refuses an unknown name); returns every error found.
+pub(crate) fn parse_pairs(
+    tokens: proc_macro2::TokenStream,
+    mut apply: impl FnMut(&str, &Ident, Expr) -> syn::Result<()>,
+) -> Errors {
+    let mut errors = Errors::default();
+    let parsed =
+        (|input: ParseStream<'_>| parse_all(input, &mut apply, &mut errors)).parse2(tokens);
+    if let Err(error) = parsed {
+        errors.push(error);
+    }
+    errors
 }
 
 /// Errors collected so far, combined into one `syn::Error`.
@@ -103,7 +117,11 @@ impl Errors {
 }
 
 /// Parses `name = value` pairs separated by commas.
-fn parse_all(input: ParseStream<'_>, args: &mut Args, errors: &mut Errors) -> syn::Result<()> {
+fn parse_all(
+    input: ParseStream<'_>,
+    apply: &mut impl FnMut(&str, &Ident, Expr) -> syn::Result<()>,
+    errors: &mut Errors,
+) -> syn::Result<()> {
     let mut seen: Vec<String> = Vec::new();
     while !input.is_empty() {
         let name = Ident::parse_any(input)?;
@@ -114,7 +132,7 @@ fn parse_all(input: ParseStream<'_>, args: &mut Args, errors: &mut Errors) -> sy
             errors.at(name.span(), format!("`{key}` specified more than once"));
         } else {
             seen.push(key.clone());
-            if let Err(error) = apply(&key, &name, value, args) {
+            if let Err(error) = apply(&key, &name, value) {
                 errors.push(error);
             }
         }
@@ -129,19 +147,8 @@ fn parse_all(input: ParseStream<'_>, args: &mut Args, errors: &mut Errors) -> sy
 /// Stores one argument's value, checking it.
 fn apply(key: &str, name: &Ident, value: Expr, args: &mut Args) -> syn::Result<()> {
     match key {
-        "key" => {
-            args.key = Some(match string(&value) {
-                Some(lit) => Key::Template(lit.clone()),
-                None => Key::Expr(Box::new(value)),
-            });
-        }
-        "name" => {
-            let lit = expect_string(&value, "name", "a key prefix such as \"orders\"")?;
-            if lit.value().is_empty() {
-                return Err(syn::Error::new(lit.span(), "`name` must not be empty"));
-            }
-            args.name = Some(lit.clone());
-        }
+        "key" => args.key = Some(self::key(value)),
+        "name" => args.name = Some(self::name(&value)?),
         "ttl" => {
             let lit = expect_string(&value, "ttl", "a duration such as \"30s\"")?;
             args.ttl = Some(duration::parse_ttl(lit)?);
@@ -198,21 +205,7 @@ fn apply(key: &str, name: &Ident, value: Expr, args: &mut Args) -> syn::Result<(
                 )),
             }
         }
-        "crate" => {
-            args.krate = Some(match value {
-                Expr::Path(path) if path.qself.is_none() => path.path,
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(lit), ..
-                }) => lit.parse::<Path>()?,
-                other => {
-                    return Err(syn::Error::new(
-                        other.span(),
-                        "`crate` takes the path lock-core is reachable at, such as \
-                         `crate = ::my_app::locks`",
-                    ))
-                }
-            });
-        }
+        "crate" => args.krate = Some(krate(value)?),
         other => {
             return Err(syn::Error::new(
                 name.span(),
@@ -221,6 +214,38 @@ fn apply(key: &str, name: &Ident, value: Expr, args: &mut Args) -> syn::Result<(
         }
     }
     Ok(())
+}
+
+/// `key = "template"` or `key = <expr>`.
+pub(crate) fn key(value: Expr) -> Key {
+    match string(&value) {
+        Some(lit) => Key::Template(lit.clone()),
+        None => Key::Expr(Box::new(value)),
+    }
+}
+
+/// `name = "prefix"`: a string, not empty.
+pub(crate) fn name(value: &Expr) -> syn::Result<LitStr> {
+    let lit = expect_string(value, "name", "a key prefix such as \"orders\"")?;
+    if lit.value().is_empty() {
+        return Err(syn::Error::new(lit.span(), "`name` must not be empty"));
+    }
+    Ok(lit.clone())
+}
+
+/// `crate = path` or `crate = "path"`.
+pub(crate) fn krate(value: Expr) -> syn::Result<Path> {
+    match value {
+        Expr::Path(path) if path.qself.is_none() => Ok(path.path),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => lit.parse::<Path>(),
+        other => Err(syn::Error::new(
+            other.span(),
+            "`crate` takes the path lock-core is reachable at, such as \
+             `crate = ::my_app::locks`",
+        )),
+    }
 }
 
 /// The string literal `value` is, if it is one.
@@ -234,7 +259,11 @@ fn string(value: &Expr) -> Option<&LitStr> {
 }
 
 /// The string literal `value` must be.
-fn expect_string<'a>(value: &'a Expr, name: &str, example: &str) -> syn::Result<&'a LitStr> {
+pub(crate) fn expect_string<'a>(
+    value: &'a Expr,
+    name: &str,
+    example: &str,
+) -> syn::Result<&'a LitStr> {
     string(value).ok_or_else(|| {
         syn::Error::new(
             value.span(),

@@ -15,6 +15,13 @@ pub(crate) fn of(sig: &Signature) -> Vec<String> {
     names
 }
 
+/// Every name `pat` binds, in order of appearance.
+pub(crate) fn of_pattern(pat: &Pat) -> Vec<String> {
+    let mut names = Vec::new();
+    collect(pat, &mut names);
+    names
+}
+
 /// Adds the names `pat` binds to `names`.
 fn collect(pat: &Pat, names: &mut Vec<String>) {
     match pat {

@@ -10,6 +10,8 @@ use syn::LitStr;
 const MIN_LEASE_TTL: Duration = Duration::from_millis(30);
 /// lock-core's `MAX_LEASE_TTL`.
 const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+/// lock-core's `cache::MAX_WINDOW`: the longest cache window or wait.
+const MAX_WINDOW: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 
 /// How long to wait for a busy lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +62,30 @@ pub(crate) fn parse_wait(lit: &LitStr) -> syn::Result<Wait> {
     parse(lit, "wait").map(Wait::Up)
 }
 
+/// Parses a cache window or wait (`ttl`, `stale`, `wait`, ... of `#[single_flight]`): at most
+/// a year, as lock-core's cache accepts; `positive` refuses zero, for those where it means
+/// nothing (a value fresh for no time, a wait of none).
+pub(crate) fn parse_window(lit: &LitStr, what: &str, positive: bool) -> syn::Result<Duration> {
+    let window = parse(lit, what)?;
+    if positive && window.is_zero() {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!("`{what}` must be longer than zero"),
+        ));
+    }
+    if window > MAX_WINDOW {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`{what}` of {} is longer than the cache's limit of {}",
+                humantime::format_duration(window),
+                humantime::format_duration(MAX_WINDOW),
+            ),
+        ));
+    }
+    Ok(window)
+}
+
 /// A `core::time::Duration` constant expression.
 pub(crate) fn to_tokens(duration: Duration) -> TokenStream {
     let secs = duration.as_secs();
@@ -91,5 +117,16 @@ mod tests {
         assert!(parse_ttl(&lit("10ms")).is_err());
         assert!(parse_ttl(&lit("2days")).is_err());
         assert!(parse_ttl(&lit("30s")).is_ok());
+    }
+
+    #[test]
+    fn cache_windows_are_bounded_and_may_have_to_be_positive() {
+        assert_eq!(
+            parse_window(&lit("5m"), "stale", false).unwrap(),
+            Duration::from_secs(300)
+        );
+        assert!(parse_window(&lit("0s"), "stale", false).is_ok());
+        assert!(parse_window(&lit("0s"), "ttl", true).is_err());
+        assert!(parse_window(&lit("400days"), "ttl", true).is_err());
     }
 }

@@ -1,15 +1,16 @@
 //! Code generation: the annotated fn's body becomes a closure handed to
-//! `lock_core::macro_support::run_locked`, after the key is rendered from the arguments.
+//! `lock_core::macro_support::run_locked`, after the key is built from the arguments
+//! ([`key`](crate::key)).
 
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::visit::Visit;
-use syn::{ItemFn, LitStr, ReturnType, Type};
+use syn::{ItemFn, ReturnType};
 
-use crate::args::{Args, Errors, Key, OnBusy, OnLost};
+use crate::args::{Args, Errors, OnBusy, OnLost};
+use crate::contract::{self, return_hint};
 use crate::duration::{self, Wait};
-use crate::{bindings, template};
+use crate::key;
 
 /// The fn with its body wrapped in the lock, or every error found (the caller re-emits the
 /// fn unchanged beside them).
@@ -19,7 +20,15 @@ pub(crate) fn expand(
     mut errors: Errors,
 ) -> Result<TokenStream, syn::Error> {
     check_contract(func, &mut errors);
-    let key = render_key(&args, func, &mut errors);
+    let krate = args
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::lock_core));
+    let support = quote!(#krate::macro_support);
+    let key = args
+        .key
+        .as_ref()
+        .and_then(|key| key::expr(key, args.name.as_ref(), func, &support, &mut errors));
     if let Some(errors) = errors.0 {
         return Err(errors);
     }
@@ -27,12 +36,6 @@ pub(crate) fn expand(
         // `args` reports a missing key, so this is unreachable; emit the fn unchanged anyway.
         return Ok(func.to_token_stream());
     };
-
-    let krate = args
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::lock_core));
-    let support = quote!(#krate::macro_support);
     let ReturnType::Type(_, return_type) = &func.sig.output else {
         // `check_contract` refuses fns without a return type; emit the fn unchanged anyway.
         return Ok(func.to_token_stream());
@@ -117,112 +120,13 @@ pub(crate) fn expand(
 
 /// `async fn` returning a `Result`: refuses anything else, with the reason.
 fn check_contract(func: &ItemFn, errors: &mut Errors) {
-    let sig = &func.sig;
-    if sig.asyncness.is_none() {
-        errors.at(
-            sig.fn_token.span,
-            "`#[distributed_lock]` applies to `async fn` only: the lock is held across the \
-             body's `.await`s and released when it completes",
-        );
-    }
-    let result_like = match &sig.output {
-        ReturnType::Type(_, ty) => match &**ty {
-            Type::Path(path) => path
-                .path
-                .segments
-                .last()
-                .is_some_and(|last| last.ident.to_string().ends_with("Result")),
-            _ => false,
-        },
-        ReturnType::Default => false,
-    };
-    if !result_like {
-        let span = match &sig.output {
-            ReturnType::Type(_, ty) => ty.span(),
-            ReturnType::Default => sig.paren_token.span.join(),
-        };
-        errors.at(
-            span,
-            "`#[distributed_lock]` needs the fn to return `Result<T, E>` with \
-             `E: From<lock_core::LockError>`: a busy lock, a lost lease or an unreachable \
-             backend is returned as that error",
-        );
-    }
-}
-
-/// The expression building the lock key: `"{name}:{rendered}"`. Template errors go to
-/// `errors`.
-fn render_key(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<TokenStream> {
-    let prefix = match &args.name {
-        Some(name) => {
-            let escaped = name.value().replace('{', "{{").replace('}', "}}");
-            LitStr::new(&escaped, name.span()).into_token_stream()
-        }
-        None => {
-            let fn_name = func.sig.ident.to_string();
-            quote!(::core::module_path!(), "::", #fn_name)
-        }
-    };
-    match args.key.as_ref()? {
-        Key::Template(lit) => {
-            let template = match template::parse(&lit.value()) {
-                Ok(template) => template,
-                Err(message) => {
-                    errors.at(lit.span(), message);
-                    return None;
-                }
-            };
-            let bindings = bindings::of(&func.sig);
-            let unknown = template.unknown_placeholders(&bindings);
-            for message in &unknown {
-                errors.at(lit.span(), message);
-            }
-            if !unknown.is_empty() {
-                return None;
-            }
-            let format = template.format.as_str();
-            let values = template.placeholders.iter().map(|p| p.to_expr(lit.span()));
-            Some(quote_spanned! {lit.span()=>
-                ::std::format!(::core::concat!(#prefix, ":", #format), #(#values),*)
-            })
-        }
-        Key::Expr(expr) => Some(quote_spanned! {expr.span()=>
-            ::std::format!(::core::concat!(#prefix, ":{}"), #expr)
-        }),
-    }
-}
-
-/// An unreachable `return` of the declared type, so `?` in the body knows what to convert
-/// into (the async block's output is otherwise inferred). Left out when the type contains
-/// `impl Trait`, which a `let` cannot name.
-fn return_hint(return_type: &Type) -> Option<TokenStream> {
-    let mut finder = ImplTraitFinder(false);
-    finder.visit_type(return_type);
-    if finder.0 {
-        return None;
-    }
-    let var = format_ident!("__lock_return", span = Span::mixed_site());
-    Some(quote_spanned! {return_type.span()=>
-        #[allow(
-            unknown_lints,
-            unreachable_code,
-            clippy::diverging_sub_expression,
-            clippy::empty_loop,
-            clippy::needless_return,
-            clippy::unreachable
-        )]
-        if false {
-            let #var: #return_type = loop {};
-            return #var;
-        }
-    })
-}
-
-/// Finds `impl Trait` anywhere in a type.
-struct ImplTraitFinder(bool);
-
-impl<'ast> Visit<'ast> for ImplTraitFinder {
-    fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
-        self.0 = true;
-    }
+    contract::check(
+        func,
+        "`#[distributed_lock]` applies to `async fn` only: the lock is held across the \
+         body's `.await`s and released when it completes",
+        "`#[distributed_lock]` needs the fn to return `Result<T, E>` with \
+         `E: From<lock_core::LockError>`: a busy lock, a lost lease or an unreachable \
+         backend is returned as that error",
+        errors,
+    );
 }

@@ -1,10 +1,14 @@
 //! `#[distributed_lock]`: lock an async fn by a key built from its arguments.
+//! `#[single_flight]`: cache its result by such a key, computed once across every instance.
 //!
-//! Use it through lock-core's `macros` feature, as `lock_core::distributed_lock`; the
-//! attribute's documentation is on [`macro@distributed_lock`].
+//! Use them through lock-core's `macros` feature, as `lock_core::distributed_lock` and
+//! `lock_core::single_flight`; their documentation is on [`macro@distributed_lock`] and
+//! [`macro@single_flight`]. Both check the key template at compile time and build the key the
+//! same way.
 //!
 //! ```
-//! use lock_core::{distributed_lock, LockClient, LockError, MemoryBackend};
+//! use lock_core::cache::{Cache, CacheFailure};
+//! use lock_core::{distributed_lock, single_flight, LockClient, LockError, MemoryBackend};
 //!
 //! #[distributed_lock(key = "invoice:{id}")]
 //! async fn send_invoice(id: u64) -> Result<(), LockError> {
@@ -12,16 +16,29 @@
 //!     Ok(())
 //! }
 //!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), LockError> {
+//! #[single_flight(key = "total:{id}", ttl = "30s")]
+//! async fn invoice_total(id: u64) -> Result<u64, CacheFailure> {
+//!     // Runs once per invoice across every process sharing the cache, while fresh.
+//!     Ok(id * 100)
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! LockClient::new(MemoryBackend::new()).install_global()?;
+//! Cache::memory("billing")?.install_global()?;
 //! send_invoice(7).await?;
+//! assert_eq!(invoice_total(7).await?, 700);
 //! # Ok(()) }
 //! ```
 
 mod args;
 mod bindings;
+mod contract;
 mod duration;
 mod expand;
+// Not `single_flight`: a module named like an exported macro hides the macro from
+// `use lock_macros::single_flight`.
+mod flight;
+mod key;
 mod template;
 
 use proc_macro::TokenStream;
@@ -53,11 +70,23 @@ use quote::ToTokens;
 /// The key is rendered before the body runs; the body then runs in the calling task while
 /// the lock is held, and the lock is released when it completes.
 ///
+/// # How keys are built
+/// Each placeholder's value is written with `Display` and percent-encoded where it contains
+/// `%`, NUL or a *separator*, a character that directly follows a placeholder in the template
+/// (`:` in `"order:{order.id}:{user_id}"`): those become `%XX` of their UTF-8 bytes, in
+/// uppercase hex; nothing else changes, so `order:42:7` stays `order:42:7`. Two different sets
+/// of values therefore never build the same key: with `key = "a:{x}:{y}"`, `("1:2", "3")`
+/// locks `a:1%3A2:3` and `("1", "2:3")` locks `a:1:2%3A3`, where plain interpolation would
+/// give both `a:1:2:3`. For that, two placeholders need literal text between them that does
+/// not start with `%`: `"{x}{y}"` is a compile error, since no encoding can tell `("ab", "c")`
+/// from `("a", "bc")`. `lock_core::KeyTemplate` builds the same keys by hand, and its docs
+/// say why the rule is enough; a key expression (`key = <expr>`) is used as it is.
+///
 /// # Arguments
 /// | argument | meaning |
 /// |---|---|
-/// | `key = "..."` | **Required.** A template: `{binding}` placeholders name the fn's parameters, including those destructured by patterns (`Json(order)`, `Path((shop, sku))`, `web::Json(body)`) and `self`, with field paths and tuple indices (`{order.id}`, `{pair.0}`, `{self.tenant}`). Values are rendered with `Display`; `{{` and `}}` are literal braces. Every placeholder is checked at compile time. |
-/// | `key = <expr>` | Any `Display` expression over the parameters, for keys a template cannot say. |
+/// | `key = "..."` | **Required.** A template: `{binding}` placeholders name the fn's parameters, including those destructured by patterns (`Json(order)`, `Path((shop, sku))`, `web::Json(body)`) and `self`, with field paths and tuple indices (`{order.id}`, `{pair.0}`, `{self.tenant}`). Values are rendered with `Display` and percent-encoded where needed to keep keys distinct (see [How keys are built](#how-keys-are-built)); `{{` and `}}` are literal braces. Every placeholder is checked at compile time, and two placeholders need literal text between them. |
+/// | `key = <expr>` | Any `Display` expression over the parameters, for keys a template cannot say; its text is used as it is. |
 /// | `name = "..."` | The key's prefix instead of `module::path::fn_name`. |
 /// | `ttl = "30s"` | A fixed lease of that length, never renewed (the lost signal fires when it runs out). Without it: the client's default lease, a watchdog lease renewed every TTL/3 while the body runs. Humantime syntax (`"250ms"`, `"1m 30s"`), checked at compile time. |
 /// | `wait = "3s"` / `"forever"` / `"0s"` | How long to wait for a busy lock: up to a duration, without limit (the default), or not at all (`"0s"` tries once). Applies to `on_busy = "wait"` only. |
@@ -153,15 +182,148 @@ use quote::ToTokens;
 ///
 #[proc_macro_attribute]
 pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
     let (args, errors) = args::parse(attr.into());
+    attribute("distributed_lock", item, errors, |func, errors| {
+        expand::expand(args, func, errors)
+    })
+}
+
+/// Caches an `async fn`'s result per key across every instance: the body runs at most once
+/// per key while the value is fresh, and every other caller gets the stored value, or waits
+/// for the one being computed.
+///
+/// ```
+/// use lock_core::cache::{Cache, CacheFailure};
+/// use lock_core::single_flight;
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Product { id: u64, name: String }
+///
+/// #[single_flight(key = "product:{id}", ttl = "60s", stale = "5m")]
+/// async fn product(id: u64) -> Result<Product, CacheFailure> {
+///     // Once per id across every instance sharing the cache while fresh; for 5 minutes after
+///     // that, callers get the stale value at once while one refresh runs in the background.
+///     Ok(Product { id, name: format!("product {id}") })
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Once, at startup (or pass `cache = ...` to the attribute); `Cache::builder` with a
+/// // `RedisCacheStore` shares values across instances.
+/// Cache::memory("shop")?.install_global()?;
+/// assert_eq!(product(42).await?.name, "product 42");
+/// # Ok(()) }
+/// ```
+///
+/// The value is stored under `"{name}:{key}"`, in the cache's namespace, with `name` the fn's
+/// module path and name unless given: the key template is checked and built exactly as
+/// [`macro@distributed_lock`]'s (see [How keys are built](macro@distributed_lock#how-keys-are-built)),
+/// so two fns with the same template never share values and two sets of argument values never
+/// share a key.
+///
+/// # Arguments
+/// | argument | meaning |
+/// |---|---|
+/// | `key = "..."` | **Required.** A key template over the fn's parameters (`"product:{id}"`, `{order.id}`, `{pair.0}`), checked at compile time; or `key = <expr>`, any `Display` expression, used as it is. |
+/// | `name = "..."` | The key's prefix instead of `module::path::fn_name` (to share values with other fns or services). |
+/// | `ttl = "60s"` | How long a computed value is fresh: served from the store, the body not run. Default: the cache's (60 s unless its builder says otherwise). |
+/// | `stale = "5m"` | Stale-while-revalidate: for this long after `ttl`, callers get the stale value at once while one refresh runs in the background, across every instance. Default: the cache's (none). |
+/// | `stale_if_error = "1h"` | When computing fails, a value stale by no more than this is returned instead of the error. Default: the cache's (none). |
+/// | `negative_ttl = "5s"` | Remember a failure this long: callers meanwhile get `CacheFailure::Shared` with its message, without running the body. Default: the cache's (errors are not cached). |
+/// | `wait = "3s"` | How long a caller waits for another's computation; then it computes without storing, or fails, as the cache is configured. Default: the cache's (10 s). |
+/// | `cache = <expr>` | The `lock_core::cache::Cache` to use, as an expression over the parameters (`app.cache`, `&self.cache`, an `Arc<Cache>`). Default: the process-wide cache installed with `Cache::install_global`; without one, calls fail with `CacheFailure::Lock(LockError::InvalidConfig(..))`. |
+/// | `crate = path` | Where lock-core is, when it is renamed or re-exported (default `::lock_core`). |
+///
+/// Durations use humantime syntax (`"250ms"`, `"1m 30s"`, `"1h"`) and are checked at compile
+/// time: at most a year; `ttl` and `wait` longer than zero.
+///
+/// # Contract
+/// - `async fn` returning `Result<T, E>` (any path ending in `Result`), with `T: Serialize +
+///   DeserializeOwned + Send + 'static` (stored as JSON, through lock-core's `json` feature,
+///   which `macros` turns on).
+/// - **Errors**: the body's own error is returned as it is, and never cached unless
+///   `negative_ttl` is given. Every other failure (an unreachable backend with a fail-closed
+///   cache, another caller's failed computation this caller waited for, a wait that ran out
+///   with `OnWaitTimeout::Fail`, a value over the size limit, a stored value that no longer
+///   decodes) is a `lock_core::cache::CacheFailure` (`CacheError<Infallible>` in compiler
+///   messages), turned into `E` with `E: From<CacheFailure>`; `E` must also be
+///   `Display + Send + 'static`. `Box<dyn Error + Send + Sync>` and `anyhow::Error` qualify as
+///   they are.
+/// - **Arguments are owned by the body**: it may run after the call returns (the background
+///   refresh of a stale value), so it is a `'static` computation. Parameters taken by value
+///   move into it (they must be `Send + 'static`); a `&T` parameter the body uses is copied
+///   with `ToOwned` once per call (`&str` into a `String`, `&T` into a `T: Clone`, so
+///   `db: &PgPool` costs an `Arc` clone) and the body still sees a `&T`. `&mut T`, `&self`
+///   and borrows inside a type (`Option<&str>`) are compile errors when the body uses them:
+///   take `self: Arc<Self>` or an owned type instead. A parameter only the key or
+///   `cache = ...` reads (`&self` with `key = "{self.shop}"`) is neither copied nor refused.
+/// - The key and the `cache` expression are evaluated first, in the calling task; the body
+///   runs in the calling task when this caller computes, or in a spawned task for a
+///   background refresh.
+///
+/// ```
+/// use lock_core::cache::{Cache, CacheFailure};
+/// use lock_core::single_flight;
+///
+/// #[derive(Debug)]
+/// enum AppError {
+///     NotFound(String),
+///     Cache(CacheFailure),
+/// }
+/// impl std::fmt::Display for AppError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         match self {
+///             Self::NotFound(sku) => write!(f, "no product {sku}"),
+///             Self::Cache(failure) => write!(f, "cache: {failure}"),
+///         }
+///     }
+/// }
+/// impl From<CacheFailure> for AppError {
+///     fn from(failure: CacheFailure) -> Self { Self::Cache(failure) }
+/// }
+///
+/// struct App { cache: Cache }
+///
+/// #[single_flight(key = "price:{sku}", cache = app.cache, ttl = "30s", negative_ttl = "5s")]
+/// async fn price(app: &App, sku: &str) -> Result<u32, AppError> {
+///     // `sku` is a `&str` here too (a copy of the caller's); `app` is not copied: only
+///     // `cache = app.cache` reads it, before the body is handed to the cache.
+///     match sku {
+///         "lamp" => Ok(1999),
+///         _ => Err(AppError::NotFound(sku.to_owned())),
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let app = App { cache: Cache::memory("shop").unwrap() };
+/// assert_eq!(price(&app, "lamp").await.unwrap(), 1999);
+/// assert!(matches!(price(&app, "desk").await, Err(AppError::NotFound(_))));
+/// // Remembered for 5 s: handed out as a shared failure, the body not run.
+/// assert!(matches!(price(&app, "desk").await, Err(AppError::Cache(CacheFailure::Shared(_)))));
+/// # }
+/// ```
+#[proc_macro_attribute]
+pub fn single_flight(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (args, errors) = flight::parse(attr.into());
+    attribute("single_flight", item, errors, |func, errors| {
+        flight::expand(args, func, errors)
+    })
+}
+
+/// Parses `item` as the fn `#[name]` wraps and expands it, or re-emits it unchanged beside
+/// every error found, so its callers still type-check and IDEs keep completing.
+fn attribute(
+    name: &str,
+    item: TokenStream,
+    errors: Option<syn::Error>,
+    expand: impl FnOnce(&syn::ItemFn, args::Errors) -> Result<proc_macro2::TokenStream, syn::Error>,
+) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
     let mut errors = args::Errors(errors);
     let expanded = match syn::parse2::<syn::ItemFn>(item.clone()) {
-        Ok(func) => expand::expand(args, &func, errors),
+        Ok(func) => expand(&func, errors),
         Err(error) => {
             let error = syn::Error::new(
                 error.span(),
-                format!("`#[distributed_lock]` applies to an `async fn` with a body: {error}"),
+                format!("`#[{name}]` applies to an `async fn` with a body: {error}"),
             );
             Err(match errors.0.take() {
                 Some(mut errors) => {
@@ -174,8 +336,6 @@ pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     match expanded {
         Ok(tokens) => tokens.into(),
-        // The fn goes out unchanged beside the errors, so its callers still type-check and
-        // IDEs keep completing.
         Err(errors) => {
             let mut tokens = errors.to_compile_error();
             item.to_tokens(&mut tokens);

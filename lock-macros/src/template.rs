@@ -1,7 +1,9 @@
 //! Key templates: `"order:{order.id}:{user_id}"`, with `{{` and `}}` for literal braces.
 //!
-//! A template becomes a `format!` string plus one expression per placeholder; every
-//! placeholder must start at a binding of the fn, which is checked here, at compile time.
+//! A template becomes its literal text, split at the placeholders, plus one expression per
+//! placeholder; every placeholder must start at a binding of the fn, and placeholders must
+//! be separated so that keys are injective, both checked here, at compile time. The same
+//! syntax and rules as `lock_core::KeyTemplate`, which encodes the values at run time.
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
@@ -9,8 +11,9 @@ use quote::quote;
 /// A parsed key template.
 #[derive(Debug)]
 pub(crate) struct Template {
-    /// The template as a `format!` string: literal braces stay escaped, placeholders are `{}`.
-    pub(crate) format: String,
+    /// The literal text before, between and after the placeholders (braces unescaped): one
+    /// more than `placeholders`.
+    pub(crate) literals: Vec<String>,
     /// The placeholders, in order.
     pub(crate) placeholders: Vec<Placeholder>,
 }
@@ -42,18 +45,19 @@ pub(crate) fn parse(text: &str) -> Result<Template, String> {
                     `key = \"order:{order.id}\"`"
             .into());
     }
-    let mut format = String::with_capacity(text.len());
+    let mut literals = Vec::new();
+    let mut literal = String::new();
     let mut placeholders = Vec::new();
     let mut chars = text.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
         match c {
             '{' if chars.peek().is_some_and(|&(_, next)| next == '{') => {
                 chars.next();
-                format.push_str("{{");
+                literal.push('{');
             }
             '}' if chars.peek().is_some_and(|&(_, next)| next == '}') => {
                 chars.next();
-                format.push_str("}}");
+                literal.push('}');
             }
             '{' => {
                 let rest = &text[at + 1..];
@@ -65,7 +69,7 @@ pub(crate) fn parse(text: &str) -> Result<Template, String> {
                 };
                 let inner = &rest[..len];
                 placeholders.push(placeholder(inner)?);
-                format.push_str("{}");
+                literals.push(std::mem::take(&mut literal));
                 for _ in 0..=inner.chars().count() {
                     chars.next();
                 }
@@ -76,13 +80,40 @@ pub(crate) fn parse(text: &str) -> Result<Template, String> {
                      write `}}}}` for a literal brace"
                 ));
             }
-            c => format.push(c),
+            c => literal.push(c),
         }
     }
+    literals.push(literal);
+    check_separators(&literals, &placeholders)?;
     Ok(Template {
-        format,
+        literals,
         placeholders,
     })
+}
+
+/// Refuses placeholders that no encoding can keep apart: the text between two of them must
+/// not be empty (`"{a}{b}"`: is `"abc"` `("ab", "c")` or `("a", "bc")`?) and must not start
+/// with `%`, which starts an escape. `lock_core::KeyTemplate`'s docs say why that is enough;
+/// its `parse` refuses the same templates in the same words.
+fn check_separators(literals: &[String], placeholders: &[Placeholder]) -> Result<(), String> {
+    for (between, pair) in literals[1..].iter().zip(placeholders.windows(2)) {
+        let (before, after) = (&pair[0].text, &pair[1].text);
+        if between.is_empty() {
+            return Err(format!(
+                "the placeholders `{{{before}}}` and `{{{after}}}` are adjacent: put literal \
+                 text such as `:` between them; without it no encoding can tell (\"ab\", \"c\") \
+                 from (\"a\", \"bc\")"
+            ));
+        }
+        if between.starts_with('%') {
+            return Err(format!(
+                "the text between the placeholders `{{{before}}}` and `{{{after}}}` starts with \
+                 `%`, which starts an escape in keys: start it with another character, such as \
+                 `:`"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Parses the text between a placeholder's braces.
@@ -221,9 +252,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_become_positional_arguments() {
+    fn placeholders_split_the_literal_text() {
         let t = parse("order:{order.id}:{pair.0}:{{literal}}").unwrap();
-        assert_eq!(t.format, "order:{}:{}:{{literal}}");
+        assert_eq!(t.literals, ["order:", ":", ":{literal}"]);
         assert_eq!(t.placeholders[0].root, "order");
         assert_eq!(t.placeholders[0].members, [Member::Field("id".into())]);
         assert_eq!(t.placeholders[1].members, [Member::Index(0)]);
@@ -243,6 +274,8 @@ mod tests {
             ("order:{1x}", "not a binding name"),
             ("order:{a.b-c}", "neither a field"),
             ("   ", "empty"),
+            ("order:{a}{b}", "are adjacent"),
+            ("{a}%2{b}", "starts with `%`"),
         ] {
             let error = parse(text).unwrap_err();
             assert!(error.contains(needle), "{text}: {error}");

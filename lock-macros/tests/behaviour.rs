@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{distributed_lock, LockClient, LockError, LockOwner, LostReason};
+use lock_core::{distributed_lock, KeyTemplate, LockClient, LockError, LockOwner, LostReason};
 use support::Rig;
 use tokio::sync::oneshot;
 use tokio::time::{timeout, Instant};
@@ -46,6 +46,7 @@ on_both_backends!(
     continue_lets_the_body_finish,
     nested_fns_on_the_same_key_reenter,
     keys_render_from_fields_indices_and_escapes,
+    template_keys_never_collide,
 );
 
 /// Counts how many bodies run at once.
@@ -362,6 +363,32 @@ async fn keys_render_from_fields_indices_and_escapes(rig: Rig) {
         .is_busy());
     assert_eq!(expression_key(&rig.client, vec![1]).await.unwrap(), 1);
     held.release().await.unwrap();
+}
+
+#[distributed_lock(key = "pair:{a}:{b}", name = "render", client = client, on_busy = "reject")]
+async fn pair(client: &LockClient, a: &str, b: &str) -> Result<(), LockError> {
+    let _ = (a, b);
+    Ok(())
+}
+
+async fn template_keys_never_collide(rig: Rig) {
+    // Plain interpolation gave both `render:pair:1:2:3`: one would have waited for the other.
+    busy_key(&rig, "render:pair:1%3A2:3", pair(&rig.client, "1:2", "3")).await;
+    busy_key(&rig, "render:pair:1:2%3A3", pair(&rig.client, "1", "2:3")).await;
+    let held = hold(&rig, "render:pair:1%3A2:3").await;
+    pair(&rig.client, "1", "2:3").await.unwrap();
+    held.release().await.unwrap();
+    // `KeyTemplate` builds the key the attribute takes, `%`, NUL and non-ASCII included.
+    let template = KeyTemplate::parse("render:pair:{a}:{b}").unwrap();
+    for (a, b) in [("100%", ":"), ("nul\0", ""), ("é:ü", "%3A")] {
+        let key = template.render(&[&a, &b]).unwrap();
+        assert!(!key.contains('\0'), "{key:?}");
+        busy_key(&rig, &key, pair(&rig.client, a, b)).await;
+    }
+    assert_eq!(
+        template.render(&[&"100%", &":"]).unwrap(),
+        "render:pair:100%25:%3A"
+    );
 }
 
 // ---- across processes (Redis) ----

@@ -11,7 +11,8 @@
 //! - [`test`]: the README's test command; brings the stack up around
 //!   `cargo test`.
 //! - [`ci`]: everything CI runs (`.ci/run` calls it), ending with [`test`].
-//! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`).
+//! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`)
+//!   and the demo scenarios (`demo inventory`, `demo stampede`).
 
 mod ci;
 mod cmd;
@@ -69,6 +70,11 @@ Commands:
                                 The flash sale over HTTP: builds the example
                                 apps, runs N instances, fires B buyers and
                                 prints sold/rejected/oversold per strategy.
+  demo stampede [--backend memory|redis] [--instances N] [--clients C] [--redis-url URL]
+                                Cache stampede over HTTP (release build): N
+                                axum/actix instances share one cache; a cold
+                                key hit by C clients at once, then a hot key
+                                expiring under steady load. PASS/FAIL each.
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS

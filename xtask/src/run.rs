@@ -4,6 +4,9 @@
 //! `demo inventory [ARGS...]` runs the flash-sale scenario (the example apps
 //! over HTTP, see `examples/harness/src/bin/inventory.rs`); `demo` with no
 //! arguments runs the lock demo and then that scenario on memory.
+//! `demo stampede [ARGS...]` runs the cache-stampede scenario (the stampede
+//! apps in one process, see `examples/stampede-demo`), in release mode like
+//! `stress` and `bench`, as it reports latencies.
 //!
 //! `stress` and `bench` are built in release mode (debug numbers are
 //! meaningless for them); `demo` is not, to keep its first run quick. When
@@ -17,10 +20,15 @@ use crate::{cmd, Error, Result};
 
 /// Runs harness binary `bin` with `args`, passing its exit code through.
 pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
+    let stampede = bin == HarnessBin::Demo && args.first().is_some_and(|a| a == STAMPEDE);
     let mut needed: Vec<&'static dyn Server> = backends(args)
         .into_iter()
         .filter_map(stack::by_name)
         .collect();
+    // A Redis of the user's own (`--redis-url`) needs none of ours.
+    if stampede && has_flag(args, "--redis-url") {
+        needed.retain(|s| s.name() != "redis");
+    }
     // Stress keeps its shared counters in Redis whichever backend it locks with.
     if bin == HarnessBin::Stress
         && !needed.is_empty()
@@ -36,6 +44,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
 
     let result = match (bin, args.first().map(String::as_str)) {
         (HarnessBin::Demo, Some(INVENTORY)) => run_inventory(&args[1..]),
+        (HarnessBin::Demo, Some(STAMPEDE)) => run_stampede(&args[1..]),
         // `cargo xtask demo` alone: every scenario, on memory.
         (HarnessBin::Demo, None) => run_bin(bin, args).and_then(|()| run_inventory(&[])),
         _ => run_bin(bin, args),
@@ -67,6 +76,43 @@ fn run_inventory(args: &[String]) -> Result<()> {
     } else {
         Err(Error::exit(cmd::exit_code(status), ""))
     }
+}
+
+/// The `demo` scenario of cache-stampede protection (`demo stampede [ARGS...]`).
+const STAMPEDE: &str = "stampede";
+
+/// `demo stampede`: runs the `stampede` binary of `examples/stampede-demo`
+/// (release), which serves both stampede apps in-process, drives the two
+/// phases and exits non-zero on FAIL. Built on its own, so lock-harness comes
+/// without its `servers` feature: no etcd client, no `protoc`.
+fn run_stampede(args: &[String]) -> Result<()> {
+    let mut cargo = cmd::cargo();
+    cargo.args([
+        "run",
+        "--release",
+        "-p",
+        "stampede-demo",
+        "--bin",
+        STAMPEDE,
+        "--",
+    ]);
+    cargo.args(args);
+    for (key, value) in stack::env_vars()? {
+        cargo.env(key, value);
+    }
+    let status = cmd::status(&mut cargo)?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::exit(cmd::exit_code(status), ""))
+    }
+}
+
+/// Whether `args` (before a bare `--`) has `--name` or `--name=...`.
+fn has_flag(args: &[String], name: &str) -> bool {
+    args.iter()
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == name || arg.strip_prefix(name).is_some_and(|v| v.starts_with('=')))
 }
 
 /// Builds and runs the binary with the env vars of every running server, so
@@ -114,4 +160,23 @@ fn backends(args: &[String]) -> Vec<&str> {
         .into_iter()
         .flat_map(|value| value.split(','))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{backends, has_flag};
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|&a| a.to_owned()).collect()
+    }
+
+    #[test]
+    fn flags_are_found_before_a_bare_double_dash_only() {
+        let given = args(&["stampede", "--backend=redis", "--redis-url", "redis://x/"]);
+        assert!(has_flag(&given, "--redis-url"));
+        assert!(has_flag(&args(&["--redis-url=redis://x/"]), "--redis-url"));
+        assert!(!has_flag(&args(&["--redis-urls"]), "--redis-url"));
+        assert!(!has_flag(&args(&["--", "--redis-url"]), "--redis-url"));
+        assert_eq!(backends(&given), ["redis"]);
+    }
 }

@@ -2,20 +2,24 @@
 //! and summarising latencies.
 
 pub mod bad_input;
+// The bench's floors speak to every server (feature `servers`).
+#[cfg(feature = "servers")]
+pub mod cache_bench;
 pub mod checks;
+#[cfg(feature = "servers")]
 pub mod floor;
 pub mod inventory;
 pub mod load;
 pub mod overhead;
+pub mod product;
 pub mod shop;
+pub mod stampede;
 pub mod test_redis;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lock_core::{
-    EtcdBackend, LockClient, LockError, MemoryBackend, RedisBackend, ZooKeeperBackend,
-};
+use lock_core::{LockClient, LockError, MemoryBackend, RedisBackend};
 
 /// Which backend a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +101,7 @@ pub async fn connect(
                 redis: Some(backend),
             })
         }
+        #[cfg(feature = "servers")]
         BackendKind::Postgres => {
             let backend = lock_core::PostgresBackend::connect(&postgres_url()).await?;
             Ok(Connected {
@@ -104,6 +109,7 @@ pub async fn connect(
                 redis: None,
             })
         }
+        #[cfg(feature = "servers")]
         BackendKind::Mysql => {
             let backend = lock_core::MySqlBackend::connect(&mysql_url()).await?;
             Ok(Connected {
@@ -111,18 +117,27 @@ pub async fn connect(
                 redis: None,
             })
         }
+        #[cfg(feature = "servers")]
         BackendKind::Zookeeper => Ok(Connected {
-            locks: LockClient::builder(ZooKeeperBackend::connect(&zookeeper_url()).await?)
-                .namespace(namespace)
-                .build()?,
+            locks: LockClient::builder(
+                lock_core::ZooKeeperBackend::connect(&zookeeper_url()).await?,
+            )
+            .namespace(namespace)
+            .build()?,
             redis: None,
         }),
+        #[cfg(feature = "servers")]
         BackendKind::Etcd => Ok(Connected {
-            locks: LockClient::builder(EtcdBackend::connect(&etcd_url()).await?)
+            locks: LockClient::builder(lock_core::EtcdBackend::connect(&etcd_url()).await?)
                 .namespace(namespace)
                 .build()?,
             redis: None,
         }),
+        #[cfg(not(feature = "servers"))]
+        other => Err(LockError::InvalidConfig(format!(
+            "the {} backend needs lock-harness's `servers` feature",
+            other.name()
+        ))),
     }
 }
 

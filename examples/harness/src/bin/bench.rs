@@ -50,6 +50,7 @@ async fn main() {
         connected,
         iterations,
         window,
+        url: url.clone(),
     };
     match kind {
         BackendKind::Memory => run.bench(MemoryFloor::default()).await,
@@ -67,6 +68,8 @@ struct Run {
     connected: Connected,
     iterations: usize,
     window: Duration,
+    /// The Redis URL (the cache figures run on Redis).
+    url: String,
 }
 
 impl Run {
@@ -77,6 +80,7 @@ impl Run {
             connected,
             iterations,
             window,
+            url,
         } = self;
         println!(
             "bench: {} backend, {iterations} iterations, {} s windows\n",
@@ -184,7 +188,13 @@ impl Run {
         let macro_ratio = macro_overhead(iterations).await;
         println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
 
+        let cache = match kind {
+            BackendKind::Redis => lock_harness::cache_bench::run(&url, iterations).await,
+            _ => json!(null),
+        };
+
         let report = json!({
+            "cache": cache,
             "macro_overhead_ratio": macro_ratio,
             "backend": kind.name(),
             "iterations": iterations,

@@ -425,8 +425,9 @@ impl Call {
             .store
             .put(&self.key, &digits, &encoded, entry.keep_for())
             .await;
-        // Stored (and pushed) before the lease goes, so waiters get the value, not the lease.
-        release(guard).await;
+        // Stored (and pushed) before the lease goes, so waiters get the value, not the lease;
+        // the release runs on its own, as this caller and its flight need not wait for it.
+        tokio::spawn(release(guard));
         let status = match &stored {
             _ if kind == Kind::Pass => CacheStatus::Uncacheable,
             Ok(true) => CacheStatus::Computed,

@@ -1,0 +1,218 @@
+//! The stampede's load: `GET`s timed one by one, fired all at once (a burst) or at a steady
+//! rate, with a live progress line.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty};
+use tokio::sync::Barrier;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::load::HttpClient;
+use crate::product::CACHE_STATUS_HEADER;
+
+/// One timed `GET`.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// The status (0 when the request failed before an answer).
+    pub status: u16,
+    /// The `x-cache-status` header, when there was one.
+    pub cache_status: Option<String>,
+    /// The `content-type` header.
+    pub content_type: Option<String>,
+    /// The body (or the transport error).
+    pub body: String,
+    /// From sending the request to the last byte of the body.
+    pub latency: Duration,
+}
+
+impl Sample {
+    /// A 200 answer.
+    #[must_use]
+    pub fn ok(&self) -> bool {
+        self.status == 200
+    }
+}
+
+/// `GET url`, timed; a transport failure or a 30 s silence is a sample with status 0.
+pub async fn get(client: &HttpClient, url: &str) -> Sample {
+    let started = Instant::now();
+    let failed = |body: String| Sample {
+        status: 0,
+        cache_status: None,
+        content_type: None,
+        body,
+        latency: started.elapsed(),
+    };
+    let request = match hyper::Request::get(url).body(Empty::new()) {
+        Ok(request) => request,
+        Err(error) => return failed(error.to_string()),
+    };
+    let answer = async {
+        let response = client.request(request).await.map_err(|e| e.to_string())?;
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (status, cache_status) = (response.status().as_u16(), header(CACHE_STATUS_HEADER));
+        let content_type = header("content-type");
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok::<_, String>(Sample {
+            status,
+            cache_status,
+            content_type,
+            body: String::from_utf8_lossy(&body).into_owned(),
+            latency: started.elapsed(),
+        })
+    };
+    match tokio::time::timeout(Duration::from_secs(30), answer).await {
+        Ok(Ok(sample)) => sample,
+        Ok(Err(error)) => failed(error),
+        Err(_) => failed("timed out after 30 s".into()),
+    }
+}
+
+/// Requests answered so far in a run, for the progress line.
+#[derive(Debug, Default)]
+pub struct Live {
+    done: AtomicU64,
+}
+
+impl Live {
+    /// Requests answered (or failed) so far.
+    #[must_use]
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    fn answered(&self) {
+        self.done.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `GET`s every URL of `urls` at the same moment (one task each, released together) and
+/// returns the samples in the order of `urls`.
+pub async fn burst(client: &HttpClient, urls: Vec<String>, live: Arc<Live>) -> Vec<Sample> {
+    let start = Arc::new(Barrier::new(urls.len()));
+    let tasks: Vec<JoinHandle<Sample>> = urls
+        .into_iter()
+        .map(|url| {
+            let (client, start, live) = (client.clone(), start.clone(), live.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                let sample = get(&client, &url).await;
+                live.answered();
+                sample
+            })
+        })
+        .collect();
+    join(tasks).await
+}
+
+/// `GET`s `url(n)` for n = 0, 1, ... at `rate` per second for `duration`, each request in a
+/// task of its own (a slow answer does not hold the next request back).
+pub async fn steady(
+    client: &HttpClient,
+    url: impl Fn(u64) -> String,
+    rate: u64,
+    duration: Duration,
+    live: Arc<Live>,
+) -> Vec<Sample> {
+    let total = (rate as f64 * duration.as_secs_f64()).round() as u64;
+    let mut tasks = Vec::with_capacity(total as usize);
+    let mut ticker = tokio::time::interval(Duration::from_millis(1));
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let started = Instant::now();
+    let mut sent = 0;
+    while sent < total {
+        ticker.tick().await;
+        let due = ((started.elapsed().as_secs_f64() * rate as f64) as u64).min(total);
+        while sent < due {
+            let (client, url, live) = (client.clone(), url(sent), live.clone());
+            tasks.push(tokio::spawn(async move {
+                let sample = get(&client, &url).await;
+                live.answered();
+                sample
+            }));
+            sent += 1;
+        }
+    }
+    join(tasks).await
+}
+
+async fn join(tasks: Vec<JoinHandle<Sample>>) -> Vec<Sample> {
+    let mut samples = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        samples.push(task.await.expect("a request task panicked"));
+    }
+    samples
+}
+
+/// A progress line on stderr, redrawn every 250 ms on a terminal (a line a second in logs):
+/// requests done, requests per second, and `origin_hits()`.
+pub struct ProgressLine {
+    task: Option<JoinHandle<()>>,
+    line: Arc<dyn Fn() -> String + Send + Sync>,
+}
+
+impl ProgressLine {
+    /// Starts drawing `label`'s line for `live` (nothing when `enabled` is false).
+    pub fn start(
+        enabled: bool,
+        label: &'static str,
+        live: Arc<Live>,
+        origin_hits: impl Fn() -> u64 + Send + Sync + 'static,
+    ) -> Self {
+        let started = Instant::now();
+        let line: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(move || {
+            let done = live.done();
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            format!(
+                "  {label}: {done:>6} requests  {rate:>7.0} req/s  origin hits {}",
+                origin_hits()
+            )
+        });
+        let task = enabled.then(|| {
+            let line = line.clone();
+            tokio::spawn(async move {
+                let terminal = std::io::stderr().is_terminal();
+                let mut ticks = 0u64;
+                loop {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    ticks += 1;
+                    if terminal {
+                        eprint!("\r{}", line());
+                        std::io::stderr().flush().ok();
+                    } else if ticks.is_multiple_of(4) {
+                        eprintln!("{}", line());
+                    }
+                }
+            })
+        });
+        Self { task, line }
+    }
+
+    /// Stops redrawing and prints the final line.
+    pub fn finish(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let clear = if std::io::stderr().is_terminal() {
+                "\r"
+            } else {
+                ""
+            };
+            eprintln!("{clear}{}", (self.line)());
+        }
+    }
+}

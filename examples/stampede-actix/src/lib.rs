@@ -1,0 +1,76 @@
+//! The stampede app on actix-web; the same routes and answers as the axum app:
+//!
+//! - `GET /products/{id}`: the product as JSON through lock-core's stampede-proof cache, with
+//!   `x-cache-status: hit | computed | collapsed | stale | ...`; a cold or expired product is
+//!   read from the slow origin once across every instance sharing the cache backend.
+//! - `GET /stats`: the origin's calls (per product, per expiry) and this instance's answers.
+//!
+//! The handlers hand the request as sent (the raw path, not actix's decoded `match_info`) to
+//! [`ProductService::handle`], which checks it (an id of 1–64 ASCII letters, digits or `-`,
+//! no query string: else 400 `application/problem+json`) and decides the answer.
+//!
+//! ```no_run
+//! use actix_web::{App, HttpServer};
+//! use lock_harness::product::{ProductConfig, ProductService};
+//!
+//! # #[actix_web::main] async fn main() -> std::io::Result<()> {
+//! let service = ProductService::start(&ProductConfig::memory()).await.unwrap();
+//! HttpServer::new(move || App::new().configure(stampede_actix::routes(service.clone())))
+//!     .bind(("127.0.0.1", 8080))?
+//!     .run()
+//!     .await
+//! # }
+//! ```
+
+use actix_web::http::StatusCode;
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
+
+/// Registers the app's routes for `service` (for `App::configure`).
+pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |config| {
+        for route in ProductRoute::ALL {
+            let handler = move |service, request| handle(route, service, request);
+            // HEAD as well, as axum's `get` answers it.
+            config.service(
+                web::resource(route.template())
+                    .route(web::get().to(handler))
+                    .route(web::head().to(handler)),
+            );
+        }
+        config.app_data(web::Data::new(service));
+    }
+}
+
+/// Serves `service` on a free loopback port with `workers` worker threads, the server
+/// driven by a task of the current tokio runtime; returns `http://127.0.0.1:port`.
+pub fn spawn(service: ProductService, workers: usize) -> std::io::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let server = HttpServer::new(move || App::new().configure(routes(service.clone())))
+        .workers(workers)
+        .disable_signals()
+        .listen(listener)?
+        .run();
+    tokio::spawn(server);
+    Ok(base)
+}
+
+async fn handle(
+    route: ProductRoute,
+    service: web::Data<ProductService>,
+    request: HttpRequest,
+) -> HttpResponse {
+    let uri = request.uri();
+    respond(service.handle(route, uri.path(), uri.query()).await)
+}
+
+fn respond(answer: ProductAnswer) -> HttpResponse {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    response.content_type(answer.content_type);
+    for header in answer.headers() {
+        response.insert_header(header);
+    }
+    response.body(answer.body)
+}

@@ -1,0 +1,72 @@
+//! What every attribute requires of the fn it wraps (`async`, returning a `Result`), and the
+//! hint that lets the body's `?` see the fn's error type once the body is inside a closure.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::{ItemFn, ReturnType, Type};
+
+use crate::args::Errors;
+
+/// Refuses a fn that is not `async` or does not return a `Result`, with `not_async` and
+/// `not_result` as the reasons.
+pub(crate) fn check(func: &ItemFn, not_async: &str, not_result: &str, errors: &mut Errors) {
+    let sig = &func.sig;
+    if sig.asyncness.is_none() {
+        errors.at(sig.fn_token.span, not_async);
+    }
+    let result_like = match &sig.output {
+        ReturnType::Type(_, ty) => match &**ty {
+            Type::Path(path) => path
+                .path
+                .segments
+                .last()
+                .is_some_and(|last| last.ident.to_string().ends_with("Result")),
+            _ => false,
+        },
+        ReturnType::Default => false,
+    };
+    if !result_like {
+        let span = match &sig.output {
+            ReturnType::Type(_, ty) => ty.span(),
+            ReturnType::Default => sig.paren_token.span.join(),
+        };
+        errors.at(span, not_result);
+    }
+}
+
+/// An unreachable `return` of the declared type, so `?` in the body knows what to convert
+/// into (the async block's output is otherwise inferred). Left out when the type contains
+/// `impl Trait`, which a `let` cannot name.
+pub(crate) fn return_hint(return_type: &Type) -> Option<TokenStream> {
+    let mut finder = ImplTraitFinder(false);
+    finder.visit_type(return_type);
+    if finder.0 {
+        return None;
+    }
+    let var = format_ident!("__lock_return", span = Span::mixed_site());
+    Some(quote_spanned! {return_type.span()=>
+        #[allow(
+            unknown_lints,
+            unreachable_code,
+            clippy::diverging_sub_expression,
+            clippy::empty_loop,
+            clippy::needless_return,
+            clippy::unreachable
+        )]
+        if false {
+            let #var: #return_type = loop {};
+            return #var;
+        }
+    })
+}
+
+/// Finds `impl Trait` anywhere in a type.
+pub(crate) struct ImplTraitFinder(pub(crate) bool);
+
+impl<'ast> Visit<'ast> for ImplTraitFinder {
+    fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+        self.0 = true;
+    }
+}

@@ -34,6 +34,7 @@
 //! - **Backend down**: computed without collapsing across instances, not stored, status
 //!   [`CacheStatus::FailOpen`] (or an error with [`OnBackendError::FailClosed`]).
 
+mod call;
 mod client;
 mod codec;
 mod entry;

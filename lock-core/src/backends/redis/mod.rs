@@ -48,6 +48,7 @@
 mod keys;
 mod leases;
 mod scripts;
+pub(crate) mod subscription;
 mod wakeups;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,22 +5,21 @@
 //! publishes that waiter's id on its client's channel, so exactly one task in one process wakes.
 //! A message for a waiter that has gone is passed on to the next waiter. When the subscription
 //! drops, every local waiter is woken to re-check (messages may have been missed meanwhile) and
-//! the subscription is re-established with a short backoff (50–250 ms), after which every held
-//! lease is re-checked at once (see `leases.rs`); waiters also re-check on a timer, so a lost
+//! the subscription is re-established with a short backoff (50–250 ms, `subscription.rs`), after
+//! which every held lease is re-checked at once (see `leases.rs`); waiters also re-check on a timer, so a lost
 //! message costs at most one poll interval.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::keys::LockKeys;
 use super::leases::LeaseBook;
 use super::scripts;
+use super::subscription::{self, Listener};
 use crate::lock::held::lock;
 
 /// The waiters of one backend, by sequence number.
@@ -81,14 +80,7 @@ impl WakeHub {
     }
 }
 
-/// The first pause before subscribing again after the subscription dropped.
-const RECONNECT_FIRST: Duration = Duration::from_millis(50);
-/// The longest pause between two tries: a try against a server that is down fails at once,
-/// and the sooner we are back, the sooner held leases are re-checked.
-const RECONNECT_CAP: Duration = Duration::from_millis(250);
-
-/// Runs the subscription until `stop`; reports on `ready` once the first subscription is up
-/// (or the first attempt failed).
+/// Runs the wake-up subscription until `stop`; reports on `ready` once it is first up.
 pub(super) async fn run(
     client: redis::Client,
     hub: Arc<WakeHub>,
@@ -97,62 +89,45 @@ pub(super) async fn run(
     stop: CancellationToken,
     ready: oneshot::Sender<redis::RedisResult<()>>,
 ) {
-    let mut ready = Some(ready);
-    let mut backoff = RECONNECT_FIRST;
-    let mut run_id = server_run_id(&mut connection).await;
-    loop {
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(&hub.channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
+    let run_id = server_run_id(&mut connection).await;
+    let channel = hub.channel.clone();
+    let listener = WakeListener {
+        hub,
+        leases,
+        connection,
+        run_id,
+    };
+    subscription::run(client, channel, stop, ready, listener).await;
+}
+
+/// Routes wake-ups to waiters, and catches up after a drop.
+struct WakeListener {
+    hub: Arc<WakeHub>,
+    leases: Arc<LeaseBook>,
+    connection: redis::aio::ConnectionManager,
+    run_id: Option<String>,
+}
+
+impl Listener for WakeListener {
+    async fn message(&mut self, payload: &[u8]) {
+        let Ok(payload) = std::str::from_utf8(payload) else {
+            return;
         };
-        let pubsub = tokio::select! {
-            () = stop.cancelled() => return,
-            result = subscribed => result,
-        };
-        let pubsub = match pubsub {
-            Ok(pubsub) => {
-                match ready.take() {
-                    Some(ready) => {
-                        ready.send(Ok(())).ok();
-                    }
-                    None => reconnected(&leases, &mut connection, &mut run_id).await,
-                }
-                backoff = RECONNECT_FIRST;
-                pubsub
-            }
-            Err(error) => {
-                if let Some(ready) = ready.take() {
-                    ready.send(Err(error)).ok();
-                    return;
-                }
-                tracing::warn!(%error, "wake-up subscription failed; waiters poll until it is back");
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(RECONNECT_CAP);
-                continue;
-            }
-        };
-        // Messages published while we were away are lost: have every waiter look again.
-        hub.wake_all();
-        let mut messages = pubsub.into_on_message();
-        loop {
-            let message = tokio::select! {
-                () = stop.cancelled() => return,
-                message = messages.next() => message,
-            };
-            let Some(message) = message else { break };
-            let Ok(payload) = message.get_payload::<String>() else {
-                continue;
-            };
-            if let Some(lock_key) = hub.deliver(&payload) {
-                pass_on(&mut connection, &hub, lock_key).await;
-            }
+        if let Some(lock_key) = self.hub.deliver(payload) {
+            pass_on(&mut self.connection, &self.hub, lock_key).await;
         }
-        tracing::warn!("wake-up subscription dropped; reconnecting");
-        hub.wake_all();
+    }
+
+    async fn subscribed(&mut self, first: bool) {
+        if !first {
+            reconnected(&self.leases, &mut self.connection, &mut self.run_id).await;
+        }
+        // Messages published while we were away are lost: have every waiter look again.
+        self.hub.wake_all();
+    }
+
+    fn dropped(&mut self) {
+        self.hub.wake_all();
     }
 }
 

@@ -8,13 +8,12 @@
 //! A fresh read is one `GET`. Storing is one script: compare fencing tokens, `SET`, then
 //! `PUBLISH` the entry to each waiting process's channel (`cache:push:<process id>`), so a
 //! process waiting with a thousand callers receives one message. Each store holds one
-//! subscription; when it drops, waiting callers still get the value through the lease they
-//! also queue for.
+//! subscription (kept up as the lock's wake-ups are); when it drops, waiting callers still get
+//! the value through the lease they also queue for.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::sync::oneshot;
@@ -23,6 +22,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::entry::{FENCE_AT, FENCE_DIGITS};
 use super::store::{CacheStore, ValueWatch, Watchers};
 use crate::backend::BoxFuture;
+use crate::backends::redis::subscription::{self, Listener};
 use crate::{LockError, LockKey, OwnerToken, RedisBackend, Result};
 
 const STORE: &str = "redis";
@@ -74,12 +74,12 @@ impl RedisCacheStore {
         let watchers = Arc::new(Watchers::default());
         let stop = CancellationToken::new();
         let (ready, subscribed) = oneshot::channel();
-        tokio::spawn(subscribe(
+        tokio::spawn(subscription::run(
             backend.redis_client(),
             format!("{channel_prefix}{client_id}"),
-            watchers.clone(),
             stop.clone(),
             ready,
+            PushListener(watchers.clone()),
         ));
         subscribed
             .await
@@ -191,60 +191,21 @@ impl CacheStore for RedisCacheStore {
     }
 }
 
-/// Receives pushed entries on `channel` until `stop`, resubscribing after a drop.
-async fn subscribe(
-    client: redis::Client,
-    channel: String,
-    watchers: Arc<Watchers>,
-    stop: CancellationToken,
-    ready: oneshot::Sender<redis::RedisResult<()>>,
-) {
-    let mut ready = Some(ready);
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(&channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
-        let pubsub = tokio::select! {
-            () = stop.cancelled() => return,
-            result = subscribed => result,
-        };
-        match pubsub {
-            Ok(pubsub) => {
-                if let Some(ready) = ready.take() {
-                    ready.send(Ok(())).ok();
-                }
-                backoff = Duration::from_millis(50);
-                let mut messages = pubsub.into_on_message();
-                loop {
-                    let message = tokio::select! {
-                        () = stop.cancelled() => return,
-                        message = messages.next() => message,
-                    };
-                    let Some(message) = message else { break };
-                    match split_push(message.get_payload_bytes()) {
-                        Some((key, entry)) => watchers.deliver(key, Arc::new(entry.to_vec())),
-                        None => tracing::warn!("ignoring a malformed cache push"),
-                    }
-                }
-                tracing::warn!("cache push subscription dropped; resubscribing");
-            }
-            Err(error) => {
-                if let Some(ready) = ready.take() {
-                    ready.send(Err(error)).ok();
-                    return;
-                }
-                tracing::warn!(%error, "cache push subscription failed; waiters fall back to the lease");
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_millis(250));
-            }
+/// Hands pushed entries to the local waiters of their key. After a drop, waiters that missed
+/// a push still get the value through the lease they also queue for.
+struct PushListener(Arc<Watchers>);
+
+impl Listener for PushListener {
+    async fn message(&mut self, payload: &[u8]) {
+        match split_push(payload) {
+            Some((key, entry)) => self.0.deliver(key, Arc::new(entry.to_vec())),
+            None => tracing::warn!("ignoring a malformed cache push"),
         }
     }
+
+    async fn subscribed(&mut self, _first: bool) {}
+
+    fn dropped(&mut self) {}
 }
 
 /// `<key length> <key><entry>` → `(key, entry)`.

@@ -1,0 +1,88 @@
+//! One pub/sub subscription kept up for as long as its owner lives: subscribes, hands every
+//! message to a [`Listener`], and when the connection drops subscribes again with a short
+//! backoff (50–250 ms), telling the listener both ways so it can make up for what it missed.
+//! Shared by the lock's wake-ups and the cache's value pushes.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// The first pause before subscribing again after the subscription dropped.
+const RECONNECT_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause between two tries: a try against a server that is down fails at once,
+/// and the sooner it is back, the sooner the listener can catch up.
+const RECONNECT_CAP: Duration = Duration::from_millis(250);
+
+/// What a subscription does with what it receives.
+pub(crate) trait Listener: Send {
+    /// A message arrived on the channel.
+    fn message(&mut self, payload: &[u8]) -> impl Future<Output = ()> + Send;
+    /// The subscription is up: for the first time (`first`), or again after a drop, when
+    /// messages published meanwhile are lost.
+    fn subscribed(&mut self, first: bool) -> impl Future<Output = ()> + Send;
+    /// The subscription dropped; it is being re-established.
+    fn dropped(&mut self);
+}
+
+/// Keeps `channel` subscribed until `stop`. Reports on `ready` once the first subscription is
+/// up, or that the first attempt failed (then it gives up: the caller's connect fails).
+pub(crate) async fn run(
+    client: redis::Client,
+    channel: String,
+    stop: CancellationToken,
+    ready: oneshot::Sender<redis::RedisResult<()>>,
+    mut listener: impl Listener,
+) {
+    let mut ready = Some(ready);
+    let mut backoff = RECONNECT_FIRST;
+    loop {
+        let subscribed = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(&channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            () = stop.cancelled() => return,
+            result = subscribed => result,
+        };
+        let pubsub = match pubsub {
+            Ok(pubsub) => pubsub,
+            Err(error) => {
+                if let Some(ready) = ready.take() {
+                    ready.send(Err(error)).ok();
+                    return;
+                }
+                tracing::warn!(%channel, %error, "subscribing failed; trying again");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(RECONNECT_CAP);
+                continue;
+            }
+        };
+        let first = match ready.take() {
+            Some(ready) => {
+                ready.send(Ok(())).ok();
+                true
+            }
+            None => false,
+        };
+        backoff = RECONNECT_FIRST;
+        listener.subscribed(first).await;
+        let mut messages = pubsub.into_on_message();
+        loop {
+            let message = tokio::select! {
+                () = stop.cancelled() => return,
+                message = messages.next() => message,
+            };
+            let Some(message) = message else { break };
+            listener.message(message.get_payload_bytes()).await;
+        }
+        tracing::warn!(%channel, "subscription dropped; subscribing again");
+        listener.dropped();
+    }
+}

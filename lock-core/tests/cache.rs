@@ -5,24 +5,19 @@
 //! Each check takes a factory that makes caches on one shared store and backend, as separate
 //! instances of a service would have (no shared in-process state between them).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod cache_support;
+
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cache_support::{crowd, unique, Origin, NAMESPACE};
 use lock_core::cache::{Cache, CacheError, CacheStatus, MemoryCacheStore, OnWaitTimeout};
 use lock_core::{LeaseMode, LockError, MemoryBackend};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
 
 const BOUND: Duration = Duration::from_secs(30);
-
-fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{name}:{}:{nanos}", std::process::id())
-}
 
 /// Makes caches that share one store and backend, each like another instance.
 trait Instances: Send + Sync + 'static {
@@ -36,52 +31,19 @@ fn plain(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuil
     builder
 }
 
-/// An origin that counts its calls and answers after `delay`.
-#[derive(Clone, Default)]
-struct Origin {
-    calls: Arc<AtomicUsize>,
-}
-
-impl Origin {
-    fn call(
-        &self,
-        delay: Duration,
-        value: &'static str,
-    ) -> impl std::future::Future<Output = Result<Vec<u8>, String>> + Send + 'static {
-        let calls = self.calls.clone();
-        async move {
-            calls.fetch_add(1, Ordering::SeqCst);
-            tokio::time::sleep(delay).await;
-            Ok(value.as_bytes().to_vec())
-        }
-    }
-
-    fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-}
-
 /// 1,000 concurrent callers on a cold key, over two instances: one origin call; everyone gets
 /// its value; the second read is a hit.
 async fn cold_misses_collapse<I: Instances>(i: &I) {
     let key = unique("cold");
     let (a, b) = (i.instance(plain).await, i.instance(plain).await);
     let origin = Origin::default();
-    let mut callers = Vec::new();
-    for n in 0..1_000 {
-        let cache = if n % 2 == 0 { a.clone() } else { b.clone() };
-        let (key, origin) = (key.clone(), origin.clone());
-        callers.push(tokio::spawn(async move {
-            cache
-                .entry(&key)
-                .try_get_with(move || origin.call(Duration::from_millis(300), "v1"))
-                .await
-                .unwrap()
-        }));
-    }
+    let answers = crowd(&[a.clone(), b], 1_000, &key, {
+        let origin = origin.clone();
+        move || origin.call(Duration::from_millis(300), "v1")
+    })
+    .await;
     let mut computed = 0;
-    for caller in callers {
-        let got = caller.await.unwrap();
+    for got in answers {
         assert_eq!(got.value, b"v1");
         computed += usize::from(got.status == CacheStatus::Computed);
     }
@@ -463,7 +425,7 @@ impl Instances for Memory {
         &self,
         configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
     ) -> Cache {
-        configure(Cache::builder(self.store.clone(), self.backend.clone()).namespace("test"))
+        configure(Cache::builder(self.store.clone(), self.backend.clone()).namespace(NAMESPACE))
             .build()
             .unwrap()
     }
@@ -490,10 +452,7 @@ impl Instances for Redis {
         configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
     ) -> Cache {
         let backend = lock_core::RedisBackend::connect(&self.url).await.unwrap();
-        let store = lock_core::cache::RedisCacheStore::connect(&backend)
-            .await
-            .unwrap();
-        configure(Cache::builder(store, backend).namespace("test"))
+        configure(cache_support::on_redis(backend).await)
             .build()
             .unwrap()
     }
@@ -501,8 +460,9 @@ impl Instances for Redis {
 
 #[cfg(feature = "redis")]
 async fn redis() -> Option<Redis> {
-    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
-    Some(Redis { url })
+    Some(Redis {
+        url: cache_support::redis_url()?,
+    })
 }
 
 #[cfg(feature = "redis")]

@@ -7,17 +7,18 @@
 //! the SQL kill tests do.
 #![cfg(feature = "redis")]
 
+mod cache_support;
 mod redis_server;
 
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::{Cache, CacheStatus, RedisCacheStore};
+use cache_support::{crowd, redis_url, unique, Origin};
+use lock_core::cache::{Cache, CacheStatus};
 use lock_core::{LeaseMode, RedisBackend};
 use redis_server::{free_port, Server};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{ChildStdout, Command};
 use tokio::time::{timeout, Instant};
 
 const CHILD_ENV: &str = "LOCK_TEST_CACHE_CHILD";
@@ -25,19 +26,14 @@ const BOUND: Duration = Duration::from_secs(60);
 /// The lease of a computation in the kill test: the time a killed computer can block others.
 const KILL_LEASE: Duration = Duration::from_millis(1_500);
 
-fn url() -> Option<String> {
-    lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-}
-
 async fn cache(url: &str, lease: LeaseMode) -> Cache {
     let backend = RedisBackend::builder(url)
         .response_timeout(Duration::from_millis(500))
         .connect()
         .await
         .unwrap();
-    let store = RedisCacheStore::connect(&backend).await.unwrap();
-    Cache::builder(store, backend)
-        .namespace("test")
+    cache_support::on_redis(backend)
+        .await
         .compute_lease(lease)
         .build()
         .unwrap()
@@ -71,31 +67,16 @@ async fn origin_calls(url: &str, key: &str) -> i64 {
         .unwrap_or(0)
 }
 
-fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{name}:{}:{nanos}", std::process::id())
-}
-
-/// `callers` concurrent reads of `key` on one cache; returns (computed, collapsed) counts.
-async fn crowd(cache: &Cache, url: &str, key: &str, callers: usize) -> (usize, usize) {
-    let mut tasks = Vec::new();
-    for _ in 0..callers {
-        let (cache, url, key) = (cache.clone(), url.to_owned(), key.to_owned());
-        tasks.push(tokio::spawn(async move {
-            cache
-                .entry(&key)
-                .try_get_with(move || origin(url, key, Duration::from_millis(400)))
-                .await
-                .unwrap()
-                .status
-        }));
-    }
+/// `callers` concurrent reads of `key` on one cache, origin counted in Redis; returns
+/// (computed, collapsed) counts.
+async fn crowd_here(cache: &Cache, url: &str, key: &str, callers: usize) -> (usize, usize) {
+    let compute = {
+        let (url, key) = (url.to_owned(), key.to_owned());
+        move || origin(url.clone(), key.clone(), Duration::from_millis(400))
+    };
     let (mut computed, mut collapsed) = (0, 0);
-    for task in tasks {
-        match task.await.unwrap() {
+    for got in crowd(std::slice::from_ref(cache), callers, key, compute).await {
+        match got.status {
             CacheStatus::Computed => computed += 1,
             CacheStatus::Collapsed | CacheStatus::Hit => collapsed += 1,
             other => panic!("unexpected status {other:?}"),
@@ -104,28 +85,56 @@ async fn crowd(cache: &Cache, url: &str, key: &str, callers: usize) -> (usize, u
     (computed, collapsed)
 }
 
-/// Starts this test binary as the second process in `role` for `key`.
-fn child(role: &str, key: &str, test: &str) -> tokio::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{role}:{key}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap()
+/// The Redis URL for a test's own side: `None` in the second process (where only
+/// `child_process` acts) and when there is no server.
+fn parent_url() -> Option<String> {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return None;
+    }
+    redis_url()
 }
 
-/// Reads the child's stdout until a line holding `word` (libtest may print before it on the
-/// same line); returns the line from `word` on.
-async fn line_starting(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    word: &str,
-) -> String {
-    loop {
-        let line = lines.next_line().await.unwrap().expect("child ended early");
-        if let Some(at) = line.find(word) {
-            return line[at..].to_owned();
+/// This test binary running `child_process` as the second process, and its stdout by lines.
+struct Child {
+    process: tokio::process::Child,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Child {
+    /// Starts the second process in `role` for `key`, and waits for its line holding `ready`.
+    async fn start(role: &str, key: &str, ready: &str) -> Self {
+        let mut process = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, format!("{role}:{key}"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(process.stdout.take().unwrap()).lines();
+        let mut child = Self { process, lines };
+        child.line_starting(ready).await;
+        child
+    }
+
+    /// Reads the child's stdout until a line holding `word` (libtest may print before it on
+    /// the same line); returns the line from `word` on.
+    async fn line_starting(&mut self, word: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("child ended early");
+            if let Some(at) = line.find(word) {
+                return line[at..].to_owned();
+            }
         }
     }
 }
@@ -137,7 +146,7 @@ async fn child_process() {
         return;
     };
     let (role, key) = request.split_once(':').unwrap();
-    let url = url().unwrap();
+    let url = redis_url().unwrap();
     match role {
         "crowd" => {
             let cache = cache(&url, LeaseMode::default()).await;
@@ -146,7 +155,7 @@ async fn child_process() {
                 .await
                 .unwrap()
                 .unwrap();
-            let (computed, collapsed) = crowd(&cache, &url, key, 500).await;
+            let (computed, collapsed) = crowd_here(&cache, &url, key, 500).await;
             println!("DONE {computed} {collapsed}");
         }
         "computer" => {
@@ -168,30 +177,20 @@ async fn child_process() {
 /// 1,000 concurrent cold requests, 500 in each of two processes: one origin call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cold_requests_across_two_processes_call_the_origin_once() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
-    let Some(url) = url() else { return };
+    let Some(url) = parent_url() else { return };
     timeout(BOUND, async {
         let key = unique("cold-2p");
         let here = cache(&url, LeaseMode::default()).await;
-        let mut other = child("crowd", &key, "child_process");
-        let mut lines = BufReader::new(other.stdout.take().unwrap()).lines();
-        line_starting(&mut lines, "READY").await;
-        other
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"GO\n")
-            .await
-            .unwrap();
-        let (computed_here, collapsed_here) = crowd(&here, &url, &key, 500).await;
-        let done = line_starting(&mut lines, "DONE").await;
+        let mut other = Child::start("crowd", &key, "READY").await;
+        let mut go = other.process.stdin.take().unwrap();
+        go.write_all(b"GO\n").await.unwrap();
+        let (computed_here, collapsed_here) = crowd_here(&here, &url, &key, 500).await;
+        let done = other.line_starting("DONE").await;
         let there: Vec<usize> = done[5..].split(' ').map(|n| n.parse().unwrap()).collect();
         assert_eq!(origin_calls(&url, &key).await, 1, "origin calls");
         assert_eq!(computed_here + there[0], 1, "callers that computed");
         assert_eq!(collapsed_here + there[1], 999);
-        other.wait().await.unwrap();
+        other.process.wait().await.unwrap();
     })
     .await
     .expect("bounded");
@@ -201,16 +200,11 @@ async fn cold_requests_across_two_processes_call_the_origin_once() {
 /// process takes over within the computation's lease and gets a value; nothing hangs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_computing_process_hands_over_within_its_lease() {
-    if std::env::var(CHILD_ENV).is_ok() {
-        return;
-    }
-    let Some(url) = url() else { return };
+    let Some(url) = parent_url() else { return };
     timeout(BOUND, async {
         let key = unique("killed");
         let here = cache(&url, LeaseMode::default()).await;
-        let mut computer = child("computer", &key, "child_process");
-        let mut lines = BufReader::new(computer.stdout.take().unwrap()).lines();
-        line_starting(&mut lines, "COMPUTING").await;
+        let mut computer = Child::start("computer", &key, "COMPUTING").await;
         let waiter = tokio::spawn({
             let (here, url, key) = (here.clone(), url.clone(), key.clone());
             async move {
@@ -222,7 +216,7 @@ async fn a_killed_computing_process_hands_over_within_its_lease() {
             }
         });
         tokio::time::sleep(Duration::from_millis(200)).await; // the waiter queues
-        computer.kill().await.unwrap();
+        computer.process.kill().await.unwrap();
         let killed_at = Instant::now();
         let got = waiter.await.unwrap();
         let took = killed_at.elapsed();
@@ -238,7 +232,7 @@ async fn a_killed_computing_process_hands_over_within_its_lease() {
 /// status); Redis back: collapsing resumes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_fails_open_and_collapsing_resumes() {
-    if std::env::var(CHILD_ENV).is_ok() || url().is_none() {
+    if parent_url().is_none() {
         return;
     }
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -263,65 +257,31 @@ async fn redis_down_fails_open_and_collapsing_resumes() {
         eprintln!("fail open answered in {:?}", started.elapsed());
         assert!(started.elapsed() < Duration::from_secs(5));
         // Callers of one process still share one computation while the backend is down.
-        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..20 {
-            let (a, calls) = (a.clone(), calls.clone());
-            tasks.push(tokio::spawn(async move {
-                a.entry("down-crowd")
-                    .try_get_with(move || async move {
-                        calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        Ok::<_, String>(b"v".to_vec())
-                    })
-                    .await
-                    .unwrap()
-                    .status
-            }));
+        let origin = Origin::default();
+        let compute = {
+            let origin = origin.clone();
+            move || origin.call(Duration::from_millis(200), "v")
+        };
+        for got in crowd(std::slice::from_ref(&a), 20, "down-crowd", compute).await {
+            assert_eq!(got.status, CacheStatus::FailOpen);
         }
-        for task in tasks {
-            assert_eq!(task.await.unwrap(), CacheStatus::FailOpen);
-        }
-        assert_eq!(
-            calls.load(std::sync::atomic::Ordering::SeqCst),
-            1,
-            "collapsed within the process"
-        );
+        assert_eq!(origin.calls(), 1, "collapsed within the process");
 
         server.spawn();
-        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let deadline = Instant::now() + Duration::from_secs(20);
         // Until both clients have reconnected, calls may still fail open; then they collapse.
         loop {
-            let key = unique("back");
-            calls.store(0, std::sync::atomic::Ordering::SeqCst);
-            let mut tasks = Vec::new();
-            for n in 0..100 {
-                let cache = if n % 2 == 0 { a.clone() } else { b.clone() };
-                let (key, calls) = (key.clone(), calls.clone());
-                tasks.push(tokio::spawn(async move {
-                    cache
-                        .entry(&key)
-                        .try_get_with(move || async move {
-                            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            Ok::<_, String>(b"v".to_vec())
-                        })
-                        .await
-                        .unwrap()
-                        .status
-                }));
-            }
-            let mut statuses = Vec::new();
-            for task in tasks {
-                statuses.push(task.await.unwrap());
-            }
-            if !statuses.contains(&CacheStatus::FailOpen) {
-                assert_eq!(
-                    calls.load(std::sync::atomic::Ordering::SeqCst),
-                    1,
-                    "collapsing resumed"
-                );
+            let origin = Origin::default();
+            let compute = {
+                let origin = origin.clone();
+                move || origin.call(Duration::from_millis(200), "v")
+            };
+            let answers = crowd(&[a.clone(), b.clone()], 100, &unique("back"), compute).await;
+            if answers
+                .iter()
+                .all(|got| got.status != CacheStatus::FailOpen)
+            {
+                assert_eq!(origin.calls(), 1, "collapsing resumed");
                 break;
             }
             assert!(

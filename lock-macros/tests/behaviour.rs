@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{distributed_lock, KeyTemplate, LockClient, LockError, LockOwner, LostReason};
+use support::processes::{Counters, SecondProcess};
 use support::Rig;
 use tokio::sync::oneshot;
 use tokio::time::{timeout, Instant};
@@ -393,7 +394,10 @@ async fn template_keys_never_collide(rig: Rig) {
 
 // ---- across processes (Redis) ----
 
-const WORKER_ENV: &str = "LOCK_MACROS_CROSS_PROCESS_WORKER";
+const WORKER: SecondProcess = SecondProcess {
+    test: "cross_process_worker",
+    env: "LOCK_MACROS_CROSS_PROCESS_WORKER",
+};
 const ROUNDS: usize = 25;
 
 #[distributed_lock(key = "xproc", name = "t", client = client)]
@@ -434,27 +438,12 @@ async fn run_rounds(namespace: &str, who: &str) {
     let support::Backend::Redis { url, .. } = &rig.backend else {
         unreachable!()
     };
-    let mut admin = support::admin(url).await;
-    let counters = format!("lock-macros-test:{namespace}");
-    let _: i64 = redis::cmd("SADD")
-        .arg(format!("{counters}:ready"))
-        .arg(who)
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    loop {
-        let ready: i64 = redis::cmd("SCARD")
-            .arg(format!("{counters}:ready"))
-            .query_async(&mut admin)
+    let mut counters = Counters::connect(url, namespace).await;
+    counters.meet(who).await;
+    for _ in 0..ROUNDS {
+        counted(&rig.client, &mut counters.admin, &counters.prefix)
             .await
             .unwrap();
-        if ready == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    for _ in 0..ROUNDS {
-        counted(&rig.client, &mut admin, &counters).await.unwrap();
     }
 }
 
@@ -462,7 +451,7 @@ async fn run_rounds(namespace: &str, who: &str) {
 #[tokio::test]
 #[ignore = "run by excludes_another_process in a child process"]
 async fn cross_process_worker() {
-    let Ok(namespace) = std::env::var(WORKER_ENV) else {
+    let Some(namespace) = WORKER.namespace() else {
         return;
     };
     timeout(BOUND, run_rounds(&namespace, "child"))
@@ -476,53 +465,14 @@ async fn excludes_another_process() {
         return;
     };
     let namespace = support::unique_namespace("xproc");
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "cross_process_worker",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(WORKER_ENV, &namespace)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    timeout(BOUND, run_rounds(&namespace, "parent"))
-        .await
-        .expect("timed out");
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        output.status.success() && String::from_utf8_lossy(&output.stdout).contains("1 passed"),
-        "the child process failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    WORKER
+        .run_beside(&namespace, BOUND, run_rounds(&namespace, "parent"))
+        .await;
 
-    let mut admin = support::admin(&url).await;
-    let counters = format!("lock-macros-test:{namespace}");
-    let total: i64 = redis::cmd("GET")
-        .arg(format!("{counters}:total"))
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    let overlaps: Option<i64> = redis::cmd("GET")
-        .arg(format!("{counters}:overlaps"))
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    let _: i64 = redis::cmd("DEL")
-        .arg(
-            ["total", "overlaps", "inside", "ready"]
-                .map(|c| format!("{counters}:{c}"))
-                .to_vec(),
-        )
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    let mut counters = Counters::connect(&url, &namespace).await;
+    let total: i64 = counters.get("total").await;
+    let overlaps: Option<i64> = counters.get("overlaps").await;
+    counters.delete(&["total", "overlaps", "inside"]).await;
     assert_eq!(total, 2 * ROUNDS as i64);
     assert_eq!(overlaps, None, "the two processes' bodies overlapped");
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheFailure, CacheStatus, RedisCacheStore};
 use lock_core::{single_flight, KeyTemplate, RedisBackend};
+use support::processes::{Counters, SecondProcess};
 use tokio::time::{timeout, Instant};
 
 /// Every test ends within this, pass or fail.
@@ -261,7 +262,10 @@ async fn reference_arguments_and_keys_that_never_collide(cache: Cache) {
 
 // ---- across processes (Redis) ----
 
-const WORKER_ENV: &str = "LOCK_MACROS_SINGLE_FLIGHT_WORKER";
+const WORKER: SecondProcess = SecondProcess {
+    test: "single_flight_worker",
+    env: "LOCK_MACROS_SINGLE_FLIGHT_WORKER",
+};
 /// Concurrent calls in each of the two processes.
 const CALLERS: usize = 500;
 
@@ -285,29 +289,17 @@ async fn cold(
 async fn crowd(namespace: &str, who: &str) {
     let url = support::redis_url().expect("a Redis URL");
     let cache = redis_cache(namespace).await.unwrap();
-    let mut admin = support::admin(&url).await;
-    let counters = format!("lock-macros-test:{namespace}");
-    let _: i64 = redis::cmd("SADD")
-        .arg(format!("{counters}:ready"))
-        .arg(who)
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    loop {
-        let ready: i64 = redis::cmd("SCARD")
-            .arg(format!("{counters}:ready"))
-            .query_async(&mut admin)
-            .await
-            .unwrap();
-        if ready == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    let mut counters = Counters::connect(&url, namespace).await;
+    counters.meet(who).await;
     let calls: Vec<_> = (0..CALLERS)
         .map(|_| {
-            let runs = format!("{counters}:runs");
-            tokio::spawn(cold(cache.clone(), "p1".into(), admin.clone(), runs))
+            let runs = counters.key("runs");
+            tokio::spawn(cold(
+                cache.clone(),
+                "p1".into(),
+                counters.admin.clone(),
+                runs,
+            ))
         })
         .collect();
     for call in calls {
@@ -320,7 +312,7 @@ async fn crowd(namespace: &str, who: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "run by cold_calls_across_two_processes_run_the_body_once in a child process"]
 async fn single_flight_worker() {
-    let Ok(namespace) = std::env::var(WORKER_ENV) else {
+    let Some(namespace) = WORKER.namespace() else {
         return;
     };
     timeout(BOUND, crowd(&namespace, "child"))
@@ -335,47 +327,12 @@ async fn cold_calls_across_two_processes_run_the_body_once() {
         return;
     };
     let namespace = support::unique_namespace("sfx");
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "single_flight_worker",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(WORKER_ENV, &namespace)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    timeout(BOUND, crowd(&namespace, "parent"))
-        .await
-        .expect("timed out");
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        output.status.success() && String::from_utf8_lossy(&output.stdout).contains("1 passed"),
-        "the child process failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    WORKER
+        .run_beside(&namespace, BOUND, crowd(&namespace, "parent"))
+        .await;
 
-    let mut admin = support::admin(&url).await;
-    let counters = format!("lock-macros-test:{namespace}");
-    let runs: Option<i64> = redis::cmd("GET")
-        .arg(format!("{counters}:runs"))
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    let _: i64 = redis::cmd("DEL")
-        .arg(
-            ["runs", "ready"]
-                .map(|c| format!("{counters}:{c}"))
-                .to_vec(),
-        )
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    let mut counters = Counters::connect(&url, &namespace).await;
+    let runs: Option<i64> = counters.get("runs").await;
+    counters.delete(&["runs"]).await;
     assert_eq!(runs, Some(1), "body runs for {} cold calls", 2 * CALLERS);
 }

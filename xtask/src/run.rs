@@ -14,6 +14,8 @@
 //! that server is brought up first, and stopped afterwards if this run
 //! started it.
 
+use std::process::Command;
+
 use crate::flags::HarnessBin;
 use crate::stack::{self, Server};
 use crate::{cmd, Error, Result};
@@ -66,16 +68,7 @@ fn run_inventory(args: &[String]) -> Result<()> {
     cmd::run(&mut build)?;
     let mut cargo = cmd::cargo();
     cargo.args(["run", "-p", "lock-harness", "--bin", INVENTORY, "--"]);
-    cargo.args(args);
-    for (key, value) in stack::env_vars()? {
-        cargo.env(key, value);
-    }
-    let status = cmd::status(&mut cargo)?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Error::exit(cmd::exit_code(status), ""))
-    }
+    run_with_stack(cargo, args)
 }
 
 /// The `demo` scenario of cache-stampede protection (`demo stampede [ARGS...]`).
@@ -96,16 +89,7 @@ fn run_stampede(args: &[String]) -> Result<()> {
         STAMPEDE,
         "--",
     ]);
-    cargo.args(args);
-    for (key, value) in stack::env_vars()? {
-        cargo.env(key, value);
-    }
-    let status = cmd::status(&mut cargo)?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Error::exit(cmd::exit_code(status), ""))
-    }
+    run_with_stack(cargo, args)
 }
 
 /// Whether `args` (before a bare `--`) has `--name` or `--name=...`.
@@ -115,8 +99,7 @@ fn has_flag(args: &[String], name: &str) -> bool {
         .any(|arg| arg == name || arg.strip_prefix(name).is_some_and(|v| v.starts_with('=')))
 }
 
-/// Builds and runs the binary with the env vars of every running server, so
-/// a server started earlier with `stack up` is found without extra flags.
+/// Builds and runs the harness binary `bin`.
 fn run_bin(bin: HarnessBin, args: &[String]) -> Result<()> {
     let mut cargo = cmd::cargo();
     cargo.arg("run");
@@ -124,6 +107,13 @@ fn run_bin(bin: HarnessBin, args: &[String]) -> Result<()> {
         cargo.arg("--release");
     }
     cargo.args(["-p", "lock-harness", "--bin", bin.name(), "--"]);
+    run_with_stack(cargo, args)
+}
+
+/// Runs `cargo run ... --` with the binary's `args` and the env vars of every
+/// running server, so a server started earlier with `stack up` is found
+/// without extra flags.
+fn run_with_stack(mut cargo: Command, args: &[String]) -> Result<()> {
     cargo.args(args);
     for (key, value) in stack::env_vars()? {
         cargo.env(key, value);

@@ -123,6 +123,7 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         }
     }
     let waited = Summary::of(&mut rounds);
+    let scheduling = in_process_floor().await;
     // The origin's own time as measured in this run (a 20 ms sleep takes a little longer).
     let origin = Summary::of(&mut origin_times).mean;
     let target = origin + get.mean * 2;
@@ -138,7 +139,14 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         "  floor: origin (measured) + 2 × raw GET {:>10}     ratio {miss_ratio:.2}× (p99)",
         micros(target)
     );
+    println!(
+        "  diagnostic: {WAITERS} tasks handed one {} computation in-process (tokio watch)  p50 {:>10}  p99 {:>10}",
+        micros(ORIGIN_TIME),
+        micros(scheduling.p50),
+        micros(scheduling.p99)
+    );
     json!({
+        "in_process_floor_us": { "p50": scheduling.p50.as_secs_f64() * 1e6, "p99": scheduling.p99.as_secs_f64() * 1e6 },
         "hit_us": { "mean": hit.mean.as_secs_f64() * 1e6, "p50": hit.p50.as_secs_f64() * 1e6, "p99": hit.p99.as_secs_f64() * 1e6 },
         "raw_get_us": { "mean": get.mean.as_secs_f64() * 1e6, "p99": get.p99.as_secs_f64() * 1e6 },
         "hit_ratio": hit_ratio,
@@ -146,4 +154,31 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         "collapsed_miss_target_us": target.as_secs_f64() * 1e6,
         "collapsed_miss_ratio": miss_ratio,
     })
+}
+
+/// What 100 tasks waiting for one computation cost on this machine with no cache at all: a
+/// tokio `watch` channel, 10 rounds, each task timed from before the spawns as above.
+async fn in_process_floor() -> Summary {
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let start = Instant::now();
+        let (sender, receiver) = tokio::sync::watch::channel(None::<Vec<u8>>);
+        let mut tasks = Vec::with_capacity(WAITERS);
+        for _ in 0..WAITERS {
+            let mut receiver = receiver.clone();
+            tasks.push(tokio::spawn(async move {
+                receiver
+                    .wait_for(Option::is_some)
+                    .await
+                    .expect("sender kept");
+                start.elapsed()
+            }));
+        }
+        tokio::time::sleep(ORIGIN_TIME).await;
+        sender.send_replace(Some(vec![b'x'; 512]));
+        for task in tasks {
+            times.push(task.await.expect("waiter"));
+        }
+    }
+    Summary::of(&mut times)
 }

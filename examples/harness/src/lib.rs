@@ -1,6 +1,7 @@
 //! Shared pieces of the demo, stress and bench programs: choosing a backend, reading flags,
 //! and summarising latencies.
 
+pub mod app;
 pub mod bad_input;
 // The bench's floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]
@@ -194,6 +195,12 @@ pub struct Flags {
 }
 
 impl Flags {
+    /// The process's flags after the program name; an unknown one exits with a usage error.
+    #[must_use]
+    pub fn of_process(allowed: &[&str]) -> Self {
+        Self::parse(std::env::args().skip(1), allowed).unwrap_or_else(|e| usage_error(&e))
+    }
+
     /// Parses the process arguments after the program name; `allowed` lists the flag names.
     pub fn parse(args: impl IntoIterator<Item = String>, allowed: &[&str]) -> Result<Self, String> {
         let mut values = HashMap::new();
@@ -239,9 +246,22 @@ impl Flags {
         }
     }
 
+    /// `--name` as a number, or `default`; anything else exits with a usage error.
+    #[must_use]
+    pub fn number_or_exit(&self, name: &str, default: u64) -> u64 {
+        self.number(name, default)
+            .unwrap_or_else(|e| usage_error(&e))
+    }
+
     /// `--backend`, default memory.
     pub fn backend(&self) -> Result<BackendKind, String> {
         BackendKind::parse(self.get("backend").unwrap_or("memory"))
+    }
+
+    /// `--backend`, default memory; an unknown backend exits with a usage error.
+    #[must_use]
+    pub fn backend_or_exit(&self) -> BackendKind {
+        self.backend().unwrap_or_else(|e| usage_error(&e))
     }
 }
 

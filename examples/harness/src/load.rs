@@ -57,31 +57,34 @@ pub async fn send(
             body: "bad request".into(),
         };
     };
-    let answer = async {
-        let response = client.request(request).await.map_err(|e| e.to_string())?;
-        let status = response.status().as_u16();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok::<_, String>(Reply {
-            status,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        })
-    };
-    match tokio::time::timeout(Duration::from_secs(30), answer).await {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(error)) => Reply {
+    match exchange(client, request).await {
+        Ok(response) => Reply {
+            status: response.status().as_u16(),
+            body: response.into_body(),
+        },
+        Err(error) => Reply {
             status: 0,
             body: error,
         },
-        Err(_) => Reply {
-            status: 0,
-            body: "timed out after 30 s".into(),
-        },
     }
+}
+
+/// Sends `request` and reads the whole answer, its body as text, within 30 s; `Err` holds
+/// the transport error or the timeout.
+pub async fn exchange(
+    client: &HttpClient,
+    request: hyper::Request<Empty<Bytes>>,
+) -> Result<hyper::Response<String>, String> {
+    let answer = async {
+        let response = client.request(request).await.map_err(|e| e.to_string())?;
+        let (head, body) = response.into_parts();
+        let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        Ok(hyper::Response::from_parts(head, body))
+    };
+    tokio::time::timeout(Duration::from_secs(30), answer)
+        .await
+        .unwrap_or_else(|_| Err("timed out after 30 s".into()))
 }
 
 /// What to fire.

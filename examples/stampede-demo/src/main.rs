@@ -29,13 +29,9 @@ const FLAGS: &[&str] = &[
 
 #[tokio::main]
 async fn main() {
-    let flags = Flags::parse(std::env::args().skip(1), FLAGS).unwrap_or_else(|e| usage_error(&e));
-    let number = |name, default| {
-        flags
-            .number(name, default)
-            .unwrap_or_else(|e| usage_error(&e))
-    };
-    let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
+    let flags = Flags::of_process(FLAGS);
+    let number = |name, default| flags.number_or_exit(name, default);
+    let kind = flags.backend_or_exit();
     let backend = CacheBackend::for_kind(kind, &redis_url(&flags))
         .unwrap_or_else(|e| usage_error(&e.to_string()));
     let instances = number("instances", 2).max(1) as usize;

@@ -1,6 +1,9 @@
 //! What the behaviour and HTTP tests share: clients on each backend, deleting a lock behind
-//! its holder, and the Redis server's address.
+//! its holder, the Redis server's address, and (in [`processes`]) one test run in two
+//! processes.
 #![allow(dead_code, unreachable_pub)]
+
+pub mod processes;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

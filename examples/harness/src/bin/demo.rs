@@ -20,22 +20,11 @@ struct KeyLog {
 
 #[tokio::main]
 async fn main() {
-    let flags = Flags::parse(
-        std::env::args().skip(1),
-        &["backend", "tasks", "keys", "rounds", "redis-url"],
-    )
-    .unwrap_or_else(|e| usage_error(&e));
-    let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
-    let tasks = flags
-        .number("tasks", 32)
-        .unwrap_or_else(|e| usage_error(&e));
-    let keys = flags
-        .number("keys", 4)
-        .unwrap_or_else(|e| usage_error(&e))
-        .max(1);
-    let rounds = flags
-        .number("rounds", 10)
-        .unwrap_or_else(|e| usage_error(&e));
+    let flags = Flags::of_process(&["backend", "tasks", "keys", "rounds", "redis-url"]);
+    let kind = flags.backend_or_exit();
+    let tasks = flags.number_or_exit("tasks", 32);
+    let keys = flags.number_or_exit("keys", 4).max(1);
+    let rounds = flags.number_or_exit("rounds", 10);
 
     println!(
         "demo: {tasks} tasks × {rounds} rounds contend for {keys} locks on the {} backend",

@@ -13,28 +13,20 @@ use lock_harness::{redis_url, usage_error, BackendKind, Flags};
 
 #[tokio::main]
 async fn main() {
-    let flags = Flags::parse(
-        std::env::args().skip(1),
-        &[
-            "backend",
-            "instances",
-            "buyers",
-            "stock",
-            "strategies",
-            "concurrency",
-            "app",
-            "redis-url",
-            "bin-dir",
-        ],
-    )
-    .unwrap_or_else(|e| usage_error(&e));
-    let backend = flags.backend().unwrap_or_else(|e| usage_error(&e));
+    let flags = Flags::of_process(&[
+        "backend",
+        "instances",
+        "buyers",
+        "stock",
+        "strategies",
+        "concurrency",
+        "app",
+        "redis-url",
+        "bin-dir",
+    ]);
+    let backend = flags.backend_or_exit();
     let default_instances = if backend == BackendKind::Redis { 2 } else { 1 };
-    let number = |name, default| {
-        flags
-            .number(name, default)
-            .unwrap_or_else(|e| usage_error(&e))
-    };
+    let number = |name, default| flags.number_or_exit(name, default);
     let instances = number("instances", default_instances) as usize;
     if backend == BackendKind::Memory && instances != 1 {
         usage_error(

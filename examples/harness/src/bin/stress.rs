@@ -53,13 +53,9 @@ struct Tally {
 
 #[tokio::main]
 async fn main() {
-    let flags = Flags::parse(std::env::args().skip(1), FLAGS).unwrap_or_else(|e| usage_error(&e));
-    let number = |name, default| {
-        flags
-            .number(name, default)
-            .unwrap_or_else(|e| usage_error(&e))
-    };
-    let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
+    let flags = Flags::of_process(FLAGS);
+    let number = |name, default| flags.number_or_exit(name, default);
+    let kind = flags.backend_or_exit();
     let plan = Plan {
         tasks: number("tasks", 8).max(1),
         keys: number("keys", 4).max(1),

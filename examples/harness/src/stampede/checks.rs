@@ -1,5 +1,6 @@
 //! The checks the stampede apps' tests share, over HTTP: a cold product under concurrent
-//! requests reaches the origin once, bad ids are 400 problems, a second request is a hit.
+//! requests reaches the origin once, bad ids are 400 problems, a second request is a hit; and
+//! [`stampede_app_tests!`](crate::stampede_app_tests), which makes them an app's tests.
 
 use std::sync::Arc;
 
@@ -117,4 +118,61 @@ pub async fn second_request_hits(base: &str) -> Result<(), String> {
         return Err(format!("{} then {}", first.body, second.body));
     }
     Ok(())
+}
+
+/// The stampede apps' integration tests: each check above as a test of its own, on a fresh
+/// app in-process on the memory backend, within 60 s. `serve` is the app's
+/// `async fn(ProductService) -> String` that serves the service on a free loopback port and
+/// returns its base URL; the tests are `#[tokio::test]`s, so the crate needs tokio's `macros`
+/// and `rt-multi-thread`.
+///
+/// ```ignore
+/// async fn serve(service: lock_harness::product::ProductService) -> String {
+///     stampede_axum::spawn(service).await.unwrap()
+/// }
+///
+/// lock_harness::stampede_app_tests!(serve);
+/// ```
+#[macro_export]
+macro_rules! stampede_app_tests {
+    ($serve:path) => {
+        /// A fresh app; its base URL.
+        async fn fresh_app() -> String {
+            // Fresh for a minute: nothing expires while a test runs.
+            let config = $crate::product::ProductConfig::from_args(
+                ["--fresh-ms", "60000"].map(str::to_owned),
+            )
+            .unwrap();
+            $serve(
+                $crate::product::ProductService::start(&config)
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+
+        /// Fails the test unless `check` passes within the limit.
+        async fn passes(check: impl ::std::future::Future<Output = Result<(), String>>) {
+            const LIMIT: ::std::time::Duration = ::std::time::Duration::from_secs(60);
+            ::tokio::time::timeout(LIMIT, check).await.unwrap().unwrap();
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_cold_product_under_200_concurrent_requests_reaches_the_origin_once() {
+            let base = fresh_app().await;
+            passes($crate::stampede::cold_key_collapses(&[base], 200)).await;
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn bad_ids_are_400_problems_that_never_reach_the_origin() {
+            let base = fresh_app().await;
+            passes($crate::stampede::bad_ids_are_refused(&base)).await;
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_second_request_is_a_hit() {
+            let base = fresh_app().await;
+            passes($crate::stampede::second_request_hits(&base)).await;
+        }
+    };
 }

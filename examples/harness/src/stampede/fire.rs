@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty};
+use http_body_util::Empty;
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::load::HttpClient;
+use crate::load::{exchange, HttpClient};
 use crate::product::CACHE_STATUS_HEADER;
 
 /// One timed `GET`.
@@ -40,46 +40,37 @@ impl Sample {
 /// `GET url`, timed; a transport failure or a 30 s silence is a sample with status 0.
 pub async fn get(client: &HttpClient, url: &str) -> Sample {
     let started = Instant::now();
-    let failed = |body: String| Sample {
-        status: 0,
-        cache_status: None,
-        content_type: None,
-        body,
-        latency: started.elapsed(),
+    let answer = match hyper::Request::get(url).body(Empty::new()) {
+        Ok(request) => exchange(client, request).await,
+        Err(error) => Err(error.to_string()),
     };
-    let request = match hyper::Request::get(url).body(Empty::new()) {
-        Ok(request) => request,
-        Err(error) => return failed(error.to_string()),
-    };
-    let answer = async {
-        let response = client.request(request).await.map_err(|e| e.to_string())?;
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned)
-        };
-        let (status, cache_status) = (response.status().as_u16(), header(CACHE_STATUS_HEADER));
-        let content_type = header("content-type");
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok::<_, String>(Sample {
-            status,
-            cache_status,
-            content_type,
-            body: String::from_utf8_lossy(&body).into_owned(),
-            latency: started.elapsed(),
-        })
-    };
-    match tokio::time::timeout(Duration::from_secs(30), answer).await {
-        Ok(Ok(sample)) => sample,
-        Ok(Err(error)) => failed(error),
-        Err(_) => failed("timed out after 30 s".into()),
+    let latency = started.elapsed();
+    match answer {
+        Ok(response) => {
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|value| value.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let (cache_status, content_type) =
+                (header(CACHE_STATUS_HEADER), header("content-type"));
+            Sample {
+                status: response.status().as_u16(),
+                cache_status,
+                content_type,
+                body: response.into_body(),
+                latency,
+            }
+        }
+        Err(body) => Sample {
+            status: 0,
+            cache_status: None,
+            content_type: None,
+            body,
+            latency,
+        },
     }
 }
 

@@ -41,6 +41,7 @@
 mod extract;
 mod fence;
 mod middleware;
+pub mod response_cache;
 
 pub use extract::KeyExtractor;
 pub use fence::LockFence;
@@ -48,3 +49,4 @@ pub use lock_core::http::{
     BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
 };
 pub use middleware::{KeyedLock, KeyedLockMiddleware};
+pub use response_cache::{ResponseCache, ResponseCacheBody, ResponseCacheMiddleware};

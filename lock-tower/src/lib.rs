@@ -39,6 +39,7 @@
 mod extract;
 mod future;
 mod layer;
+pub mod response_cache;
 mod service;
 
 pub use extract::KeyExtractor;
@@ -48,4 +49,5 @@ pub use lock_core::http::{
     BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
 };
 pub use lock_core::FencingToken;
+pub use response_cache::{ResponseCacheBody, ResponseCacheLayer, ResponseCacheService};
 pub use service::KeyedLockService;

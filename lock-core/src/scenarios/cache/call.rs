@@ -360,7 +360,14 @@ where
     E: std::fmt::Display + Send + 'static,
 {
     let started = Instant::now();
-    let (value, _) = compute().await.map_err(Failure::into_error)?;
+    let (value, keep) = compute().await.map_err(Failure::into_error)?;
+    // A value its computation says must not be shared stays this caller's, whatever the
+    // reason it was computed without a lease: followers compute their own.
+    let status = if keep.is_none() {
+        CacheStatus::Uncacheable
+    } else {
+        status
+    };
     if value.len() > limit {
         return Err(CacheError::TooLarge {
             size: value.len(),

@@ -74,19 +74,29 @@
 
 mod control;
 mod headers;
+mod http_cache;
 mod key;
+mod origin;
 mod request;
 mod response;
 mod rules;
+mod serve;
+mod served;
 mod status;
+mod stored;
 
 pub use control::{pragma_no_cache, CacheControl, DeltaSeconds, DELTA_SECONDS_CAP};
 pub use headers::{FullRequestHead, HeaderPairs, RequestParts};
+pub use http_cache::{Bypass, HttpCache, HttpCacheBuilder, Plan};
 pub use key::{CacheKey, KeyFn};
+pub use origin::{BodyFailed, ForwardAs, OriginResponse};
 pub use request::{BypassReason, Lookup, Refresh, RefreshReason, RequestDecision};
 pub use response::{NotStored, ResponseDecision, Store};
 pub use rules::{
     CacheRules, CacheRulesBuilder, SetCookie, DEFAULT_CACHE_NAME, DEFAULT_MAX_BODY,
     DEFAULT_STATUSES, NEVER_REPLAYED,
 };
+pub use serve::CacheCall;
+pub use served::{Answer, FromOrigin, Served};
 pub use status::{age_value, CacheStatusHeader, Forward, CACHE_STATUS};
+pub use stored::{StoredResponse, StoredResponseError};

@@ -1,0 +1,203 @@
+//! [`ResponseCache`] (the `Transform`) and [`ResponseCacheMiddleware`] (the service it builds).
+
+use std::future::{ready, Future, Ready};
+use std::pin::Pin;
+use std::rc::Rc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use actix_web::http::StatusCode;
+use actix_web::{Error, HttpResponse};
+use lock_core::cache::http::{
+    Answer, HeaderPairs, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS,
+};
+use lock_core::cache::Cache;
+use lock_core::http::{problem_body, PROBLEM_JSON};
+use tracing::Instrument;
+
+use super::{driver, ResponseCacheBody};
+use crate::extract::Head;
+
+/// Middleware that serves `GET`/`HEAD` requests from a shared response cache, one handler
+/// call per miss across every instance (see the [module docs](crate::response_cache)).
+///
+/// Settings are builder methods, the same as `lock_tower::ResponseCacheLayer`'s, checked by
+/// [`build`](HttpCacheBuilder::build):
+///
+/// ```
+/// use std::time::Duration;
+/// use actix_web::{web, App};
+/// use lock_actix::ResponseCache;
+/// use lock_core::cache::{Cache, Freshness};
+///
+/// let cache = Cache::memory("web").unwrap();
+/// let cached = ResponseCache::builder(cache.clone())
+///     .default_freshness(Freshness::fresh_for(Duration::from_secs(10)))
+///     .max_body(256 * 1024)
+///     .build()
+///     .unwrap();
+/// let app = App::new().service(web::resource("/report").wrap(cached).to(|| async { "report" }));
+/// # let _ = app;
+/// assert!(ResponseCache::builder(cache).statuses([206]).build().is_err());
+/// ```
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct ResponseCache {
+    cache: HttpCache,
+}
+
+impl ResponseCache {
+    /// The middleware's settings, over `cache` (memory for one process; Redis across
+    /// instances).
+    pub fn builder(cache: Cache) -> HttpCacheBuilder<Self> {
+        HttpCacheBuilder::new(cache)
+    }
+
+    /// Middleware over a response cache built already.
+    pub fn new(cache: HttpCache) -> Self {
+        Self { cache }
+    }
+
+    /// The response cache.
+    #[must_use]
+    pub fn http_cache(&self) -> &HttpCache {
+        &self.cache
+    }
+}
+
+impl From<HttpCache> for ResponseCache {
+    fn from(cache: HttpCache) -> Self {
+        Self::new(cache)
+    }
+}
+
+impl<S, B> Transform<S, ServiceRequest> for ResponseCache
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<ResponseCacheBody<B>>;
+    type Error = Error;
+    type Transform = ResponseCacheMiddleware<S>;
+    type InitError = ();
+    type Future = Ready<Result<Self::Transform, Self::InitError>>;
+
+    fn new_transform(&self, service: S) -> Self::Future {
+        ready(Ok(ResponseCacheMiddleware {
+            service: Rc::new(service),
+            cache: self.cache.clone(),
+        }))
+    }
+}
+
+/// The service [`ResponseCache`] wraps around the rest of the chain.
+pub struct ResponseCacheMiddleware<S> {
+    service: Rc<S>,
+    cache: HttpCache,
+}
+
+type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+impl<S, B> Service<ServiceRequest> for ResponseCacheMiddleware<S>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<ResponseCacheBody<B>>;
+    type Error = Error;
+    type Future = LocalBoxFuture<Result<Self::Response, Self::Error>>;
+
+    forward_ready!(service);
+
+    fn call(&self, request: ServiceRequest) -> Self::Future {
+        let span = tracing::debug_span!(
+            "response_cache",
+            method = %request.method(),
+            path = request.path(),
+            cache_status = tracing::field::Empty,
+        );
+        match self.cache.plan(&Head(&request)) {
+            Plan::Bypass(bypass) => {
+                let response = self.service.call(request);
+                Box::pin(
+                    async move {
+                        let mut response = response.await?;
+                        let value =
+                            bypass.cache_status_value(existing(response.headers()).as_deref());
+                        tracing::Span::current().record("cache_status", value.as_str());
+                        set_cache_status(response.headers_mut(), &value);
+                        Ok(response.map_body(|_, body| ResponseCacheBody::untouched(body)))
+                    }
+                    .instrument(span),
+                )
+            }
+            Plan::Cache(call) => Box::pin(
+                driver::serve(self.service.clone(), request, call, self.cache.clone())
+                    .instrument(span),
+            ),
+        }
+    }
+}
+
+impl HeaderPairs for Head<'_> {
+    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
+        for (name, value) in self.0.headers() {
+            each(name.as_str(), value.as_bytes());
+        }
+    }
+}
+
+/// The response's own `Cache-Status` lines, joined.
+pub(crate) fn existing(headers: &HeaderMap) -> Option<String> {
+    let lines: Vec<&str> = headers
+        .get_all(CACHE_STATUS)
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    (!lines.is_empty()).then(|| lines.join(", "))
+}
+
+pub(crate) fn set_cache_status(headers: &mut HeaderMap, value: &str) {
+    // Built from printable ASCII only (lock-core's `CacheStatusHeader`).
+    if let Ok(value) = HeaderValue::from_str(value) {
+        headers.insert(HeaderName::from_static(CACHE_STATUS), value);
+    }
+}
+
+/// A response the cache made. A `HEAD` answer keeps the `GET`'s body: actix-web sends its
+/// length and drops it.
+pub(crate) fn answer_response<B>(answer: Answer) -> HttpResponse<ResponseCacheBody<B>> {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::with_body(status, ResponseCacheBody::full(answer.body));
+    let headers = response.headers_mut();
+    for (name, value) in answer.headers {
+        // Stored from valid headers, or made by lock-core: always valid.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+/// The answer to a state the flow never reaches; generic, as every 5xx body the cache makes.
+pub(crate) fn internal_response<B>() -> HttpResponse<ResponseCacheBody<B>> {
+    tracing::error!("response cache: the request ended in an unexpected state");
+    let body = problem_body(
+        "urn:distributed-lock:cache-internal",
+        "Internal Server Error",
+        500,
+        "the response cache failed to answer this request",
+        &[],
+    );
+    let mut response = HttpResponse::with_body(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        ResponseCacheBody::full(body),
+    );
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    response
+}

@@ -1,0 +1,150 @@
+//! The computation's call of the application: what becomes of its response (stored and
+//! shared, or handed to its own request only), and what the primitive is told.
+
+use std::future::Future;
+
+use super::super::origin::{read_body, ReadBody};
+use super::super::{
+    ForwardAs, HttpCache, NotStored, OriginResponse, RequestDecision, ResponseDecision,
+    StoredResponse,
+};
+use crate::cache::Freshness;
+
+/// What the computation gives the primitive: the stored response's bytes and freshness, or
+/// no freshness (not to be stored or shared).
+pub(super) type Computed = std::pin::Pin<
+    Box<dyn Future<Output = Result<(Vec<u8>, Option<Freshness>), OriginFailed>> + Send>,
+>;
+
+/// What this request's computation leaves for the request itself.
+pub(super) enum Leader<R, E> {
+    /// Read whole and stored (or handed to the primitive to store); `body` is all of it.
+    Stored { response: R, body: Vec<u8> },
+    /// Not stored, for `detail`; `prefix` is what was read of its body, all of it when
+    /// `complete`.
+    Passed {
+        response: R,
+        prefix: Vec<u8>,
+        complete: bool,
+        detail: &'static str,
+    },
+    /// `only-if-cached` on a miss: the application was not called.
+    NotForwarded,
+    /// The application failed.
+    Failed(E),
+}
+
+/// Why the computation failed, as the primitive sees it (the response or error itself goes
+/// through the leader slot).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OriginFailed {
+    #[error("the application failed")]
+    Error,
+    #[error("the application answered {0}")]
+    Status(u16),
+    #[error("the application was already called for this request")]
+    Gone,
+}
+
+/// Calls the application and decides what becomes of its response: the leader slot's
+/// content, and what the primitive stores and shares.
+pub(super) async fn fetch<O, Fut, R, E>(
+    http: &HttpCache,
+    decision: &RequestDecision,
+    origin: O,
+    forward_as: ForwardAs,
+) -> (
+    Leader<R, E>,
+    Result<(Vec<u8>, Option<Freshness>), OriginFailed>,
+)
+where
+    O: FnOnce(ForwardAs) -> Fut,
+    Fut: Future<Output = Result<R, E>>,
+    R: OriginResponse,
+{
+    let not_shared = || Ok((Vec::new(), None));
+    let mut response = match origin(forward_as).await {
+        Ok(response) => response,
+        Err(error) => return (Leader::Failed(error), Err(OriginFailed::Error)),
+    };
+    let status = response.status();
+    let rules = http.rules();
+    let store = match rules.decide_response(status, &response, decision) {
+        ResponseDecision::Store(store) => store,
+        ResponseDecision::DontStore(reason) => {
+            let computed = if matches!(status, 500 | 502 | 503 | 504) {
+                Err(OriginFailed::Status(status))
+            } else {
+                not_shared()
+            };
+            let detail = not_stored_detail(&reason);
+            return (
+                Leader::Passed {
+                    response,
+                    prefix: Vec::new(),
+                    complete: false,
+                    detail,
+                },
+                computed,
+            );
+        }
+    };
+    let passed = |response, prefix, complete, detail| Leader::Passed {
+        response,
+        prefix,
+        complete,
+        detail,
+    };
+    match read_body(&mut response, rules.max_body()).await {
+        ReadBody::Complete(body) => {
+            let stored = StoredResponse {
+                status,
+                headers: store.headers,
+                body,
+                initial_age: store.initial_age,
+                fresh: store.freshness.fresh,
+            };
+            let bytes = stored.encode();
+            if bytes.len() > http.max_value_bytes() {
+                // The body fits the rules but not with its headers in the cache's value limit.
+                let leader = passed(response, stored.body, true, "too-large");
+                return (leader, not_shared());
+            }
+            let body = stored.body;
+            (
+                Leader::Stored { response, body },
+                Ok((bytes, Some(store.freshness))),
+            )
+        }
+        ReadBody::TooLarge(prefix) => {
+            let leader = passed(response, prefix, false, "too-large");
+            (leader, not_shared())
+        }
+        ReadBody::Failed(prefix) => {
+            let leader = passed(response, prefix, false, "body-failed");
+            (leader, not_shared())
+        }
+    }
+}
+
+/// A short name for `Cache-Status` `detail`.
+fn not_stored_detail(reason: &NotStored) -> &'static str {
+    match reason {
+        NotStored::Bypassed => "bypass",
+        NotStored::Status(_) => "status",
+        NotStored::NoStore => "no-store",
+        NotStored::Private => "private",
+        NotStored::NoCache => "no-cache",
+        NotStored::Authorization => "authorization",
+        NotStored::VaryStar => "vary-star",
+        NotStored::VaryNotKeyed(_) => "vary",
+        NotStored::BadContentLength => "content-length",
+        NotStored::TooLarge { .. } => "too-large",
+        NotStored::SetCookie => "set-cookie",
+        NotStored::NoFreshness => "no-freshness",
+        NotStored::Personal => "personal",
+        NotStored::InvalidFreshness => "invalid-freshness",
+        NotStored::Expires => "expires",
+        NotStored::AlreadyStale => "already-stale",
+    }
+}

@@ -1,0 +1,144 @@
+//! What [`CacheCall::serve`](super::CacheCall::serve) tells an adapter to send.
+
+use super::http_cache::append;
+use super::{CacheStatusHeader, CACHE_STATUS};
+use crate::cache::CacheStatus;
+use crate::http::{problem_body, PROBLEM_JSON};
+
+/// The answer to a request served through the cache.
+///
+/// `R` is the adapter's [`OriginResponse`](super::OriginResponse), `E` the error its
+/// application may fail with. Not `#[non_exhaustive]`: an adapter must handle every way of
+/// answering, and a new one should fail its build, not fall into a catch-all.
+#[derive(Debug)]
+#[must_use]
+pub enum Served<R, E> {
+    /// A response the cache makes: a stored response replayed (a hit, a stale hit, the
+    /// response another request computed), or the cache's own `application/problem+json`
+    /// (504 for `only-if-cached` on a miss, 503 when the backend is down and the cache fails
+    /// closed, 500). Send it as it is.
+    Answer(Answer),
+    /// The application's own response to this request (it computed the response, or the
+    /// response was not to be shared, or the request passed the cache by).
+    Origin(FromOrigin<R>),
+    /// The application failed; hand its error on as it is.
+    Error(E),
+}
+
+/// A response the cache made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// Every header line, `cache-status` included (and `age` for a replay).
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body; for a `HEAD`, the `GET`'s body, not to be sent (see `head_only`).
+    pub body: Vec<u8>,
+    /// The request was a `HEAD`: send the headers only; `content-length` is the body's
+    /// length. (Servers that drop `HEAD` bodies themselves and take the length from the
+    /// body, as actix-web does, may be handed the body.)
+    pub head_only: bool,
+    /// The cache primitive's outcome for a replayed response; `None` for the cache's own
+    /// problem answers.
+    pub outcome: Option<CacheStatus>,
+}
+
+impl Answer {
+    /// Whether this is a stored response served without waiting for anything (`hit`, or a
+    /// stale hit while a refresh runs). An adapter whose request was taken by the refresh that
+    /// hit started (actix-web: the request is consumed by calling the application) answers
+    /// with the refreshed response instead, under
+    /// [`HttpCache::refreshed_cache_status`](super::HttpCache::refreshed_cache_status).
+    #[must_use]
+    pub fn yields_to_refresh(&self) -> bool {
+        matches!(self.outcome, Some(CacheStatus::Hit | CacheStatus::Stale))
+    }
+
+    /// The value of header `name` (first line; case-insensitive), for tests and logs.
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// A problem answer: generic words only, whatever went wrong (the details go to tracing).
+    pub(super) fn problem(
+        status: u16,
+        kind: &str,
+        title: &str,
+        detail: &str,
+        cache_status: String,
+    ) -> Self {
+        let body = problem_body(
+            &format!("urn:distributed-lock:{kind}"),
+            title,
+            status,
+            detail,
+            &[],
+        );
+        let mut headers = vec![
+            ("content-type".to_owned(), PROBLEM_JSON.as_bytes().to_vec()),
+            (CACHE_STATUS.to_owned(), cache_status.into_bytes()),
+        ];
+        if status == 503 {
+            headers.push(("retry-after".to_owned(), b"1".to_vec()));
+        }
+        Self {
+            status,
+            headers,
+            body,
+            head_only: false,
+            outcome: None,
+        }
+    }
+}
+
+/// The application's response, to send with the cache's `Cache-Status` member appended.
+///
+/// The body to send is `prefix` (what the cache already read), then what is left of the
+/// response's body: nothing when `complete`, else the rest (or the error the body failed
+/// with, which the adapter's response kept).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct FromOrigin<R> {
+    /// The response.
+    pub response: R,
+    /// The body bytes already read from it.
+    pub prefix: Vec<u8>,
+    /// Whether `prefix` is the whole body (it was read to the end).
+    pub complete: bool,
+    /// The request was a `HEAD` forwarded as a `GET` (to store the body): send the headers
+    /// only, with `content-length: prefix.len()` when `complete` and the response has none.
+    /// (Servers that drop `HEAD` bodies themselves and take the length from the body, as
+    /// actix-web does, may be handed the body.)
+    pub head_only: bool,
+    pub(super) member: String,
+}
+
+impl<R> FromOrigin<R> {
+    pub(super) fn new(response: R, header: CacheStatusHeader, cache_name: &str) -> Self {
+        Self {
+            response,
+            prefix: Vec::new(),
+            complete: false,
+            head_only: false,
+            member: header.header_value(cache_name),
+        }
+    }
+
+    /// The `Cache-Status` to send: `existing` (the response's own, every line joined with
+    /// `", "`) followed by this cache's member.
+    #[must_use]
+    pub fn cache_status_value(&self, existing: Option<&str>) -> String {
+        append(existing, &self.member)
+    }
+
+    /// This cache's `Cache-Status` member alone.
+    #[must_use]
+    pub fn cache_status_member(&self) -> &str {
+        &self.member
+    }
+}

@@ -1,0 +1,206 @@
+//! [`ResponseCacheService`]: the response cache around one inner service.
+
+use std::task::{Context, Poll};
+
+use http::header::{HeaderName, CONTENT_LENGTH};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body::Body;
+use lock_core::cache::http::{
+    Answer, ForwardAs, FromOrigin, HeaderPairs, HttpCache, Plan, Served, CACHE_STATUS,
+};
+use tower_service::Service;
+use tracing::Instrument;
+
+use super::origin::Origin;
+use super::ResponseCacheBody;
+use crate::extract::Head;
+use crate::ResponseFuture;
+
+/// Serves cacheable requests through the response cache and calls the inner service on a
+/// miss; built by [`ResponseCacheLayer`](super::ResponseCacheLayer).
+///
+/// ```
+/// use std::convert::Infallible;
+/// use http::{Request, Response};
+/// use lock_core::cache::Cache;
+/// use lock_tower::ResponseCacheLayer;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let inner = service_fn(|_req: Request<String>| async {
+///     let response = Response::builder().header("cache-control", "max-age=60");
+///     Ok::<_, Infallible>(response.body(String::from("hello")).unwrap())
+/// });
+/// let layer = ResponseCacheLayer::builder(Cache::memory("doc").unwrap()).build().unwrap();
+/// let service = layer.layer(inner); // still `Error = Infallible`
+/// let response = service.oneshot(Request::new(String::new())).await.unwrap();
+/// assert_eq!(response.headers()["cache-status"], "lock-core; fwd=miss; fwd-status=200; stored");
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ResponseCacheService<S> {
+    inner: S,
+    cache: HttpCache,
+}
+
+impl<S> ResponseCacheService<S> {
+    pub(crate) fn new(inner: S, cache: HttpCache) -> Self {
+        Self { inner, cache }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for ResponseCacheService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    ReqBody: Send + 'static,
+    ResBody: Body + Send + 'static,
+    ResBody::Data: Send,
+    ResBody::Error: Send,
+{
+    type Response = Response<ResponseCacheBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<Result<Self::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let span = tracing::debug_span!(
+            "response_cache",
+            method = %request.method(),
+            path = request.uri().path(),
+            cache_status = tracing::field::Empty,
+        );
+        // The service that was polled ready is the one to call; a clone takes its place.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        match self.cache.plan(&Head(&request)) {
+            Plan::Bypass(bypass) => {
+                let response = inner.call(request);
+                ResponseFuture::new(
+                    async move {
+                        let (mut parts, body) = response.await?.into_parts();
+                        let value = bypass.cache_status_value(existing(&parts.headers).as_deref());
+                        tracing::Span::current().record("cache_status", value.as_str());
+                        set_cache_status(&mut parts.headers, &value);
+                        Ok(Response::from_parts(
+                            parts,
+                            ResponseCacheBody::untouched(body),
+                        ))
+                    }
+                    .instrument(span),
+                )
+            }
+            Plan::Cache(call) => {
+                let origin = move |forward_as: ForwardAs| async move {
+                    let mut request = request;
+                    if forward_as == ForwardAs::Get {
+                        *request.method_mut() = Method::GET;
+                    }
+                    inner.call(request).await.map(Origin::new)
+                };
+                ResponseFuture::new(
+                    async move {
+                        match call.serve(origin).await {
+                            Served::Answer(answer) => Ok(answer_response(answer)),
+                            Served::Origin(from) => Ok(origin_response(from)),
+                            Served::Error(error) => Err(error),
+                        }
+                    }
+                    .instrument(span),
+                )
+            }
+        }
+    }
+}
+
+impl<B> HeaderPairs for Head<'_, B> {
+    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
+        for (name, value) in self.0.headers() {
+            each(name.as_str(), value.as_bytes());
+        }
+    }
+}
+
+/// The response's own `Cache-Status` lines, joined.
+fn existing(headers: &HeaderMap) -> Option<String> {
+    let lines: Vec<&str> = headers
+        .get_all(CACHE_STATUS)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    (!lines.is_empty()).then(|| lines.join(", "))
+}
+
+fn set_cache_status(headers: &mut HeaderMap, value: &str) {
+    // Built from printable ASCII only (lock-core's `CacheStatusHeader`).
+    if let Ok(value) = HeaderValue::from_str(value) {
+        headers.insert(HeaderName::from_static(CACHE_STATUS), value);
+    }
+}
+
+fn answer_response<B: Body>(answer: Answer) -> Response<ResponseCacheBody<B>> {
+    let body = if answer.head_only {
+        Vec::new()
+    } else {
+        answer.body
+    };
+    let mut response = Response::new(ResponseCacheBody::full(body));
+    *response.status_mut() =
+        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    for (name, value) in answer.headers {
+        // Stored from valid headers, or made by lock-core: always valid.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+fn origin_response<B>(from: FromOrigin<Origin<B>>) -> Response<ResponseCacheBody<B>>
+where
+    B: Body,
+{
+    let value = from.cache_status_value(existing(&from.response.parts.headers).as_deref());
+    tracing::Span::current().record("cache_status", from.cache_status_member());
+    let FromOrigin {
+        response,
+        prefix,
+        complete,
+        head_only,
+        ..
+    } = from;
+    let Origin {
+        mut parts,
+        body,
+        ended,
+        error,
+        trailers,
+        ..
+    } = response;
+    set_cache_status(&mut parts.headers, &value);
+    let body = if head_only {
+        if complete && !parts.headers.contains_key(CONTENT_LENGTH) {
+            parts
+                .headers
+                .insert(CONTENT_LENGTH, HeaderValue::from(prefix.len()));
+        }
+        ResponseCacheBody::full(Vec::new())
+    } else {
+        let rest = (!ended && error.is_none()).then_some(body);
+        ResponseCacheBody::resumed(prefix, error, rest, trailers)
+    };
+    Response::from_parts(parts, body)
+}

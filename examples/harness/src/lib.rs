@@ -11,6 +11,8 @@ pub mod checks;
 pub mod floor;
 pub mod inventory;
 pub mod load;
+#[cfg(feature = "servers")]
+pub mod middleware_bench;
 pub mod overhead;
 pub mod product;
 pub mod shop;

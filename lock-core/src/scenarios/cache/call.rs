@@ -1,12 +1,14 @@
 //! The algorithm every cache call runs, once its settings are checked.
 //!
+//! 0. **Flight**: callers of this process wanting the same key at the same time join one
+//!    flight ([`flight`](super::flight)); its leader does the rest, the others take what it
+//!    lands (a burst on a hot key costs one read per process).
 //! 1. **Read** the entry (one round trip, no lock). Fresh: served (an early refresh may start
 //!    in the background, XFetch). Stale within stale-while-revalidate: served, and one refresh
 //!    starts in the background unless one runs already.
-//! 2. **Miss**: callers in this process join one flight ([`flight`](super::flight)); its
-//!    leader tries the key's lease. Granted: it reads once more (another instance may have
-//!    just stored), computes, stores the value conditionally on the lease's fencing token
-//!    (pushing it to every waiting process), then releases the lease.
+//! 2. **Miss**: the leader tries the key's lease. Granted: it reads once more (another
+//!    instance may have just stored), computes, stores the value conditionally on the lease's
+//!    fencing token (pushing it to every waiting process), then releases the lease.
 //! 3. **Busy**: the leader registers as waiting and waits for the value to be pushed, or for
 //!    the lease itself (if the computing caller fails, panics or is cancelled, its lease is
 //!    released at once and one waiter takes over), up to the wait deadline.
@@ -59,56 +61,10 @@ pub(super) struct Call {
 }
 
 impl Call {
+    /// Callers of one process that want the same key at the same time share one flight: its
+    /// leader reads (and on a miss computes, or waits for another instance's value); the
+    /// others take what it lands, so a burst on a hot key costs one read per process.
     pub(super) async fn run<E>(self, compute: Compute<E>) -> Result<Cached<Vec<u8>>, CacheError<E>>
-    where
-        E: std::fmt::Display + Send + 'static,
-    {
-        let store = &self.cache.inner.store;
-        let found = match store.get(&self.key).await {
-            Ok(found) => found.map(|bytes| StoredEntry::decode(&bytes)).transpose(),
-            Err(error) => {
-                // The flight's leader meets the failure again at the lease and fails open (or
-                // closed) for every caller of this process at once.
-                tracing::debug!(key = %self.key, %error, "cache read failed; treating it as a miss");
-                return self.miss(compute, None).await;
-            }
-        };
-        let found = found.unwrap_or_else(|error| {
-            tracing::warn!(key = %self.key, %error, "ignoring an unreadable cache entry");
-            None
-        });
-        let now = SystemTime::now();
-        if let Some(entry) = &found {
-            match (entry.age(now), entry.kind) {
-                (Age::Fresh, Kind::Error) => {
-                    return Err(CacheError::Shared(lossy(&entry.payload)));
-                }
-                (Age::Fresh, Kind::Value) => {
-                    let beta = self.freshness.early_refresh_beta;
-                    if entry.refresh_early(now, beta, uniform()) {
-                        self.clone().refresh_in_background(compute);
-                    }
-                    return Ok(cached(entry, CacheStatus::Hit, now));
-                }
-                (Age::Stale, Kind::Value) => {
-                    self.clone().refresh_in_background(compute);
-                    return Ok(cached(entry, CacheStatus::Stale, now));
-                }
-                _ => {}
-            }
-        }
-        let fallback = found.filter(|e| {
-            e.kind == Kind::Value && matches!(e.age(now), Age::Stale | Age::StaleIfError)
-        });
-        self.miss(compute, fallback).await
-    }
-
-    /// Joins this process's flight for the key: leads it, or takes what its leader lands.
-    async fn miss<E>(
-        self,
-        compute: Compute<E>,
-        fallback: Option<StoredEntry>,
-    ) -> Result<Cached<Vec<u8>>, CacheError<E>>
     where
         E: std::fmt::Display + Send + 'static,
     {
@@ -125,12 +81,65 @@ impl Call {
                     None => continue,
                 },
                 Joined::Leader(lead) => {
-                    let outcome = self.lead(compute, fallback).await;
+                    let (outcome, refresh) = self.read_or_compute(compute).await;
                     lead.land(landing(&outcome));
+                    // After landing, so the refresh can lead a flight of its own.
+                    if let Some(compute) = refresh {
+                        self.refresh_in_background(compute);
+                    }
                     return outcome;
                 }
             }
         }
+    }
+
+    /// The flight leader's read: a fresh value (perhaps with an early refresh to start), a
+    /// stale one (with a refresh to start), or a miss, computed or waited for. Returns the
+    /// computation back when a background refresh should run it.
+    async fn read_or_compute<E>(
+        &self,
+        compute: Compute<E>,
+    ) -> (Result<Cached<Vec<u8>>, CacheError<E>>, Option<Compute<E>>)
+    where
+        E: std::fmt::Display + Send + 'static,
+    {
+        let found = match self.cache.inner.store.get(&self.key).await {
+            Ok(found) => found.map(|bytes| StoredEntry::decode(&bytes)).transpose(),
+            Err(error) => {
+                // Met again at the lease, where the flight fails open (or closed) for every
+                // caller of this process at once.
+                tracing::debug!(key = %self.key, %error, "cache read failed; treating it as a miss");
+                return (self.lead(compute, None).await, None);
+            }
+        };
+        let found = found.unwrap_or_else(|error| {
+            tracing::warn!(key = %self.key, %error, "ignoring an unreadable cache entry");
+            None
+        });
+        let now = SystemTime::now();
+        if let Some(entry) = &found {
+            match (entry.age(now), entry.kind) {
+                (Age::Fresh, Kind::Error) => {
+                    return (Err(CacheError::Shared(lossy(&entry.payload))), None);
+                }
+                (Age::Fresh, Kind::Value) => {
+                    let beta = self.freshness.early_refresh_beta;
+                    let early = entry.refresh_early(now, beta, uniform());
+                    return (
+                        Ok(cached(entry, CacheStatus::Hit, now)),
+                        early.then_some(compute),
+                    );
+                }
+                (Age::Stale, Kind::Value) => {
+                    return (Ok(cached(entry, CacheStatus::Stale, now)), Some(compute));
+                }
+                _ => {}
+            }
+        }
+        let fallback = found.filter(|e| {
+            e.kind == Kind::Value && matches!(e.age(now), Age::Stale | Age::StaleIfError)
+        });
+        (self.lead(compute, fallback).await, None)
     }
 
     /// Gets the key's lease, or waits for the value it produces elsewhere; then computes.
@@ -268,20 +277,23 @@ impl Call {
         }
     }
 
-    /// Refreshes the key in a task of its own, unless a flight for it runs in this process
+    /// Refreshes the key in a task of its own, unless a refresh of it runs in this process
     /// already; across instances, only the caller that gets the lease computes.
     fn refresh_in_background<E>(self, compute: Compute<E>)
     where
         E: std::fmt::Display + Send + 'static,
     {
-        if self.cache.inner.flights.in_progress(self.key.full()) {
+        // Refreshes have flights of their own, so readers keep being served the stale value
+        // instead of following the refresh (`\0` never occurs in a key).
+        let flight = format!("\0refresh:{}", self.key.full());
+        if self.cache.inner.flights.in_progress(&flight) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         runtime.spawn(async move {
-            let Joined::Leader(lead) = self.cache.inner.flights.join(self.key.full()) else {
+            let Joined::Leader(lead) = self.cache.inner.flights.join(&flight) else {
                 return;
             };
             let guard = match self.cache.inner.locks.lock(self.key.name()).try_acquire().await {
@@ -418,7 +430,7 @@ fn landing<E: std::fmt::Display>(outcome: &Result<Cached<Vec<u8>>, CacheError<E>
 
 /// A follower's view of its leader's value: computed by another caller is collapsed.
 fn as_follower(mut landed: Cached<Vec<u8>>) -> Cached<Vec<u8>> {
-    if matches!(landed.status, CacheStatus::Computed | CacheStatus::Hit) {
+    if landed.status == CacheStatus::Computed {
         landed.status = CacheStatus::Collapsed;
     }
     landed

@@ -358,6 +358,61 @@ async fn uncacheable_values_are_not_shared<I: Instances>(i: &I) {
     assert_eq!(origin.calls(), 6, "every caller computed its own");
 }
 
+/// `recompute()` computes anew over a fresh value, once across the callers recomputing
+/// together, and falls back to the stored value when the computation fails.
+async fn recompute_replaces_a_fresh_value_once<I: Instances>(i: &I) {
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let key = unique("recompute");
+    let origin = Origin::default();
+    a.entry(&key)
+        .try_get_with({
+            let origin = origin.clone();
+            move || origin.call(Duration::ZERO, "v1")
+        })
+        .await
+        .unwrap();
+    let mut callers = Vec::new();
+    for n in 0..10 {
+        let cache = if n % 2 == 0 { a.clone() } else { b.clone() };
+        let (key, origin) = (key.clone(), origin.clone());
+        callers.push(tokio::spawn(async move {
+            cache
+                .entry(&key)
+                .recompute()
+                .try_get_with(move || origin.call(Duration::from_millis(200), "v2"))
+                .await
+                .unwrap()
+        }));
+    }
+    for caller in callers {
+        assert_eq!(caller.await.unwrap().value, b"v2");
+    }
+    assert_eq!(
+        origin.calls(),
+        2,
+        "one computation for the first fill, one for the recompute"
+    );
+    let read = a
+        .entry(&key)
+        .try_get_with(|| async { Err::<Vec<u8>, _>("a hit never computes") })
+        .await
+        .unwrap();
+    assert_eq!(
+        (read.status, read.value.as_slice()),
+        (CacheStatus::Hit, &b"v2"[..])
+    );
+    let fallback = b
+        .entry(&key)
+        .recompute()
+        .try_get_with(|| async { Err::<Vec<u8>, _>("origin down") })
+        .await
+        .unwrap();
+    assert_eq!(
+        (fallback.status, fallback.value.as_slice()),
+        (CacheStatus::StaleIfError, &b"v2"[..])
+    );
+}
+
 /// Bad keys, windows and sizes are typed errors.
 async fn bad_input_is_typed<I: Instances>(i: &I) {
     fn tiny(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
@@ -400,7 +455,7 @@ macro_rules! cache_suite {
                 stale_is_served_while_one_refresh_runs, stale_if_error_serves_the_old_value,
                 a_cancelled_computation_hands_over, a_stale_writer_is_refused,
                 the_wait_deadline_follows_its_policy, uncacheable_values_are_not_shared,
-                bad_input_is_typed);
+                recompute_replaces_a_fresh_value_once, bad_input_is_typed);
         }
     };
     (@tests $make:expr; $($check:ident),*) => {

@@ -21,7 +21,7 @@ use super::entry::{Age, Kind, StoredEntry, FENCE_AT, FENCE_DIGITS};
 use super::flight::{follow, Joined, Landing};
 use super::{Cache, CacheError, CacheStatus, Cached, Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::BoxFuture;
-use crate::{LockError, LockGuard, LockKey};
+use crate::{FencingToken, LockError, LockGuard, LockKey};
 
 /// A computation, boxed so the algorithm is written once for every value type: the bytes, and
 /// the freshness to store them with (`None`: not to be stored or shared).
@@ -58,6 +58,8 @@ pub(super) struct Call {
     pub(super) key: LockKey,
     pub(super) freshness: Freshness,
     pub(super) wait: Duration,
+    /// Compute anew whatever is stored (see `CacheRequest::recompute`).
+    pub(super) recompute: bool,
 }
 
 impl Call {
@@ -68,8 +70,15 @@ impl Call {
     where
         E: std::fmt::Display + Send + 'static,
     {
+        // Recomputing callers share a flight of their own: they must not be handed a plain
+        // read's stored value (`\0` never occurs in a key).
+        let flight = if self.recompute {
+            format!("\0recompute:{}", self.key.full())
+        } else {
+            self.key.full().to_owned()
+        };
         loop {
-            match self.cache.inner.flights.join(self.key.full()) {
+            match self.cache.inner.flights.join(&flight) {
                 Joined::Follower(slot) => match follow(slot).await {
                     // Not to be shared: compute this caller's own.
                     Some(Ok(landed)) if landed.status == CacheStatus::Uncacheable => {
@@ -109,7 +118,7 @@ impl Call {
                 // Met again at the lease, where the flight fails open (or closed) for every
                 // caller of this process at once.
                 tracing::debug!(key = %self.key, %error, "cache read failed; treating it as a miss");
-                return (self.lead(compute, None).await, None);
+                return (self.lead(compute, None, None).await, None);
             }
         };
         let found = found.unwrap_or_else(|error| {
@@ -117,6 +126,11 @@ impl Call {
             None
         });
         let now = SystemTime::now();
+        if self.recompute {
+            let seen = found.as_ref().map(|e| e.fence);
+            let fallback = found.filter(|e| e.kind == Kind::Value && e.age(now) != Age::Gone);
+            return (self.lead(compute, fallback, seen).await, None);
+        }
         if let Some(entry) = &found {
             match (entry.age(now), entry.kind) {
                 (Age::Fresh, Kind::Error) => {
@@ -139,7 +153,7 @@ impl Call {
         let fallback = found.filter(|e| {
             e.kind == Kind::Value && matches!(e.age(now), Age::Stale | Age::StaleIfError)
         });
-        (self.lead(compute, fallback).await, None)
+        (self.lead(compute, fallback, None).await, None)
     }
 
     /// Gets the key's lease, or waits for the value it produces elsewhere; then computes.
@@ -147,6 +161,7 @@ impl Call {
         &self,
         compute: Compute<E>,
         fallback: Option<StoredEntry>,
+        newer_than: Option<FencingToken>,
     ) -> Result<Cached<Vec<u8>>, CacheError<E>>
     where
         E: std::fmt::Display + Send + 'static,
@@ -168,7 +183,7 @@ impl Call {
                 Err(error) => return self.backend_failed(error, compute).await,
             };
             if let Some(entry) = there.and_then(|bytes| StoredEntry::decode(&bytes).ok()) {
-                if entry.age(SystemTime::now()) == Age::Fresh {
+                if entry.age(SystemTime::now()) == Age::Fresh && newer(&entry, newer_than) {
                     return landed_elsewhere(&entry);
                 }
             }
@@ -189,7 +204,8 @@ impl Call {
                 },
             }
         };
-        self.compute_under(guard, compute, fallback).await
+        self.compute_under(guard, compute, fallback, newer_than)
+            .await
     }
 
     /// Holding the lease: reads once more, computes, stores, releases.
@@ -198,6 +214,7 @@ impl Call {
         guard: LockGuard,
         compute: Compute<E>,
         fallback: Option<StoredEntry>,
+        newer_than: Option<FencingToken>,
     ) -> Result<Cached<Vec<u8>>, CacheError<E>>
     where
         E: std::fmt::Display + Send + 'static,
@@ -206,7 +223,9 @@ impl Call {
         // Another instance may have stored while this one queued for the lease.
         if let Ok(Some(bytes)) = inner.store.get(&self.key).await {
             if let Ok(entry) = StoredEntry::decode(&bytes) {
-                if entry.age(SystemTime::now()) == Age::Fresh && entry.fence < guard.fencing_token()
+                if entry.age(SystemTime::now()) == Age::Fresh
+                    && entry.fence < guard.fencing_token()
+                    && newer(&entry, newer_than)
                 {
                     release(guard).await;
                     return landed_elsewhere(&entry);
@@ -304,7 +323,7 @@ impl Call {
                     return;
                 }
             };
-            let outcome = self.compute_under(guard, compute, None).await;
+            let outcome = self.compute_under(guard, compute, None, None).await;
             if let Err(error) = &outcome {
                 tracing::warn!(key = %self.key, %error, "background refresh failed; the stale value stays");
             }
@@ -394,6 +413,11 @@ where
         fresh_for: Duration::ZERO,
         fence: None,
     })
+}
+
+/// True when `entry` was stored after the one seen as `than` (always, when none was seen).
+fn newer(entry: &StoredEntry, than: Option<FencingToken>) -> bool {
+    than.is_none_or(|seen| entry.fence > seen)
 }
 
 /// A value another caller stored, as this caller returns it.

@@ -32,6 +32,7 @@ pub struct CacheRequest<'a, C = Bytes> {
     key: String,
     freshness: Freshness,
     wait: Duration,
+    recompute: bool,
     codec: C,
 }
 
@@ -42,6 +43,7 @@ impl<'a> CacheRequest<'a, Bytes> {
             key,
             freshness: cache.inner.freshness,
             wait: cache.inner.wait,
+            recompute: false,
             codec: Bytes,
         }
     }
@@ -55,6 +57,7 @@ impl<'a, C> CacheRequest<'a, C> {
             key: self.key,
             freshness: self.freshness,
             wait: self.wait,
+            recompute: self.recompute,
             codec,
         }
     }
@@ -103,6 +106,15 @@ impl<'a, C> CacheRequest<'a, C> {
     /// Refreshes fresh values early (XFetch) with this β (1 is the paper's optimum).
     pub fn early_refresh(mut self, beta: f64) -> Self {
         self.freshness.early_refresh_beta = beta;
+        self
+    }
+
+    /// Computes the value anew even if a fresh one is stored (an HTTP request's `no-cache`,
+    /// say): still once across the callers recomputing at the same time, and with the stored
+    /// value as the stale-if-error fallback. A value another caller stored after this call's
+    /// read counts as the recomputed one.
+    pub fn recompute(mut self) -> Self {
+        self.recompute = true;
         self
     }
 
@@ -178,6 +190,7 @@ impl<'a, C> CacheRequest<'a, C> {
             key,
             freshness,
             wait: self.wait,
+            recompute: self.recompute,
         };
         let bytes = call.run(compute).await?;
         let codec = self.codec;

@@ -41,7 +41,6 @@ use super::{
 };
 use crate::cache::{CacheError, CacheStatus, Cached, Freshness};
 use crate::lock::held::lock;
-use crate::LockKey;
 
 mod answers;
 mod fetch;
@@ -143,17 +142,15 @@ impl CacheCall {
                     .await
             }
             RequestDecision::Refresh(_) => {
-                self.evict().await;
-                self.through_cache(&slot, Forward::Request).await.0
+                self.through_cache(&slot, Forward::Request, true).await.0
             }
             RequestDecision::Lookup(lookup) => {
                 let max_age = lookup.max_age;
-                match self.through_cache(&slot, Forward::Miss).await {
+                match self.through_cache(&slot, Forward::Miss, false).await {
                     // Older than the request accepts: compute anew, if the application is
                     // still this request's to call.
                     (_, Some(age)) if max_age.is_some_and(|max| age > max) && has(&slot) => {
-                        self.evict().await;
-                        self.through_cache(&slot, Forward::Request).await.0
+                        self.through_cache(&slot, Forward::Request, true).await.0
                     }
                     (served, _) => served,
                 }
@@ -170,6 +167,7 @@ impl CacheCall {
         &self,
         slot: &Slot<O>,
         fwd: Forward,
+        recompute: bool,
     ) -> (Served<R, E>, Option<Duration>)
     where
         O: FnOnce(ForwardAs) -> Fut + Send + 'static,
@@ -186,6 +184,10 @@ impl CacheCall {
             .freshness(self.call_freshness());
         if let Some(wait) = self.http.wait() {
             request = request.wait_at_most(wait);
+        }
+        if recompute {
+            // Anew, still collapsed, with the stored response as the stale-if-error fallback.
+            request = request.recompute();
         }
         match request.try_get_with_freshness(compute).await {
             Ok(cached) => self.settle(cached, &side, slot, fwd).await,
@@ -419,17 +421,6 @@ impl CacheCall {
                 Served::Origin(FromOrigin::new(response, header, name))
             }
             Err(error) => Served::Error(error),
-        }
-    }
-
-    /// Drops the stored response, so the next read computes anew (collapsed like any miss).
-    async fn evict(&self) {
-        let cache = self.http.cache();
-        let Ok(key) = LockKey::new(cache.namespace(), self.key.as_str()) else {
-            return;
-        };
-        if let Err(error) = cache.inner.store.remove(&key).await {
-            tracing::debug!(key = self.key.as_str(), %error, "could not drop the stored response before recomputing it");
         }
     }
 

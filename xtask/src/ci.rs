@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::{cmd, stack, test, Result};
+use crate::{cmd, demo_deps, stack, test, Result};
 
 /// Backend features of lock-core. Each must compile on its own (no default
 /// features, nothing else enabled) so that feature-gated code cannot come to
@@ -28,6 +28,8 @@ enum Action {
     Command(Command),
     /// The `test` task, run in-process.
     Test,
+    /// The check that the demo builds no server client ([`demo_deps`]).
+    DemoDeps,
 }
 
 /// Runs the steps in order, stopping at the first failure, then prints how
@@ -67,6 +69,10 @@ pub(crate) fn run() -> Result<()> {
         "check lock-core --no-default-features",
         ["check", "-p", "lock-core", "--no-default-features"],
     ));
+    steps.push(Step {
+        name: "demo needs no server client".to_owned(),
+        action: Action::DemoDeps,
+    });
     // Doc tests are not a separate step: `cargo test --workspace` in the
     // test task already runs them.
     steps.push(Step {
@@ -83,6 +89,7 @@ pub(crate) fn run() -> Result<()> {
         let result = match step.action {
             Action::Command(mut command) => cmd::run(&mut command),
             Action::Test => test::run(&[]),
+            Action::DemoDeps => demo_deps::check(),
         };
         timings.push((step.name, start.elapsed(), result.is_ok()));
         if let Err(err) = result {

@@ -16,6 +16,7 @@
 
 mod ci;
 mod cmd;
+mod demo_deps;
 mod flags;
 mod run;
 mod stack;

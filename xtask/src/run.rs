@@ -67,8 +67,24 @@ fn run_inventory(args: &[String]) -> Result<()> {
     build.args(["build", "-p", "flash-sale-axum", "-p", "flash-sale-actix"]);
     cmd::run(&mut build)?;
     let mut cargo = cmd::cargo();
-    cargo.args(["run", "-p", "lock-harness", "--bin", INVENTORY, "--"]);
+    cargo.args(["run", "-p", "lock-harness"]);
+    cargo.args(harness_features(args));
+    cargo.args(["--bin", INVENTORY, "--"]);
     run_with_stack(cargo, args)
+}
+
+/// The backends that need lock-harness's `servers` feature (their clients).
+const SERVER_BACKENDS: &[&str] = &["zookeeper", "etcd", "postgres", "mysql"];
+
+/// lock-harness's features for a run with `args`: without `servers` unless a
+/// backend in `args` needs it, so a demo on memory or Redis builds no server
+/// client and needs nothing but the Rust toolchain (`ci` checks this).
+fn harness_features(args: &[String]) -> &'static [&'static str] {
+    if backends(args).iter().any(|b| SERVER_BACKENDS.contains(b)) {
+        &[]
+    } else {
+        &["--no-default-features"]
+    }
 }
 
 /// The `demo` scenario of cache-stampede protection (`demo stampede [ARGS...]`).
@@ -103,7 +119,9 @@ fn has_flag(args: &[String], name: &str) -> bool {
 fn run_bin(bin: HarnessBin, args: &[String]) -> Result<()> {
     let mut cargo = cmd::cargo();
     cargo.arg("run");
-    if bin != HarnessBin::Demo {
+    if bin == HarnessBin::Demo {
+        cargo.args(harness_features(args));
+    } else {
         cargo.arg("--release");
     }
     cargo.args(["-p", "lock-harness", "--bin", bin.name(), "--"]);

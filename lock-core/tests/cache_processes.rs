@@ -8,15 +8,14 @@
 #![cfg(feature = "redis")]
 
 mod cache_support;
-mod redis_server;
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use cache_support::{crowd, redis_url, unique, Origin};
 use lock_core::cache::{Cache, CacheStatus};
+use lock_core::testing::{free_port, RedisServer};
 use lock_core::{LeaseMode, RedisBackend};
-use redis_server::{free_port, Server};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdout, Command};
 use tokio::time::{timeout, Instant};
@@ -237,7 +236,7 @@ async fn redis_down_fails_open_and_collapsing_resumes() {
     }
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("redis-cache-outage-{}", std::process::id()));
-    let mut server = Server::start(free_port(), dir);
+    let mut server = RedisServer::start(free_port(), dir);
     timeout(BOUND, async {
         let (a, b) = (
             cache(&server.url(), LeaseMode::default()).await,

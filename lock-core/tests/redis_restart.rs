@@ -5,19 +5,17 @@
 //! The test runs its own `redis-server` on a free loopback port, since it must kill it.
 #![cfg(feature = "redis")]
 
-mod redis_server;
-
 use std::time::Duration;
 
+use lock_core::testing::{free_port, RedisServer};
 use lock_core::{LockClient, LostReason, RedisBackend};
-use redis_server::{free_port, Server};
 use tokio::time::{timeout, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_is_survived_and_reported() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("redis-restart-{}", std::process::id()));
-    let mut server = Server::start(free_port(), dir);
+    let mut server = RedisServer::start(free_port(), dir);
     timeout(Duration::from_secs(60), async {
         let backend = RedisBackend::builder(server.url())
             .response_timeout(Duration::from_millis(500))
@@ -87,7 +85,7 @@ async fn a_restart_is_survived_and_reported() {
 async fn a_restart_is_reported_at_the_reconnect_not_the_next_renewal() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("redis-restart-fast-{}", std::process::id()));
-    let mut server = Server::start(free_port(), dir);
+    let mut server = RedisServer::start(free_port(), dir);
     timeout(Duration::from_secs(60), async {
         let connect = || {
             RedisBackend::builder(server.url())

@@ -6,15 +6,8 @@ use std::time::Duration;
 use lock_core::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, MemoryStock, ReserveOutcome, Stock,
 };
+use lock_core::testing::unique;
 use tokio::time::timeout;
-
-fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{name}-{}-{nanos}", std::process::id())
-}
 
 async fn exactly_n_sold(stock: Stock) {
     let sku = unique("flash");

@@ -12,7 +12,7 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -24,13 +24,7 @@ use tokio::time::Instant;
 
 /// A free loopback port (bound and released at once: another process could take it in
 /// between, which a test run can live with).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use lock_core::testing::free_port;
 
 /// Whether the servers a test needs are installed: `Some(())` when they are; when not, a
 /// failure under `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` (like

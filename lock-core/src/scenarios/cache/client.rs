@@ -56,8 +56,8 @@ pub(crate) struct Inner {
 
 impl Cache {
     /// Starts configuring a cache whose values live in `store` and whose computations are
-    /// leased on `backend` (the same server, usually: [`RedisCacheStore`](super::RedisCacheStore)
-    /// with a [`RedisBackend`](crate::RedisBackend)).
+    /// leased on `backend` (the same server, usually: a `RedisCacheStore` with a
+    /// `RedisBackend`, feature `redis`).
     pub fn builder(store: impl CacheStore, backend: impl LockBackend) -> CacheBuilder {
         CacheBuilder {
             store: Arc::new(store),

@@ -1,6 +1,6 @@
 //! How typed values become the bytes a cache stores.
 
-/// Turns values of `V` into bytes and back. [`Bytes`] and [`Utf8`] are built in; [`Json`]
+/// Turns values of `V` into bytes and back. [`Bytes`] and [`Utf8`] are built in; `Json`
 /// comes with the `json` feature.
 ///
 /// ```

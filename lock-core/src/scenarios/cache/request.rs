@@ -146,7 +146,7 @@ impl<'a, C> CacheRequest<'a, C> {
 
     /// As [`try_get_with`](Self::try_get_with), but the computation decides how the value is
     /// kept: `Some(freshness)` stores it with that policy (an HTTP response's own
-    /// `Cache-Control`, say), `None` neither stores nor shares it ([`CacheStatus::Uncacheable`]):
+    /// `Cache-Control`, say), `None` neither stores nor shares it ([`CacheStatus::Uncacheable`](super::CacheStatus::Uncacheable)):
     /// callers that were waiting for it compute their own. The call's own freshness still
     /// decides how a stored value is served.
     pub async fn try_get_with_freshness<V, E, F, Fut>(

@@ -11,7 +11,7 @@ use crate::{LockKey, Result};
 
 /// A store of cache entries that pushes each stored entry to the processes waiting for it.
 /// Implemented by [`MemoryCacheStore`](super::MemoryCacheStore) and, with the `redis` feature,
-/// [`RedisCacheStore`](super::RedisCacheStore); used through [`Cache`](super::Cache).
+/// `RedisCacheStore`; used through [`Cache`](super::Cache).
 pub trait CacheStore: Send + Sync + 'static {
     /// The store's name, for errors and tracing.
     fn name(&self) -> &'static str;

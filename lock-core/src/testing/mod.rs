@@ -4,6 +4,14 @@
 //! `cargo xtask test` sets. When it is missing they must not pass silently: under
 //! `LOCK_TEST_REQUIRE_SERVERS=1` (set by `cargo xtask test`) or `CI` they fail, and otherwise
 //! they say loudly that they skipped.
+//!
+//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and
+//! [`response_cache`], the suite every response cache adapter (lock-tower, lock-actix) runs.
+
+mod redis_server;
+pub mod response_cache;
+
+pub use redis_server::{free_port, RedisServer};
 
 /// The env var that turns a missing test server into a failure.
 pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";
@@ -46,4 +54,20 @@ pub fn server_url(var: &str) -> Result<Option<String>, String> {
     }
     eprintln!("SKIPPED: {var} is not set; run `cargo xtask test` to test against a real server");
     Ok(None)
+}
+
+/// `name-pid-nanos`: a name (of a key, a namespace) no other test, run or process uses, so
+/// that suites sharing a server do not meet.
+///
+/// ```
+/// let (a, b) = (lock_core::testing::unique("sku"), lock_core::testing::unique("sku"));
+/// assert!(a.starts_with("sku-") && a != b);
+/// ```
+#[must_use]
+pub fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("{name}-{}-{nanos}", std::process::id())
 }

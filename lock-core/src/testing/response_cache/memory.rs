@@ -1,0 +1,218 @@
+//! The scenarios on the memory cache; every adapter runs them all.
+
+use std::time::Duration;
+
+use tokio::time::timeout;
+
+use super::origin::{Calls, Feeds, Origin};
+use super::table::rows;
+use super::{concurrent, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
+use crate::cache::Cache;
+
+/// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.
+async fn app<A: Adapter>(name: &str, origin: Origin) -> A::App {
+    A::app(Cache::memory(name).unwrap(), Some(1024), origin).await
+}
+
+/// Each row of the semantics table (22), sent twice: `Cache-Status`, status, body, how often
+/// the origin ran, `Age` and `ttl`.
+///
+/// # Panics
+/// When an answer is not the row's.
+pub async fn cache_control_semantics_over_http<A: Adapter>() {
+    let rows = rows();
+    assert_eq!(rows.len(), 22);
+    let origin = Origin::table(rows);
+    let app = app::<A>("semantics", origin.clone()).await;
+    for (n, row) in origin.rows().iter().enumerate() {
+        let path = format!("/t/{n}");
+        let answered = row.answered.unwrap_or(row.status);
+        let mut seen = Vec::new();
+        for expected in [row.first, row.second] {
+            let answer = send::<A>(&app, Request::get(&path, row.request)).await;
+            assert_eq!(answer.headers.cache_status(), expected, "{}", row.name);
+            assert_eq!(answer.status, answered, "{}", row.name);
+            if row.answered.is_none() {
+                assert_eq!(answer.text(), format!("row {n}"), "{}", row.name);
+            }
+            seen.push(answer.headers);
+        }
+        assert_eq!(origin.row_calls(n), row.calls, "{}", row.name);
+        let second = &seen[1];
+        if let Some(age) = row.age {
+            assert_eq!(second.get("age"), age, "{}", row.name);
+        }
+        if let Some((low, high)) = row.ttl {
+            let ttl = second.ttl().unwrap();
+            assert!((low..=high).contains(&ttl), "{}: ttl {ttl}", row.name);
+        }
+        let own_age = row.response.iter().any(|(name, _)| *name == "age");
+        if row.calls > 0 && row.answered.is_none() && !own_age {
+            assert!(!seen[0].contains("age"), "{}: computed, no Age", row.name);
+        }
+    }
+}
+
+/// 200 concurrent cold `GET`s of one key: the origin runs once; one answer is the stored
+/// miss, 199 are collapsed onto it, all `200 product 7`.
+///
+/// # Panics
+/// When they are not.
+pub async fn two_hundred_cold_gets_call_the_handler_once<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::products(&calls, "max-age=60", Duration::from_millis(200), true);
+    let app = app::<A>("cold", origin).await;
+    let answers = concurrent::<A>(&app, 200, "/products/7").await;
+    assert_eq!(calls.count(), 1);
+    let statuses: Vec<String> = answers.iter().map(|a| a.headers.cache_status()).collect();
+    let stored = statuses.iter().filter(|s| *s == MISS_STORED).count();
+    let collapsed = statuses
+        .iter()
+        .filter(|s| *s == "lock-core; fwd=miss; collapsed")
+        .count();
+    assert_eq!((stored, collapsed), (1, 199), "{statuses:?}");
+    assert!(answers
+        .iter()
+        .all(|a| a.status == 200 && a.body == b"product 7"));
+}
+
+/// 20 concurrent requests for a `private` response: each runs the origin and gets its own
+/// response (with its own `Set-Cookie`).
+///
+/// # Panics
+/// When a response is handed to another request.
+pub async fn responses_not_to_share_are_not_handed_to_waiters<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::products(
+        &calls,
+        "private, max-age=60",
+        Duration::from_millis(100),
+        true,
+    );
+    let app = app::<A>("private", origin).await;
+    let answers = concurrent::<A>(&app, 20, "/products/1").await;
+    assert_eq!(calls.count(), 20, "each request ran the handler");
+    for answer in &answers {
+        assert_eq!(
+            answer.headers.cache_status(),
+            "lock-core; fwd=miss; fwd-status=200; detail=private"
+        );
+        assert_eq!(
+            answer.headers.get("set-cookie"),
+            "session=abc",
+            "its own response"
+        );
+        assert_eq!(answer.body, b"product 1");
+    }
+}
+
+/// The request that computed a response gets its `Set-Cookie`; hits do not.
+///
+/// # Panics
+/// When a hit carries it.
+pub async fn set_cookie_reaches_the_computing_request_only<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::products(&calls, "max-age=60", Duration::ZERO, true);
+    let app = app::<A>("cookie", origin).await;
+    let first = send::<A>(&app, Request::get("/products/2", &[])).await;
+    assert_eq!(first.headers.get("set-cookie"), "session=abc");
+    let hit = send::<A>(&app, Request::get("/products/2", &[])).await;
+    assert_eq!(hit.headers.cache_status(), HIT);
+    assert!(!hit.headers.contains("set-cookie"), "{:?}", hit.headers);
+    assert_eq!(hit.body, b"product 2");
+}
+
+/// A cold `HEAD` is forwarded as a `GET` and stores the entry; `GET` and `HEAD` then hit it,
+/// with its `Content-Length`.
+///
+/// # Panics
+/// When they do not.
+pub async fn head_is_served_from_the_get_entry<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::products(&calls, "max-age=60", Duration::ZERO, true);
+    let app = app::<A>("head", origin).await;
+    let head = || Request::new("HEAD", "/products/3", &[]);
+    // A cold HEAD is forwarded as a GET, so the entry holds the body (actix-web sends its
+    // length and drops it on the wire).
+    let answer = send::<A>(&app, head()).await;
+    assert_eq!(
+        (answer.status, answer.headers.cache_status()),
+        (200, MISS_STORED.to_owned())
+    );
+    if A::HEAD_WITHOUT_BODY {
+        assert_eq!(answer.body.len(), 0);
+        assert_eq!(answer.headers.get("content-length"), "9");
+    }
+    assert_eq!(calls.methods(), ["GET"]);
+    let answer = send::<A>(&app, Request::get("/products/3", &[])).await;
+    assert_eq!(
+        (answer.headers.cache_status(), answer.text()),
+        (HIT.to_owned(), "product 3".to_owned())
+    );
+    let answer = send::<A>(&app, head()).await;
+    assert_eq!(answer.headers.cache_status(), HIT);
+    if A::HEAD_WITHOUT_BODY {
+        assert_eq!(answer.body.len(), 0);
+    }
+    assert_eq!(answer.headers.get("content-length"), "9");
+    assert_eq!(calls.count(), 1);
+}
+
+/// `POST` passes through the cache, uncounted and unstored.
+///
+/// # Panics
+/// When it does not.
+pub async fn other_methods_pass_through<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::products(&calls, "max-age=60", Duration::ZERO, true);
+    let app = app::<A>("post", origin).await;
+    for _ in 0..2 {
+        let answer = send::<A>(&app, Request::new("POST", "/products/4", &[])).await;
+        assert_eq!((answer.status, answer.text()), (200, "posted".to_owned()));
+        assert_eq!(answer.headers.cache_status(), "lock-core; fwd=method");
+    }
+    assert_eq!(calls.count(), 0);
+}
+
+/// Bodies over the 1 KiB limit are answered whole and not stored: a known length at once, an
+/// unknown one as soon as the limit is crossed, before the body ends.
+///
+/// # Panics
+/// When they are stored, cut, or held back.
+pub async fn bodies_over_the_limit_reach_the_client_whole_and_are_not_stored<A: Adapter>() {
+    let (calls, feeds) = (Calls::default(), Feeds::default());
+    let app = app::<A>("large", Origin::large(&calls, &feeds)).await;
+    // Content-Length over the limit: passed at once, twice (nothing stored).
+    for _ in 0..2 {
+        let answer = send::<A>(&app, Request::get("/length", &[])).await;
+        assert_eq!((answer.status, answer.body.len()), (200, 3000));
+        assert_eq!(
+            answer.headers.cache_status(),
+            "lock-core; fwd=miss; fwd-status=200; detail=too-large"
+        );
+    }
+    assert_eq!(calls.count(), 2);
+    // Unknown length: the answer starts once the limit is crossed, before the body ends, and
+    // goes on with the rest.
+    for _ in 0..2 {
+        let feed = feeds.push();
+        for _ in 0..3 {
+            feed.send(vec![b'y'; 500]).await.unwrap();
+        }
+        let response = timeout(LIMIT, A::call(&app, Request::get("/chunked", &[])))
+            .await
+            .expect("answered before the body ended");
+        assert_eq!(
+            response.headers.cache_status(),
+            "lock-core; fwd=miss; fwd-status=200; detail=too-large"
+        );
+        for _ in 0..4 {
+            feed.send(vec![b'z'; 500]).await.unwrap();
+        }
+        drop(feed);
+        let body = timeout(LIMIT, response.body).await.unwrap();
+        assert_eq!(body.len(), 3500);
+        assert_eq!(&body[..1500], &[b'y'; 1500][..]);
+        assert_eq!(&body[1500..], &[b'z'; 2000][..]);
+    }
+}

@@ -413,6 +413,34 @@ async fn recompute_replaces_a_fresh_value_once<I: Instances>(i: &I) {
     );
 }
 
+/// `invalidate` deletes the stored value in every instance's view: the next call computes.
+async fn invalidate_makes_the_next_call_compute<I: Instances>(i: &I) {
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let key = unique("invalidate");
+    let origin = Origin::default();
+    for expected in [CacheStatus::Computed, CacheStatus::Hit] {
+        let origin = origin.clone();
+        let got = a
+            .entry(&key)
+            .try_get_with(move || origin.call(Duration::ZERO, "v"))
+            .await
+            .unwrap();
+        assert_eq!(got.status, expected);
+    }
+    b.invalidate(&key).await.unwrap();
+    let after = a
+        .entry(&key)
+        .try_get_with({
+            let origin = origin.clone();
+            move || origin.call(Duration::ZERO, "v")
+        })
+        .await
+        .unwrap();
+    assert_eq!(after.status, CacheStatus::Computed);
+    assert_eq!(origin.calls(), 2);
+    assert!(a.invalidate("").await.unwrap_err().is_invalid_input());
+}
+
 /// Bad keys, windows and sizes are typed errors.
 async fn bad_input_is_typed<I: Instances>(i: &I) {
     fn tiny(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
@@ -455,7 +483,8 @@ macro_rules! cache_suite {
                 stale_is_served_while_one_refresh_runs, stale_if_error_serves_the_old_value,
                 a_cancelled_computation_hands_over, a_stale_writer_is_refused,
                 the_wait_deadline_follows_its_policy, uncacheable_values_are_not_shared,
-                recompute_replaces_a_fresh_value_once, bad_input_is_typed);
+                recompute_replaces_a_fresh_value_once, invalidate_makes_the_next_call_compute,
+                bad_input_is_typed);
         }
     };
     (@tests $make:expr; $($check:ident),*) => {

@@ -14,3 +14,21 @@ pub mod sql;
 pub mod traits;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
+
+/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
+#[cfg(any(
+    feature = "redis",
+    feature = "zookeeper",
+    feature = "etcd",
+    feature = "postgres",
+    feature = "mysql"
+))]
+pub(crate) fn jitter(base: std::time::Duration) -> std::time::Duration {
+    let mut byte = [0u8; 1];
+    let spread = if getrandom::fill(&mut byte).is_ok() {
+        f64::from(byte[0]) / 255.0
+    } else {
+        0.5
+    };
+    base.mul_f64(0.8 + 0.4 * spread)
+}

@@ -5,10 +5,12 @@
 //! `LOCK_TEST_REQUIRE_SERVERS=1` (set by `cargo xtask test`) or `CI` they fail, and otherwise
 //! they say loudly that they skipped.
 //!
-//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and
-//! [`response_cache`], the suite every response cache adapter (lock-tower, lock-actix) runs.
+//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and, with the
+//! feature `test-support`, `response_cache`: the suite every response cache adapter
+//! (lock-tower, lock-actix) runs.
 
 mod redis_server;
+#[cfg(feature = "test-support")]
 pub mod response_cache;
 
 pub use redis_server::{free_port, RedisServer};

@@ -194,7 +194,7 @@ impl EtcdBackend {
                 return Ok(Turn::Busy);
             }
             let mut recheck_at = (Instant::now()
-                + super::held::jitter(self.shared.config.poll_cap))
+                + crate::backends::jitter(self.shared.config.poll_cap))
             .min(queued.kept_alive_at + queued.granted_ttl / 3);
             if let Some(deadline) = request.deadline {
                 recheck_at = recheck_at.min(deadline);

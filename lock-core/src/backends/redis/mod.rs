@@ -438,7 +438,7 @@ impl LockBackend for RedisBackend {
                         .map_or(Duration::from_millis(5), |r| {
                             r.min(self.shared.config.poll_cap)
                         });
-                    let mut recheck_at = Instant::now() + jitter(poll);
+                    let mut recheck_at = Instant::now() + crate::backends::jitter(poll);
                     if let Some(deadline) = request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }
@@ -500,17 +500,6 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis())
         .unwrap_or(u64::MAX)
         .max(1)
-}
-
-/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
-fn jitter(base: Duration) -> Duration {
-    let mut byte = [0u8; 1];
-    let spread = if getrandom::fill(&mut byte).is_ok() {
-        f64::from(byte[0]) / 255.0
-    } else {
-        0.5
-    };
-    base.mul_f64(0.8 + 0.4 * spread)
 }
 
 fn is_transient(error: &redis::RedisError) -> bool {

@@ -51,7 +51,7 @@ where
                 let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed()) else {
                     return Ok(None);
                 };
-                let mut pause = jitter(interval);
+                let mut pause = crate::backends::jitter(interval);
                 if let Some(left) = left {
                     pause = pause.min(left + Duration::from_millis(1));
                 }
@@ -67,17 +67,6 @@ where
             }
         }
     }
-}
-
-/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
-pub(crate) fn jitter(base: Duration) -> Duration {
-    let mut byte = [0u8; 1];
-    let spread = if getrandom::fill(&mut byte).is_ok() {
-        f64::from(byte[0]) / 255.0
-    } else {
-        0.5
-    };
-    base.mul_f64(0.8 + 0.4 * spread)
 }
 
 /// Runs `statement`, sending it again when the reply was lost (a timeout, a dropped

@@ -338,7 +338,8 @@ impl LockBackend for ZooKeeperBackend {
                         queued.remove().await;
                         return Ok(None);
                     }
-                    let mut recheck_at = Instant::now() + jitter(self.shared.config.poll_cap);
+                    let mut recheck_at =
+                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
                     if let Some(deadline) = request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }
@@ -421,17 +422,6 @@ impl std::fmt::Debug for ZooKeeperBackend {
             .field("root", &self.shared.root)
             .finish_non_exhaustive()
     }
-}
-
-/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
-fn jitter(base: Duration) -> Duration {
-    let mut byte = [0u8; 1];
-    let spread = if getrandom::fill(&mut byte).is_ok() {
-        f64::from(byte[0]) / 255.0
-    } else {
-        0.5
-    };
-    base.mul_f64(0.8 + 0.4 * spread)
 }
 
 /// True for an error saying the session has ended for good.

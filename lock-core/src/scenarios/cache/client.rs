@@ -85,6 +85,27 @@ impl Cache {
         CacheRequest::new(self, key.into())
     }
 
+    /// Deletes the stored value of `key` (after the data behind it changed, say): the next
+    /// call computes it anew, once across the callers missing it then. A computation already
+    /// running stores its value when it ends.
+    ///
+    /// ```
+    /// use lock_core::cache::{Cache, CacheStatus};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let cache = Cache::memory("shop")?;
+    /// let load = || async { Ok::<_, std::io::Error>(b"lamp".to_vec()) };
+    /// cache.entry("product:1").try_get_with(load).await?;
+    /// cache.invalidate("product:1").await?;
+    /// let again = cache.entry("product:1").try_get_with(load).await?;
+    /// assert_eq!(again.status, CacheStatus::Computed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn invalidate(&self, key: &str) -> Result<()> {
+        let key = crate::LockKey::new(&self.inner.namespace, key)?;
+        self.inner.store.remove(&key).await
+    }
+
     /// The namespace every key is placed under.
     #[must_use]
     pub fn namespace(&self) -> &str {
@@ -177,12 +198,7 @@ impl CacheBuilder {
             format!("cache.{}", self.namespace)
         };
         let freshness = self.freshness.validate()?;
-        if self.wait.is_zero() || self.wait > super::MAX_WINDOW {
-            return Err(LockError::InvalidDuration {
-                what: "cache wait",
-                reason: format!("{:?} is not within (0, {:?}]", self.wait, super::MAX_WINDOW),
-            });
-        }
+        super::policy::validate_wait("cache wait", self.wait)?;
         if self.max_value_bytes == 0 {
             return Err(LockError::InvalidConfig(
                 "the cache's max value size must be positive".into(),

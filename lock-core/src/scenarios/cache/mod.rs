@@ -43,7 +43,7 @@ mod global;
 pub mod http;
 mod memory;
 mod outcome;
-mod policy;
+pub(crate) mod policy;
 #[cfg(feature = "redis")]
 mod redis;
 mod request;

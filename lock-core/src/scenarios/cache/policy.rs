@@ -89,13 +89,6 @@ impl Freshness {
         self
     }
 
-    /// How long the store must keep a value: until the last window that can still serve it
-    /// ends.
-    #[must_use]
-    pub fn keep_for(&self) -> Duration {
-        self.fresh + self.stale_while_revalidate.max(self.stale_if_error)
-    }
-
     /// Checks the windows: `fresh` positive, every window at most [`MAX_WINDOW`], β finite and
     /// not negative.
     pub fn validate(self) -> Result<Self, LockError> {
@@ -126,6 +119,17 @@ impl Freshness {
         }
         Ok(self)
     }
+}
+
+/// Checks how long a caller may wait for another's computation: within (0, [`MAX_WINDOW`]].
+pub(crate) fn validate_wait(what: &'static str, wait: Duration) -> Result<Duration, LockError> {
+    if wait.is_zero() || wait > MAX_WINDOW {
+        return Err(LockError::InvalidDuration {
+            what,
+            reason: format!("{wait:?} is not within (0, {MAX_WINDOW:?}]"),
+        });
+    }
+    Ok(wait)
 }
 
 /// What a caller waiting for another instance's computation does when its wait ends without

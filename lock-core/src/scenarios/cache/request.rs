@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::call::{Call, Compute, Failure};
 use super::codec::{Bytes, Codec};
 use super::{Cache, CacheError, Cached, Freshness};
-use crate::{LockError, LockKey};
+use crate::LockKey;
 
 /// A cache call being configured; finish it with [`try_get_with`](Self::try_get_with).
 ///
@@ -163,13 +163,7 @@ impl<'a, C> CacheRequest<'a, C> {
         let inner = &self.cache.inner;
         let key = LockKey::new(&inner.namespace, &self.key)?;
         let freshness = self.freshness.validate()?;
-        if self.wait.is_zero() || self.wait > super::MAX_WINDOW {
-            return Err(LockError::InvalidDuration {
-                what: "cache wait",
-                reason: format!("{:?} is not within (0, {:?}]", self.wait, super::MAX_WINDOW),
-            }
-            .into());
-        }
+        super::policy::validate_wait("cache wait", self.wait)?;
         let codec = self.codec.clone();
         let compute: Compute<E> = Box::new(move || {
             Box::pin(async move {

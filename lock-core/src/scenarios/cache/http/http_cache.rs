@@ -10,7 +10,7 @@ use super::{
     BypassReason, CacheCall, CacheRules, CacheRulesBuilder, CacheStatusHeader, Forward,
     FullRequestHead, KeyFn, RequestDecision, SetCookie,
 };
-use crate::cache::{Cache, Freshness, MAX_WINDOW};
+use crate::cache::{Cache, Freshness};
 use crate::LockError;
 
 /// A response cache: lock-core's stampede-proof [`Cache`] (one computation per missing key
@@ -297,12 +297,7 @@ impl<T> HttpCacheBuilder<T> {
         T: From<HttpCache>,
     {
         if let Some(wait) = self.wait {
-            if wait.is_zero() || wait > MAX_WINDOW {
-                return Err(LockError::InvalidDuration {
-                    what: "response cache wait",
-                    reason: format!("{wait:?} is not within (0, {MAX_WINDOW:?}]"),
-                });
-            }
+            crate::cache::policy::validate_wait("response cache wait", wait)?;
         }
         let http = HttpCache::assemble(self.cache, self.rules.build()?, self.wait)?;
         Ok(T::from(http))
@@ -352,7 +347,10 @@ mod tests {
         let built = HttpCache::builder(closed_cache.clone()).build().unwrap();
         assert_eq!(built.rules().on_backend_error(), OnBackendError::FailClosed);
         assert!(HttpCache::new(closed_cache, closed).is_ok());
-        for wait in [Duration::ZERO, MAX_WINDOW + Duration::from_secs(1)] {
+        for wait in [
+            Duration::ZERO,
+            crate::cache::MAX_WINDOW + Duration::from_secs(1),
+        ] {
             let refused = HttpCache::builder(open()).wait(wait).build();
             assert!(matches!(refused, Err(LockError::InvalidDuration { .. })));
         }

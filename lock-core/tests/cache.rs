@@ -25,6 +25,8 @@ trait Instances: Send + Sync + 'static {
         &self,
         configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
     ) -> impl std::future::Future<Output = Cache> + Send;
+    /// Callers queued for the computation lease of `key`.
+    fn lease_waiters(&self, key: &str) -> impl std::future::Future<Output = usize> + Send;
 }
 
 fn plain(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
@@ -214,7 +216,7 @@ async fn a_cancelled_computation_hands_over<I: Instances>(i: &I) {
                 .unwrap()
         }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await; // let it queue
+    cache_support::until_queued(|| i.lease_waiters(&key)).await;
     let cancelled_at = Instant::now();
     leader.abort();
     let got = timeout(BOUND, waiter).await.unwrap().unwrap();
@@ -513,6 +515,10 @@ impl Instances for Memory {
             .build()
             .unwrap()
     }
+
+    async fn lease_waiters(&self, key: &str) -> usize {
+        self.backend.waiter_count(&cache_support::lease_key(key))
+    }
 }
 
 async fn memory() -> Option<Memory> {
@@ -527,6 +533,7 @@ cache_suite!(on_memory, memory());
 #[cfg(feature = "redis")]
 struct Redis {
     url: String,
+    names: lock_core::RedisBackend,
 }
 
 #[cfg(feature = "redis")]
@@ -540,13 +547,17 @@ impl Instances for Redis {
             .build()
             .unwrap()
     }
+
+    async fn lease_waiters(&self, key: &str) -> usize {
+        cache_support::redis_lease_waiters(&self.url, &self.names, key).await
+    }
 }
 
 #[cfg(feature = "redis")]
 async fn redis() -> Option<Redis> {
-    Some(Redis {
-        url: cache_support::redis_url()?,
-    })
+    let url = cache_support::redis_url()?;
+    let names = lock_core::RedisBackend::connect(&url).await.unwrap();
+    Some(Redis { url, names })
 }
 
 #[cfg(feature = "redis")]

@@ -214,7 +214,9 @@ async fn a_killed_computing_process_hands_over_within_its_lease() {
                     .unwrap()
             }
         });
-        tokio::time::sleep(Duration::from_millis(200)).await; // the waiter queues
+        let names = RedisBackend::connect(&url).await.unwrap();
+        cache_support::until_queued(|| cache_support::redis_lease_waiters(&url, &names, &key))
+            .await;
         computer.process.kill().await.unwrap();
         let killed_at = Instant::now();
         let got = waiter.await.unwrap();

@@ -93,3 +93,40 @@ pub async fn on_redis(backend: lock_core::RedisBackend) -> lock_core::cache::Cac
         .unwrap();
     Cache::builder(store, backend).namespace(NAMESPACE)
 }
+
+/// The lock key a cache in [`NAMESPACE`] takes its computations' leases on, for `key`.
+pub fn lease_key(key: &str) -> String {
+    format!("cache.{NAMESPACE}:{key}")
+}
+
+/// Waits (bounded) until `waiters()` reports at least one caller queued for a lease: the store
+/// offers nothing to subscribe to for that.
+pub async fn until_queued<F, Fut>(mut waiters: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = usize>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while waiters().await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no caller ever queued for the lease"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
+/// Callers queued for the lease of `key` on the Redis at `url`.
+#[cfg(feature = "redis")]
+pub async fn redis_lease_waiters(url: &str, names: &lock_core::RedisBackend, key: &str) -> usize {
+    let mut connection = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("ZCARD")
+        .arg(names.waiters_key(&lease_key(key)))
+        .query_async(&mut connection)
+        .await
+        .unwrap()
+}

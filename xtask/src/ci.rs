@@ -99,7 +99,23 @@ pub(crate) fn run() -> Result<()> {
     }
 
     print_summary(&timings, total);
+    report_disk();
     failure.map_or(Ok(()), Err)
+}
+
+/// Prints the target directory's size and the disk space left, so a failure
+/// caused by a full disk (a linker dying of SIGBUS, say) shows as one.
+fn report_disk() {
+    let mut du = Command::new("du");
+    du.args(["-sh", "target"]);
+    let mut df = Command::new("df");
+    df.args(["-h", "."]);
+    for mut command in [du, df] {
+        // Diagnostics only: a missing `du` must not fail CI.
+        if let Err(err) = cmd::run(&mut command) {
+            eprintln!("  (disk report unavailable: {err})");
+        }
+    }
 }
 
 /// A step running `cargo <args>` in the workspace root.

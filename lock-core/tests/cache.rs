@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cache_support::{crowd, unique, Origin, NAMESPACE};
-use lock_core::cache::{Cache, CacheError, CacheStatus, MemoryCacheStore, OnWaitTimeout};
+use lock_core::cache::{Cache, CacheError, CacheStatus, MemoryResultStore, OnWaitTimeout};
 use lock_core::{LeaseMode, LockError, MemoryBackend};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
@@ -502,7 +502,7 @@ macro_rules! cache_suite {
 }
 
 struct Memory {
-    store: MemoryCacheStore,
+    store: MemoryResultStore,
     backend: MemoryBackend,
 }
 
@@ -523,7 +523,7 @@ impl Instances for Memory {
 
 async fn memory() -> Option<Memory> {
     Some(Memory {
-        store: MemoryCacheStore::new(),
+        store: MemoryResultStore::new(),
         backend: MemoryBackend::new(),
     })
 }

@@ -208,7 +208,7 @@ pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // Once, at startup (or pass `cache = ...` to the attribute); `Cache::builder` with a
-/// // `RedisCacheStore` shares values across instances.
+/// // `RedisResultStore` shares values across instances.
 /// Cache::memory("shop")?.install_global()?;
 /// assert_eq!(product(42).await?.name, "product 42");
 /// # Ok(()) }

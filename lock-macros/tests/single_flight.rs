@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::{Cache, CacheFailure, CacheStatus, RedisCacheStore};
+use lock_core::cache::{Cache, CacheFailure, CacheStatus, RedisResultStore};
 use lock_core::{single_flight, KeyTemplate, RedisBackend};
 use support::processes::{Counters, SecondProcess};
 use tokio::time::{timeout, Instant};
@@ -54,7 +54,7 @@ fn memory_cache() -> Cache {
 async fn redis_cache(namespace: &str) -> Option<Cache> {
     let url = support::redis_url()?;
     let backend = RedisBackend::connect(&url).await.unwrap();
-    let store = RedisCacheStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::connect(&backend).await.unwrap();
     Some(
         Cache::builder(store, backend)
             .namespace(namespace)

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use lock_core::cache::{Cache, CacheStatus, RedisCacheStore};
+use lock_core::cache::{Cache, CacheStatus, RedisResultStore};
 use lock_core::RedisBackend;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -20,7 +20,7 @@ pub const ORIGIN_TIME: Duration = Duration::from_millis(20);
 
 async fn cache(url: &str) -> Cache {
     let backend = RedisBackend::connect(url).await.expect("connect");
-    let store = RedisCacheStore::connect(&backend)
+    let store = RedisResultStore::connect(&backend)
         .await
         .expect("cache store");
     Cache::builder(store, backend)

@@ -14,7 +14,7 @@ use axum::http::{Request, Response};
 use axum::routing::get;
 use axum::Router;
 use http_body_util::BodyExt;
-use lock_core::cache::{Cache, Freshness, RedisCacheStore};
+use lock_core::cache::{Cache, Freshness, RedisResultStore};
 use lock_core::RedisBackend;
 use lock_tower::ResponseCacheLayer;
 use serde_json::{json, Value};
@@ -32,7 +32,7 @@ async fn product() -> Vec<u8> {
 /// Measures both stacks on hits, interleaved, prints the figure and returns it for the report.
 pub async fn run(url: &str, iterations: usize) -> Value {
     let backend = RedisBackend::connect(url).await.expect("connect");
-    let store = RedisCacheStore::connect(&backend)
+    let store = RedisResultStore::connect(&backend)
         .await
         .expect("cache store");
     let cache = Cache::builder(store, backend)

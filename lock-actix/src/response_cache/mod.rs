@@ -19,7 +19,7 @@
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {
-//! let cache = Cache::memory("web")?; // `Cache::builder(RedisCacheStore, RedisBackend)` across instances
+//! let cache = Cache::memory("web")?; // `Cache::builder(RedisResultStore, RedisBackend)` across instances
 //! let cached = ResponseCache::builder(cache)
 //!     .default_freshness(Freshness::fresh_for(Duration::from_secs(30)))
 //!     .vary("Accept-Language")

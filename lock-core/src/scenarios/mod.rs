@@ -4,4 +4,5 @@
 
 pub mod cache;
 pub mod http;
+pub mod results;
 pub mod stock;

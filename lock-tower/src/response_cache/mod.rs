@@ -19,7 +19,7 @@
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {
-//! let cache = Cache::memory("web")?; // `Cache::builder(RedisCacheStore, RedisBackend)` across instances
+//! let cache = Cache::memory("web")?; // `Cache::builder(RedisResultStore, RedisBackend)` across instances
 //! let app: Router = Router::new().route("/products/{id}", get(product)).layer(
 //!     ResponseCacheLayer::builder(cache)
 //!         .default_freshness(Freshness::fresh_for(Duration::from_secs(30)))

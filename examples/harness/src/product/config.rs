@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_core::cache::{Cache, Freshness, MemoryCacheStore, RedisCacheStore};
+use lock_core::cache::{Cache, Freshness, MemoryResultStore, RedisResultStore};
 use lock_core::{LockError, MemoryBackend, RedisBackend};
 
 use crate::{redis_url, BackendKind, Flags};
@@ -51,7 +51,7 @@ pub enum CacheBackend {
     /// One memory store and lock backend, shared by the instances of this process.
     Memory {
         /// The entries.
-        store: MemoryCacheStore,
+        store: MemoryResultStore,
         /// The computations' leases.
         locks: MemoryBackend,
     },
@@ -67,7 +67,7 @@ impl CacheBackend {
     #[must_use]
     pub fn memory() -> Self {
         Self::Memory {
-            store: MemoryCacheStore::new(),
+            store: MemoryResultStore::new(),
             locks: MemoryBackend::new(),
         }
     }
@@ -104,7 +104,7 @@ impl CacheBackend {
                 .build(),
             Self::Redis { url } => {
                 let backend = RedisBackend::connect(url).await?;
-                let store = RedisCacheStore::connect(&backend).await?;
+                let store = RedisResultStore::connect(&backend).await?;
                 Cache::builder(store, backend)
                     .namespace(namespace)
                     .freshness(freshness)

@@ -17,10 +17,11 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use super::entry::{Age, Kind, StoredEntry, FENCE_AT, FENCE_DIGITS};
+use super::entry::{Age, Kind, StoredEntry};
 use super::flight::{follow, Joined, Landing};
 use super::{Cache, CacheError, CacheStatus, Cached, Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::BoxFuture;
+use crate::results::{Replace, FENCE_AT, FENCE_DIGITS};
 use crate::{FencingToken, LockError, LockGuard, LockKey};
 
 /// A computation, boxed so the algorithm is written once for every value type: the bytes, and
@@ -267,7 +268,13 @@ impl Call {
             .to_owned();
         let stored = inner
             .store
-            .put(&self.key, &digits, &encoded, entry.keep_for())
+            .put(
+                &self.key,
+                &digits,
+                &encoded,
+                entry.keep_for(),
+                Replace::Older,
+            )
             .await;
         // Stored (and pushed) before the lease goes, so waiters get the value, not the lease;
         // the release runs on its own, as this caller and its flight need not wait for it.

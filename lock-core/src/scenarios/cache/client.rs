@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use super::flight::Flights;
 use super::request::CacheRequest;
-use super::store::CacheStore;
-use super::{Freshness, MemoryCacheStore, OnBackendError, OnWaitTimeout};
+use super::{Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::{DynLockBackend, LockBackend};
 use crate::lock::key::validate_namespace;
+use crate::results::{MemoryResultStore, ResultStore};
 use crate::{LeaseMode, LockClient, LockError, MemoryBackend, Result};
 
 /// The largest value stored by default: 1 MiB.
@@ -42,7 +42,7 @@ pub struct Cache {
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: Arc<dyn CacheStore>,
+    pub(crate) store: Arc<dyn ResultStore>,
     /// Leases for computations, on the caller's backend, under `cache.<namespace>`.
     pub(crate) locks: LockClient,
     pub(crate) namespace: String,
@@ -56,9 +56,9 @@ pub(crate) struct Inner {
 
 impl Cache {
     /// Starts configuring a cache whose values live in `store` and whose computations are
-    /// leased on `backend` (the same server, usually: a `RedisCacheStore` with a
+    /// leased on `backend` (the same server, usually: a `RedisResultStore` with a
     /// `RedisBackend`, feature `redis`).
-    pub fn builder(store: impl CacheStore, backend: impl LockBackend) -> CacheBuilder {
+    pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> CacheBuilder {
         CacheBuilder {
             store: Arc::new(store),
             backend: Arc::new(backend),
@@ -74,7 +74,7 @@ impl Cache {
 
     /// A cache for one process, in memory, with default settings.
     pub fn memory(namespace: &str) -> Result<Self> {
-        Self::builder(MemoryCacheStore::new(), MemoryBackend::new())
+        Self::builder(MemoryResultStore::new(), MemoryBackend::new())
             .namespace(namespace)
             .build()
     }
@@ -138,7 +138,7 @@ impl std::fmt::Debug for Cache {
 /// Configures a [`Cache`].
 #[must_use]
 pub struct CacheBuilder {
-    store: Arc<dyn CacheStore>,
+    store: Arc<dyn ResultStore>,
     backend: Arc<dyn DynLockBackend>,
     namespace: String,
     freshness: Freshness,

@@ -20,13 +20,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Freshness;
+use crate::results::{FENCE_DIGITS, VERSION};
 use crate::{FencingToken, LockError};
-
-const VERSION: &str = "lc1";
-/// Where the fence starts in an encoded entry (after `lc1 V `), for store scripts.
-pub(crate) const FENCE_AT: usize = 6;
-/// The fence's width in an encoded entry.
-pub(crate) const FENCE_DIGITS: usize = 20;
 
 /// What a stored entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +57,19 @@ pub(crate) enum Age {
     /// Past stale-while-revalidate, within stale-if-error: served only when computing fails.
     StaleIfError,
     Gone,
+}
+
+impl crate::results::ValueWatch {
+    /// The next pushed cache entry; `None` when the store's push channel closed.
+    pub(crate) async fn next(&mut self) -> Option<StoredEntry> {
+        loop {
+            let bytes = self.next_bytes().await?;
+            match StoredEntry::decode(&bytes) {
+                Ok(entry) => return Some(entry),
+                Err(error) => tracing::warn!(%error, "ignoring a malformed pushed cache entry"),
+            }
+        }
+    }
 }
 
 impl StoredEntry {
@@ -206,6 +214,7 @@ fn millis_since_epoch(at: SystemTime) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::FENCE_AT;
 
     fn entry(fresh: u64, swr: u64, sie: u64) -> StoredEntry {
         let policy = Freshness::fresh_for(Duration::from_secs(fresh))

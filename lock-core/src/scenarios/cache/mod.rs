@@ -6,7 +6,7 @@
 //! use lock_core::cache::{Cache, CacheStatus};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // `Cache::builder(RedisCacheStore::new(&backend), backend)` across instances.
+//! // `Cache::builder(RedisResultStore::new(&backend), backend)` across instances.
 //! let cache = Cache::memory("shop")?;
 //! let product = cache
 //!     .entry("product:42")
@@ -41,22 +41,19 @@ mod entry;
 mod flight;
 mod global;
 pub mod http;
-mod memory;
 mod outcome;
 pub(crate) mod policy;
-#[cfg(feature = "redis")]
-mod redis;
 mod request;
-mod store;
 
 pub use self::client::{Cache, CacheBuilder, DEFAULT_MAX_VALUE_BYTES, DEFAULT_WAIT};
 #[cfg(feature = "json")]
 pub use self::codec::Json;
 pub use self::codec::{Bytes, Codec, Utf8};
-pub use self::memory::MemoryCacheStore;
 pub use self::outcome::{CacheError, CacheFailure, CacheStatus, Cached};
 pub use self::policy::{Freshness, OnBackendError, OnWaitTimeout, MAX_WINDOW};
-#[cfg(feature = "redis")]
-pub use self::redis::RedisCacheStore;
 pub use self::request::CacheRequest;
-pub use self::store::{CacheStore, ValueWatch};
+// The stores are shared with idempotency records (`lock_core::results`); here too for
+// convenience.
+#[cfg(feature = "redis")]
+pub use crate::results::RedisResultStore;
+pub use crate::results::{MemoryResultStore, ResultStore};

@@ -8,7 +8,7 @@ use tokio::time::timeout;
 
 use super::origin::{Calls, Origin};
 use super::{together, Adapter, Answer, Request};
-use crate::cache::{Cache, OnBackendError, RedisCacheStore};
+use crate::cache::{Cache, OnBackendError, RedisResultStore};
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 
@@ -17,7 +17,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 
 async fn cache(url: &str, namespace: &str, on_error: OnBackendError) -> Cache {
     let backend = RedisBackend::connect(url).await.unwrap();
-    let store = RedisCacheStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::connect(&backend).await.unwrap();
     Cache::builder(store, backend)
         .namespace(namespace)
         .on_backend_error(on_error)

@@ -317,11 +317,11 @@ impl<T> fmt::Debug for HttpCacheBuilder<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{MemoryCacheStore, OnBackendError};
+    use crate::cache::{MemoryResultStore, OnBackendError};
     use crate::MemoryBackend;
 
     fn cache(limit: usize, on_error: OnBackendError) -> Cache {
-        Cache::builder(MemoryCacheStore::new(), MemoryBackend::new())
+        Cache::builder(MemoryResultStore::new(), MemoryBackend::new())
             .max_value_bytes(limit)
             .on_backend_error(on_error)
             .build()

@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use super::entry::StoredEntry;
 use crate::backend::BoxFuture;
 use crate::{LockKey, Result};
 
-/// A store of cache entries that pushes each stored entry to the processes waiting for it.
-/// Implemented by [`MemoryCacheStore`](super::MemoryCacheStore) and, with the `redis` feature,
-/// `RedisCacheStore`; used through [`Cache`](super::Cache).
-pub trait CacheStore: Send + Sync + 'static {
+/// A store of results that pushes each stored entry to the processes waiting for it.
+/// Implemented by [`MemoryResultStore`](super::MemoryResultStore) and, with the `redis` and
+/// `postgres` features, `RedisResultStore` and `PostgresResultStore`; used through
+/// [`Cache`](crate::cache::Cache) and [`Idempotency`](crate::idempotency::Idempotency).
+pub trait ResultStore: Send + Sync + 'static {
     /// The store's name, for errors and tracing.
     fn name(&self) -> &'static str;
 
@@ -30,10 +30,10 @@ pub trait CacheStore: Send + Sync + 'static {
         wait: Duration,
     ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>>;
 
-    /// Stores `entry` (encoded) for `keep`, unless the entry there has the same or a larger
-    /// fencing token (`fence_digits`, as encoded); then pushes it to every waiting process.
-    /// Returns whether it was stored. A `keep` of zero pushes without storing (a value that
-    /// must not be shared: the waiters compute their own).
+    /// Stores `entry` (encoded) for `keep` if `rule` lets it replace the entry there (an
+    /// entry of kind `C` is never replaced; see the [module docs](super)); then pushes it to
+    /// every waiting process. Returns whether it was stored. A `keep` of zero pushes without
+    /// storing (a value that must not be shared: the waiters compute their own).
     #[doc(hidden)]
     fn put<'a>(
         &'a self,
@@ -41,11 +41,23 @@ pub trait CacheStore: Send + Sync + 'static {
         fence_digits: &'a str,
         entry: &'a [u8],
         keep: Duration,
+        rule: Replace,
     ) -> BoxFuture<'a, Result<bool>>;
 
     /// Deletes the entry of `key`.
     #[doc(hidden)]
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>>;
+}
+
+/// Which entries a [`ResultStore::put`] replaces, by the fencing token of the claim that
+/// stored them (`Older` than the put's, or `OlderOrSame`); a final entry (kind `C`) never.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replace {
+    /// Only an entry of an older claim: a cache value over a value.
+    Older,
+    /// An entry of an older claim or of the same one: a claim completing its own record.
+    OlderOrSame,
 }
 
 /// The entries pushed for one key, as one process receives them.
@@ -55,14 +67,11 @@ pub struct ValueWatch {
 }
 
 impl ValueWatch {
-    /// The next pushed entry; `None` when the store's push channel closed.
-    pub(crate) async fn next(&mut self) -> Option<StoredEntry> {
+    /// The next pushed entry, encoded; `None` when the store's push channel closed.
+    pub(crate) async fn next_bytes(&mut self) -> Option<Arc<Vec<u8>>> {
         loop {
             match self.receiver.recv().await {
-                Ok(bytes) => match StoredEntry::decode(&bytes) {
-                    Ok(entry) => return Some(entry),
-                    Err(error) => tracing::warn!(%error, "ignoring a malformed pushed cache entry"),
-                },
+                Ok(bytes) => return Some(bytes),
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return None,
             }

@@ -1,4 +1,4 @@
-//! Cache entries in this process's memory, with the same rules as the Redis store.
+//! Results in this process's memory, with the same rules as the Redis store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -6,27 +6,27 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::entry::{FENCE_AT, FENCE_DIGITS};
-use super::store::{CacheStore, ValueWatch, Watchers};
+use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use crate::backend::BoxFuture;
 use crate::lock::held::lock;
 use crate::{LockKey, Result};
 
-/// Cache entries kept in memory, for one process (tests, the demo, a single instance).
-/// Clones share the entries.
+/// Results kept in memory, for one process (tests, the demo, a single instance). Clones
+/// share the entries.
 ///
 /// ```
-/// use lock_core::cache::{Cache, MemoryCacheStore};
+/// use lock_core::cache::Cache;
+/// use lock_core::results::MemoryResultStore;
 /// use lock_core::MemoryBackend;
 ///
-/// let cache = Cache::builder(MemoryCacheStore::new(), MemoryBackend::new())
+/// let cache = Cache::builder(MemoryResultStore::new(), MemoryBackend::new())
 ///     .namespace("shop")
 ///     .build()
 ///     .unwrap();
 /// # let _ = cache;
 /// ```
 #[derive(Clone, Default)]
-pub struct MemoryCacheStore {
+pub struct MemoryResultStore {
     shared: Arc<Shared>,
 }
 
@@ -39,7 +39,7 @@ struct Shared {
     watchers: Watchers,
 }
 
-impl MemoryCacheStore {
+impl MemoryResultStore {
     /// An empty store.
     #[must_use]
     pub fn new() -> Self {
@@ -71,7 +71,7 @@ impl MemoryCacheStore {
     }
 }
 
-impl CacheStore for MemoryCacheStore {
+impl ResultStore for MemoryResultStore {
     fn name(&self) -> &'static str {
         "memory"
     }
@@ -97,17 +97,15 @@ impl CacheStore for MemoryCacheStore {
         fence_digits: &'a str,
         entry: &'a [u8],
         keep: Duration,
+        rule: Replace,
     ) -> BoxFuture<'a, Result<bool>> {
         let stored = {
             let mut entries = lock(&self.shared.entries);
             let now = Instant::now();
-            let newer_there = entries.get(key.full()).is_some_and(|(bytes, until)| {
-                *until > now
-                    && bytes
-                        .get(FENCE_AT..FENCE_AT + FENCE_DIGITS)
-                        .is_some_and(|there| there >= fence_digits.as_bytes())
+            let kept_there = entries.get(key.full()).is_some_and(|(bytes, until)| {
+                *until > now && !super::may_replace(bytes, fence_digits, rule)
             });
-            if newer_there {
+            if kept_there {
                 None
             } else if keep.is_zero() {
                 // A pass: pushed to the waiters, never stored.

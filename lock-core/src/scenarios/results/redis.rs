@@ -1,4 +1,4 @@
-//! Cache entries in Redis (feature `redis`), pushed to waiting processes by pub/sub.
+//! Results in Redis (feature `redis`), pushed to waiting processes by pub/sub.
 //!
 //! For the key `shop:product:42` with the prefix `cache`:
 //! - `cache:{#shop:product:42}`: the encoded entry, expiring when its last window ends;
@@ -19,8 +19,8 @@ use redis::Script;
 use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::entry::{FENCE_AT, FENCE_DIGITS};
-use super::store::{CacheStore, ValueWatch, Watchers};
+use super::store::{Replace, ResultStore, ValueWatch, Watchers};
+use super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
 use crate::backend::BoxFuture;
 use crate::backends::redis::subscription::{self, Listener};
 use crate::{LockError, LockKey, OwnerToken, RedisBackend, Result};
@@ -31,28 +31,31 @@ static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/
 
 static PUT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "local FENCE_FIRST, FENCE_LAST = {}, {}\n{}",
+        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'\n{}",
         FENCE_AT + 1,
         FENCE_AT + FENCE_DIGITS,
+        KIND_AT + 1,
+        char::from(FINAL_KIND),
         include_str!("lua/put.lua")
     ))
 });
 
-/// Cache entries in the Redis server of a [`RedisBackend`], sharing its connection; pushes
+/// Results in the Redis server of a [`RedisBackend`], sharing its connection; pushes
 /// arrive on a subscription of its own.
 ///
 /// ```no_run
-/// use lock_core::cache::{Cache, RedisCacheStore};
+/// use lock_core::cache::Cache;
+/// use lock_core::results::RedisResultStore;
 /// use lock_core::RedisBackend;
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
 /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
-/// let store = RedisCacheStore::connect(&backend).await?;
+/// let store = RedisResultStore::connect(&backend).await?;
 /// let cache = Cache::builder(store, backend).namespace("shop").build()?;
 /// # let _ = cache; Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct RedisCacheStore {
+pub struct RedisResultStore {
     shared: Arc<Shared>,
 }
 
@@ -65,7 +68,7 @@ struct Shared {
     _stop: DropGuard,
 }
 
-impl RedisCacheStore {
+impl RedisResultStore {
     /// A store on `backend`'s server under the key prefix `cache`; subscribes for pushes.
     pub async fn connect(backend: &RedisBackend) -> Result<Self> {
         let prefix = "cache".to_owned();
@@ -119,7 +122,7 @@ impl RedisCacheStore {
     }
 }
 
-impl CacheStore for RedisCacheStore {
+impl ResultStore for RedisResultStore {
     fn name(&self) -> &'static str {
         STORE
     }
@@ -161,6 +164,7 @@ impl CacheStore for RedisCacheStore {
         fence_digits: &'a str,
         entry: &'a [u8],
         keep: Duration,
+        rule: Replace,
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let redis_key = self.redis_key(key.full());
@@ -172,6 +176,10 @@ impl CacheStore for RedisCacheStore {
                 .arg(if keep.is_zero() { 0 } else { millis(keep) })
                 .arg(&self.shared.channel_prefix)
                 .arg(key.full())
+                .arg(match rule {
+                    Replace::Older => "older",
+                    Replace::OlderOrSame => "same",
+                })
                 .invoke_async(&mut self.connection())
                 .await
                 .map_err(to_lock_error)?;

@@ -62,7 +62,7 @@ pub use backends::traits as backend;
 #[cfg(feature = "zookeeper")]
 pub use backends::zookeeper;
 pub use lock::lease;
-pub use scenarios::{cache, http, results, stock};
+pub use scenarios::{cache, http, idempotency, results, stock};
 
 pub use backend::{Capabilities, LockBackend};
 pub use backends::memory::{MemoryBackend, MemoryLease};

@@ -4,5 +4,6 @@
 
 pub mod cache;
 pub mod http;
+pub mod idempotency;
 pub mod results;
 pub mod stock;

@@ -33,6 +33,12 @@ pub enum RejectionKind {
     BadInput,
     /// The middleware is misconfigured or the backend misbehaved: 500.
     Internal,
+    /// Another request with the same idempotency key is still running: 409.
+    InFlight,
+    /// The idempotency key was used with another request (method, path, body): 422.
+    KeyReused,
+    /// The request body is larger than the middleware keeps: 413.
+    TooLarge,
 }
 
 impl RejectionKind {
@@ -46,6 +52,9 @@ impl RejectionKind {
             Self::BadKey => "urn:distributed-lock:bad-key",
             Self::BadInput => "urn:distributed-lock:bad-input",
             Self::Internal => "urn:distributed-lock:internal",
+            Self::InFlight => "urn:distributed-lock:idempotency:in-flight",
+            Self::KeyReused => "urn:distributed-lock:idempotency:key-reused",
+            Self::TooLarge => "urn:distributed-lock:too-large",
         }
     }
 }
@@ -82,7 +91,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    fn new(
+    pub(crate) fn new(
         kind: RejectionKind,
         status: u16,
         retry_after: Option<u64>,

@@ -176,7 +176,7 @@ pub(super) fn list_members(lines: &[Vec<u8>]) -> Vec<&[u8]> {
 }
 
 /// Whether `bytes` is a `token` (RFC 9110 §5.6.2): one or more `tchar`.
-pub(super) fn is_token(bytes: &[u8]) -> bool {
+pub(crate) fn is_token(bytes: &[u8]) -> bool {
     !bytes.is_empty()
         && bytes
             .iter()

@@ -73,7 +73,7 @@
 //! ```
 
 mod control;
-mod headers;
+pub(crate) mod headers;
 mod http_cache;
 mod key;
 mod origin;

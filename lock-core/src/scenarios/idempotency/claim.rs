@@ -1,0 +1,383 @@
+//! Claiming a key, and what a claim does when its request ends: complete the record (only
+//! under the current fencing token), or give the key back for the next request.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::record::Record;
+use super::stats::Counters;
+use super::{Completed, Fingerprint, Idempotency};
+use crate::cache::http::StoredResponse;
+use crate::results::{Replace, FENCE_DIGITS};
+use crate::{FencingToken, LockGuard, LockKey, LockOwner, LostReason, Result};
+
+/// What a duplicate does while the first request with its key is still running.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InFlight {
+    /// Answer at once: [`Begin::InFlight`] (409 with `Retry-After` over HTTP), as the IETF
+    /// draft and Stripe do.
+    #[default]
+    Conflict,
+    /// Wait up to this long for the running request's response (pushed by the store when it
+    /// completes) and replay it; should the running request's claim end without a response
+    /// (a 5xx, a crash), run instead. [`Begin::InFlight`] when the wait ends first.
+    Wait(Duration),
+}
+
+/// How a request with an idempotency key starts.
+#[derive(Debug)]
+#[must_use]
+pub enum Begin {
+    /// This request claimed the key: run it, then [`Claim::complete`] (or [`Claim::release`]
+    /// to let the next request run).
+    Run(Claim),
+    /// A request with this key and the same fingerprint completed: answer with its response.
+    Replay(Completed),
+    /// Another request with this key is running.
+    InFlight,
+    /// This key was used by a request with another fingerprint (another body, path or
+    /// method): refuse (422 over HTTP).
+    Mismatch,
+}
+
+/// What the handler of a claimed request can know of its claim; the HTTP layers put it in the
+/// request (extensions in tower, an extractor in actix) so that the handler's own writes can
+/// be conditional on the fencing token.
+///
+/// ```
+/// use lock_core::idempotency::ClaimInfo;
+/// use lock_core::FencingToken;
+///
+/// let info = ClaimInfo::new("alice", "key-1", FencingToken::new(9));
+/// assert_eq!((info.scope.as_str(), info.key.as_str(), info.fence.get()), ("alice", "key-1", 9));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimInfo {
+    /// The scope (principal) the key belongs to.
+    pub scope: String,
+    /// The idempotency key, as the client sent it.
+    pub key: String,
+    /// The claim's fencing token: strictly larger than any earlier claim's on this key.
+    pub fence: FencingToken,
+}
+
+impl ClaimInfo {
+    /// Info for a claim (adapters and tests build it; the middleware fills it in).
+    #[must_use]
+    pub fn new(scope: impl Into<String>, key: impl Into<String>, fence: FencingToken) -> Self {
+        Self {
+            scope: scope.into(),
+            key: key.into(),
+            fence,
+        }
+    }
+}
+
+/// How a claim's completion ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Completion {
+    /// The record is completed with this response; duplicates replay it.
+    Stored(Completed),
+    /// A newer claim took the key over (this claim's lease was lost: a pause, a partition)
+    /// and its record stands; this response was discarded. The newer claim's response, if it
+    /// has completed.
+    Superseded(Option<Completed>),
+}
+
+/// A key claimed by one request: a fenced lease, kept alive while the request runs, and the
+/// in-flight record. Dropped without [`complete`](Self::complete) or
+/// [`release`](Self::release) (a cancelled or panicking handler), the lease is released at
+/// once and the next request with the key runs.
+#[must_use = "a claim not completed lets the next request with its key run again"]
+pub struct Claim {
+    idempotency: Idempotency,
+    key: LockKey,
+    fingerprint: Fingerprint,
+    guard: LockGuard,
+    info: ClaimInfo,
+}
+
+impl Claim {
+    /// The scope, key and fencing token.
+    #[must_use]
+    pub fn info(&self) -> &ClaimInfo {
+        &self.info
+    }
+
+    pub(crate) fn idempotency(&self) -> &Idempotency {
+        &self.idempotency
+    }
+
+    /// Resolves when the claim's lease is lost: stop the handler (the HTTP layers drop it and
+    /// answer 503); its completion would be refused anyway if another claim took over.
+    pub fn lost(&self) -> impl Future<Output = LostReason> + Send + 'static {
+        self.guard.lost()
+    }
+
+    /// Completes the record with `response`, *only if no newer claim has written it* (the
+    /// store compares fencing tokens), then releases the lease.
+    ///
+    /// On a store error the record is left in flight and the lease is left to run out (not
+    /// released, not marked done): a retry then runs again after the lease, rather than the
+    /// request being recorded as done without its response. The error says so.
+    pub async fn complete(self, response: StoredResponse) -> Result<Completion> {
+        let Self {
+            idempotency,
+            key,
+            fingerprint,
+            guard,
+            info,
+        } = self;
+        let completed = Completed::new(info.fence, response);
+        let entry = Record::encode_completed(&fingerprint, &completed);
+        let stored = idempotency
+            .inner
+            .store
+            .put(
+                &key,
+                &fence_digits(info.fence),
+                &entry,
+                idempotency.inner.retention,
+                Replace::OlderOrSame,
+            )
+            .await;
+        match stored {
+            Ok(true) => {
+                // The record is final now; the release need not delay the response.
+                drop(guard);
+                Ok(Completion::Stored(completed))
+            }
+            Ok(false) => {
+                drop(guard);
+                Counters::add(&idempotency.inner.counters.superseded);
+                tracing::warn!(key = %key, fence = %info.fence, "a newer claim took the key over; this response is discarded");
+                Ok(Completion::Superseded(
+                    match idempotency.read(&key).await? {
+                        Some(Record::Completed { completed, .. }) => Some(completed),
+                        _ => None,
+                    },
+                ))
+            }
+            Err(error) => {
+                Counters::add(&idempotency.inner.counters.store_failed);
+                tracing::error!(key = %key, fence = %info.fence, %error, "the completed response could not be stored; the claim is left to expire");
+                guard.abandon();
+                Err(error)
+            }
+        }
+    }
+
+    /// Ends the claim without a response worth replaying (a 5xx, a cancelled handler): the
+    /// record is marked abandoned (so waiting duplicates stop waiting), the lease released,
+    /// and the next request with the key runs.
+    pub async fn release(self) -> Result<()> {
+        let Self {
+            idempotency,
+            key,
+            guard,
+            info,
+            ..
+        } = self;
+        let marked = idempotency
+            .inner
+            .store
+            .put(
+                &key,
+                &fence_digits(info.fence),
+                &Record::encode_abandoned(info.fence),
+                idempotency.inner.retention,
+                Replace::OlderOrSame,
+            )
+            .await;
+        // Released before answering, so that an immediate retry finds the key free.
+        let released = guard.release().await;
+        marked?;
+        released.map(drop)
+    }
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim")
+            .field("key", &self.key)
+            .field("fence", &self.info.fence)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(super) async fn begin(
+    idempotency: &Idempotency,
+    key: LockKey,
+    fingerprint: Fingerprint,
+    in_flight: InFlight,
+) -> Result<Begin> {
+    match idempotency.read(&key).await? {
+        Some(Record::Completed {
+            fingerprint: theirs,
+            completed,
+        }) => return Ok(answer(theirs, fingerprint, completed)),
+        Some(Record::InFlight {
+            fingerprint: theirs,
+            ..
+        }) if theirs != fingerprint => return Ok(Begin::Mismatch),
+        _ => {}
+    }
+    let guard = match in_flight {
+        InFlight::Conflict => {
+            let request = idempotency.inner.locks.lock(key.name());
+            match request.owner(&LockOwner::new()).try_acquire().await? {
+                Some(guard) => guard,
+                None => return Ok(Begin::InFlight),
+            }
+        }
+        InFlight::Wait(wait) => match wait_for(idempotency, &key, fingerprint, wait).await? {
+            Waited::Claimed(guard) => guard,
+            Waited::Answer(begin) => return Ok(begin),
+        },
+    };
+    claim(idempotency, key, fingerprint, guard).await
+}
+
+/// Marks the record in flight under the new claim's fence.
+async fn claim(
+    idempotency: &Idempotency,
+    key: LockKey,
+    fingerprint: Fingerprint,
+    guard: LockGuard,
+) -> Result<Begin> {
+    let fence = guard.fencing_token();
+    let stored = idempotency
+        .inner
+        .store
+        .put(
+            &key,
+            &fence_digits(fence),
+            &Record::encode_in_flight(fence, &fingerprint),
+            idempotency.inner.retention,
+            Replace::Older,
+        )
+        .await?;
+    if stored {
+        let (scope, client_key) = split_record_name(key.name());
+        let info = ClaimInfo::new(scope, client_key, fence);
+        return Ok(Begin::Run(Claim {
+            idempotency: idempotency.clone(),
+            key,
+            fingerprint,
+            guard,
+            info,
+        }));
+    }
+    // A request completed between our read and our claim (or a newer claim wrote, and this
+    // lease is already lost).
+    drop(guard);
+    Ok(match idempotency.read(&key).await? {
+        Some(Record::Completed {
+            fingerprint: theirs,
+            completed,
+        }) => answer(theirs, fingerprint, completed),
+        _ => Begin::InFlight,
+    })
+}
+
+enum Waited {
+    Claimed(LockGuard),
+    Answer(Begin),
+}
+
+/// Waits for the running request's response (pushed) or for its claim to end (the lease),
+/// whichever comes first, for up to `wait`.
+async fn wait_for(
+    idempotency: &Idempotency,
+    key: &LockKey,
+    fingerprint: Fingerprint,
+    wait: Duration,
+) -> Result<Waited> {
+    let (mut pushes, there) = idempotency.inner.store.watch(key, wait).await?;
+    if let Some(Record::Completed {
+        fingerprint: theirs,
+        completed,
+    }) = there.as_deref().map(Record::decode).transpose()?
+    {
+        return Ok(Waited::Answer(answer(theirs, fingerprint, completed)));
+    }
+    let owner = LockOwner::new();
+    let acquire = idempotency
+        .inner
+        .locks
+        .lock(key.name())
+        .owner(&owner)
+        .acquire_within(wait);
+    tokio::pin!(acquire);
+    let mut pushes_open = true;
+    loop {
+        tokio::select! {
+            acquired = &mut acquire => {
+                return Ok(match acquired? {
+                    Some(guard) => Waited::Claimed(guard),
+                    None => Waited::Answer(Begin::InFlight),
+                });
+            }
+            pushed = pushes.next_bytes(), if pushes_open => match pushed {
+                Some(bytes) => {
+                    if let Ok(Record::Completed { fingerprint: theirs, completed }) = Record::decode(&bytes) {
+                        return Ok(Waited::Answer(answer(theirs, fingerprint, completed)));
+                    }
+                    // In flight under a newer claim, or abandoned: the lease decides.
+                }
+                None => pushes_open = false,
+            },
+        }
+    }
+}
+
+fn answer(theirs: Fingerprint, ours: Fingerprint, completed: Completed) -> Begin {
+    if theirs == ours {
+        Begin::Replay(completed)
+    } else {
+        Begin::Mismatch
+    }
+}
+
+fn fence_digits(fence: FencingToken) -> String {
+    format!("{:0width$}", fence.get(), width = FENCE_DIGITS)
+}
+
+/// `<len>:<scope>:<key>` (or `#<hash>:<key>`) → (scope, key); a hashed scope is reported as
+/// its hash.
+fn split_record_name(name: &str) -> (String, String) {
+    if let Some(rest) = name.strip_prefix('#') {
+        if let Some((hash, key)) = rest.split_once(':') {
+            return (format!("#{hash}"), key.to_owned());
+        }
+    }
+    if let Some((length, rest)) = name.split_once(':') {
+        if let Ok(length) = length.parse::<usize>() {
+            if let (Some(scope), Some(key)) = (rest.get(..length), rest.get(length + 1..)) {
+                return (scope.to_owned(), key.to_owned());
+            }
+        }
+    }
+    (String::new(), name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_names_split_back_into_scope_and_key() {
+        assert_eq!(
+            split_record_name("5:al:ce:k:1"),
+            ("al:ce".into(), "k:1".into())
+        );
+        assert_eq!(split_record_name("0::k"), (String::new(), "k".into()));
+        assert_eq!(
+            split_record_name("#abc:k"),
+            ("#abc".into(), "k".into())
+        );
+    }
+}

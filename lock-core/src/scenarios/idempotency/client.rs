@@ -1,0 +1,254 @@
+//! The idempotency client users hold, and the builder it is made with.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::claim::{self, Begin, InFlight};
+use super::record::Record;
+use super::stats::Counters;
+use super::{Completed, Fingerprint, IdempotencyStats};
+use crate::backend::{DynLockBackend, LockBackend};
+use crate::lock::key::validate_namespace;
+use crate::results::{MemoryResultStore, ResultStore};
+use crate::{LeaseMode, LockClient, LockError, LockKey, MemoryBackend, Result};
+
+/// How long a completed request is kept for replay by default: 24 hours, as Stripe does.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The longest retention accepted: 30 days.
+pub const MAX_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Runs a request once per (scope, key) across every instance, and replays its response to
+/// the duplicates.
+///
+/// A request [`begin`](Self::begin)s by reading the key's record: a completed record is
+/// replayed; otherwise the request claims the key under a fenced lease (one request wins
+/// across all instances), marks the record in flight with its fingerprint, runs, and
+/// [completes](super::Claim::complete) the record *only if its claim's fencing token is still
+/// the current one*. Cheap to clone; clones share everything. The HTTP layers
+/// (`lock-tower`'s `IdempotencyLayer`, `lock-actix`'s `Idempotent`) are built on it.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::cache::http::StoredResponse;
+/// use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// // `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across instances.
+/// let payments = Idempotency::memory("payments")?;
+/// let fingerprint = Fingerprint::builder("POST", "/payments").body(b"100").finish();
+/// let Begin::Run(claim) = payments.begin("alice", "key-1", fingerprint, InFlight::Conflict).await? else {
+///     unreachable!("the first request runs");
+/// };
+/// // ... move the money, conditionally on claim.info().fence ...
+/// let paid = StoredResponse {
+///     status: 201,
+///     headers: vec![],
+///     body: b"paid".to_vec(),
+///     initial_age: Duration::ZERO,
+///     fresh: Duration::ZERO,
+/// };
+/// claim.complete(paid).await?;
+/// let again = payments.begin("alice", "key-1", fingerprint, InFlight::Conflict).await?;
+/// assert!(matches!(again, Begin::Replay(done) if done.response.body == b"paid"));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Idempotency {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn ResultStore>,
+    /// Claims, on the caller's backend, under `idem.<namespace>`.
+    pub(crate) locks: LockClient,
+    /// `idem.<namespace>` (or `idem`): the records' key namespace in the store, too.
+    pub(crate) namespace: String,
+    pub(crate) retention: Duration,
+    pub(crate) counters: Counters,
+}
+
+impl Idempotency {
+    /// Starts configuring idempotency records kept in `store`, claimed with leases on
+    /// `backend` (the same server, usually: a `RedisResultStore` with a `RedisBackend`).
+    pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> IdempotencyBuilder {
+        IdempotencyBuilder {
+            store: Arc::new(store),
+            backend: Arc::new(backend),
+            namespace: String::new(),
+            retention: DEFAULT_RETENTION,
+            lease: LeaseMode::default(),
+        }
+    }
+
+    /// Records for one process, in memory, with default settings.
+    pub fn memory(namespace: &str) -> Result<Self> {
+        Self::builder(MemoryResultStore::new(), MemoryBackend::new())
+            .namespace(namespace)
+            .build()
+    }
+
+    /// Reads the record of `key` in `scope`: a completed request is replayed (or refused as
+    /// a [`Begin::Mismatch`] if `fingerprint` differs); otherwise the request claims the key.
+    /// A key claimed by a running request answers [`Begin::InFlight`] at once with
+    /// [`InFlight::Conflict`], or after waiting (for the running request's response, pushed,
+    /// or for its claim to end) with [`InFlight::Wait`].
+    ///
+    /// Errors are the store's or the lock backend's (fail closed: nothing ran), or an invalid
+    /// key. A record that is not one (another program wrote under the key) is a protocol
+    /// error, never a silent pass.
+    pub async fn begin(
+        &self,
+        scope: &str,
+        key: &str,
+        fingerprint: Fingerprint,
+        in_flight: InFlight,
+    ) -> Result<Begin> {
+        let counters = &self.inner.counters;
+        let key = self.record_key(scope, key).inspect_err(|_| Counters::add(&counters.rejected))?;
+        let begun = claim::begin(self, key, fingerprint, in_flight).await;
+        Counters::add(match &begun {
+            Ok(Begin::Run(_)) => &counters.executed,
+            Ok(Begin::Replay(_)) => &counters.replayed,
+            Ok(Begin::InFlight) => &counters.in_flight,
+            Ok(Begin::Mismatch) => &counters.mismatched,
+            Err(_) => &counters.unavailable,
+        });
+        begun
+    }
+
+    /// The completed response of `key` in `scope`, if the request completed and its record
+    /// has not expired.
+    pub async fn completed(&self, scope: &str, key: &str) -> Result<Option<Completed>> {
+        let key = self.record_key(scope, key)?;
+        Ok(match self.read(&key).await? {
+            Some(Record::Completed { completed, .. }) => Some(completed),
+            _ => None,
+        })
+    }
+
+    /// Deletes the record of `key` in `scope`, whatever its state: the next request with
+    /// that key runs again. For support tooling; a running claim still completes.
+    pub async fn forget(&self, scope: &str, key: &str) -> Result<()> {
+        let key = self.record_key(scope, key)?;
+        self.inner.store.remove(&key).await
+    }
+
+    /// How many requests came to each outcome so far (for metrics).
+    #[must_use]
+    pub fn stats(&self) -> IdempotencyStats {
+        self.inner.counters.snapshot()
+    }
+
+    /// How long completed requests are kept.
+    #[must_use]
+    pub fn retention(&self) -> Duration {
+        self.inner.retention
+    }
+
+    /// The store's name (`"memory"`, `"redis"`, `"postgres"`).
+    #[must_use]
+    pub fn store_name(&self) -> &'static str {
+        self.inner.store.name()
+    }
+
+    /// The store key of (`scope`, `key`): `<scope length>:<scope>:<key>`, so that no two
+    /// pairs share a record (a scope of more than 128 bytes is replaced by `#` and its
+    /// SHA-256). Keys follow the lock's key rules.
+    pub(crate) fn record_key(&self, scope: &str, key: &str) -> Result<LockKey> {
+        if key.is_empty() {
+            return Err(LockError::InvalidKey {
+                key: String::new(),
+                reason: "the idempotency key is empty".into(),
+            });
+        }
+        let scope_part = if scope.len() <= 128 && !scope.contains('\0') {
+            format!("{}:{scope}", scope.len())
+        } else {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(scope.as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            format!("#{hex}")
+        };
+        LockKey::new(&self.inner.namespace, &format!("{scope_part}:{key}"))
+    }
+
+    pub(crate) async fn read(&self, key: &LockKey) -> Result<Option<Record>> {
+        match self.inner.store.get(key).await? {
+            Some(bytes) => Record::decode(&bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl std::fmt::Debug for Idempotency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idempotency")
+            .field("store", &self.inner.store.name())
+            .field("namespace", &self.inner.namespace)
+            .field("retention", &self.inner.retention)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`Idempotency`].
+#[must_use]
+pub struct IdempotencyBuilder {
+    store: Arc<dyn ResultStore>,
+    backend: Arc<dyn DynLockBackend>,
+    namespace: String,
+    retention: Duration,
+    lease: LeaseMode,
+}
+
+impl IdempotencyBuilder {
+    /// Places every record under `idem.<namespace>` (letters, digits, `-`, `_`, `.`; at most
+    /// 59 bytes).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// How long a completed request is replayed (default 24 h, at most 30 days). In-flight
+    /// records are kept as long, for their fingerprint; their claim ends with its lease.
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The lease a running request holds its claim with (default: a 30 s watchdog lease,
+    /// renewed while the handler runs; a crashed process's claim ends with it).
+    pub fn lease(mut self, lease: LeaseMode) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Checks the settings and builds.
+    pub fn build(self) -> Result<Idempotency> {
+        validate_namespace(&self.namespace)?;
+        let namespace = if self.namespace.is_empty() {
+            "idem".to_owned()
+        } else {
+            format!("idem.{}", self.namespace)
+        };
+        if self.retention < Duration::from_millis(1) || self.retention > MAX_RETENTION {
+            return Err(LockError::InvalidDuration {
+                what: "idempotency retention",
+                reason: format!(
+                    "{:?} is not within [1 ms, {MAX_RETENTION:?}]",
+                    self.retention
+                ),
+            });
+        }
+        let locks = LockClient::from_parts(self.backend, namespace.clone(), self.lease)?;
+        Ok(Idempotency {
+            inner: Arc::new(Inner {
+                store: self.store,
+                locks,
+                namespace,
+                retention: self.retention,
+                counters: Counters::default(),
+            }),
+        })
+    }
+}

@@ -1,0 +1,66 @@
+//! Idempotent requests: a request with an idempotency key runs once per (scope, key) across
+//! every instance; its duplicates get its response back.
+//!
+//! ```
+//! use std::time::Duration;
+//! use lock_core::cache::http::StoredResponse;
+//! use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+//! let payments = Idempotency::memory("payments")?;
+//! let fingerprint = Fingerprint::builder("POST", "/payments").body(b"100").finish();
+//! let first = payments.begin("alice", "k1", fingerprint, InFlight::Conflict).await?;
+//! let Begin::Run(claim) = first else { unreachable!() };
+//! // A duplicate while the first runs:
+//! let duplicate = payments.begin("alice", "k1", fingerprint, InFlight::Conflict).await?;
+//! assert!(matches!(duplicate, Begin::InFlight));
+//! // Another payload under the same key:
+//! let other = Fingerprint::builder("POST", "/payments").body(b"999").finish();
+//! assert!(matches!(payments.begin("alice", "k1", other, InFlight::Conflict).await?, Begin::Mismatch));
+//! let response = StoredResponse {
+//!     status: 201, headers: vec![], body: b"paid".to_vec(),
+//!     initial_age: Duration::ZERO, fresh: Duration::ZERO,
+//! };
+//! claim.complete(response).await?;
+//! assert!(matches!(payments.begin("alice", "k1", fingerprint, InFlight::Conflict).await?, Begin::Replay(_)));
+//! // Another principal's key is another record.
+//! assert!(matches!(payments.begin("bob", "k1", fingerprint, InFlight::Conflict).await?, Begin::Run(_)));
+//! # Ok(()) }
+//! ```
+//!
+//! # The record
+//! absent → **in flight** (a fenced lease, kept alive by the watchdog while the request runs,
+//! and the request's [`Fingerprint`]) → **completed** (status, replayable headers, body,
+//! completion time) → expired after the retention (default 24 h). A request whose response is
+//! not worth keeping (a 5xx by default) [releases](Claim::release) its claim: the next one
+//! runs. A crashed process's claim ends with its lease; a cancelled request's at once.
+//!
+//! # Guarantees and their limits
+//! - The claim is atomic: one request wins across all instances (the lock's lease).
+//! - The completion is stored only while the claim's fencing token is the current one: a
+//!   request whose lease was lost (paused, partitioned) and taken over cannot overwrite what
+//!   the newer request completed.
+//! - A request that runs past the loss of its lease can still have made its effect: nothing
+//!   outside the effect's own store can stop that. Make the effect conditional on
+//!   [`ClaimInfo::fence`] (with the [`results`](crate::results) PostgreSQL store, in the same
+//!   database) to close that window.
+//! - The store failing is never a silent double execution: [`Idempotency::begin`] fails
+//!   before anything runs (the HTTP layers answer 503), and a completion that cannot be
+//!   stored leaves the claim to expire rather than marking it done.
+
+mod claim;
+mod client;
+mod fingerprint;
+pub mod http;
+mod record;
+mod stats;
+
+pub use self::claim::{Begin, Claim, ClaimInfo, Completion, InFlight};
+pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
+pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
+pub use self::record::Completed;
+pub use self::stats::IdempotencyStats;
+// The stores are shared with the stampede cache; here too for convenience.
+#[cfg(feature = "redis")]
+pub use crate::results::RedisResultStore;
+pub use crate::results::{MemoryResultStore, ResultStore};

@@ -562,3 +562,42 @@ async fn redis() -> Option<Redis> {
 
 #[cfg(feature = "redis")]
 cache_suite!(on_redis, redis());
+
+/// The cache's values in PostgreSQL (each instance its own connections and listener), its
+/// leases on a memory backend the instances share, so the suite can see who queues.
+#[cfg(feature = "postgres")]
+struct Postgres {
+    url: String,
+    backend: MemoryBackend,
+}
+
+#[cfg(feature = "postgres")]
+impl Instances for Postgres {
+    async fn instance(
+        &self,
+        configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
+    ) -> Cache {
+        let store = lock_core::results::PostgresResultStore::connect(&self.url)
+            .await
+            .unwrap();
+        configure(Cache::builder(store, self.backend.clone()).namespace(NAMESPACE))
+            .build()
+            .unwrap()
+    }
+
+    async fn lease_waiters(&self, key: &str) -> usize {
+        self.backend.waiter_count(&cache_support::lease_key(key))
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres() -> Option<Postgres> {
+    let url = lock_core::testing::server_url("LOCK_TEST_POSTGRES_URL").expect("test server")?;
+    Some(Postgres {
+        url,
+        backend: MemoryBackend::new(),
+    })
+}
+
+#[cfg(feature = "postgres")]
+cache_suite!(on_postgres, postgres());

@@ -122,7 +122,8 @@ impl<B> std::fmt::Debug for SqlBackendBuilder<B> {
     }
 }
 
-fn validate_table(table: &str) -> Result<()> {
+/// Checks that `table` is a plain identifier (it is put into statements as it is).
+pub(crate) fn validate_table(table: &str) -> Result<()> {
     let plain = table.len() <= 48
         && table
             .chars()

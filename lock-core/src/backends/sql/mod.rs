@@ -84,6 +84,8 @@ use sha2::{Digest, Sha256};
 
 #[cfg(feature = "postgres")]
 pub use self::advisory::{PostgresAdvisoryBackend, PostgresAdvisoryLease};
+#[cfg(feature = "postgres")]
+pub(crate) use self::builder::validate_table;
 #[cfg(feature = "mysql")]
 pub use self::builder::MySqlBackendBuilder;
 #[cfg(feature = "postgres")]

@@ -54,6 +54,8 @@ pub use self::policy::{Freshness, OnBackendError, OnWaitTimeout, MAX_WINDOW};
 pub use self::request::CacheRequest;
 // The stores are shared with idempotency records (`lock_core::results`); here too for
 // convenience.
+#[cfg(feature = "postgres")]
+pub use crate::results::PostgresResultStore;
 #[cfg(feature = "redis")]
 pub use crate::results::RedisResultStore;
 pub use crate::results::{MemoryResultStore, ResultStore};

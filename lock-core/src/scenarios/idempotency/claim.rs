@@ -375,9 +375,6 @@ mod tests {
             ("al:ce".into(), "k:1".into())
         );
         assert_eq!(split_record_name("0::k"), (String::new(), "k".into()));
-        assert_eq!(
-            split_record_name("#abc:k"),
-            ("#abc".into(), "k".into())
-        );
+        assert_eq!(split_record_name("#abc:k"), ("#abc".into(), "k".into()));
     }
 }

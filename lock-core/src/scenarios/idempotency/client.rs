@@ -105,7 +105,9 @@ impl Idempotency {
         in_flight: InFlight,
     ) -> Result<Begin> {
         let counters = &self.inner.counters;
-        let key = self.record_key(scope, key).inspect_err(|_| Counters::add(&counters.rejected))?;
+        let key = self
+            .record_key(scope, key)
+            .inspect_err(|_| Counters::add(&counters.rejected))?;
         let begun = claim::begin(self, key, fingerprint, in_flight).await;
         Counters::add(match &begun {
             Ok(Begin::Run(_)) => &counters.executed,

@@ -61,6 +61,8 @@ pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
 pub use self::record::Completed;
 pub use self::stats::IdempotencyStats;
 // The stores are shared with the stampede cache; here too for convenience.
+#[cfg(feature = "postgres")]
+pub use crate::results::PostgresResultStore;
 #[cfg(feature = "redis")]
 pub use crate::results::RedisResultStore;
 pub use crate::results::{MemoryResultStore, ResultStore};

@@ -99,7 +99,12 @@ impl Record {
     }
 
     pub(crate) fn encode_abandoned(fence: FencingToken) -> Vec<u8> {
-        format!("{VERSION} A {:0width$}\n", fence.get(), width = FENCE_DIGITS).into_bytes()
+        format!(
+            "{VERSION} A {:0width$}\n",
+            fence.get(),
+            width = FENCE_DIGITS
+        )
+        .into_bytes()
     }
 
     /// Reads a record back; anything malformed is a protocol error (never a panic).
@@ -161,8 +166,9 @@ impl Record {
 }
 
 fn millis_since_epoch(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    })
 }
 
 #[cfg(test)]

@@ -29,11 +29,15 @@
 //! ```
 
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
 mod store;
 
 pub use self::memory::MemoryResultStore;
+#[cfg(feature = "postgres")]
+pub use self::postgres::{PostgresResultStore, PostgresResultStoreBuilder};
 #[cfg(feature = "redis")]
 pub use self::redis::RedisResultStore;
 pub use self::store::{Replace, ResultStore, ValueWatch};

@@ -64,18 +64,44 @@ pub enum Replace {
 #[doc(hidden)]
 pub struct ValueWatch {
     pub(crate) receiver: broadcast::Receiver<Arc<Vec<u8>>>,
+    /// The entry the watch began with, for stores whose pushes can trail their reads (a
+    /// notification of a put the read already saw): a push of it, or of an entry it would
+    /// not give way to, is not news.
+    seen: Option<Vec<u8>>,
 }
 
 impl ValueWatch {
     /// The next pushed entry, encoded; `None` when the store's push channel closed.
-    pub(crate) async fn next_bytes(&mut self) -> Option<Arc<Vec<u8>>> {
+    #[doc(hidden)]
+    pub async fn next_bytes(&mut self) -> Option<Arc<Vec<u8>>> {
         loop {
             match self.receiver.recv().await {
-                Ok(bytes) => return Some(bytes),
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(bytes) if self.is_news(&bytes) => return Some(bytes),
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
+    }
+
+    /// The same watch, ignoring pushes of `there` (what the watch read) and of entries older
+    /// than it.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn after(mut self, there: Option<&[u8]>) -> Self {
+        self.seen = there.map(<[u8]>::to_vec);
+        self
+    }
+
+    fn is_news(&self, pushed: &[u8]) -> bool {
+        let Some(seen) = &self.seen else {
+            return true;
+        };
+        if pushed == seen.as_slice() {
+            return false;
+        }
+        let fence = pushed
+            .get(super::FENCE_AT..super::FENCE_AT + super::FENCE_DIGITS)
+            .and_then(|fence| std::str::from_utf8(fence).ok());
+        fence.is_none_or(|fence| super::may_replace(seen, fence, Replace::OlderOrSame))
     }
 }
 
@@ -95,7 +121,16 @@ impl Watchers {
             .or_insert_with(|| broadcast::channel(4).0);
         ValueWatch {
             receiver: sender.subscribe(),
+            seen: None,
         }
+    }
+
+    /// Whether some local waiter watches `key` (so a push naming only the key is worth a read).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn is_watched(&self, key: &str) -> bool {
+        let keys = crate::lock::held::lock(&self.keys);
+        keys.get(key)
+            .is_some_and(|sender| sender.receiver_count() > 0)
     }
 
     /// Hands `entry` to the local waiters of `key`, if any.
@@ -104,5 +139,30 @@ impl Watchers {
         if let Some(sender) = keys.get(key) {
             sender.send(entry).ok();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_that_read_an_entry_ignores_pushes_of_it_and_of_older_ones() {
+        let entry = |kind: char, fence: u64, body: &str| {
+            format!("lc1 {kind} {fence:020} {body}").into_bytes()
+        };
+        let mut watch = Watchers::default().subscribe("ns:k");
+        assert!(
+            watch.is_news(&entry('V', 1, "a")),
+            "a fresh watch takes anything"
+        );
+        watch.seen = Some(entry('I', 5, "in flight"));
+        assert!(!watch.is_news(&entry('I', 5, "in flight")));
+        assert!(!watch.is_news(&entry('V', 4, "older")));
+        assert!(watch.is_news(&entry('C', 5, "completed")));
+        assert!(watch.is_news(&entry('V', 6, "newer")));
+        assert!(watch.is_news(b"not ours"));
+        watch.seen = Some(entry('C', 5, "completed"));
+        assert!(!watch.is_news(&entry('V', 9, "after a final one")));
     }
 }

@@ -1,0 +1,397 @@
+//! Results in PostgreSQL (feature `postgres`), pushed to waiting processes by `LISTEN` /
+//! `NOTIFY`. See [`PostgresResultStore`].
+
+mod builder;
+mod push;
+mod statements;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::PgPool;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+pub use self::builder::PostgresResultStoreBuilder;
+use self::statements::Statements;
+use super::store::{Replace, ResultStore, ValueWatch, Watchers};
+use crate::backend::BoxFuture;
+use crate::backends::sql::{micros, to_lock_error, validate_table};
+use crate::{LockError, LockKey, Result};
+
+const STORE: &str = "postgres";
+
+/// Serializes concurrent table creation (`CREATE ... IF NOT EXISTS` can still collide); the
+/// lock backend's schema creation takes the same lock.
+const SCHEMA_LOCK: i64 = 0x6c6f_636b_636f_7265; // "lockcore"
+
+/// The longest an entry is kept (a century); a longer `keep` is cut to it, as the database's
+/// timestamps end in the year 294276.
+const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Results in a PostgreSQL table, shared by every instance on the database; pushes arrive by
+/// `LISTEN` / `NOTIFY`. Cheap to clone: clones share one pool and one listening connection,
+/// which closes when the last clone drops.
+///
+/// ```no_run
+/// use lock_core::cache::Cache;
+/// use lock_core::results::PostgresResultStore;
+/// use lock_core::PostgresBackend;
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let url = "postgres://app@127.0.0.1/app";
+/// let store = PostgresResultStore::connect(url).await?;
+/// let cache = Cache::builder(store, PostgresBackend::connect(url).await?)
+///     .namespace("shop")
+///     .build()?;
+/// # let _ = cache; Ok(()) }
+/// ```
+///
+/// # The table
+/// One row per key, in a table (default `lock_core_results`) created on connect unless
+/// [`create_table(false)`](PostgresResultStoreBuilder::create_table) is set; its
+/// [`MIGRATION`](Self::MIGRATION) (or [`migration`](Self::migration) for another name) is
+/// there for teams that create tables in migrations.
+///
+/// | column | meaning |
+/// |---|---|
+/// | `key` | primary key: the key's full name (`namespace:key`) |
+/// | `kind`, `fence` | the stored entry's kind and fencing token, from its header (see [`results`](super)) |
+/// | `entry` | the encoded entry |
+/// | `expires_at` | when the entry stops counting, by the **database's** clock |
+///
+/// A put is one statement: an upsert that replaces the row only where the rules of
+/// [`results`](super) let it (an expired row counts as absent, a completed idempotency record
+/// is never replaced), and that notifies when it stored, atomically under concurrent puts.
+/// Expired rows stay until a put overwrites them or
+/// [`purge_expired`](Self::purge_expired) (yours to schedule) deletes them.
+///
+/// # Pushes
+/// Each store listens, on a connection of its pool, on the channel named like the table (in
+/// lower case, as PostgreSQL folds the table's name). A put that stores notifies that channel
+/// with the key and the entry (hex), or with the key alone when that would not fit in a
+/// notification (8000 bytes, so entries over about 3.9 KB): a process with waiters for that
+/// key then reads the row. Every listening process receives every put's notification; each
+/// one drops those of keys it has no waiter for.
+///
+/// Waiters also queue for the key's lease, so a push they miss costs only time: one sent
+/// while the listening connection was down (it reconnects, backing off from 50 ms to 2 s), or
+/// a value that must not be shared (stored with no keep, [`CacheStatus::Uncacheable`]) too
+/// large for a notification, which has no row to read and is not pushed at all: its waiters
+/// learn of it when the lease frees.
+///
+/// [`CacheStatus::Uncacheable`]: crate::cache::CacheStatus::Uncacheable
+#[derive(Clone)]
+pub struct PostgresResultStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    db: Db,
+    table: String,
+    /// The table's name as PostgreSQL folds it, so stores configured with `Results` and
+    /// `results` (one table) also share pushes.
+    channel: String,
+    watchers: Arc<Watchers>,
+    _stop: DropGuard,
+}
+
+/// The pool and the statements, for the store and its push task.
+#[derive(Clone)]
+struct Db {
+    pool: PgPool,
+    sql: Arc<Statements>,
+    timeout: Duration,
+}
+
+impl Db {
+    /// Runs `statement`, giving up after the response timeout.
+    async fn timed<T>(
+        &self,
+        operation: &'static str,
+        statement: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.timeout, statement).await {
+            Ok(done) => done.map_err(|e| to_lock_error(STORE, e)),
+            Err(_elapsed) => Err(LockError::Timeout {
+                backend: STORE,
+                operation,
+                after: self.timeout,
+            }),
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let read = sqlx::query_scalar(&self.sql.get)
+            .bind(key)
+            .fetch_optional(&self.pool);
+        self.timed("get", read).await
+    }
+}
+
+impl PostgresResultStore {
+    /// The default table, `lock_core_results` (also the channel pushes go on).
+    ///
+    /// ```
+    /// use lock_core::results::PostgresResultStore;
+    ///
+    /// assert_eq!(PostgresResultStore::DEFAULT_TABLE, "lock_core_results");
+    /// ```
+    pub const DEFAULT_TABLE: &'static str = statements::DEFAULT_TABLE;
+
+    /// The `CREATE TABLE IF NOT EXISTS` of the default table, for migrations.
+    ///
+    /// ```
+    /// use lock_core::results::PostgresResultStore;
+    ///
+    /// assert!(PostgresResultStore::MIGRATION.starts_with("CREATE TABLE IF NOT EXISTS lock_core_results ("));
+    /// ```
+    pub const MIGRATION: &'static str = statements::MIGRATION;
+
+    /// Connects to `url` (`postgres://user:password@host:port/db`) with default settings:
+    /// the table `lock_core_results`, created if missing.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let store = lock_core::results::PostgresResultStore::connect("postgres://app@127.0.0.1/app").await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// A store on an existing pool (the lock backend's, say, or the one your own writes use),
+    /// with default settings. Its listening connection is one of the pool's, held for as long
+    /// as the store lives; closing the pool ends the store's pushes.
+    ///
+    /// ```no_run
+    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::PostgresBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = PostgresBackend::connect("postgres://app@127.0.0.1/app").await?;
+    /// let store = PostgresResultStore::from_pool(backend.pool().clone()).await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub async fn from_pool(pool: PgPool) -> Result<Self> {
+        Self::builder_with_pool(pool).connect().await
+    }
+
+    /// Starts configuring a store that connects to `url`.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let store = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app")
+    ///     .table("shop_results")
+    ///     .create_table(false)
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub fn builder(url: impl Into<String>) -> PostgresResultStoreBuilder {
+        PostgresResultStoreBuilder::new(builder::Source::Url(url.into()))
+    }
+
+    /// Starts configuring a store on an existing pool (see [`from_pool`](Self::from_pool)).
+    ///
+    /// ```no_run
+    /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
+    /// let store = lock_core::results::PostgresResultStore::builder_with_pool(pool)
+    ///     .table("shop_results")
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub fn builder_with_pool(pool: PgPool) -> PostgresResultStoreBuilder {
+        PostgresResultStoreBuilder::new(builder::Source::Pool(pool))
+    }
+
+    /// The `CREATE TABLE IF NOT EXISTS` of a result table named `table`, for migrations; an
+    /// error when `table` is not a plain identifier (ASCII letters, digits and `_`, not
+    /// starting with a digit, at most 48 bytes).
+    ///
+    /// ```
+    /// use lock_core::results::PostgresResultStore;
+    ///
+    /// let sql = PostgresResultStore::migration("shop_results")?;
+    /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS shop_results ("));
+    /// assert!(PostgresResultStore::migration("shop; DROP TABLE x").is_err());
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn migration(table: &str) -> Result<String> {
+        validate_table(table)?;
+        Ok(statements::migration(table))
+    }
+
+    /// Deletes the rows whose entry has expired (by the database's clock) and returns how
+    /// many. Nothing calls it for you: expired rows are never read, only their space is held
+    /// until a put of the same key overwrites them. One `DELETE`, with no time limit.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::results::PostgresResultStore;
+    ///
+    /// # async fn example(store: PostgresResultStore) {
+    /// // The task holds a clone: the store lives as long as it does.
+    /// tokio::spawn(async move {
+    ///     let mut every = tokio::time::interval(Duration::from_secs(600));
+    ///     loop {
+    ///         every.tick().await;
+    ///         match store.purge_expired().await {
+    ///             Ok(purged) => tracing::debug!(purged, "expired results purged"),
+    ///             Err(error) => tracing::warn!(%error, "cannot purge expired results"),
+    ///         }
+    ///     }
+    /// });
+    /// # }
+    /// ```
+    pub async fn purge_expired(&self) -> Result<u64> {
+        let db = &self.shared.db;
+        sqlx::query(&db.sql.purge)
+            .execute(&db.pool)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(|e| to_lock_error(STORE, e))
+    }
+
+    /// The connection pool, e.g. to write a fenced resource in the same database.
+    ///
+    /// ```no_run
+    /// # async fn example(store: lock_core::results::PostgresResultStore) -> Result<(), sqlx::Error> {
+    /// sqlx::query("SELECT 1").execute(store.pool()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn pool(&self) -> &PgPool {
+        &self.shared.db.pool
+    }
+
+    /// The result table's name.
+    ///
+    /// ```no_run
+    /// # async fn example(store: lock_core::results::PostgresResultStore) {
+    /// assert_eq!(store.table(), "lock_core_results");
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn table(&self) -> &str {
+        &self.shared.table
+    }
+
+    /// Creates the table if asked, starts listening, and spawns the push task.
+    async fn start(pool: PgPool, table: String, create: bool, timeout: Duration) -> Result<Self> {
+        let db = Db {
+            sql: Arc::new(Statements::new(&table)),
+            pool,
+            timeout,
+        };
+        if create {
+            let batch = format!(
+                "SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {};",
+                statements::migration(&table)
+            );
+            // One simple-protocol batch: one transaction, holding the advisory lock.
+            db.timed("create table", sqlx::raw_sql(&batch).execute(&db.pool))
+                .await?;
+        }
+        let channel = table.to_ascii_lowercase();
+        let listener = db
+            .timed("listen", push::subscribe(&db.pool, &channel))
+            .await?;
+        let watchers = Arc::new(Watchers::default());
+        let stop = CancellationToken::new();
+        tokio::spawn(push::route(
+            listener,
+            channel.clone(),
+            db.clone(),
+            watchers.clone(),
+            stop.clone(),
+        ));
+        Ok(Self {
+            shared: Arc::new(Shared {
+                db,
+                table,
+                channel,
+                watchers,
+                _stop: stop.drop_guard(),
+            }),
+        })
+    }
+}
+
+impl ResultStore for PostgresResultStore {
+    fn name(&self) -> &'static str {
+        STORE
+    }
+
+    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
+        Box::pin(self.shared.db.get(key.full()))
+    }
+
+    fn watch<'a>(
+        &'a self,
+        key: &'a LockKey,
+        _wait: Duration,
+    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
+        Box::pin(async move {
+            // Subscribed locally before reading: a put committed after the read notifies the
+            // listening connection, which has listened since the store connected. The
+            // notification of a put the read already saw can still arrive after it: the watch
+            // ignores pushes of what it read, and of older entries.
+            let watch = self.shared.watchers.subscribe(key.full());
+            let there = self.shared.db.get(key.full()).await?;
+            Ok((watch.after(there.as_deref()), there))
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a LockKey,
+        fence_digits: &'a str,
+        entry: &'a [u8],
+        keep: Duration,
+        rule: Replace,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let db = &self.shared.db;
+            let (kind, entry_fence) = statements::header(entry);
+            let keep_us = if keep.is_zero() {
+                0
+            } else {
+                micros(keep.min(MAX_KEEP))
+            };
+            let payload = push::payload(key.full(), entry, !keep.is_zero());
+            let statement = sqlx::query_as(&db.sql.put)
+                .bind(key.full())
+                .bind(fence_digits)
+                .bind(rule == Replace::OlderOrSame)
+                .bind(kind)
+                .bind(entry_fence)
+                .bind(entry)
+                .bind(keep_us)
+                .bind(&self.shared.channel)
+                .bind(payload)
+                .fetch_one(&db.pool);
+            let (stored, _pushed): (i64, i64) = db.timed("put", statement).await?;
+            Ok(stored > 0)
+        })
+    }
+
+    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let db = &self.shared.db;
+            let statement = sqlx::query(&db.sql.remove)
+                .bind(key.full())
+                .execute(&db.pool);
+            db.timed("remove", statement).await.map(drop)
+        })
+    }
+}
+
+impl std::fmt::Debug for PostgresResultStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresResultStore")
+            .field("table", &self.shared.table)
+            .finish_non_exhaustive()
+    }
+}

@@ -11,6 +11,10 @@
 //! The decisions (status mapping, key rules, bodies) live in [`lock_core::http`]; this crate
 //! only adapts them to actix-web types.
 //!
+//! Also here: [`ResponseCache`] (a response cache for `GET`/`HEAD` collapsing concurrent
+//! misses across instances, see [`response_cache`]) and [`Idempotent`] (idempotent endpoints
+//! keyed by `Idempotency-Key`, see [`idempotency`]).
+//!
 //! ```
 //! use std::time::Duration;
 //! use actix_web::{web, App};
@@ -40,11 +44,13 @@
 
 mod extract;
 mod fence;
+pub mod idempotency;
 mod middleware;
 pub mod response_cache;
 
 pub use extract::KeyExtractor;
 pub use fence::LockFence;
+pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};
 pub use lock_core::http::{
     BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
 };

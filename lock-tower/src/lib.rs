@@ -12,6 +12,10 @@
 //! The decisions (status mapping, key rules, bodies) live in [`lock_core::http`]; this crate
 //! only adapts them to `http` types.
 //!
+//! Also here: [`ResponseCacheLayer`] (a response cache for `GET`/`HEAD` collapsing concurrent
+//! misses across instances, see [`response_cache`]) and [`IdempotencyLayer`] (idempotent
+//! endpoints keyed by `Idempotency-Key`, see [`idempotency`]).
+//!
 //! ```
 //! use std::time::Duration;
 //! use axum::{routing::post, Extension, Router};
@@ -38,12 +42,16 @@
 
 mod extract;
 mod future;
+pub mod idempotency;
 mod layer;
 pub mod response_cache;
 mod service;
 
 pub use extract::KeyExtractor;
 pub use future::ResponseFuture;
+pub use idempotency::{
+    IdempotencyBody, IdempotencyLayer, IdempotencyLayerBuilder, IdempotencyService,
+};
 pub use layer::KeyedLockLayer;
 pub use lock_core::http::{
     BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,

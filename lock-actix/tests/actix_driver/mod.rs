@@ -1,7 +1,10 @@
 //! How the response cache suite (`lock_core::testing::response_cache`) talks to actix-web: its
-//! origin behind [`ResponseCache`] in a test service, requests sent with `call`.
+//! origin behind [`ResponseCache`] in a test service, requests sent with `call`; and the
+//! idempotency suite's driver, in [`idempotency`].
 
 #![allow(dead_code, unreachable_pub)]
+
+pub mod idempotency;
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -6,9 +6,11 @@
 //! they say loudly that they skipped.
 //!
 //! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and, with the
-//! feature `test-support`, `response_cache`: the suite every response cache adapter
-//! (lock-tower, lock-actix) runs.
+//! feature `test-support`, `response_cache` and `idempotency`: the suites every response cache
+//! and idempotency adapter (lock-tower, lock-actix) runs.
 
+#[cfg(feature = "test-support")]
+pub mod idempotency;
 mod redis_server;
 #[cfg(feature = "test-support")]
 pub mod response_cache;

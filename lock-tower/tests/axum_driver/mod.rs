@@ -1,7 +1,10 @@
 //! How the response cache suite (`lock_core::testing::response_cache`) talks to axum: its
-//! origin behind [`ResponseCacheLayer`] on a router, requests sent with `oneshot`.
+//! origin behind [`ResponseCacheLayer`] on a router, requests sent with `oneshot`; and the
+//! idempotency suite's driver, in [`idempotency`].
 
 #![allow(dead_code, unreachable_pub)]
+
+pub mod idempotency;
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -46,5 +46,6 @@ pub use rules::{
     default_store_status, IdempotencyRules, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_KEY_LEN,
 };
 pub use serve::{
-    begin, finish, lost, request_too_large, Finished, Outcome, Reply, Started, IDEMPOTENT_REPLAYED,
+    begin, finish, lost, reject, request_too_large, Finished, Outcome, Reply, Started,
+    IDEMPOTENT_REPLAYED,
 };

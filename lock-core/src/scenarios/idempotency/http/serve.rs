@@ -189,6 +189,14 @@ pub async fn begin(
     }
 }
 
+/// The reply to a request the [`Plan`](super::Plan) refused (a missing or invalid key, 400),
+/// counted in the [stats](Idempotency::stats) as rejected.
+#[must_use]
+pub fn reject(idempotency: &Idempotency, rejection: &Rejection) -> Reply {
+    Counters::add(&idempotency.inner.counters.rejected);
+    Reply::from_rejection(rejection, Outcome::Rejected)
+}
+
 /// The reply to a request whose body is over [`IdempotencyRules::max_body_bytes`]: 413,
 /// nothing runs.
 #[must_use]

@@ -1,0 +1,55 @@
+//! [`IdempotencyClaim`]: the extractor for the claim a handler runs under.
+
+use std::future::{ready, Ready};
+use std::ops::Deref;
+
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use lock_core::idempotency::ClaimInfo;
+
+/// The scope, idempotency key and fencing token of the claim the [`Idempotent`](super::Idempotent)
+/// middleware holds for this request. Extracting it in a handler the middleware did not
+/// handle (not wrapped, another method, no key where it is optional) fails with a 500 (a
+/// wiring mistake, not a client error); take an `Option<IdempotencyClaim>` where a request
+/// may come without one.
+///
+/// ```
+/// use lock_actix::IdempotencyClaim;
+///
+/// async fn pay(claim: IdempotencyClaim, body: String) -> String {
+///     // Write the payment conditionally on the fencing token, so that a request whose claim
+///     // was lost and taken over cannot overwrite the newer one's.
+///     format!("INSERT INTO payments (key, fence, amount) VALUES ('{}', {}, {body})", claim.key, claim.fence)
+/// }
+/// # let _ = pay;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyClaim(pub ClaimInfo);
+
+impl Deref for IdempotencyClaim {
+    type Target = ClaimInfo;
+
+    fn deref(&self) -> &ClaimInfo {
+        &self.0
+    }
+}
+
+impl FromRequest for IdempotencyClaim {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            request
+                .extensions()
+                .get::<ClaimInfo>()
+                .cloned()
+                .map(IdempotencyClaim)
+                .ok_or_else(|| {
+                    actix_web::error::ErrorInternalServerError(
+                        "IdempotencyClaim used in a request the Idempotent middleware did not handle",
+                    )
+                }),
+        )
+    }
+}

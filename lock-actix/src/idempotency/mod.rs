@@ -1,0 +1,62 @@
+//! Idempotent endpoints (the IETF draft "The Idempotency-Key HTTP Header Field") as an
+//! actix-web middleware: a request with an `Idempotency-Key` runs once per (scope, key)
+//! across every instance; its duplicates get its response back.
+//!
+//! [`Idempotent`] is a thin adapter over [`lock_core::idempotency::http`], which makes every
+//! decision; its settings and answers are those of `lock-tower`'s `IdempotencyLayer`. Per
+//! request it:
+//! 1. plans from the head: other methods (and, when the key is optional, requests without
+//!    one) pass untouched; a missing or invalid key is answered 400;
+//! 2. reads the payload up to the limit (over it: 413, nothing runs), fingerprints the
+//!    request (method, path and query, chosen headers, body) and puts the payload back for
+//!    the handler;
+//! 3. begins under the request's scope: a completed duplicate is replayed with
+//!    `Idempotent-Replayed: true`, a running one answered 409 with `Retry-After` (or awaited,
+//!    with [`InFlight::Wait`](lock_core::idempotency::InFlight)), a key reused with another
+//!    request 422, a store that cannot be reached 503 (nothing runs);
+//! 4. otherwise runs the handler, which takes its claim (key, scope, fencing token) with the
+//!    [`IdempotencyClaim`] extractor, racing the loss of the claim's lease (lost: the
+//!    handler's future is dropped, 503);
+//! 5. reads the response (up to the same limit) and keeps it for replay when its status says
+//!    so (by default 2xx, 3xx and 4xx but 408, 409, 425 and 429); otherwise the key is given
+//!    back and the next request with it runs. A response over the limit is replaced by a 500
+//!    problem, kept: the handler ran, and running it again is what the middleware prevents.
+//!
+//! Answers of the middleware's own are `application/problem+json` responses, through
+//! [`EitherBody`](actix_web::body::EitherBody); the lost-claim 503 comes after the request
+//! was handed to the handler, so it travels as an `actix_web::Error` that renders the same
+//! problem. Each handled request runs in an `idempotency` span whose `outcome` field is
+//! [`Outcome::as_str`](lock_core::idempotency::http::Outcome::as_str).
+//!
+//! ```
+//! use actix_web::{web, App, HttpResponse};
+//! use lock_actix::{Idempotent, IdempotencyClaim};
+//! use lock_core::idempotency::Idempotency;
+//!
+//! async fn pay(claim: IdempotencyClaim, body: String) -> HttpResponse {
+//!     // Write the payment conditionally on `claim.fence`: a request whose claim was lost and
+//!     // taken over cannot overwrite the newer one's.
+//!     HttpResponse::Created().body(format!("paid {body} under fence {}", claim.fence))
+//! }
+//!
+//! # fn main() -> Result<(), lock_core::LockError> {
+//! // `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across instances.
+//! let payments = Idempotency::memory("payments")?;
+//! let idempotent = Idempotent::builder(payments)
+//!     .fingerprint_header("content-type")
+//!     .scope(|req: &actix_web::dev::ServiceRequest| {
+//!         // The principal, as the authentication middleware (outside this one) left it.
+//!         Some(req.headers().get("x-user")?.to_str().ok()?.to_owned())
+//!     })
+//!     .build()?; // invalid settings are refused here
+//! let app = App::new().service(web::resource("/payments").wrap(idempotent).route(web::post().to(pay)));
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! ```
+
+mod claim;
+mod transform;
+
+pub use claim::IdempotencyClaim;
+pub use transform::{Idempotent, IdempotentBuilder, IdempotentMiddleware};

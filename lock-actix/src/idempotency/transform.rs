@@ -1,0 +1,505 @@
+//! [`Idempotent`] (the `Transform`), its builder, and [`IdempotentMiddleware`] (the service it
+//! builds).
+
+use std::error::Error as StdError;
+use std::future::{poll_fn, ready, Future, Ready};
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use actix_web::body::{self, BodySize, BodyStream, BoxBody, EitherBody, MessageBody};
+use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use actix_web::http::StatusCode;
+use actix_web::web::Bytes;
+use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
+use lock_core::http::{problem_body, RejectionKind, PROBLEM_JSON};
+use lock_core::idempotency::http::{
+    begin, finish, lost, reject, request_too_large, Finished, IdempotencyRules, Outcome, Plan,
+    Reply, Started,
+};
+use lock_core::idempotency::{Idempotency, InFlight};
+use lock_core::{LockError, LostReason};
+use tracing::Instrument;
+
+use crate::extract::Head;
+
+/// How a request's scope (its principal) is found.
+type ScopeFn = dyn Fn(&ServiceRequest) -> Option<String> + Send + Sync;
+
+/// Middleware that runs each request with an idempotency key once per (scope, key) across
+/// every instance, and answers its duplicates with its response (see the
+/// [module docs](crate::idempotency)).
+///
+/// Settings are builder methods, the same as `lock_tower::IdempotencyLayer`'s, checked by
+/// [`build`](IdempotentBuilder::build):
+///
+/// ```
+/// use std::time::Duration;
+/// use actix_web::{web, App};
+/// use lock_actix::Idempotent;
+/// use lock_core::idempotency::{Idempotency, InFlight};
+///
+/// let payments = Idempotency::memory("payments").unwrap();
+/// let idempotent = Idempotent::builder(payments.clone())
+///     .methods(["POST"])
+///     .in_flight(InFlight::Wait(Duration::from_secs(5)))
+///     .scope(|req: &actix_web::dev::ServiceRequest| {
+///         Some(req.headers().get("x-user")?.to_str().ok()?.to_owned())
+///     })
+///     .build()
+///     .unwrap();
+/// let app = App::new().service(web::resource("/payments").wrap(idempotent).post(|| async { "paid" }));
+/// # let _ = app;
+/// assert!(Idempotent::builder(payments).max_body_bytes(0).build().is_err());
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct Idempotent {
+    shared: Arc<Shared>,
+}
+
+/// What every service of a middleware shares.
+struct Shared {
+    idempotency: Idempotency,
+    rules: IdempotencyRules,
+    scope: Option<Box<ScopeFn>>,
+}
+
+impl Idempotent {
+    /// The middleware's settings, over `idempotency` (its records and claims: memory for one
+    /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
+    /// across instances). Default rules: [`IdempotencyRules::new`]; every request in the
+    /// anonymous scope.
+    pub fn builder(idempotency: Idempotency) -> IdempotentBuilder {
+        IdempotentBuilder {
+            idempotency,
+            rules: IdempotencyRules::new(),
+            scope: None,
+        }
+    }
+
+    /// The idempotency client (for its [`stats`](Idempotency::stats), say).
+    #[must_use]
+    pub fn idempotency(&self) -> &Idempotency {
+        &self.shared.idempotency
+    }
+
+    /// The rules the middleware applies.
+    pub fn rules(&self) -> &IdempotencyRules {
+        &self.shared.rules
+    }
+}
+
+impl std::fmt::Debug for Idempotent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idempotent")
+            .field("idempotency", &self.shared.idempotency)
+            .field("rules", &self.shared.rules)
+            .field("scoped", &self.shared.scope.is_some())
+            .finish()
+    }
+}
+
+/// Configures an [`Idempotent`] middleware; from [`Idempotent::builder`]. The rule methods
+/// are [`IdempotencyRules`]'s.
+#[must_use]
+pub struct IdempotentBuilder {
+    idempotency: Idempotency,
+    rules: IdempotencyRules,
+    scope: Option<Box<ScopeFn>>,
+}
+
+impl IdempotentBuilder {
+    /// Reads the key from this header instead of `Idempotency-Key`.
+    pub fn header(mut self, name: impl Into<String>) -> Self {
+        self.rules = self.rules.header(name);
+        self
+    }
+
+    /// Requests without a key run as they are, without idempotency (default: 400).
+    pub fn optional(mut self) -> Self {
+        self.rules = self.rules.optional();
+        self
+    }
+
+    /// The methods handled (default `POST` and `PATCH`); other requests pass untouched.
+    pub fn methods<I, S>(mut self, methods: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.rules = self.rules.methods(methods);
+        self
+    }
+
+    /// The longest key accepted (default 255; at most 400).
+    pub fn max_key_len(mut self, limit: usize) -> Self {
+        self.rules = self.rules.max_key_len(limit);
+        self
+    }
+
+    /// Adds a request header to the fingerprint (a key reused with another value of it gets
+    /// 422).
+    pub fn fingerprint_header(mut self, name: impl Into<String>) -> Self {
+        self.rules = self.rules.fingerprint_header(name);
+        self
+    }
+
+    /// The largest request body (larger: 413, nothing runs) and response body kept (larger:
+    /// replaced by a kept 500 problem). Default 1 MiB.
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.rules = self.rules.max_body_bytes(limit);
+        self
+    }
+
+    /// What a duplicate does while the first request runs (default: 409 at once).
+    pub fn in_flight(mut self, policy: InFlight) -> Self {
+        self.rules = self.rules.in_flight(policy);
+        self
+    }
+
+    /// The `Retry-After` of 409 and 503 answers (default 1 s).
+    pub fn retry_after(mut self, after: Duration) -> Self {
+        self.rules = self.rules.retry_after(after);
+        self
+    }
+
+    /// Which response statuses are kept and replayed (default
+    /// [`default_store_status`](lock_core::idempotency::http::default_store_status)).
+    pub fn store_status(mut self, keep: fn(u16) -> bool) -> Self {
+        self.rules = self.rules.store_status(keep);
+        self
+    }
+
+    /// Replaces every rule at once (rules shared with another middleware, say).
+    pub fn rules(mut self, rules: IdempotencyRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// The scope (principal) of a request: keys of different scopes are different records,
+    /// so one user cannot replay another's response. Typically the user an authentication
+    /// middleware (outside this one) put in the extensions; `None` (and the default) is the
+    /// anonymous scope, shared by every request without one.
+    pub fn scope<F>(mut self, scope: F) -> Self
+    where
+        F: Fn(&ServiceRequest) -> Option<String> + Send + Sync + 'static,
+    {
+        self.scope = Some(Box::new(scope));
+        self
+    }
+
+    /// Checks the rules ([`IdempotencyRules::validate`]) and builds the middleware.
+    pub fn build(self) -> Result<Idempotent, LockError> {
+        Ok(Idempotent {
+            shared: Arc::new(Shared {
+                idempotency: self.idempotency,
+                rules: self.rules.validate()?,
+                scope: self.scope,
+            }),
+        })
+    }
+}
+
+impl std::fmt::Debug for IdempotentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdempotentBuilder")
+            .field("rules", &self.rules)
+            .field("scoped", &self.scope.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, B> Transform<S, ServiceRequest> for Idempotent
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<EitherBody<B>>;
+    type Error = Error;
+    type Transform = IdempotentMiddleware<S>;
+    type InitError = ();
+    type Future = Ready<Result<Self::Transform, Self::InitError>>;
+
+    fn new_transform(&self, service: S) -> Self::Future {
+        ready(Ok(IdempotentMiddleware {
+            service: Rc::new(service),
+            shared: self.shared.clone(),
+        }))
+    }
+}
+
+/// The service [`Idempotent`] wraps around the rest of the chain.
+pub struct IdempotentMiddleware<S> {
+    service: Rc<S>,
+    shared: Arc<Shared>,
+}
+
+type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+impl<S, B> Service<ServiceRequest> for IdempotentMiddleware<S>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<EitherBody<B>>;
+    type Error = Error;
+    type Future = LocalBoxFuture<Result<Self::Response, Self::Error>>;
+
+    forward_ready!(service);
+
+    fn call(&self, request: ServiceRequest) -> Self::Future {
+        let key = match self.shared.rules.plan(&Head(&request)) {
+            Plan::Pass => {
+                let response = self.service.call(request);
+                return Box::pin(
+                    async move { response.await.map(ServiceResponse::map_into_left_body) },
+                );
+            }
+            Plan::Reject(rejection) => {
+                let span = span(&request, None);
+                let _entered = span.enter();
+                let reply = reject(&self.shared.idempotency, &rejection);
+                let response = request.into_response(answer(reply).map_into_right_body());
+                return Box::pin(ready(Ok(response)));
+            }
+            Plan::Handle(key) => key,
+        };
+        let span = span(&request, Some(&key));
+        Box::pin(handle(self.service.clone(), self.shared.clone(), request, key).instrument(span))
+    }
+}
+
+/// The span of a handled request; `outcome` is recorded once known.
+fn span(request: &ServiceRequest, key: Option<&str>) -> tracing::Span {
+    tracing::debug_span!(
+        "idempotency",
+        method = %request.method(),
+        path = request.path(),
+        key,
+        fence = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    )
+}
+
+fn record(outcome: Outcome) {
+    tracing::Span::current().record("outcome", outcome.as_str());
+}
+
+/// Read the payload (and put it back), begin, run the handler racing the claim's loss,
+/// finish.
+async fn handle<S, B>(
+    service: Rc<S>,
+    shared: Arc<Shared>,
+    mut request: ServiceRequest,
+    key: String,
+) -> Result<ServiceResponse<EitherBody<B>>, Error>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+    B: MessageBody,
+{
+    let Shared {
+        idempotency,
+        rules,
+        scope,
+    } = &*shared;
+    let limit = rules.max_body_bytes_limit();
+    let declared: Option<u64> = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok()?.parse().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        let reply = request_too_large(idempotency, rules);
+        return Ok(request.into_response(answer(reply).map_into_right_body()));
+    }
+    let payload = BodyStream::new(request.take_payload());
+    let body = match body::to_bytes_limited(payload, limit).await {
+        Ok(Ok(body)) => body,
+        Err(_exceeded) => {
+            let reply = request_too_large(idempotency, rules);
+            return Ok(request.into_response(answer(reply).map_into_right_body()));
+        }
+        Ok(Err(_)) => {
+            record(Outcome::Rejected);
+            let response = problem(
+                StatusCode::BAD_REQUEST,
+                RejectionKind::BadInput,
+                "Unreadable request body",
+                "the request body could not be read",
+            );
+            return Ok(request.into_response(response.map_into_right_body()));
+        }
+    };
+    let fingerprint = rules.fingerprint(&Head(&request), &body);
+    let scope = scope
+        .as_ref()
+        .and_then(|scope| scope(&request))
+        .unwrap_or_default();
+    let claim = match begin(idempotency, rules, &scope, &key, fingerprint).await {
+        Started::Run(claim) => claim,
+        Started::Answer(reply) => {
+            return Ok(request.into_response(answer(reply).map_into_right_body()));
+        }
+    };
+    tracing::Span::current().record("fence", claim.info().fence.get());
+    request.set_payload(Payload::from(body));
+    request.extensions_mut().insert(claim.info().clone());
+    let response = match race(service.call(request), claim.lost()).await {
+        Raced::Done(Ok(response)) => response,
+        Raced::Done(Err(error)) => {
+            // Not an answer to keep: the next request with the key runs.
+            record(Outcome::NotStored);
+            if let Err(error) = claim.release().await {
+                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
+            }
+            return Err(error);
+        }
+        // The request went to the cancelled handler (actix routing forbids keeping a clone
+        // of it), so the 503 travels as an error that renders the same problem.
+        Raced::Lost(reason) => {
+            let reply = lost(claim, rules, reason);
+            record(reply.outcome);
+            return Err(Replied(reply).into());
+        }
+    };
+    let (request, response) = response.into_parts();
+    let status = response.status().as_u16();
+    let headers: Vec<(String, Vec<u8>)> = response
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+        .collect();
+    let (head, body) = response.into_parts();
+    let response = match body::to_bytes_limited(body, limit).await {
+        Ok(Ok(body)) => match finish(claim, rules, status, &headers, Some(body.to_vec())).await {
+            Finished::Send(outcome) => {
+                record(outcome);
+                head.set_body(BoxBody::new(body))
+            }
+            Finished::Replace(reply) => answer(reply),
+        },
+        Err(_exceeded) => match finish(claim, rules, status, &headers, None).await {
+            Finished::Replace(reply) => answer(reply),
+            // lock-core replaces every response it was not given whole; the body's start is
+            // gone, so nothing else could be sent.
+            Finished::Send(outcome) => {
+                record(outcome);
+                problem(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    RejectionKind::Internal,
+                    "Internal Server Error",
+                    "the response could not be sent",
+                )
+            }
+        },
+        Ok(Err(error)) => {
+            // The handler's response broke off: not an answer to keep (as a handler that
+            // failed); it goes on as broken as it was, and the next request with the key runs.
+            record(Outcome::NotStored);
+            if let Err(error) = claim.release().await {
+                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
+            }
+            head.set_body(BoxBody::new(Failed(Some(error.into()))))
+        }
+    };
+    Ok(ServiceResponse::new(
+        request,
+        response.map_into_right_body(),
+    ))
+}
+
+enum Raced<T> {
+    Done(T),
+    Lost(LostReason),
+}
+
+/// Runs `work` until it finishes or `lost` resolves, whichever is first (`work` when both
+/// are ready); `work` is dropped on a loss.
+async fn race<F: Future>(work: F, lost: impl Future<Output = LostReason>) -> Raced<F::Output> {
+    let (mut work, mut lost) = (pin!(work), pin!(lost));
+    poll_fn(|cx| {
+        if let Poll::Ready(output) = work.as_mut().poll(cx) {
+            return Poll::Ready(Raced::Done(output));
+        }
+        lost.as_mut().poll(cx).map(Raced::Lost)
+    })
+    .await
+}
+
+/// A reply of lock-core's as a response; its outcome recorded in the span.
+fn answer(reply: Reply) -> HttpResponse {
+    record(reply.outcome);
+    reply_response(reply)
+}
+
+fn reply_response(reply: Reply) -> HttpResponse {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::with_body(status, BoxBody::new(reply.body));
+    let headers = response.headers_mut();
+    for (name, value) in reply.headers {
+        // Kept from a valid response, or made by lock-core: always valid.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+/// A problem of the middleware's own (not one of lock-core's replies).
+fn problem(status: StatusCode, kind: RejectionKind, title: &str, detail: &str) -> HttpResponse {
+    let body = problem_body(kind.type_uri(), title, status.as_u16(), detail, &[]);
+    let mut response = HttpResponse::with_body(status, BoxBody::new(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    response
+}
+
+/// A reply raised as an error: the lost-claim 503, after the request was handed on.
+#[derive(Debug)]
+struct Replied(Reply);
+
+impl std::fmt::Display for Replied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "idempotency: {} ({})",
+            self.0.outcome.as_str(),
+            self.0.status
+        )
+    }
+}
+
+impl ResponseError for Replied {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        reply_response(self.0.clone())
+    }
+}
+
+/// A body that fails at once: the handler's, which failed while it was read.
+struct Failed(Option<Box<dyn StdError>>);
+
+impl MessageBody for Failed {
+    type Error = Box<dyn StdError>;
+
+    fn size(&self) -> BodySize {
+        BodySize::Stream
+    }
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        Poll::Ready(self.0.take().map(Err))
+    }
+}

@@ -1,0 +1,116 @@
+//! How the idempotency suite (`lock_core::testing::idempotency`) talks to actix-web: its
+//! handler behind [`Idempotent`] in a test service (the scope read from the user header),
+//! requests sent with `call`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode};
+use actix_web::test::{self, TestRequest};
+use actix_web::web::{self, Bytes};
+use actix_web::{App, HttpRequest, HttpResponse};
+use lock_actix::{IdempotencyClaim, Idempotent};
+use lock_core::idempotency::http::IdempotencyRules;
+use lock_core::idempotency::Idempotency;
+use lock_core::testing::idempotency::{Answer, Call, Driver, Handler, Request, USER_HEADER};
+
+/// The suite's driver for lock-actix.
+pub struct ActixIdempotency;
+
+/// A test service, its type erased (it has no name to give).
+pub type SendFn = Rc<dyn Fn(Request) -> Pin<Box<dyn Future<Output = Answer>>>>;
+
+impl Driver for ActixIdempotency {
+    type App = SendFn;
+    const NAME: &'static str = "actix";
+
+    async fn app(idempotency: Idempotency, rules: IdempotencyRules, handler: Handler) -> SendFn {
+        let middleware = Idempotent::builder(idempotency)
+            .rules(rules)
+            .scope(|req: &ServiceRequest| {
+                Some(req.headers().get(USER_HEADER)?.to_str().ok()?.to_owned())
+            })
+            .build()
+            .unwrap();
+        let service = Rc::new(
+            test::init_service(
+                App::new()
+                    .app_data(web::Data::new(handler))
+                    .wrap(middleware)
+                    .route("/{path:.*}", web::route().to(handle)),
+            )
+            .await,
+        );
+        Rc::new(move |request: Request| {
+            let service = service.clone();
+            Box::pin(async move { read(service.call(to_request(request)).await).await })
+        })
+    }
+
+    fn send(app: &SendFn, request: Request) -> impl Future<Output = Answer> {
+        app(request)
+    }
+}
+
+/// The suite's request as an actix test request.
+pub fn to_request(request: Request) -> actix_http::Request {
+    let method = Method::from_bytes(request.method.as_bytes()).unwrap();
+    let mut test = TestRequest::default()
+        .method(method)
+        .uri(&request.path)
+        .set_payload(request.body);
+    for (name, value) in request.headers {
+        test = test.insert_header((name, value));
+    }
+    test.to_request()
+}
+
+/// Status, headers and the whole body. An error is rendered as actix-web's dispatcher
+/// renders it (the lost-claim 503 travels this way).
+pub async fn read<B: MessageBody + 'static>(
+    response: Result<ServiceResponse<B>, actix_web::Error>,
+) -> Answer {
+    let response = match response {
+        Ok(response) => response.map_into_boxed_body(),
+        Err(error) => ServiceResponse::new(
+            TestRequest::default().to_http_request(),
+            error.error_response(),
+        ),
+    };
+    let headers = response.headers().iter().map(|(name, value)| {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        (name.to_string(), value)
+    });
+    let headers = headers.collect();
+    let status = response.status().as_u16();
+    let body = actix_web::body::to_bytes(response.into_body()).await;
+    Answer {
+        status,
+        headers,
+        body: body.map_err(|_| "body error").unwrap().to_vec(),
+    }
+}
+
+/// The handler: the suite's handler's answer as an actix-web response.
+pub async fn handle(
+    handler: web::Data<Handler>,
+    request: HttpRequest,
+    claim: Option<IdempotencyClaim>,
+    body: Bytes,
+) -> HttpResponse {
+    let call = Call {
+        method: request.method().to_string(),
+        path: request.path().to_owned(),
+        body: body.to_vec(),
+        claim: claim.map(|claim| claim.0),
+    };
+    let reply = handler.answer(call).await;
+    let mut response = HttpResponse::build(StatusCode::from_u16(reply.status).unwrap());
+    for header in reply.headers {
+        response.insert_header(header);
+    }
+    response.body(reply.body)
+}

@@ -1,0 +1,189 @@
+//! The framework-neutral handler behind the idempotency layer in every scenario: it counts
+//! its runs, records the claim it was given, and can be held inside a run until the test
+//! lets it go.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{watch, Semaphore};
+
+use crate::idempotency::ClaimInfo;
+
+/// What the application receives, as the adapter's driver hands it to the [`Handler`].
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The method.
+    pub method: String,
+    /// The path.
+    pub path: String,
+    /// The whole request body, as the handler read it.
+    pub body: Vec<u8>,
+    /// The claim the layer put in the request (extensions, an extractor); `None` when the
+    /// request passed untouched.
+    pub claim: Option<ClaimInfo>,
+}
+
+/// What the [`Handler`] answers; the driver turns it into its framework's response.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The status.
+    pub status: u16,
+    /// The headers.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// The application behind the idempotency layer: answers every method and path, counting
+/// its runs. Cheap to clone; clones are the same application.
+///
+/// - `/status/{code}`: that status, body `status {code}, run {n}`;
+/// - `/large/{bytes}`: 201 with a body of that many `x`;
+/// - `/block`: counts as [entered](Self::entered), then waits for a permit
+///   ([`open`](Self::open)) before answering as any other path;
+/// - any other path: 201, `content-type: text/plain`, `x-run: {n}`, body
+///   `run {n}: {method} {path} {body}`.
+///
+/// `n` counts the runs (every path), from 1. A run dropped before it answers (the layer
+/// cancelled it) is counted as [cancelled](Self::cancelled).
+#[derive(Debug, Clone)]
+pub struct Handler(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    runs: AtomicUsize,
+    cancelled: AtomicUsize,
+    entered: watch::Sender<usize>,
+    gate: Semaphore,
+    claims: Mutex<Vec<Option<ClaimInfo>>>,
+}
+
+impl Default for Handler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Handler {
+    /// A handler that has not run yet, its gate closed.
+    #[must_use]
+    pub fn new() -> Self {
+        Self(Arc::new(Inner {
+            runs: AtomicUsize::new(0),
+            cancelled: AtomicUsize::new(0),
+            entered: watch::channel(0).0,
+            gate: Semaphore::new(0),
+            claims: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// How many times the handler ran (entered), whatever came of it.
+    #[must_use]
+    pub fn runs(&self) -> usize {
+        self.0.runs.load(Ordering::SeqCst)
+    }
+
+    /// How many runs were dropped before they answered.
+    #[must_use]
+    pub fn cancelled(&self) -> usize {
+        self.0.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// The claim each run was given, in order.
+    ///
+    /// # Panics
+    /// When a run panicked while recording its claim.
+    #[must_use]
+    pub fn claims(&self) -> Vec<Option<ClaimInfo>> {
+        self.0.claims.lock().unwrap().clone()
+    }
+
+    /// Resolves once `/block` has been entered `n` times in all (within
+    /// [`LIMIT`](super::LIMIT)).
+    ///
+    /// # Panics
+    /// When it is not.
+    pub async fn entered(&self, n: usize) {
+        let mut entered = self.0.entered.subscribe();
+        tokio::time::timeout(super::LIMIT, entered.wait_for(|count| *count >= n))
+            .await
+            .expect("the handler was entered in time")
+            .expect("the handler is alive");
+    }
+
+    /// Lets `n` waiting (or future) `/block` runs go on.
+    pub fn open(&self, n: usize) {
+        self.0.gate.add_permits(n);
+    }
+
+    /// The handler's answer to `call`.
+    pub fn answer(&self, call: Call) -> impl Future<Output = Reply> + Send + 'static {
+        let handler = self.clone();
+        async move { handler.run(call).await }
+    }
+
+    async fn run(self, call: Call) -> Reply {
+        let inner = &*self.0;
+        let n = inner.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        inner.claims.lock().unwrap().push(call.claim.clone());
+        let mut running = Running {
+            inner,
+            answered: false,
+        };
+        if call.path == "/block" {
+            inner.entered.send_modify(|count| *count += 1);
+            inner
+                .gate
+                .acquire()
+                .await
+                .expect("the gate is never closed")
+                .forget();
+        }
+        running.answered = true;
+        if let Some(code) = call.path.strip_prefix("/status/") {
+            let status = code.parse().expect("a status code");
+            return Reply {
+                status,
+                headers: vec![("content-type", "text/plain".to_owned())],
+                body: format!("status {code}, run {n}").into_bytes(),
+            };
+        }
+        if let Some(bytes) = call.path.strip_prefix("/large/") {
+            let bytes = bytes.parse().expect("a body size");
+            return Reply {
+                status: 201,
+                headers: vec![("content-type", "text/plain".to_owned())],
+                body: vec![b'x'; bytes],
+            };
+        }
+        Reply {
+            status: 201,
+            headers: vec![
+                ("content-type", "text/plain".to_owned()),
+                ("x-run", n.to_string()),
+            ],
+            body: format!(
+                "run {n}: {} {} {}",
+                call.method,
+                call.path,
+                String::from_utf8_lossy(&call.body)
+            )
+            .into_bytes(),
+        }
+    }
+}
+
+/// Counts the run as cancelled when it is dropped before answering.
+struct Running<'a> {
+    inner: &'a Inner,
+    answered: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.inner.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! [`IdempotencyService`]: idempotency around one inner service.
+
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use http::header::{HeaderName, CONTENT_LENGTH, CONTENT_TYPE};
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http_body::Body;
+use lock_core::http::{problem_body, RejectionKind, RequestHead, PROBLEM_JSON};
+use lock_core::idempotency::http::{
+    begin, finish, lost, reject, request_too_large, Finished, Outcome, Plan, Reply, Started,
+};
+use lock_core::LostReason;
+use tower_service::Service;
+use tracing::Instrument;
+
+use super::layer::Shared;
+use super::IdempotencyBody;
+use crate::extract::Head;
+use crate::ResponseFuture;
+
+/// Runs requests with an idempotency key once per (scope, key) and replays their responses;
+/// built by [`IdempotencyLayer`](super::IdempotencyLayer).
+///
+/// The inner service receives the request's body as an [`IdempotencyBody`] (read whole for
+/// a handled request, untouched otherwise) and a
+/// [`ClaimInfo`](lock_core::idempotency::ClaimInfo) in the extensions of a handled request;
+/// the service's error type is the inner service's, so an `Infallible` service stays
+/// `Infallible`: everything the layer answers itself is a response.
+///
+/// ```
+/// use std::convert::Infallible;
+/// use http::{Request, Response};
+/// use http_body_util::BodyExt;
+/// use lock_core::idempotency::{ClaimInfo, Idempotency};
+/// use lock_tower::{IdempotencyBody, IdempotencyLayer};
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let inner = service_fn(|request: Request<IdempotencyBody<String>>| async move {
+///     let claim = request.extensions().get::<ClaimInfo>().unwrap().clone();
+///     let body = format!("paid under fence {}", claim.fence);
+///     Ok::<_, Infallible>(Response::builder().status(201).body(body).unwrap())
+/// });
+/// let layer = IdempotencyLayer::builder(Idempotency::memory("doc").unwrap()).build().unwrap();
+/// let service = layer.layer(inner); // still `Error = Infallible`
+/// let pay = || Request::post("/pay").header("idempotency-key", "k-1").body(String::from("100")).unwrap();
+/// let first = service.clone().oneshot(pay()).await.unwrap();
+/// assert_eq!(first.status(), 201);
+/// let again = service.clone().oneshot(pay()).await.unwrap();
+/// assert_eq!(again.headers()["idempotent-replayed"], "true");
+/// let body = again.into_body().collect().await.unwrap().to_bytes();
+/// assert_eq!(body, "paid under fence 1");
+/// let missing = service.oneshot(Request::post("/pay").body(String::new()).unwrap()).await.unwrap();
+/// assert_eq!(missing.status(), 400);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct IdempotencyService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> IdempotencyService<S> {
+    pub(super) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for IdempotencyService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdempotencyService")
+            .field("inner", &self.inner)
+            .field("idempotency", &self.shared.idempotency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for IdempotencyService<S>
+where
+    S: Service<Request<IdempotencyBody<ReqBody>>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    ReqBody: Body + Send + 'static,
+    ReqBody::Data: Send,
+    ReqBody::Error: Send,
+    ResBody: Body + Send + 'static,
+    ResBody::Data: Send,
+    ResBody::Error: Send,
+{
+    type Response = Response<IdempotencyBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<Result<Self::Response, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        // The service that was polled ready is the one to call; a clone takes its place.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let key = match self.shared.rules.plan(&Head(&request)) {
+            Plan::Pass => {
+                let response = inner.call(request.map(IdempotencyBody::untouched));
+                return ResponseFuture::new(async move {
+                    Ok(response.await?.map(IdempotencyBody::untouched))
+                });
+            }
+            Plan::Reject(rejection) => {
+                let span = span(&request, None);
+                let _entered = span.enter();
+                let reply = reject(&self.shared.idempotency, &rejection);
+                return ResponseFuture::new(std::future::ready(Ok(answer(reply))));
+            }
+            Plan::Handle(key) => key,
+        };
+        let span = span(&request, Some(&key));
+        ResponseFuture::new(handle(self.shared.clone(), inner, request, key).instrument(span))
+    }
+}
+
+/// The span of a handled request; `outcome` is recorded once known.
+fn span<B>(request: &Request<B>, key: Option<&str>) -> tracing::Span {
+    tracing::debug_span!(
+        "idempotency",
+        method = %request.method(),
+        path = request.uri().path(),
+        key,
+        fence = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    )
+}
+
+fn record(outcome: Outcome) {
+    tracing::Span::current().record("outcome", outcome.as_str());
+}
+
+/// Read the body, begin, run the inner service racing the claim's loss, finish.
+async fn handle<S, ReqBody, ResBody>(
+    shared: Arc<Shared>,
+    mut inner: S,
+    request: Request<ReqBody>,
+    key: String,
+) -> Result<Response<IdempotencyBody<ResBody>>, S::Error>
+where
+    S: Service<Request<IdempotencyBody<ReqBody>>, Response = Response<ResBody>>,
+    ReqBody: Body,
+    ResBody: Body,
+{
+    let Shared {
+        idempotency,
+        rules,
+        scope,
+    } = &*shared;
+    let limit = rules.max_body_bytes_limit();
+    let (parts, body) = request.into_parts();
+    let body = match read(body, declared_length(&parts.headers), limit).await {
+        Read::Whole(body, _) => body,
+        Read::TooLarge => return Ok(answer(request_too_large(idempotency, rules))),
+        Read::Failed(..) => {
+            record(Outcome::Rejected);
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                RejectionKind::BadInput,
+                "Unreadable request body",
+                "the request body could not be read",
+            ));
+        }
+    };
+    let fingerprint = rules.fingerprint(&PartsHead(&parts), &body);
+    let scope = scope
+        .as_ref()
+        .and_then(|scope| scope(&parts))
+        .unwrap_or_default();
+    let claim = match begin(idempotency, rules, &scope, &key, fingerprint).await {
+        Started::Run(claim) => claim,
+        Started::Answer(reply) => return Ok(answer(reply)),
+    };
+    tracing::Span::current().record("fence", claim.info().fence.get());
+    let mut request = Request::from_parts(parts, IdempotencyBody::full(body));
+    request.extensions_mut().insert(claim.info().clone());
+    let response = match race(inner.call(request), claim.lost()).await {
+        Raced::Done(Ok(response)) => response,
+        Raced::Done(Err(error)) => {
+            // Not an answer to keep: the next request with the key runs.
+            record(Outcome::NotStored);
+            if let Err(error) = claim.release().await {
+                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
+            }
+            return Err(error);
+        }
+        Raced::Lost(reason) => return Ok(answer(lost(claim, rules, reason))),
+    };
+    let (parts, body) = response.into_parts();
+    let status = parts.status.as_u16();
+    let headers: Vec<(String, Vec<u8>)> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+        .collect();
+    match read(body, declared_length(&parts.headers), limit).await {
+        Read::Whole(body, trailers) => {
+            match finish(claim, rules, status, &headers, Some(body.to_vec())).await {
+                Finished::Send(outcome) => {
+                    record(outcome);
+                    let body = IdempotencyBody::read(body, None, trailers);
+                    Ok(Response::from_parts(parts, body))
+                }
+                Finished::Replace(reply) => Ok(answer(reply)),
+            }
+        }
+        Read::TooLarge => match finish(claim, rules, status, &headers, None).await {
+            Finished::Replace(reply) => Ok(answer(reply)),
+            // lock-core replaces every response it was not given whole; the body's start is
+            // gone, so nothing else could be sent.
+            Finished::Send(outcome) => {
+                record(outcome);
+                Ok(problem(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    RejectionKind::Internal,
+                    "Internal Server Error",
+                    "the response could not be sent",
+                ))
+            }
+        },
+        Read::Failed(body, error) => {
+            // The handler's response broke off: not an answer to keep (as a handler that
+            // failed); it goes on, as broken as it was, and the next request with the key runs.
+            record(Outcome::NotStored);
+            if let Err(error) = claim.release().await {
+                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
+            }
+            let body = IdempotencyBody::read(body, Some(error), None);
+            Ok(Response::from_parts(parts, body))
+        }
+    }
+}
+
+/// A request head without its body, seen through lock-core's [`RequestHead`].
+struct PartsHead<'a>(&'a Parts);
+
+impl RequestHead for PartsHead<'_> {
+    fn method(&self) -> &str {
+        self.0.method.as_str()
+    }
+
+    fn path(&self) -> &str {
+        self.0.uri.path()
+    }
+
+    fn query(&self) -> Option<&str> {
+        self.0.uri.query()
+    }
+
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.0.headers.get(name).map(HeaderValue::as_bytes)
+    }
+}
+
+enum Raced<T> {
+    Done(T),
+    Lost(LostReason),
+}
+
+/// Runs `work` until it finishes or `lost` resolves, whichever is first (`work` when both
+/// are ready); `work` is dropped on a loss.
+async fn race<F: Future>(work: F, lost: impl Future<Output = LostReason>) -> Raced<F::Output> {
+    let (mut work, mut lost) = (pin!(work), pin!(lost));
+    poll_fn(|cx| {
+        if let Poll::Ready(output) = work.as_mut().poll(cx) {
+            return Poll::Ready(Raced::Done(output));
+        }
+        lost.as_mut().poll(cx).map(Raced::Lost)
+    })
+    .await
+}
+
+/// A body read up to the limit.
+enum Read<E> {
+    /// All of it, and its trailers.
+    Whole(Bytes, Option<HeaderMap>),
+    /// Longer than the limit (said so, or found so); what was read is dropped.
+    TooLarge,
+    /// It failed after these bytes.
+    Failed(Bytes, E),
+}
+
+/// The `Content-Length` a head declares.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+/// Reads `body` whole unless it is (or says it is) longer than `limit`.
+async fn read<B: Body>(body: B, declared: Option<u64>, limit: usize) -> Read<B::Error> {
+    let limit_u64 = limit as u64;
+    if declared.is_some_and(|length| length > limit_u64) || body.size_hint().lower() > limit_u64 {
+        return Read::TooLarge;
+    }
+    let mut body = pin!(body);
+    let mut data = Vec::new();
+    let mut trailers = None;
+    while let Some(frame) = poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(error) => return Read::Failed(data.into(), error),
+        };
+        match frame.into_data() {
+            Ok(mut chunk) => {
+                if data.len() + chunk.remaining() > limit {
+                    return Read::TooLarge;
+                }
+                while chunk.has_remaining() {
+                    let part = chunk.chunk();
+                    data.extend_from_slice(part);
+                    let read = part.len();
+                    chunk.advance(read);
+                }
+            }
+            Err(frame) => {
+                if let Ok(frame_trailers) = frame.into_trailers() {
+                    trailers = Some(frame_trailers);
+                }
+            }
+        }
+    }
+    Read::Whole(data.into(), trailers)
+}
+
+/// A reply of lock-core's as a response; its outcome recorded in the span.
+fn answer<B: Body>(reply: Reply) -> Response<IdempotencyBody<B>> {
+    record(reply.outcome);
+    let mut response = Response::new(IdempotencyBody::full(reply.body));
+    *response.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    for (name, value) in reply.headers {
+        // Kept from a valid response, or made by lock-core: always valid.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(&value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+/// A problem of the layer's own (not one of lock-core's replies).
+fn problem<B: Body>(
+    status: StatusCode,
+    kind: RejectionKind,
+    title: &str,
+    detail: &str,
+) -> Response<IdempotencyBody<B>> {
+    let body = problem_body(kind.type_uri(), title, status.as_u16(), detail, &[]);
+    let mut response = Response::new(IdempotencyBody::full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    response
+}

@@ -1,0 +1,48 @@
+//! The idempotency layer on a real Redis, through the adapters' conformance suite
+//! (`lock_core::testing::idempotency`): two instances (two clients on their own connections)
+//! share records and claims; with Redis stopped, requests are answered a generic 503 and
+//! nothing runs.
+//!
+//! Needs `LOCK_TEST_REDIS_URL` (set by `cargo xtask test`); the outage test also starts a
+//! `redis-server` of its own.
+
+mod axum_driver;
+
+use axum_driver::idempotency::AxumIdempotency;
+use lock_core::testing::idempotency::{self as suite, Store};
+
+#[tokio::test]
+async fn a_duplicate_gets_the_first_response_replayed() {
+    suite::a_duplicate_gets_the_first_response_replayed::<AxumIdempotency>(Store::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_in_flight_gets_409_with_retry_after() {
+    suite::a_duplicate_in_flight_gets_409_with_retry_after::<AxumIdempotency>(Store::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_duplicate_gets_the_replay() {
+    suite::a_waiting_duplicate_gets_the_replay::<AxumIdempotency>(Store::Redis).await;
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_request_gets_422() {
+    suite::the_same_key_with_another_request_gets_422::<AxumIdempotency>(Store::Redis).await;
+}
+
+#[tokio::test]
+async fn keys_are_scoped_per_user() {
+    suite::keys_are_scoped_per_user::<AxumIdempotency>(Store::Redis).await;
+}
+
+#[tokio::test]
+async fn only_final_answers_are_kept_and_replayed() {
+    suite::only_final_answers_are_kept_and_replayed::<AxumIdempotency>(Store::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_down_answers_503_and_runs_nothing() {
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    suite::the_store_down_answers_503_and_runs_nothing::<AxumIdempotency>(tmp).await;
+}

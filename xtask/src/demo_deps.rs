@@ -6,13 +6,14 @@
 use crate::{cmd, Error, Result};
 
 /// What `cargo xtask demo` builds on memory: the lock demo and the inventory
-/// load (lock-harness without its `servers` feature), the flash-sale apps, and
-/// the stampede demo.
+/// load (lock-harness without its `servers` feature), the flash-sale apps, the
+/// stampede demo, and the idempotency demo (without its `servers` feature).
 const DEMO_CRATES: &[(&str, &[&str])] = &[
     ("lock-harness", &["--no-default-features"]),
     ("flash-sale-axum", &[]),
     ("flash-sale-actix", &[]),
     ("stampede-demo", &[]),
+    ("payments-demo", &["--no-default-features"]),
 ];
 
 /// Crates that mean a server client, or a build that needs a system package.

@@ -12,7 +12,7 @@
 //!   `cargo test`.
 //! - [`ci`]: everything CI runs (`.ci/run` calls it), ending with [`test`].
 //! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`)
-//!   and the demo scenarios (`demo inventory`, `demo stampede`).
+//!   and the demo scenarios (`demo inventory`, `demo stampede`, `demo idempotency`).
 
 mod ci;
 mod cmd;
@@ -66,7 +66,8 @@ Commands:
   ci                            fmt check, clippy, per-feature checks of
                                 lock-core, then `test`. Stops at first failure.
   demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
-                                (no ARGS: the lock demo, then `demo inventory`)
+                                (no ARGS: the lock demo, then `demo inventory`
+                                and `demo idempotency` on memory)
   demo inventory [--backend memory|redis] [--instances N] [--buyers B] [--stock S]
                                 The flash sale over HTTP: builds the example
                                 apps, runs N instances, fires B buyers and
@@ -76,6 +77,12 @@ Commands:
                                 axum/actix instances share one cache; a cold
                                 key hit by C clients at once, then a hot key
                                 expiring under steady load. PASS/FAIL each.
+  demo idempotency [--backend memory|redis|postgres] [--instances N] [--clients C] [--keys K]
+                                Idempotent payments over HTTP (release build):
+                                N axum/actix instances share one backend; K
+                                keys sent as concurrent duplicates, retried
+                                after completion, reused with another amount.
+                                PASS when each payment ran and moved money once.
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS

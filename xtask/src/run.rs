@@ -6,7 +6,10 @@
 //! arguments runs the lock demo and then that scenario on memory.
 //! `demo stampede [ARGS...]` runs the cache-stampede scenario (the stampede
 //! apps in one process, see `examples/stampede-demo`), in release mode like
-//! `stress` and `bench`, as it reports latencies.
+//! `stress` and `bench`, as it reports latencies. `demo idempotency [ARGS...]`
+//! runs the idempotent-payments scenario (the payments apps in one process,
+//! see `examples/payments-demo`), in release mode too; `demo` alone runs it on
+//! memory in debug mode, to keep its first run quick.
 //!
 //! `stress` and `bench` are built in release mode (debug numbers are
 //! meaningless for them); `demo` is not, to keep its first run quick. When
@@ -22,14 +25,25 @@ use crate::{cmd, Error, Result};
 
 /// Runs harness binary `bin` with `args`, passing its exit code through.
 pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
-    let stampede = bin == HarnessBin::Demo && args.first().is_some_and(|a| a == STAMPEDE);
+    let scenario = args
+        .first()
+        .map(String::as_str)
+        .filter(|_| bin == HarnessBin::Demo);
+    let idempotency = scenario == Some(IDEMPOTENCY);
     let mut needed: Vec<&'static dyn Server> = backends(args)
         .into_iter()
         .filter_map(stack::by_name)
         .collect();
-    // A Redis of the user's own (`--redis-url`) needs none of ours.
-    if stampede && has_flag(args, "--redis-url") {
+    // The payments on Redis keep their ledger in PostgreSQL.
+    if idempotency && needed.iter().any(|s| s.name() == "redis") {
+        needed.extend(stack::by_name("postgres"));
+    }
+    // A server of the user's own (`--redis-url`, `--postgres-url`) needs none of ours.
+    if matches!(scenario, Some(STAMPEDE | IDEMPOTENCY)) && has_flag(args, "--redis-url") {
         needed.retain(|s| s.name() != "redis");
+    }
+    if idempotency && has_flag(args, "--postgres-url") {
+        needed.retain(|s| s.name() != "postgres");
     }
     // Stress keeps its shared counters in Redis whichever backend it locks with.
     if bin == HarnessBin::Stress
@@ -47,8 +61,11 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     let result = match (bin, args.first().map(String::as_str)) {
         (HarnessBin::Demo, Some(INVENTORY)) => run_inventory(&args[1..]),
         (HarnessBin::Demo, Some(STAMPEDE)) => run_stampede(&args[1..]),
-        // `cargo xtask demo` alone: every scenario, on memory.
-        (HarnessBin::Demo, None) => run_bin(bin, args).and_then(|()| run_inventory(&[])),
+        (HarnessBin::Demo, Some(IDEMPOTENCY)) => run_idempotency(&args[1..], Profile::Release),
+        // `cargo xtask demo` alone: the quick scenarios, on memory.
+        (HarnessBin::Demo, None) => run_bin(bin, args)
+            .and_then(|()| run_inventory(&[]))
+            .and_then(|()| run_idempotency(&[], Profile::Debug)),
         _ => run_bin(bin, args),
     };
 
@@ -105,6 +122,37 @@ fn run_stampede(args: &[String]) -> Result<()> {
         STAMPEDE,
         "--",
     ]);
+    run_with_stack(cargo, args)
+}
+
+/// The `demo` scenario of idempotent endpoints (`demo idempotency [ARGS...]`).
+const IDEMPOTENCY: &str = "idempotency";
+
+/// How a demo binary is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Profile {
+    /// `--release`: the figures are worth reading.
+    Release,
+    /// The dev profile: quicker to build, for `cargo xtask demo` alone.
+    Debug,
+}
+
+/// `demo idempotency`: runs the `idempotency` binary of `examples/payments-demo`,
+/// which serves both payments apps in-process, fires duplicates and retries and
+/// exits non-zero on FAIL. On memory it is built without its `servers` feature
+/// (no sqlx: nothing but the Rust toolchain); redis and postgres need it, for
+/// the ledger in PostgreSQL.
+fn run_idempotency(args: &[String], profile: Profile) -> Result<()> {
+    let mut cargo = cmd::cargo();
+    cargo.arg("run");
+    if profile == Profile::Release {
+        cargo.arg("--release");
+    }
+    cargo.args(["-p", "payments-demo", "--bin", IDEMPOTENCY]);
+    if backends(args).iter().all(|b| *b == "memory") {
+        cargo.arg("--no-default-features");
+    }
+    cargo.arg("--");
     run_with_stack(cargo, args)
 }
 

@@ -12,6 +12,7 @@
 //! # }
 //! ```
 
+use crate::payments::{PaymentService, PaymentsConfig};
 use crate::product::{ProductConfig, ProductService};
 use crate::shop::{Shop, ShopConfig};
 use crate::usage_error;
@@ -51,4 +52,21 @@ pub async fn listen(port: u16) -> tokio::net::TcpListener {
         .expect("a bound listener has an address");
     println!("listening on http://{address}");
     listener
+}
+
+/// The payments service the process's flags configure ([`PaymentsConfig::from_args`]) and
+/// the port to serve it on; a bad flag or a failed start exits with a usage error.
+pub async fn payment_service() -> (PaymentService, u16) {
+    let config =
+        PaymentsConfig::from_args(std::env::args().skip(1)).unwrap_or_else(|e| usage_error(&e));
+    payment_service_of(&config).await
+}
+
+/// The payments service of `config` and the port to serve it on; a failed start exits with
+/// a usage error.
+pub async fn payment_service_of(config: &PaymentsConfig) -> (PaymentService, u16) {
+    let service = PaymentService::start(config)
+        .await
+        .unwrap_or_else(|e| usage_error(&format!("cannot start the payments service: {e}")));
+    (service, config.port)
 }

@@ -9,11 +9,14 @@ pub mod cache_bench;
 pub mod checks;
 #[cfg(feature = "servers")]
 pub mod floor;
+#[cfg(feature = "servers")]
+pub mod idempotency_bench;
 pub mod inventory;
 pub mod load;
 #[cfg(feature = "servers")]
 pub mod middleware_bench;
 pub mod overhead;
+pub mod payments;
 pub mod product;
 pub mod shop;
 pub mod stampede;

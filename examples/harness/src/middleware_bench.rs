@@ -52,10 +52,10 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         .expect("redis");
     let plain = Router::new()
         .route("/p", get(product))
-        .layer(PlainGetLayer {
+        .layer(PlainGetLayer::new(
             redis,
-            prefix: format!("bench-plain-{}:", std::process::id()),
-        });
+            format!("bench-plain-{}:", std::process::id()),
+        ));
     // Fill both.
     call(&cached).await;
     call(&plain).await;
@@ -119,9 +119,17 @@ async fn call(app: &Router) -> String {
 /// The floor: a layer as one would write it by hand, `GET prefix+path` and answer its bytes,
 /// else call the handler and `SET` its body.
 #[derive(Clone)]
-struct PlainGetLayer {
+pub struct PlainGetLayer {
     redis: redis::aio::ConnectionManager,
     prefix: String,
+}
+
+impl PlainGetLayer {
+    /// The layer, keeping bodies under `prefix` + the request's path.
+    #[must_use]
+    pub fn new(redis: redis::aio::ConnectionManager, prefix: String) -> Self {
+        Self { redis, prefix }
+    }
 }
 
 impl<S> Layer<S> for PlainGetLayer {
@@ -136,8 +144,9 @@ impl<S> Layer<S> for PlainGetLayer {
     }
 }
 
+/// The service of [`PlainGetLayer`].
 #[derive(Clone)]
-struct PlainGet<S> {
+pub struct PlainGet<S> {
     inner: S,
     redis: redis::aio::ConnectionManager,
     prefix: String,

@@ -188,17 +188,19 @@ impl Run {
         let macro_ratio = macro_overhead(iterations).await;
         println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
 
-        let (cache, middleware) = match kind {
+        let (cache, middleware, idempotency) = match kind {
             BackendKind::Redis => (
                 lock_harness::cache_bench::run(&url, iterations).await,
                 lock_harness::middleware_bench::run(&url, iterations).await,
+                lock_harness::idempotency_bench::run(&url, iterations).await,
             ),
-            _ => (json!(null), json!(null)),
+            _ => (json!(null), json!(null), json!(null)),
         };
 
         let report = json!({
             "cache": cache,
             "response_cache_layer": middleware,
+            "idempotency_layer": idempotency,
             "macro_overhead_ratio": macro_ratio,
             "backend": kind.name(),
             "iterations": iterations,

@@ -1,0 +1,139 @@
+//! What the payments service answers over HTTP, decided once for both frameworks.
+
+use lock_core::http::{problem_body, PROBLEM_JSON};
+use serde::{Deserialize, Serialize};
+
+use super::input::{BadInput, BAD_INPUT};
+
+/// The problem type of a 401 (no or a malformed `Authorization: Bearer <user>`).
+pub const UNAUTHORIZED: &str = "urn:payments:unauthorized";
+
+/// The problem type of a 409 when a newer claim on the same key has already moved the money
+/// (this handler's claim was taken over: it must not move it again).
+pub const SUPERSEDED: &str = "urn:payments:superseded";
+
+/// The problem type of a 503 when the ledger could not be written.
+pub const LEDGER_UNAVAILABLE: &str = "urn:payments:ledger-unavailable";
+
+/// The problem type of a 500 when the handler runs without an idempotency claim (the app was
+/// wired without the idempotency layer in front of it).
+pub const NO_CLAIM: &str = "urn:payments:no-claim";
+
+/// An HTTP answer: status, content type, body, and the headers the apps add.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentAnswer {
+    /// The status.
+    pub status: u16,
+    /// `application/json` or `application/problem+json`.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: Vec<u8>,
+    /// Headers besides `content-type`.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+/// The body of a 201: what the payment did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// The ledger row's id.
+    pub payment_id: u64,
+    /// The account the money left.
+    pub from: String,
+    /// The account the money went to.
+    pub to: String,
+    /// How much, in cents.
+    pub cents: u64,
+    /// The fencing token of the idempotency claim the payment was made under.
+    pub fence: u64,
+}
+
+impl PaymentAnswer {
+    /// A `status` with `body` as JSON.
+    #[must_use]
+    pub fn json(status: u16, body: &serde_json::Value) -> Self {
+        Self {
+            status,
+            content_type: "application/json",
+            body: body.to_string().into_bytes(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// 201 with the receipt.
+    #[must_use]
+    pub fn receipt(receipt: &Receipt) -> Self {
+        Self::json(201, &serde_json::to_value(receipt).unwrap_or_default())
+    }
+
+    /// A 400 for `bad`.
+    #[must_use]
+    pub fn bad_input(bad: &BadInput) -> Self {
+        problem(
+            400,
+            BAD_INPUT,
+            "Bad input",
+            &bad.detail,
+            &[("input", bad.input)],
+        )
+    }
+
+    /// A 401 with `WWW-Authenticate: Bearer`.
+    #[must_use]
+    pub fn unauthorized(detail: &str) -> Self {
+        let mut answer = problem(401, UNAUTHORIZED, "Unauthorized", detail, &[]);
+        answer
+            .headers
+            .push(("www-authenticate", "Bearer realm=\"payments\"".to_owned()));
+        answer
+    }
+
+    /// A 409: a newer claim on this key moved the money already.
+    #[must_use]
+    pub fn superseded(fence: u64, newer: u64) -> Self {
+        problem(
+            409,
+            SUPERSEDED,
+            "Payment superseded",
+            &format!(
+                "this request's claim (fence {fence}) was taken over by a newer one (fence \
+                 {newer}) that already made the payment; it was not made again"
+            ),
+            &[],
+        )
+    }
+
+    /// A 503 with `Retry-After: 1`: the ledger is unreachable; nothing was recorded.
+    #[must_use]
+    pub fn ledger_unavailable(detail: &str) -> Self {
+        let mut answer = problem(503, LEDGER_UNAVAILABLE, "Ledger unavailable", detail, &[]);
+        answer.headers.push(("retry-after", "1".to_owned()));
+        answer
+    }
+
+    /// A 500: the handler ran without an idempotency claim.
+    #[must_use]
+    pub fn no_claim() -> Self {
+        problem(
+            500,
+            NO_CLAIM,
+            "No idempotency claim",
+            "the payment handler runs only behind the idempotency layer",
+            &[],
+        )
+    }
+}
+
+fn problem(
+    status: u16,
+    type_uri: &str,
+    title: &str,
+    detail: &str,
+    extra: &[(&str, &str)],
+) -> PaymentAnswer {
+    PaymentAnswer {
+        status,
+        content_type: PROBLEM_JSON,
+        body: problem_body(type_uri, title, status, detail, extra),
+        headers: Vec::new(),
+    }
+}

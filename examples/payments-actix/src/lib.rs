@@ -1,0 +1,142 @@
+//! The idempotency example on actix-web; the same routes and answers as the axum app. Run it
+//! with `cargo run -p payments-actix -- --port 8080 [--backend memory|redis|postgres]`, then
+//!
+//! ```text
+//! curl -i -X POST localhost:8080/payments -H 'authorization: Bearer alice' \
+//!      -H 'idempotency-key: order-1' -d '{"from":"acct-a","to":"acct-b","cents":100}'
+//! ```
+//!
+//! twice: the second answer is the first one replayed (`idempotent-replayed: true`), and the
+//! money moved once. `cargo xtask demo idempotency` runs it next to the axum app under
+//! retries and duplicates. Routes:
+//!
+//! - `POST /payments`: a payment, once per (user, `Idempotency-Key`) across every instance
+//!   sharing the backend: lock-actix's [`Idempotent`] middleware (key required) in front of
+//!   [`PaymentService::pay`], which takes its claim with the [`IdempotencyClaim`] extractor;
+//!   an authentication middleware in front of both (`Authorization: Bearer <user>`, else 401)
+//!   puts the [`User`] the idempotency scope is read from.
+//! - `GET /stats`: this instance's idempotency counters and handler runs.
+//!
+//! ```no_run
+//! use actix_web::{App, HttpServer};
+//! use lock_harness::payments::{PaymentService, PaymentsConfig};
+//!
+//! # #[actix_web::main] async fn main() -> std::io::Result<()> {
+//! let service = PaymentService::start(&PaymentsConfig::memory()).await.unwrap();
+//! let idempotent = payments_actix::idempotent(&service).unwrap();
+//! HttpServer::new(move || {
+//!     App::new().configure(payments_actix::routes(service.clone(), idempotent.clone()))
+//! })
+//! .bind(("127.0.0.1", 8080))?
+//! .run()
+//! .await
+//! # }
+//! ```
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, StatusCode};
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
+use lock_actix::{IdempotencyClaim, Idempotent};
+use lock_core::LockError;
+use lock_harness::payments::{
+    scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
+};
+
+/// The idempotency middleware of `service` (build it once, clone it into every worker's app);
+/// an error if its settings are refused.
+pub fn idempotent(service: &PaymentService) -> Result<Idempotent, LockError> {
+    Idempotent::builder(service.idempotency().clone())
+        .scope(|request: &ServiceRequest| scope(request.extensions().get::<User>()))
+        .build()
+}
+
+/// Registers the app's routes for `service` behind `idempotent` (for `App::configure`).
+pub fn routes(
+    service: PaymentService,
+    idempotent: Idempotent,
+) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |config| {
+        config
+            .app_data(web::Data::new(service))
+            .service(
+                web::resource(PAYMENTS_PATH)
+                    // The last `wrap` is the outermost: authentication first, then idempotency.
+                    .wrap(idempotent)
+                    .wrap(from_fn(authenticate))
+                    .route(web::post().to(pay)),
+            )
+            .service(
+                web::resource(STATS_PATH)
+                    .route(web::get().to(stats))
+                    .route(web::head().to(stats)),
+            );
+    }
+}
+
+/// Serves `service` on a free loopback port with `workers` worker threads, the server
+/// driven by a task of the current tokio runtime; returns `http://127.0.0.1:port`.
+pub fn spawn(service: PaymentService, workers: usize) -> std::io::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(server(listener, service, workers)?);
+    Ok(base)
+}
+
+/// The server of `service` on `listener` with `workers` worker threads, to run or await.
+pub fn server(
+    listener: std::net::TcpListener,
+    service: PaymentService,
+    workers: usize,
+) -> std::io::Result<actix_web::dev::Server> {
+    let idempotent = idempotent(&service).map_err(std::io::Error::other)?;
+    Ok(
+        HttpServer::new(move || App::new().configure(routes(service.clone(), idempotent.clone())))
+            .workers(workers)
+            .disable_signals()
+            .listen(listener)?
+            .run(),
+    )
+}
+
+/// The authentication step: the user of `Authorization: Bearer <user>` into the extensions,
+/// else 401 (before the idempotency middleware: nothing is recorded).
+async fn authenticate(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let header = request.headers().get(header::AUTHORIZATION);
+    match User::from_authorization(header.map(|value| value.as_bytes())) {
+        Ok(user) => {
+            request.extensions_mut().insert(user);
+            Ok(next.call(request).await?.map_into_left_body())
+        }
+        Err(refused) => Ok(request
+            .into_response(respond(refused))
+            .map_into_right_body()),
+    }
+}
+
+async fn pay(
+    service: web::Data<PaymentService>,
+    claim: Option<IdempotencyClaim>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let claim = claim.as_ref().map(|IdempotencyClaim(claim)| claim);
+    respond(service.pay(claim, &body).await)
+}
+
+async fn stats(service: web::Data<PaymentService>) -> HttpResponse {
+    respond(service.stats())
+}
+
+fn respond(answer: PaymentAnswer) -> HttpResponse {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    response.content_type(answer.content_type);
+    for header in answer.headers {
+        response.insert_header(header);
+    }
+    response.body(answer.body)
+}

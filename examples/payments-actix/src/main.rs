@@ -1,0 +1,14 @@
+//! `payments-actix --port P [--backend memory|redis|postgres] [--redis-url URL]
+//! [--postgres-url URL] [--namespace NS] [--name NAME] [--handler-ms D] [--lease-ms L]
+//! [--announce]`: serves `POST /payments` behind the idempotency middleware and `GET /stats`;
+//! prints `listening on http://127.0.0.1:P` once it accepts connections (`--port 0` picks a
+//! free port).
+
+use lock_harness::app;
+
+#[actix_web::main]
+async fn main() -> std::io::Result<()> {
+    let (service, port) = app::payment_service().await;
+    let listener = app::listen(port).await.into_std()?;
+    payments_actix::server(listener, service, 2)?.await
+}

@@ -1,0 +1,16 @@
+//! The axum app in process on memory: a duplicate is replayed, a key reused with another body
+//! is 422, no user is 401, and user B cannot replay user A's key.
+
+use lock_harness::payments::checks::idempotent_answers;
+use lock_harness::payments::{PaymentService, PaymentsConfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_replay_reused_keys_422_and_keys_belong_to_their_user() {
+    let mut config = PaymentsConfig::memory();
+    config.handler_delay = std::time::Duration::ZERO;
+    let service = PaymentService::start(&config).await.unwrap();
+    let base = payments_axum::spawn(service.clone()).await.unwrap();
+    idempotent_answers(&[base], Some(service.ledger()))
+        .await
+        .unwrap();
+}

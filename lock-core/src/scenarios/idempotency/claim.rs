@@ -214,31 +214,80 @@ pub(super) async fn begin(
     fingerprint: Fingerprint,
     in_flight: InFlight,
 ) -> Result<Begin> {
-    match idempotency.read(&key).await? {
-        Some(Record::Completed {
-            fingerprint: theirs,
-            completed,
-        }) => return Ok(answer(theirs, fingerprint, completed)),
-        Some(Record::InFlight {
-            fingerprint: theirs,
-            ..
-        }) if theirs != fingerprint => return Ok(Begin::Mismatch),
-        _ => {}
-    }
     let guard = match in_flight {
-        InFlight::Conflict => {
-            let request = idempotency.inner.locks.lock(key.name());
-            match request.owner(&LockOwner::new()).try_acquire().await? {
-                Some(guard) => guard,
-                None => return Ok(Begin::InFlight),
+        InFlight::Conflict => match read_and_try_claim(idempotency, &key, fingerprint).await? {
+            Ok(guard) => guard,
+            Err(begin) => return Ok(begin),
+        },
+        InFlight::Wait(wait) => {
+            if let Some(begin) = settled(idempotency.read(&key).await?, fingerprint) {
+                return Ok(begin);
+            }
+            match wait_for(idempotency, &key, fingerprint, wait).await? {
+                Waited::Claimed(guard) => guard,
+                Waited::Answer(begin) => return Ok(begin),
             }
         }
-        InFlight::Wait(wait) => match wait_for(idempotency, &key, fingerprint, wait).await? {
-            Waited::Claimed(guard) => guard,
-            Waited::Answer(begin) => return Ok(begin),
-        },
     };
     claim(idempotency, key, fingerprint, guard).await
+}
+
+/// What a record already says, without a claim: a replay or a refusal.
+fn settled(record: Option<Record>, fingerprint: Fingerprint) -> Option<Begin> {
+    match record? {
+        Record::Completed {
+            fingerprint: theirs,
+            completed,
+        } => Some(answer(theirs, fingerprint, completed)),
+        Record::InFlight {
+            fingerprint: theirs,
+            ..
+        } if theirs != fingerprint => Some(Begin::Mismatch),
+        _ => None,
+    }
+}
+
+/// Reads the record and, at the same time, tries the key's lease: a first request (the
+/// common case) then pays one round trip for both instead of two in a row. The read is sent
+/// first, so a replay is answered as soon as it returns; the lease that attempt may have
+/// taken is then given back in the background (the acquire is cancel-safe), at the price of
+/// a lease round trip on the server for each replay, which are the rare requests.
+async fn read_and_try_claim(
+    idempotency: &Idempotency,
+    key: &LockKey,
+    fingerprint: Fingerprint,
+) -> Result<std::result::Result<LockGuard, Begin>> {
+    let owner = LockOwner::new();
+    let read = idempotency.read(key);
+    let acquire = idempotency
+        .inner
+        .locks
+        .lock(key.name())
+        .owner(&owner)
+        .try_acquire();
+    let (mut read, mut acquire) = (std::pin::pin!(read), std::pin::pin!(acquire));
+    let mut acquired = None;
+    let record = std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(record) = read.as_mut().poll(cx) {
+            return std::task::Poll::Ready(record);
+        }
+        if acquired.is_none() {
+            if let std::task::Poll::Ready(outcome) = acquire.as_mut().poll(cx) {
+                acquired = Some(outcome);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await?;
+    if let Some(begin) = settled(record, fingerprint) {
+        // Dropping a pending acquire (or a granted guard) releases what it may have taken.
+        return Ok(Err(begin));
+    }
+    let acquired = match acquired {
+        Some(outcome) => outcome,
+        None => acquire.await,
+    };
+    Ok(acquired?.ok_or(Begin::InFlight))
 }
 
 /// Marks the record in flight under the new claim's fence.

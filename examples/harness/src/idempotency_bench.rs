@@ -18,8 +18,7 @@ use axum::http::Request;
 use axum::routing::post;
 use axum::Router;
 use http_body_util::BodyExt;
-use lock_core::idempotency::{Idempotency, RedisResultStore};
-use lock_core::RedisBackend;
+use lock_core::idempotency::Idempotency;
 use lock_tower::IdempotencyLayer;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -27,7 +26,7 @@ use tower::ServiceExt;
 
 use crate::floor::Summary;
 use crate::micros;
-use crate::middleware_bench::PlainGetLayer;
+use crate::middleware_bench::{connect, PlainGetLayer};
 
 /// The handler every stack wraps: a payment receipt of 128 bytes, status 201.
 async fn pay() -> (axum::http::StatusCode, Vec<u8>) {
@@ -38,10 +37,7 @@ const BODY: &str = r#"{"from":"acct-a","to":"acct-b","cents":100}"#;
 
 /// Measures, prints and returns the figures for the report.
 pub async fn run(url: &str, iterations: usize) -> Value {
-    let backend = RedisBackend::connect(url).await.expect("connect");
-    let store = RedisResultStore::connect(&backend)
-        .await
-        .expect("result store");
+    let (backend, store, mut redis) = connect(url).await;
     let idempotency = Idempotency::builder(store, backend)
         .namespace(format!("bench-idem-{}", std::process::id()))
         .build()
@@ -52,11 +48,6 @@ pub async fn run(url: &str, iterations: usize) -> Value {
             .expect("layer"),
     );
     let bare = Router::new().route("/pay", post(pay));
-    let mut redis = redis::Client::open(url)
-        .expect("url")
-        .get_connection_manager()
-        .await
-        .expect("redis");
     let plain = Router::new()
         .route("/pay", post(pay))
         .layer(PlainGetLayer::new(

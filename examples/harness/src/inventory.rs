@@ -2,15 +2,13 @@
 //! table. Used by `cargo xtask demo inventory` and by the example apps' tests.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
 
 use lock_core::stock::StockLevel;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::load::{self, Load, Progress, Report};
+use crate::process::launch;
 use crate::shop::Strategy;
 use crate::BackendKind;
 
@@ -23,30 +21,17 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Starts `binary` with `args` plus `--port 0` and waits (up to 60 s) for its
-    /// `listening on http://...` line.
+    /// Starts `binary` with `args` plus `--port 0`, waits (up to 60 s) for its `listening on
+    /// http://...` line, and drains the rest of its stdout (so the app never blocks on a full
+    /// pipe).
     pub async fn launch(binary: &Path, args: &[String]) -> Result<Self, String> {
-        let mut child = Command::new(binary)
-            .args(args)
-            .args(["--port", "0"])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
-            .await
-            .map_err(|_| format!("{} did not start within 60 s", binary.display()))?
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{} exited before listening", binary.display()))?;
-        let base = line
-            .strip_prefix("listening on ")
-            .ok_or_else(|| format!("unexpected first line {line:?}"))?
-            .to_owned();
-        // Keep draining stdout so the app never blocks on a full pipe.
+        let app = launch(binary, args).await?;
+        let mut lines = app.lines;
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(Self { child, base })
+        Ok(Self {
+            child: app.child,
+            base: app.base,
+        })
     }
 
     /// Kills the process now.

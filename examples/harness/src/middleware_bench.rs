@@ -17,6 +17,7 @@ use http_body_util::BodyExt;
 use lock_core::cache::{Cache, Freshness, RedisResultStore};
 use lock_core::RedisBackend;
 use lock_tower::ResponseCacheLayer;
+use redis::aio::ConnectionManager;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 use tower::{Layer, Service, ServiceExt};
@@ -31,10 +32,7 @@ async fn product() -> Vec<u8> {
 
 /// Measures both stacks on hits, interleaved, prints the figure and returns it for the report.
 pub async fn run(url: &str, iterations: usize) -> Value {
-    let backend = RedisBackend::connect(url).await.expect("connect");
-    let store = RedisResultStore::connect(&backend)
-        .await
-        .expect("cache store");
+    let (backend, store, redis) = connect(url).await;
     let cache = Cache::builder(store, backend)
         .namespace(format!("bench-mw-{}", std::process::id()))
         .build()
@@ -45,11 +43,6 @@ pub async fn run(url: &str, iterations: usize) -> Value {
             .build()
             .expect("layer"),
     );
-    let redis = redis::Client::open(url)
-        .expect("url")
-        .get_connection_manager()
-        .await
-        .expect("redis");
     let plain = Router::new()
         .route("/p", get(product))
         .layer(PlainGetLayer::new(
@@ -93,6 +86,21 @@ pub async fn run(url: &str, iterations: usize) -> Value {
     })
 }
 
+/// What the layer benches start from on the Redis at `url`: the lock backend, a result store
+/// on it (for the layer), and a connection of their own (for the floors).
+pub(crate) async fn connect(url: &str) -> (RedisBackend, RedisResultStore, ConnectionManager) {
+    let backend = RedisBackend::connect(url).await.expect("connect");
+    let store = RedisResultStore::connect(&backend)
+        .await
+        .expect("result store");
+    let redis = redis::Client::open(url)
+        .expect("url")
+        .get_connection_manager()
+        .await
+        .expect("redis");
+    (backend, store, redis)
+}
+
 /// One `GET /p` through `app`, body read whole; returns the `Cache-Status` header (if any).
 async fn call(app: &Router) -> String {
     let response = app
@@ -120,14 +128,14 @@ async fn call(app: &Router) -> String {
 /// else call the handler and `SET` its body.
 #[derive(Clone)]
 pub struct PlainGetLayer {
-    redis: redis::aio::ConnectionManager,
+    redis: ConnectionManager,
     prefix: String,
 }
 
 impl PlainGetLayer {
     /// The layer, keeping bodies under `prefix` + the request's path.
     #[must_use]
-    pub fn new(redis: redis::aio::ConnectionManager, prefix: String) -> Self {
+    pub fn new(redis: ConnectionManager, prefix: String) -> Self {
         Self { redis, prefix }
     }
 }
@@ -148,7 +156,7 @@ impl<S> Layer<S> for PlainGetLayer {
 #[derive(Clone)]
 pub struct PlainGet<S> {
     inner: S,
-    redis: redis::aio::ConnectionManager,
+    redis: ConnectionManager,
     prefix: String,
 }
 

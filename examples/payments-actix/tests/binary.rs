@@ -3,19 +3,11 @@
 
 use std::path::PathBuf;
 
-use lock_harness::payments::checks::{idempotent_answers, AppCommand};
+use lock_harness::payments::checks::binary_answers;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_serves_idempotent_payments() {
-    let app = AppCommand {
-        binary: PathBuf::from(env!("CARGO_BIN_EXE_payments-actix")),
-        args: Vec::new(),
-    };
-    let process = app
-        .launch(&["--handler-ms".into(), "0".into()])
-        .await
-        .unwrap();
-    idempotent_answers(std::slice::from_ref(&process.base), None)
+    binary_answers(PathBuf::from(env!("CARGO_BIN_EXE_payments-actix")))
         .await
         .unwrap();
 }

@@ -2,26 +2,25 @@
 //! builds).
 
 use std::error::Error as StdError;
-use std::future::{poll_fn, ready, Future, Ready};
-use std::pin::{pin, Pin};
+use std::future::{ready, Future, Ready};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use actix_web::body::{self, BodySize, BodyStream, BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::{problem_body, RejectionKind, PROBLEM_JSON};
+use lock_core::http::race_lost;
 use lock_core::idempotency::http::{
-    begin, finish, lost, reject, request_too_large, Finished, IdempotencyRules, Outcome, Plan,
-    Reply, Started,
+    begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
+    unreadable_request, Finished, IdempotencyRules, Outcome, Plan, Reply, Started,
 };
-use lock_core::idempotency::{Idempotency, InFlight};
-use lock_core::{LockError, LostReason};
+use lock_core::idempotency::Idempotency;
+use lock_core::LockError;
 use tracing::Instrument;
 
 use crate::extract::Head;
@@ -113,72 +112,9 @@ pub struct IdempotentBuilder {
 }
 
 impl IdempotentBuilder {
-    /// Reads the key from this header instead of `Idempotency-Key`.
-    pub fn header(mut self, name: impl Into<String>) -> Self {
-        self.rules = self.rules.header(name);
-        self
-    }
-
-    /// Requests without a key run as they are, without idempotency (default: 400).
-    pub fn optional(mut self) -> Self {
-        self.rules = self.rules.optional();
-        self
-    }
-
-    /// The methods handled (default `POST` and `PATCH`); other requests pass untouched.
-    pub fn methods<I, S>(mut self, methods: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.rules = self.rules.methods(methods);
-        self
-    }
-
-    /// The longest key accepted (default 255; at most 400).
-    pub fn max_key_len(mut self, limit: usize) -> Self {
-        self.rules = self.rules.max_key_len(limit);
-        self
-    }
-
-    /// Adds a request header to the fingerprint (a key reused with another value of it gets
-    /// 422).
-    pub fn fingerprint_header(mut self, name: impl Into<String>) -> Self {
-        self.rules = self.rules.fingerprint_header(name);
-        self
-    }
-
-    /// The largest request body (larger: 413, nothing runs) and response body kept (larger:
-    /// replaced by a kept 500 problem). Default 1 MiB.
-    pub fn max_body_bytes(mut self, limit: usize) -> Self {
-        self.rules = self.rules.max_body_bytes(limit);
-        self
-    }
-
-    /// What a duplicate does while the first request runs (default: 409 at once).
-    pub fn in_flight(mut self, policy: InFlight) -> Self {
-        self.rules = self.rules.in_flight(policy);
-        self
-    }
-
-    /// The `Retry-After` of 409 and 503 answers (default 1 s).
-    pub fn retry_after(mut self, after: Duration) -> Self {
-        self.rules = self.rules.retry_after(after);
-        self
-    }
-
-    /// Which response statuses are kept and replayed (default
-    /// [`default_store_status`](lock_core::idempotency::http::default_store_status)).
-    pub fn store_status(mut self, keep: fn(u16) -> bool) -> Self {
-        self.rules = self.rules.store_status(keep);
-        self
-    }
-
-    /// Replaces every rule at once (rules shared with another middleware, say).
-    pub fn rules(mut self, rules: IdempotencyRules) -> Self {
-        self.rules = rules;
-        self
-    }
+    // `header`, `optional`, `methods`, ... `rules`: IdempotencyRules's settings, written once
+    // in lock-core for both adapters.
+    lock_core::__idempotency_rule_methods!(rules, "middleware");
 
     /// The scope (principal) of a request: keys of different scopes are different records,
     /// so one user cannot replay another's response. Typically the user an authentication
@@ -323,14 +259,8 @@ where
             return Ok(request.into_response(answer(reply).map_into_right_body()));
         }
         Ok(Err(_)) => {
-            record(Outcome::Rejected);
-            let response = problem(
-                StatusCode::BAD_REQUEST,
-                RejectionKind::BadInput,
-                "Unreadable request body",
-                "the request body could not be read",
-            );
-            return Ok(request.into_response(response.map_into_right_body()));
+            let reply = unreadable_request();
+            return Ok(request.into_response(answer(reply).map_into_right_body()));
         }
     };
     let fingerprint = rules.fingerprint(&Head(&request), &body);
@@ -347,19 +277,16 @@ where
     tracing::Span::current().record("fence", claim.info().fence.get());
     request.set_payload(Payload::from(body));
     request.extensions_mut().insert(claim.info().clone());
-    let response = match race(service.call(request), claim.lost()).await {
-        Raced::Done(Ok(response)) => response,
-        Raced::Done(Err(error)) => {
+    let response = match race_lost(service.call(request), claim.lost()).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => {
             // Not an answer to keep: the next request with the key runs.
-            record(Outcome::NotStored);
-            if let Err(error) = claim.release().await {
-                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
-            }
+            record(give_back(claim).await);
             return Err(error);
         }
         // The request went to the cancelled handler (actix routing forbids keeping a clone
         // of it), so the 503 travels as an error that renders the same problem.
-        Raced::Lost(reason) => {
+        Err(reason) => {
             let reply = lost(claim, rules, reason);
             record(reply.outcome);
             return Err(Replied(reply).into());
@@ -385,23 +312,12 @@ where
             Finished::Replace(reply) => answer(reply),
             // lock-core replaces every response it was not given whole; the body's start is
             // gone, so nothing else could be sent.
-            Finished::Send(outcome) => {
-                record(outcome);
-                problem(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    RejectionKind::Internal,
-                    "Internal Server Error",
-                    "the response could not be sent",
-                )
-            }
+            Finished::Send(outcome) => answer(response_not_sent(outcome)),
         },
         Ok(Err(error)) => {
             // The handler's response broke off: not an answer to keep (as a handler that
             // failed); it goes on as broken as it was, and the next request with the key runs.
-            record(Outcome::NotStored);
-            if let Err(error) = claim.release().await {
-                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
-            }
+            record(give_back(claim).await);
             head.set_body(BoxBody::new(Failed(Some(error.into()))))
         }
     };
@@ -409,24 +325,6 @@ where
         request,
         response.map_into_right_body(),
     ))
-}
-
-enum Raced<T> {
-    Done(T),
-    Lost(LostReason),
-}
-
-/// Runs `work` until it finishes or `lost` resolves, whichever is first (`work` when both
-/// are ready); `work` is dropped on a loss.
-async fn race<F: Future>(work: F, lost: impl Future<Output = LostReason>) -> Raced<F::Output> {
-    let (mut work, mut lost) = (pin!(work), pin!(lost));
-    poll_fn(|cx| {
-        if let Poll::Ready(output) = work.as_mut().poll(cx) {
-            return Poll::Ready(Raced::Done(output));
-        }
-        lost.as_mut().poll(cx).map(Raced::Lost)
-    })
-    .await
 }
 
 /// A reply of lock-core's as a response; its outcome recorded in the span.
@@ -448,16 +346,6 @@ fn reply_response(reply: Reply) -> HttpResponse {
             headers.append(name, value);
         }
     }
-    response
-}
-
-/// A problem of the middleware's own (not one of lock-core's replies).
-fn problem(status: StatusCode, kind: RejectionKind, title: &str, detail: &str) -> HttpResponse {
-    let body = problem_body(kind.type_uri(), title, status.as_u16(), detail, &[]);
-    let mut response = HttpResponse::with_body(status, BoxBody::new(body));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     response
 }
 

@@ -1,11 +1,10 @@
 //! [`IdempotencyLayer`] and its builder: wraps services in [`IdempotencyService`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::request::Parts;
 use lock_core::idempotency::http::IdempotencyRules;
-use lock_core::idempotency::{Idempotency, InFlight};
+use lock_core::idempotency::Idempotency;
 use lock_core::LockError;
 use tower_layer::Layer;
 
@@ -105,72 +104,9 @@ pub struct IdempotencyLayerBuilder {
 }
 
 impl IdempotencyLayerBuilder {
-    /// Reads the key from this header instead of `Idempotency-Key`.
-    pub fn header(mut self, name: impl Into<String>) -> Self {
-        self.rules = self.rules.header(name);
-        self
-    }
-
-    /// Requests without a key run as they are, without idempotency (default: 400).
-    pub fn optional(mut self) -> Self {
-        self.rules = self.rules.optional();
-        self
-    }
-
-    /// The methods handled (default `POST` and `PATCH`); other requests pass untouched.
-    pub fn methods<I, S>(mut self, methods: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.rules = self.rules.methods(methods);
-        self
-    }
-
-    /// The longest key accepted (default 255; at most 400).
-    pub fn max_key_len(mut self, limit: usize) -> Self {
-        self.rules = self.rules.max_key_len(limit);
-        self
-    }
-
-    /// Adds a request header to the fingerprint (a key reused with another value of it gets
-    /// 422).
-    pub fn fingerprint_header(mut self, name: impl Into<String>) -> Self {
-        self.rules = self.rules.fingerprint_header(name);
-        self
-    }
-
-    /// The largest request body (larger: 413, nothing runs) and response body kept (larger:
-    /// replaced by a kept 500 problem). Default 1 MiB.
-    pub fn max_body_bytes(mut self, limit: usize) -> Self {
-        self.rules = self.rules.max_body_bytes(limit);
-        self
-    }
-
-    /// What a duplicate does while the first request runs (default: 409 at once).
-    pub fn in_flight(mut self, policy: InFlight) -> Self {
-        self.rules = self.rules.in_flight(policy);
-        self
-    }
-
-    /// The `Retry-After` of 409 and 503 answers (default 1 s).
-    pub fn retry_after(mut self, after: Duration) -> Self {
-        self.rules = self.rules.retry_after(after);
-        self
-    }
-
-    /// Which response statuses are kept and replayed (default
-    /// [`default_store_status`](lock_core::idempotency::http::default_store_status)).
-    pub fn store_status(mut self, keep: fn(u16) -> bool) -> Self {
-        self.rules = self.rules.store_status(keep);
-        self
-    }
-
-    /// Replaces every rule at once (rules shared with another layer, say).
-    pub fn rules(mut self, rules: IdempotencyRules) -> Self {
-        self.rules = rules;
-        self
-    }
+    // `header`, `optional`, `methods`, ... `rules`: IdempotencyRules's settings, written once
+    // in lock-core for both adapters.
+    lock_core::__idempotency_rule_methods!(rules, "layer");
 
     /// The scope (principal) of a request, from its head: keys of different scopes are
     /// different records, so one user cannot replay another's response. Typically the user an

@@ -1,20 +1,20 @@
 //! [`IdempotencyService`]: idempotency around one inner service.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
-use http::header::{HeaderName, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{HeaderName, CONTENT_LENGTH};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
-use lock_core::http::{problem_body, RejectionKind, RequestHead, PROBLEM_JSON};
+use lock_core::http::{race_lost, RequestHead};
 use lock_core::idempotency::http::{
-    begin, finish, lost, reject, request_too_large, Finished, Outcome, Plan, Reply, Started,
+    begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
+    unreadable_request, Finished, Outcome, Plan, Reply, Started,
 };
-use lock_core::LostReason;
 use tower_service::Service;
 use tracing::Instrument;
 
@@ -170,15 +170,7 @@ where
     let body = match read(body, declared_length(&parts.headers), limit).await {
         Read::Whole(body, _) => body,
         Read::TooLarge => return Ok(answer(request_too_large(idempotency, rules))),
-        Read::Failed(..) => {
-            record(Outcome::Rejected);
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                RejectionKind::BadInput,
-                "Unreadable request body",
-                "the request body could not be read",
-            ));
-        }
+        Read::Failed(..) => return Ok(answer(unreadable_request())),
     };
     let fingerprint = rules.fingerprint(&PartsHead(&parts), &body);
     let scope = scope
@@ -192,17 +184,14 @@ where
     tracing::Span::current().record("fence", claim.info().fence.get());
     let mut request = Request::from_parts(parts, IdempotencyBody::full(body));
     request.extensions_mut().insert(claim.info().clone());
-    let response = match race(inner.call(request), claim.lost()).await {
-        Raced::Done(Ok(response)) => response,
-        Raced::Done(Err(error)) => {
+    let response = match race_lost(inner.call(request), claim.lost()).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => {
             // Not an answer to keep: the next request with the key runs.
-            record(Outcome::NotStored);
-            if let Err(error) = claim.release().await {
-                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
-            }
+            record(give_back(claim).await);
             return Err(error);
         }
-        Raced::Lost(reason) => return Ok(answer(lost(claim, rules, reason))),
+        Err(reason) => return Ok(answer(lost(claim, rules, reason))),
     };
     let (parts, body) = response.into_parts();
     let status = parts.status.as_u16();
@@ -226,23 +215,12 @@ where
             Finished::Replace(reply) => Ok(answer(reply)),
             // lock-core replaces every response it was not given whole; the body's start is
             // gone, so nothing else could be sent.
-            Finished::Send(outcome) => {
-                record(outcome);
-                Ok(problem(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    RejectionKind::Internal,
-                    "Internal Server Error",
-                    "the response could not be sent",
-                ))
-            }
+            Finished::Send(outcome) => Ok(answer(response_not_sent(outcome))),
         },
         Read::Failed(body, error) => {
             // The handler's response broke off: not an answer to keep (as a handler that
             // failed); it goes on, as broken as it was, and the next request with the key runs.
-            record(Outcome::NotStored);
-            if let Err(error) = claim.release().await {
-                tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
-            }
+            record(give_back(claim).await);
             let body = IdempotencyBody::read(body, Some(error), None);
             Ok(Response::from_parts(parts, body))
         }
@@ -268,24 +246,6 @@ impl RequestHead for PartsHead<'_> {
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.0.headers.get(name).map(HeaderValue::as_bytes)
     }
-}
-
-enum Raced<T> {
-    Done(T),
-    Lost(LostReason),
-}
-
-/// Runs `work` until it finishes or `lost` resolves, whichever is first (`work` when both
-/// are ready); `work` is dropped on a loss.
-async fn race<F: Future>(work: F, lost: impl Future<Output = LostReason>) -> Raced<F::Output> {
-    let (mut work, mut lost) = (pin!(work), pin!(lost));
-    poll_fn(|cx| {
-        if let Poll::Ready(output) = work.as_mut().poll(cx) {
-            return Poll::Ready(Raced::Done(output));
-        }
-        lost.as_mut().poll(cx).map(Raced::Lost)
-    })
-    .await
 }
 
 /// A body read up to the limit.
@@ -355,21 +315,5 @@ fn answer<B: Body>(reply: Reply) -> Response<IdempotencyBody<B>> {
             headers.append(name, value);
         }
     }
-    response
-}
-
-/// A problem of the layer's own (not one of lock-core's replies).
-fn problem<B: Body>(
-    status: StatusCode,
-    kind: RejectionKind,
-    title: &str,
-    detail: &str,
-) -> Response<IdempotencyBody<B>> {
-    let body = problem_body(kind.type_uri(), title, status.as_u16(), detail, &[]);
-    let mut response = Response::new(IdempotencyBody::full(body));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     response
 }

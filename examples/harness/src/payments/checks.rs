@@ -108,6 +108,17 @@ pub async fn idempotent_answers(targets: &[String], ledger: Option<&Ledger>) -> 
         .map_err(|_| "the checks did not finish in time".to_owned())?
 }
 
+/// An app's `binary` itself, started as a process on memory (no handler delay): it announces
+/// its port, and its answers are the [`idempotent_answers`].
+pub async fn binary_answers(binary: PathBuf) -> Result<(), String> {
+    let app = AppCommand {
+        binary,
+        args: Vec::new(),
+    };
+    let process = app.launch(&["--handler-ms".into(), "0".into()]).await?;
+    idempotent_answers(std::slice::from_ref(&process.base), None).await
+}
+
 async fn answers(targets: &[String], ledger: Option<&Ledger>) -> Result<(), String> {
     let client = client(4);
     let at = |n: usize| targets[n % targets.len()].as_str();

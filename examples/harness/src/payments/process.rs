@@ -3,12 +3,12 @@
 //! killed with SIGKILL on demand or when dropped.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::mpsc;
+
+use crate::process::{launch, Listening};
 
 /// A running app process.
 #[derive(Debug)]
@@ -23,24 +23,11 @@ impl AppProcess {
     /// Starts `binary` with `args` plus `--port 0` and waits (up to 60 s) for its `listening
     /// on http://...` line.
     pub async fn launch(binary: &Path, args: &[String]) -> Result<Self, String> {
-        let mut child = Command::new(binary)
-            .args(args)
-            .args(["--port", "0"])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
-            .await
-            .map_err(|_| format!("{} did not start within 60 s", binary.display()))?
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{} exited before listening", binary.display()))?;
-        let base = first
-            .strip_prefix("listening on ")
-            .ok_or_else(|| format!("unexpected first line {first:?}"))?
-            .to_owned();
+        let Listening {
+            child,
+            base,
+            mut lines,
+        } = launch(binary, args).await?;
         // Keep reading so the app never blocks on a full pipe; the lines go to `next_line`.
         let (send, receive) = mpsc::unbounded_channel();
         tokio::spawn(async move {

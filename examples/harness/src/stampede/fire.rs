@@ -1,8 +1,6 @@
 //! The stampede's load: `GET`s timed one by one, fired all at once (a burst) or at a steady
-//! rate, with a live progress line.
+//! rate, each answer counted for the [progress line](crate::progress).
 
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +11,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::load::{exchange, HttpClient};
 use crate::product::CACHE_STATUS_HEADER;
+use crate::progress::Live;
 
 /// One timed `GET`.
 #[derive(Clone, Debug)]
@@ -74,24 +73,6 @@ pub async fn get(client: &HttpClient, url: &str) -> Sample {
     }
 }
 
-/// Requests answered so far in a run, for the progress line.
-#[derive(Debug, Default)]
-pub struct Live {
-    done: AtomicU64,
-}
-
-impl Live {
-    /// Requests answered (or failed) so far.
-    #[must_use]
-    pub fn done(&self) -> u64 {
-        self.done.load(Ordering::SeqCst)
-    }
-
-    fn answered(&self) {
-        self.done.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 /// `GET`s every URL of `urls` at the same moment (one task each, released together) and
 /// returns the samples in the order of `urls`.
 pub async fn burst(client: &HttpClient, urls: Vec<String>, live: Arc<Live>) -> Vec<Sample> {
@@ -148,62 +129,4 @@ async fn join(tasks: Vec<JoinHandle<Sample>>) -> Vec<Sample> {
         samples.push(task.await.expect("a request task panicked"));
     }
     samples
-}
-
-/// A progress line on stderr, redrawn every 250 ms on a terminal (a line a second in logs):
-/// requests done, requests per second, and `origin_hits()`.
-pub struct ProgressLine {
-    task: Option<JoinHandle<()>>,
-    line: Arc<dyn Fn() -> String + Send + Sync>,
-}
-
-impl ProgressLine {
-    /// Starts drawing `label`'s line for `live` (nothing when `enabled` is false).
-    pub fn start(
-        enabled: bool,
-        label: &'static str,
-        live: Arc<Live>,
-        origin_hits: impl Fn() -> u64 + Send + Sync + 'static,
-    ) -> Self {
-        let started = Instant::now();
-        let line: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(move || {
-            let done = live.done();
-            let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
-            format!(
-                "  {label}: {done:>6} requests  {rate:>7.0} req/s  origin hits {}",
-                origin_hits()
-            )
-        });
-        let task = enabled.then(|| {
-            let line = line.clone();
-            tokio::spawn(async move {
-                let terminal = std::io::stderr().is_terminal();
-                let mut ticks = 0u64;
-                loop {
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                    ticks += 1;
-                    if terminal {
-                        eprint!("\r{}", line());
-                        std::io::stderr().flush().ok();
-                    } else if ticks.is_multiple_of(4) {
-                        eprintln!("{}", line());
-                    }
-                }
-            })
-        });
-        Self { task, line }
-    }
-
-    /// Stops redrawing and prints the final line.
-    pub fn finish(mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-            let clear = if std::io::stderr().is_terminal() {
-                "\r"
-            } else {
-                ""
-            };
-            eprintln!("{clear}{}", (self.line)());
-        }
-    }
 }

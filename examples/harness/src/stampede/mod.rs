@@ -27,8 +27,9 @@ use crate::product::{Origin, ProductPolicy};
 pub use self::checks::{
     bad_ids_are_refused, cold_key_collapses, origin_calls, second_request_hits, stats,
 };
-pub use self::fire::{burst, get, steady, Live, ProgressLine, Sample};
+pub use self::fire::{burst, get, steady, Sample};
 pub use self::report::{print_table, table_header, table_row, PhaseReport};
+pub use crate::progress::{Live, ProgressLine};
 
 /// Running instances and what the phases need to know about them.
 #[derive(Clone, Debug)]
@@ -59,7 +60,7 @@ impl Stampede {
         let warmed = burst(&client, warm, Arc::default()).await;
         let live = Arc::new(Live::default());
         let origin = self.origin.clone();
-        let line = ProgressLine::start(self.progress, "cold key", live.clone(), {
+        let line = ProgressLine::start(self.progress, "cold key", live.clone(), "origin hits", {
             let id = id.clone();
             move || origin.calls_for(&id)
         });
@@ -100,7 +101,7 @@ impl Stampede {
         let fill = get(&client, &self.url(0, &path)).await;
         let live = Arc::new(Live::default());
         let origin = self.origin.clone();
-        let line = ProgressLine::start(self.progress, "hot key", live.clone(), {
+        let line = ProgressLine::start(self.progress, "hot key", live.clone(), "origin hits", {
             let id = id.clone();
             move || origin.calls_for(&id)
         });

@@ -50,4 +50,4 @@ pub use decode::{decode_path_segment, decode_query_component, DecodeError};
 pub use key::{KeySource, PathSegment, RequestHead};
 pub use options::{AppliesTo, BusyStatus, KeyedLockOptions, OnLost};
 pub use problem::{problem_body, Rejection, RejectionKind, PROBLEM_JSON};
-pub use run::{run_locked, LockInfo, RequestLock};
+pub use run::{race_lost, run_locked, LockInfo, RequestLock};

@@ -24,11 +24,12 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-pub use self::fire::{fire, Live, ProgressLine, Request, Sent};
+pub use self::fire::{fire, Request, Sent};
 pub use self::report::{print_report, table_header, table_row, PhaseRow, Verdict};
 use super::client::client;
 use super::{Ledger, Payment, PaymentService};
 use crate::inventory::unique;
+pub use crate::progress::{Live, ProgressLine};
 
 /// How many users the keys are spread over (each key belongs to one).
 const USERS: usize = 8;
@@ -123,9 +124,13 @@ impl Demo {
             async move {
                 let live = Arc::new(Live::default());
                 let services = self.services.clone();
-                let line = ProgressLine::start(self.progress, name, live.clone(), move || {
-                    services.iter().map(PaymentService::executions).sum()
-                });
+                let line = ProgressLine::start(
+                    self.progress,
+                    name,
+                    live.clone(),
+                    "handler runs",
+                    move || services.iter().map(PaymentService::executions).sum(),
+                );
                 let before = self.executions();
                 let sent = fire(&client, requests, &slots, &live).await;
                 line.finish();

@@ -7,7 +7,9 @@
 //!
 //! `lock-tower`'s `IdempotencyLayer` and `lock-actix`'s `Idempotent` are thin adapters: they
 //! [`plan`](IdempotencyRules::plan), read the body (up to the limit), [`begin`], run the
-//! handler racing [`Claim::lost`](super::Claim::lost), read its body and [`finish`].
+//! handler racing [`Claim::lost`](super::Claim::lost)
+//! ([`race_lost`](crate::http::race_lost)), read its body and [`finish`] (or [`give_back`]
+//! the key when the handler failed).
 //!
 //! ```
 //! use lock_core::http::RequestHead;
@@ -37,6 +39,7 @@
 //! # Ok(()) }
 //! ```
 
+mod builder;
 mod plan;
 mod rules;
 mod serve;
@@ -46,6 +49,6 @@ pub use rules::{
     default_store_status, IdempotencyRules, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_KEY_LEN,
 };
 pub use serve::{
-    begin, finish, lost, reject, request_too_large, Finished, Outcome, Reply, Started,
-    IDEMPOTENT_REPLAYED,
+    begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
+    unreadable_request, Finished, Outcome, Reply, Started, IDEMPOTENT_REPLAYED,
 };

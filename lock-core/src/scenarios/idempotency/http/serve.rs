@@ -241,12 +241,10 @@ pub async fn finish(
     body: Option<Vec<u8>>,
 ) -> Finished {
     if !rules.should_store(status) {
-        if let Err(error) = claim.release().await {
-            tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
-        }
+        let outcome = give_back(claim).await;
         return match body {
-            Some(_) => Finished::Send(Outcome::NotStored),
-            None => Finished::Replace(too_large_response(rules, status, Outcome::NotStored)),
+            Some(_) => Finished::Send(outcome),
+            None => Finished::Replace(too_large_response(rules, status, outcome)),
         };
     }
     let (response, replaced) = match body {
@@ -297,6 +295,54 @@ pub async fn finish(
             None => Finished::Send(Outcome::StoreFailed),
         },
     }
+}
+
+/// Gives the key back when the handler left no answer to keep (it failed, or its response
+/// broke off while it was read): the next request with the key runs. A failed give-back is
+/// logged; the claim's lease frees the key then. The outcome to record:
+/// [`Outcome::NotStored`].
+pub async fn give_back(claim: Claim) -> Outcome {
+    if let Err(error) = claim.release().await {
+        tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
+    }
+    Outcome::NotStored
+}
+
+/// The reply to a handled request whose body could not be read (the connection failed, say):
+/// 400, nothing runs. Not counted in the [stats](Idempotency::stats): the request never
+/// reached the idempotency decisions.
+#[must_use]
+pub fn unreadable_request() -> Reply {
+    Reply::from_rejection(
+        &Rejection::new(
+            RejectionKind::BadInput,
+            400,
+            None,
+            "Unreadable request body",
+            "the request body could not be read",
+            None,
+        ),
+        Outcome::Rejected,
+    )
+}
+
+/// The reply sent in place of a response that [`finish`] said to send but the adapter no
+/// longer holds whole (its body was over the limit, and its start is gone): a 500 problem,
+/// with the `outcome` [`finish`] gave. lock-core replaces every response it was not given
+/// whole, so this is the adapters' guard, not a path they take.
+#[must_use]
+pub fn response_not_sent(outcome: Outcome) -> Reply {
+    Reply::from_rejection(
+        &Rejection::new(
+            RejectionKind::Internal,
+            500,
+            None,
+            "Internal Server Error",
+            "the response could not be sent",
+            None,
+        ),
+        outcome,
+    )
 }
 
 /// The reply when the claim's lease was lost while the handler ran (the adapter dropped the

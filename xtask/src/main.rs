@@ -167,13 +167,14 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            if !err.message.is_empty() {
-                eprintln!("xtask: error: {err}");
-            }
             if err.code == Error::USAGE_CODE {
                 // Usage errors get the full usage text so the fix is visible
-                // without a second invocation.
-                eprint!("\n{}", usage());
+                // without a second invocation; the error comes last, where
+                // the eye lands, not above the usage.
+                eprintln!("{}", usage());
+            }
+            if !err.message.is_empty() {
+                eprintln!("xtask: error: {err}");
             }
             ExitCode::from(err.code)
         }

@@ -38,8 +38,9 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     if idempotency && needed.iter().any(|s| s.name() == "redis") {
         needed.extend(stack::by_name("postgres"));
     }
-    // A server of the user's own (`--redis-url`, `--postgres-url`) needs none of ours.
-    if matches!(scenario, Some(STAMPEDE | IDEMPOTENCY)) && has_flag(args, "--redis-url") {
+    // A server of the user's own (`--redis-url`, `--postgres-url`) needs none of ours;
+    // every harness program reads `--redis-url`.
+    if has_flag(args, "--redis-url") {
         needed.retain(|s| s.name() != "redis");
     }
     if idempotency && has_flag(args, "--postgres-url") {
@@ -49,6 +50,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     if bin == HarnessBin::Stress
         && !needed.is_empty()
         && !needed.iter().any(|s| s.name() == "redis")
+        && !has_flag(args, "--redis-url")
     {
         needed.extend(stack::by_name("redis"));
     }

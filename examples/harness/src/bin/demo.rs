@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::MemoryBackend;
-use lock_harness::{connect, micros, redis_url, usage_error, Flags, Percentiles};
+use lock_harness::{connect, redis_url, usage_error, Flags, Percentiles};
 use tokio::time::Instant;
 
 #[derive(Default)]
@@ -84,9 +84,10 @@ async fn main() {
     let log = log
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // At most 100 columns: waits in ms, the first fencing tokens of each lock in grant order.
     println!(
-        "\n{:<12} {:>6} {:>10} {:>10} {:>10} {:>11}  fencing tokens (first 8, in grant order)",
-        "lock", "held", "wait p50", "wait p99", "violations", "fences ↑"
+        "\n{:<12} {:>5} {:>11} {:>11} {:>8} {:>11}  first fences granted",
+        "lock", "held", "wait p50 ms", "wait p99 ms", "overlaps", "fences rise"
     );
     let mut total = 0;
     let mut all_increasing = true;
@@ -95,12 +96,12 @@ async fn main() {
         all_increasing &= increasing;
         total += entry.fences.len();
         let waits = Percentiles::of(&mut entry.waits.clone());
-        let first: Vec<String> = entry.fences.iter().take(8).map(u64::to_string).collect();
+        let first: Vec<String> = entry.fences.iter().take(6).map(u64::to_string).collect();
         println!(
-            "{key:<12} {:>6} {:>10} {:>10} {:>10} {:>11}  {} …",
+            "{key:<12} {:>5} {:>11.1} {:>11.1} {:>8} {:>11}  {} …",
             entry.fences.len(),
-            micros(waits.p50),
-            micros(waits.p99),
+            waits.p50.as_secs_f64() * 1e3,
+            waits.p99.as_secs_f64() * 1e3,
             entry.violations,
             if increasing { "yes" } else { "NO" },
             first.join(" "),

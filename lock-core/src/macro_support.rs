@@ -9,7 +9,7 @@ use std::time::Duration;
 
 #[cfg(feature = "json")]
 use crate::cache::CacheFailure;
-use crate::{LeaseMode, LockClient, LockError, LostReason, WaitPolicy};
+use crate::{FencingToken, LeaseMode, LockClient, LockError, LostReason, WaitPolicy};
 
 /// The attribute's settings, fixed at compile time.
 #[derive(Clone, Copy, Debug)]
@@ -83,12 +83,13 @@ pub async fn run_locked<C, B, F, T, E, S>(
 ) -> Result<T, E>
 where
     C: Borrow<LockClient>,
-    B: FnOnce(u64) -> F,
+    B: FnOnce(FencingToken) -> F,
     F: Future<Output = Result<T, E>>,
     E: From<LockError>,
     S: FnOnce(LockError) -> Result<T, E>,
 {
     let client = client?;
+    let started = std::time::Instant::now();
     let mut request = client.borrow().lock(key.as_str());
     if let Some(lease) = options.lease {
         request = request.lease(lease);
@@ -100,10 +101,18 @@ where
         };
         return on_busy(LockError::Busy { key, waited });
     };
-    let fence = guard.fencing_token().get();
+    let fence = guard.fencing_token();
+    // The locked section, for the subscriber: which key, which grant, how long it waited.
+    let span = tracing::debug_span!(
+        "locked",
+        key = key.as_str(),
+        fence = fence.get(),
+        waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    );
+    let work = tracing::Instrument::instrument(body(fence), span);
 
     if !options.cancel_on_lost {
-        let output = body(fence).await;
+        let output = work.await;
         let _released: Result<bool, LockError> = guard.release().await;
         return output;
     }
@@ -115,7 +124,7 @@ where
             let _released: Result<bool, LockError> = guard.release().await;
             return Err(E::from(LockError::LeaseLost { key, reason }));
         }
-        output = body(fence) => output,
+        output = work => output,
     };
     // The body finished, but a loss it raced with still means it ran unprotected.
     if let Err(lost) = guard.ensure_held() {

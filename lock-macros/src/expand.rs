@@ -77,12 +77,14 @@ pub(crate) fn expand(
     let fence = args
         .fence
         .as_ref()
-        .map(|fence| quote!(let #fence: u64 = #fence_var;));
+        .map(|fence| quote!(let #fence: #krate::FencingToken = #fence_var;));
     let hint = return_hint(return_type);
     // Unmet bounds (`E: From<LockError>`, `T: Default` for skip) are reported once, on the
     // attribute, naming the type: spans mixed from several places would report them twice.
     let run_locked = quote!(#support::run_locked);
-    let block = &func.block;
+    // The body's statements, not its block: re-emitted as a block in tail position, a
+    // one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
+    let body_stmts = &func.block.stmts;
     // A body's inner attributes (`#![allow(...)]`) stay at the top of the fn's body.
     let (inner, outer): (Vec<_>, Vec<_>) = func
         .attrs
@@ -100,10 +102,10 @@ pub(crate) fn expand(
                     wait: #wait,
                     cancel_on_lost: #cancel_on_lost,
                 },
-                move |#fence_var: u64| async move {
+                move |#fence_var: #krate::FencingToken| async move {
                     #hint
                     #fence
-                    #block
+                    #(#body_stmts)*
                 },
                 #busy,
             )

@@ -54,8 +54,9 @@ use quote::ToTokens;
 /// #[distributed_lock(key = "order:{order.id}:{user_id}", wait = "3s", fence = token)]
 /// async fn checkout(order: Order, user_id: u32) -> Result<u64, LockError> {
 ///     // At most one checkout per (order, user) runs at a time, across processes. `token`
-///     // (u64) grows with every grant: hand it to the store so a stale holder's writes fail.
-///     Ok(token)
+///     // (a `lock_core::FencingToken`) grows with every grant: hand it to the store so a
+///     // stale holder's writes fail.
+///     Ok(token.get())
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), LockError> {
@@ -65,9 +66,11 @@ use quote::ToTokens;
 /// # Ok(()) }
 /// ```
 ///
-/// The fn is locked on `"{name}:{key}"`, where `name` defaults to the fn's module path and name
-/// (`my_app::billing::checkout:order:42:7`), so two fns with the same template do not collide.
-/// The key is rendered before the body runs; the body then runs in the calling task while
+/// The fn is locked on the rendered template (`order:42:7`), or on `"{name}:{template}"` with
+/// `name = "..."`: nothing else goes into the key (not the fn's name nor its module path), so
+/// renaming or moving the fn keeps its key, and the key can be read off the attribute. Two fns
+/// with the same template take the same lock: give them different templates or `name`s unless
+/// that is what you want. The key is rendered before the body runs; the body then runs in the calling task while
 /// the lock is held, and the lock is released when it completes.
 ///
 /// # How keys are built
@@ -79,21 +82,23 @@ use quote::ToTokens;
 /// locks `a:1%3A2:3` and `("1", "2:3")` locks `a:1:2%3A3`, where plain interpolation would
 /// give both `a:1:2:3`. For that, two placeholders need literal text between them that does
 /// not start with `%`: `"{x}{y}"` is a compile error, since no encoding can tell `("ab", "c")`
-/// from `("a", "bc")`. `lock_core::KeyTemplate` builds the same keys by hand, and its docs
-/// say why the rule is enough; a key expression (`key = <expr>`) is used as it is.
+/// from `("a", "bc")`. `lock_core::KeyTemplate` builds the same keys by hand (parse
+/// `"{name}:{template}"`, or the template alone), and its docs say why the rule is enough; a
+/// key expression (`key = <expr>`) is used as it is, after `"{name}:"` when given. The
+/// client's namespace and `:` go in front of the key, as for every lock.
 ///
 /// # Arguments
 /// | argument | meaning |
 /// |---|---|
 /// | `key = "..."` | **Required.** A template: `{binding}` placeholders name the fn's parameters, including those destructured by patterns (`Json(order)`, `Path((shop, sku))`, `web::Json(body)`) and `self`, with field paths and tuple indices (`{order.id}`, `{pair.0}`, `{self.tenant}`). Values are rendered with `Display` and percent-encoded where needed to keep keys distinct (see [How keys are built](#how-keys-are-built)); `{{` and `}}` are literal braces. Every placeholder is checked at compile time, and two placeholders need literal text between them. |
 /// | `key = <expr>` | Any `Display` expression over the parameters, for keys a template cannot say; its text is used as it is. |
-/// | `name = "..."` | The key's prefix instead of `module::path::fn_name`. |
+/// | `name = "..."` | A literal prefix: the key becomes `"{name}:{rendered template}"`. Default: none, the key is the rendered template alone. |
 /// | `ttl = "30s"` | A fixed lease of that length, never renewed (the lost signal fires when it runs out). Without it: the client's default lease, a watchdog lease renewed every TTL/3 while the body runs. Humantime syntax (`"250ms"`, `"1m 30s"`), checked at compile time. |
 /// | `wait = "3s"` / `"forever"` / `"0s"` | How long to wait for a busy lock: up to a duration, without limit (the default), or not at all (`"0s"` tries once). Applies to `on_busy = "wait"` only. |
 /// | `on_busy = "wait"` / `"reject"` / `"skip"` | When the lock is busy: wait up to `wait`, then return `LockError::Busy`; return `LockError::Busy` at once; or return `Ok(Default::default())` at once without running the body (`T: Default` is required; `Option<T>` gives `Ok(None)`, `()` gives `Ok(())`). Default `"wait"`. |
 /// | `on_lost = "cancel"` / `"continue"` | When the lease is lost while the body runs (deleted behind the holder, renewal failed, fixed TTL ran out): `cancel` (the default) drops the body's future at its next `.await` and returns `LockError::LeaseLost`; a body that completes after a loss it raced with returns that error too. `continue` lets the body finish and returns its result. |
 /// | `client = <expr>` | The `LockClient` to use, as an expression over the parameters (`app.locks`, `&self.locks`, an `Arc<LockClient>`). Default: the process-wide client installed with `LockClient::install_global`; without one, calls return `LockError::InvalidConfig`. |
-/// | `fence = ident` | Binds the grant's fencing token (`u64`, strictly increasing per key) to `ident` inside the body, for fenced writes. |
+/// | `fence = ident` | Binds the grant's fencing token (a `lock_core::FencingToken`, strictly increasing per key; `.get()` gives the `u64`) to `ident` inside the body, for fenced writes. |
 /// | `crate = path` | Where lock-core is, when it is renamed or re-exported (default `::lock_core`). |
 ///
 /// # Contract
@@ -214,17 +219,19 @@ pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// # Ok(()) }
 /// ```
 ///
-/// The value is stored under `"{name}:{key}"`, in the cache's namespace, with `name` the fn's
-/// module path and name unless given: the key template is checked and built exactly as
-/// [`macro@distributed_lock`]'s (see [How keys are built](macro@distributed_lock#how-keys-are-built)),
-/// so two fns with the same template never share values and two sets of argument values never
-/// share a key.
+/// The value is stored under the rendered template (`product:42`), or `"{name}:{template}"`
+/// with `name = "..."`, in the cache's namespace; nothing else (not the fn's name nor its
+/// module path) goes into the key, so renaming or moving the fn keeps its values. The key
+/// template is checked and built exactly as [`macro@distributed_lock`]'s (see
+/// [How keys are built](macro@distributed_lock#how-keys-are-built)), so two sets of argument
+/// values never share a key; two fns with the same template share values, so give fns
+/// returning different things different templates or `name`s.
 ///
 /// # Arguments
 /// | argument | meaning |
 /// |---|---|
 /// | `key = "..."` | **Required.** A key template over the fn's parameters (`"product:{id}"`, `{order.id}`, `{pair.0}`), checked at compile time; or `key = <expr>`, any `Display` expression, used as it is. |
-/// | `name = "..."` | The key's prefix instead of `module::path::fn_name` (to share values with other fns or services). |
+/// | `name = "..."` | A literal prefix: the key becomes `"{name}:{rendered template}"`. Default: none, the key is the rendered template alone. |
 /// | `ttl = "60s"` | How long a computed value is fresh: served from the store, the body not run. Default: the cache's (60 s unless its builder says otherwise). |
 /// | `stale = "5m"` | Stale-while-revalidate: for this long after `ttl`, callers get the stale value at once while one refresh runs in the background, across every instance. Default: the cache's (none). |
 /// | `stale_if_error = "1h"` | When computing fails, a value stale by no more than this is returned instead of the error. Default: the cache's (none). |

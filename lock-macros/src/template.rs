@@ -196,11 +196,18 @@ impl Template {
 
 impl Placeholder {
     /// The placeholder as an expression (`order.id`), resolved where the template was written.
+    ///
+    /// The binding is resolved at `span` (the user's parameter); the fields and indices keep
+    /// the location of `span` but the macro's hygiene, which field access ignores. A field that
+    /// does not exist is then reported once, on the template, as rustc's "no field `idd` on
+    /// type `Order`", without a fix-it: at the template's own span rustc would suggest
+    /// replacing the whole template string with the field name.
     pub(crate) fn to_expr(&self, span: Span) -> TokenStream {
         let root = match self.root.strip_prefix("r#") {
             Some(raw) => proc_macro2::Ident::new_raw(raw, span),
             None => proc_macro2::Ident::new(&self.root, span),
         };
+        let span = Span::mixed_site().located_at(span);
         let members = self.members.iter().map(|member| match member {
             Member::Field(name) => {
                 let name = match name.strip_prefix("r#") {

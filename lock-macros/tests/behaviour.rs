@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{distributed_lock, KeyTemplate, LockClient, LockError, LockOwner, LostReason};
+use lock_core::{
+    distributed_lock, FencingToken, KeyTemplate, LockClient, LockError, LockOwner, LostReason,
+};
 use support::processes::{Counters, SecondProcess};
 use support::Rig;
 use tokio::sync::oneshot;
@@ -174,12 +176,12 @@ async fn wait_gives_up_with_busy_then_gets_a_freed_lock(rig: Rig) {
 }
 
 #[distributed_lock(key = "fenced", name = "t", client = client, fence = token)]
-async fn fenced(client: &LockClient) -> Result<u64, LockError> {
+async fn fenced(client: &LockClient) -> Result<FencingToken, LockError> {
     Ok(token)
 }
 
 async fn fence_increases(rig: Rig) {
-    let mut last = 0;
+    let mut last = FencingToken::new(0);
     for _ in 0..3 {
         let token = fenced(&rig.client).await.unwrap();
         assert!(token > last, "fence {token} after {last}");
@@ -286,12 +288,12 @@ async fn continue_lets_the_body_finish(rig: Rig) {
 }
 
 #[distributed_lock(key = "job:{id}", name = "re", client = client, on_busy = "reject", fence = fence)]
-async fn inner(client: &LockClient, id: u32) -> Result<u64, LockError> {
+async fn inner(client: &LockClient, id: u32) -> Result<FencingToken, LockError> {
     Ok(fence)
 }
 
 #[distributed_lock(key = "job:{id}", name = "re", client = client, fence = fence)]
-async fn outer(client: &LockClient, id: u32) -> Result<(u64, u64), LockError> {
+async fn outer(client: &LockClient, id: u32) -> Result<(FencingToken, FencingToken), LockError> {
     // Same key, same task: a re-entry, where another owner would be rejected.
     let inner = inner(client, id).await?;
     Ok((fence, inner))
@@ -321,9 +323,27 @@ async fn rendered(client: &LockClient, order: Order, pair: (char, u8)) -> Result
     Ok(())
 }
 
-#[distributed_lock(key = "fixed", client = client, on_busy = "reject")]
-async fn default_name(client: &LockClient) -> Result<(), LockError> {
+// Without `name`, the key is the rendered template and nothing else: not the fn's name nor
+// its module path, so renaming or moving a fn keeps its key.
+#[distributed_lock(key = "fixed:{id}", client = client, on_busy = "reject")]
+async fn default_name(client: &LockClient, id: u32) -> Result<(), LockError> {
     Ok(())
+}
+
+mod elsewhere {
+    use lock_core::{distributed_lock, LockClient, LockError};
+
+    // The same attribute on a fn with another name, in another module: the same key.
+    #[distributed_lock(key = "fixed:{n}", client = client, on_busy = "reject")]
+    pub(super) async fn renamed(client: &LockClient, n: u32) -> Result<(), LockError> {
+        Ok(())
+    }
+
+    // A key expression without `name` is its `Display` text as is.
+    #[distributed_lock(key = format!("expr-{}", ids.len()), client = client, on_busy = "reject")]
+    pub(super) async fn expression(client: &LockClient, ids: Vec<u32>) -> Result<(), LockError> {
+        Ok(())
+    }
 }
 
 #[distributed_lock(key = format!("expr-{}", ids.len()), name = "render", client = client, on_busy = "reject")]
@@ -355,8 +375,21 @@ async fn keys_render_from_fields_indices_and_escapes(rig: Rig) {
         rendered(&rig.client, order(), ('x', 0)),
     )
     .await;
-    let default = concat!(module_path!(), "::default_name:fixed");
-    busy_key(&rig, default, default_name(&rig.client)).await;
+    busy_key(&rig, "fixed:7", default_name(&rig.client, 7)).await;
+    busy_key(&rig, "fixed:7", elsewhere::renamed(&rig.client, 7)).await;
+    busy_key(
+        &rig,
+        "expr-2",
+        elsewhere::expression(&rig.client, vec![1, 2]),
+    )
+    .await;
+    assert_eq!(
+        KeyTemplate::parse("fixed:{id}")
+            .unwrap()
+            .render(&[&7])
+            .unwrap(),
+        "fixed:7"
+    );
     let held = hold(&rig, "render:expr-3").await;
     assert!(expression_key(&rig.client, vec![1, 2, 3])
         .await

@@ -1,10 +1,10 @@
 //! The process-wide default client: a clear error before one is installed, then used.
 //! (Its own test binary: a global client can be installed once per process.)
 
-use lock_core::{distributed_lock, LockClient, LockError, MemoryBackend};
+use lock_core::{distributed_lock, FencingToken, LockClient, LockError, MemoryBackend};
 
 #[distributed_lock(key = "report:{month}", fence = fence)]
-async fn monthly_report(month: u8) -> Result<u64, LockError> {
+async fn monthly_report(month: u8) -> Result<FencingToken, LockError> {
     Ok(fence)
 }
 

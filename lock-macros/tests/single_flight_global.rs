@@ -21,12 +21,14 @@ async fn without_a_global_cache_calls_fail_with_a_config_error_then_use_the_inst
     }
     Cache::memory("reports").unwrap().install_global().unwrap();
     assert_eq!(monthly_report(11).await.unwrap(), "report 11");
-    let key = concat!(module_path!(), "::monthly_report:report:11");
+    // Without `name`, stored under the rendered template alone: not the fn's name nor its
+    // module path.
+    let key = "report:11";
     let stored = Cache::global()
         .unwrap()
         .entry(key)
         .json()
-        .try_get_with(|| async { Err::<String, _>("not stored under the default name") })
+        .try_get_with(|| async { Err::<String, _>("not stored under the template's key") })
         .await
         .unwrap();
     assert_eq!(stored.value, "report 11");

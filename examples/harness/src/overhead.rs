@@ -8,7 +8,7 @@ use lock_core::{distributed_lock, LockClient, LockError, LostReason, WaitPolicy}
 /// The macro: lock `bench:job:{id}` (watchdog lease, wait forever, cancel on loss), fence bound.
 #[distributed_lock(key = "job:{id}", name = "bench", client = locks, fence = fence)]
 pub async fn annotated(locks: &LockClient, id: u64) -> Result<u64, LockError> {
-    Ok(fence ^ id)
+    Ok(fence.get() ^ id)
 }
 
 /// The same lock calls by hand, with the same semantics.

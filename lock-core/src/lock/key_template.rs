@@ -47,10 +47,11 @@ use crate::LockError;
 ///   [`parse`](Self::parse) refuses `"{a}{b}"` and `"{a}%{b}"`, and `#[distributed_lock]`
 ///   refuses them at compile time.
 ///
-/// `#[distributed_lock]`'s key is `name:template` (the `name` argument, or the fn's
-/// `module::path::fn_name`), which is exactly what the template `"{name}:{template}"`
-/// renders: text before the first placeholder is never a separator. The client's namespace
-/// and `:` go in front, as for every key.
+/// `#[distributed_lock]`'s key is the rendered template, with `name:` in front when the
+/// `name` argument is given (never the fn's path, so renaming or moving a fn keeps its key),
+/// which is exactly what the template `"{name}:{template}"` renders: text before the first
+/// placeholder is never a separator. The client's namespace and `:` go in front, as for
+/// every key.
 ///
 /// # Why keys never collide
 /// An encoded value is a sequence of *units*, each either one character that is neither `%`

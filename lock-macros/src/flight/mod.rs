@@ -97,7 +97,9 @@ pub(crate) fn expand(
     // Unmet bounds (`T: Serialize`, `E: From<CacheFailure>`, `Send + 'static`) are reported
     // on the attribute, naming the type.
     let single_flight = quote!(#support::single_flight);
-    let block = &func.block;
+    // The body's statements, not its block: re-emitted as a block in tail position, a
+    // one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
+    let body_stmts = &func.block.stmts;
     let (inner, outer): (Vec<_>, Vec<_>) = func
         .attrs
         .iter()
@@ -121,7 +123,7 @@ pub(crate) fn expand(
                 move || async move {
                     #(#lends)*
                     #hint
-                    #block
+                    #(#body_stmts)*
                 },
             )
             .await

@@ -46,7 +46,8 @@ async fn template(locks: &LockClient, order: Order, pair: (u8, char)) -> Result<
     fence = token,
 )]
 async fn everything(locks: LockClient, ids: Vec<u32>) -> Result<u64, LockError> {
-    Ok(token)
+    // `token` is a `lock_core::FencingToken`; `get` gives the raw number.
+    Ok(token.get())
 }
 
 #[distributed_lock(key = "once", client = locks, wait = "forever")]

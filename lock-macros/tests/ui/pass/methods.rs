@@ -23,7 +23,7 @@ impl Account {
     }
 
     #[distributed_lock(key = "account:{self.id}", client = self.locks.clone(), fence = fence)]
-    async fn deposit(&mut self, amount: i64) -> Result<u64, LockError> {
+    async fn deposit(&mut self, amount: i64) -> Result<lock_core::FencingToken, LockError> {
         self.balance += amount;
         Ok(fence)
     }
@@ -65,7 +65,7 @@ fn main() {
         let locks = LockClient::new(MemoryBackend::new());
         let mut account = Account { locks: locks.clone(), id: 1, balance: 10 };
         assert_eq!(account.balance().await.unwrap(), 10);
-        assert!(account.deposit(5).await.unwrap() > 0);
+        assert!(account.deposit(5).await.unwrap().get() > 0);
         assert_eq!(account.post("rent").await.unwrap(), 4);
         assert_eq!(assert_send(account.balance()).await.unwrap(), 15);
         assert_eq!(account.close().await.unwrap(), 15);

@@ -26,6 +26,15 @@ pub trait KeyExtractor: 'static {
     fn describe(&self) -> String {
         "lock key".to_owned()
     }
+
+    /// Whether the request is this extractor's business at all; when `false` it passes
+    /// through the middleware untouched (no lock, no 400). [`KeySource::path_param`] selects
+    /// the paths its route template matches ([`KeySource::selects`]); the default selects
+    /// every request.
+    fn selects(&self, request: &ServiceRequest) -> bool {
+        let _ = request;
+        true
+    }
 }
 
 impl KeyExtractor for KeySource {
@@ -35,6 +44,10 @@ impl KeyExtractor for KeySource {
 
     fn describe(&self) -> String {
         KeySource::describe(self)
+    }
+
+    fn selects(&self, request: &ServiceRequest) -> bool {
+        KeySource::selects(self, &Head(request))
     }
 }
 

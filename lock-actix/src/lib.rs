@@ -15,11 +15,14 @@
 //! misses across instances, see [`response_cache`]) and [`Idempotent`] (idempotent endpoints
 //! keyed by `Idempotency-Key`, see [`idempotency`]).
 //!
+//! A handler that takes a lock itself answers its failure the same way by returning
+//! [`LockRejection`] (an actix `ResponseError`).
+//!
 //! ```
 //! use std::time::Duration;
 //! use actix_web::{web, App};
-//! use lock_actix::{KeySource, KeyedLock, KeyedLockOptions, LockFence};
-//! use lock_core::{LockClient, MemoryBackend, WaitPolicy};
+//! use lock_actix::{KeySource, KeyedLock, LockClient, LockFence, WaitPolicy};
+//! use lock_core::MemoryBackend;
 //!
 //! async fn buy(lock: LockFence) -> String {
 //!     format!("sold under fence {}", lock.fence)
@@ -29,11 +32,11 @@
 //! let app = App::new().service(
 //!     web::resource("/buy/{sku}")
 //!         .wrap(
-//!             KeyedLock::new(locks, KeySource::path_param("/buy/{sku}", "sku")).options(
-//!                 KeyedLockOptions::new()
-//!                     .wait(WaitPolicy::Within(Duration::from_secs(2)))
-//!                     .key_prefix("sku:"),
-//!             ),
+//!             KeyedLock::builder(locks, KeySource::path_param("/buy/{sku}", "sku"))
+//!                 .wait(WaitPolicy::Within(Duration::from_secs(2)))
+//!                 .key_prefix("sku:")
+//!                 .build()
+//!                 .expect("valid settings"),
 //!         )
 //!         .route(web::post().to(buy)),
 //! );
@@ -52,7 +55,8 @@ pub use extract::KeyExtractor;
 pub use fence::LockFence;
 pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};
 pub use lock_core::http::{
-    BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
+    AppliesTo, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
 };
-pub use middleware::{KeyedLock, KeyedLockMiddleware};
+pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
+pub use middleware::{KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockRejection};
 pub use response_cache::{ResponseCache, ResponseCacheBody, ResponseCacheMiddleware};

@@ -1,4 +1,6 @@
-//! [`KeyedLock`] (the `Transform`) and [`KeyedLockMiddleware`] (the service it builds).
+//! [`KeyedLock`] (the `Transform`), [`KeyedLockBuilder`] (its checked settings),
+//! [`KeyedLockMiddleware`] (the service it builds) and [`LockRejection`] (a `LockError` as the
+//! same answer, for handlers).
 
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
@@ -9,21 +11,30 @@ use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Tr
 use actix_web::http::StatusCode;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use lock_core::http::{KeyedLockOptions, Rejection, RequestLock};
-use lock_core::LockClient;
+use lock_core::{LockClient, LockError};
 
 use crate::{KeyExtractor, KeySource};
 
 /// Middleware that runs each selected request under the distributed lock of its key.
 ///
+/// Build it with [`builder`](Self::builder), which refuses invalid settings:
+///
 /// ```
 /// use actix_web::{web, App};
-/// use lock_actix::{BusyStatus, KeySource, KeyedLock, KeyedLockOptions};
-/// use lock_core::{LockClient, MemoryBackend};
+/// use lock_actix::{BusyStatus, KeySource, KeyedLock, LockClient};
+/// use lock_core::MemoryBackend;
 ///
-/// let lock = KeyedLock::new(LockClient::new(MemoryBackend::new()), KeySource::header("Idempotency-Key"))
-///     .options(KeyedLockOptions::new().busy_status(BusyStatus::TooManyRequests).methods(["POST"]));
-/// let app = App::new().wrap(lock).route("/pay", web::post().to(|| async { "paid" }));
+/// let lock = KeyedLock::builder(LockClient::new(MemoryBackend::new()), KeySource::header("Idempotency-Key"))
+///     .busy_status(BusyStatus::TooManyRequests)
+///     .methods(["POST"])
+///     .build()
+///     .expect("valid settings");
+/// let app = App::new().route("/pay", web::post().to(|| async { "paid" }).wrap(lock));
 /// # let _ = app;
+/// assert!(KeyedLock::builder(LockClient::new(MemoryBackend::new()), KeySource::path_index(0))
+///     .key_prefix("a\0")
+///     .build()
+///     .is_err());
 /// ```
 #[must_use]
 pub struct KeyedLock<K = KeySource> {
@@ -43,14 +54,54 @@ impl<K: KeyExtractor> KeyedLock<K> {
         }
     }
 
+    /// Starts a middleware whose settings [`build`](KeyedLockBuilder::build) checks.
+    pub fn builder(client: LockClient, extractor: K) -> KeyedLockBuilder<K> {
+        KeyedLockBuilder {
+            client,
+            extractor,
+            options: KeyedLockOptions::default(),
+        }
+    }
+
+    /// The answer this middleware gives for `error` (its `Retry-After`, busy status and
+    /// [`expose_errors`](KeyedLockBuilder::expose_errors) setting), for a handler that takes a
+    /// lock of its own and wants to fail the same way.
+    pub fn rejection(&self, error: &LockError) -> LockRejection {
+        LockRejection::from_error(error, &self.options)
+    }
+
     /// Replaces the options. Invalid options are logged here and answer 500 at request time;
-    /// check them first with [`KeyedLockOptions::validate`].
+    /// [`builder`](Self::builder) refuses them instead.
     pub fn options(mut self, options: KeyedLockOptions) -> Self {
         if let Err(error) = options.validate() {
             tracing::error!(%error, "invalid KeyedLockOptions: locked requests will answer 500");
         }
         self.options = Rc::new(options);
         self
+    }
+}
+
+/// The settings of a [`KeyedLock`], checked by [`build`](Self::build); start from
+/// [`KeyedLock::builder`].
+#[must_use]
+pub struct KeyedLockBuilder<K = KeySource> {
+    client: LockClient,
+    extractor: K,
+    options: KeyedLockOptions,
+}
+
+impl<K: KeyExtractor> KeyedLockBuilder<K> {
+    lock_core::__keyed_lock_option_methods!(options);
+
+    /// The middleware, or the first invalid setting (an empty or malformed method, a key
+    /// prefix with NUL or too long, a lease or `Retry-After` out of bounds).
+    pub fn build(self) -> Result<KeyedLock<K>, LockError> {
+        self.options.validate()?;
+        Ok(KeyedLock {
+            client: self.client,
+            extractor: Rc::new(self.extractor),
+            options: Rc::new(self.options),
+        })
     }
 }
 
@@ -106,7 +157,10 @@ where
 
     fn call(&self, request: ServiceRequest) -> Self::Future {
         let options = self.lock.options.clone();
-        if !options.applies(request.method().as_str(), request.uri().path()) {
+        // Not selected, or bound for another route (or none: a 404): pass through untouched.
+        if !options.applies(request.method().as_str(), request.uri().path())
+            || !self.lock.extractor.selects(&request)
+        {
             let response = self.service.call(request);
             return Box::pin(
                 async move { response.await.map(ServiceResponse::map_into_left_body) },
@@ -128,23 +182,75 @@ where
                 Ok(response) => response.map(ServiceResponse::map_into_left_body),
                 // The request went to the cancelled handler (actix routing forbids keeping a
                 // clone of it), so the 503 travels as an error that renders the same problem.
-                Err(rejection) => Err(LockRejected(rejection).into()),
+                Err(rejection) => Err(LockRejection(rejection).into()),
             }
         })
     }
 }
 
-/// A rejection as an actix error: the lost-lease 503 raised after the request was handed on.
-#[derive(Debug)]
-struct LockRejected(Rejection);
+/// A lock failure as the `application/problem+json` answer [`KeyedLock`] gives (busy → 409
+/// with `Retry-After`, unavailable or lost → 503 with a generic body, …): an actix
+/// [`ResponseError`], so a handler that takes a lock itself can return
+/// `Result<_, LockRejection>` and use `?` on a [`LockError`].
+///
+/// ```
+/// use actix_web::ResponseError;
+/// use lock_actix::{LockClient, LockRejection};
+///
+/// async fn restock(locks: actix_web::web::Data<LockClient>) -> Result<&'static str, LockRejection> {
+///     let lock = locks.lock("stock").await?;
+///     lock.release().await?;
+///     Ok("restocked")
+/// }
+/// # let _ = restock;
+///
+/// let down = LockRejection::from(lock_core::LockError::unavailable("redis", "connection refused"));
+/// assert_eq!(down.status_code(), 503);
+/// assert!(!format!("{down}").contains("refused"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockRejection(Rejection);
 
-impl std::fmt::Display for LockRejected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "keyed lock rejected the request ({})", self.0.status)
+impl LockRejection {
+    /// Wraps a rejection made by lock-core.
+    #[must_use]
+    pub fn new(rejection: Rejection) -> Self {
+        Self(rejection)
+    }
+
+    /// The answer for `error` under `options` (its `Retry-After`, busy status and
+    /// `expose_errors`); `From<LockError>` uses the default options.
+    #[must_use]
+    pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
+        Self(Rejection::from_error(error, options))
+    }
+
+    /// Status, headers and body as lock-core decided them.
+    #[must_use]
+    pub fn rejection(&self) -> &Rejection {
+        &self.0
     }
 }
 
-impl ResponseError for LockRejected {
+impl From<LockError> for LockRejection {
+    fn from(error: LockError) -> Self {
+        Self::from_error(&error, &KeyedLockOptions::default())
+    }
+}
+
+impl From<Rejection> for LockRejection {
+    fn from(rejection: Rejection) -> Self {
+        Self(rejection)
+    }
+}
+
+impl std::fmt::Display for LockRejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "lock rejection ({:?}, {})", self.0.kind, self.0.status)
+    }
+}
+
+impl ResponseError for LockRejection {
     fn status_code(&self) -> StatusCode {
         status(&self.0)
     }

@@ -175,8 +175,8 @@ impl LockBackend for Unreachable {
 
 #[actix_web::test]
 async fn an_unreachable_backend_answers_503_and_never_runs_the_handler() {
-    let app = app(LockClient::new(Unreachable), KeyedLockOptions::new()).await;
-    let (status, headers, body) = send(&app, buy("a")).await;
+    let down = app(LockClient::new(Unreachable), KeyedLockOptions::new()).await;
+    let (status, headers, body) = send(&down, buy("a")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(headers.get("retry-after").unwrap(), "1");
     assert_eq!(
@@ -187,6 +187,21 @@ async fn an_unreachable_backend_answers_503_and_never_runs_the_handler() {
         body.contains(r#""type":"urn:distributed-lock:unavailable""#),
         "{body}"
     );
+    assert!(!body.contains("refused"), "5xx bodies are generic: {body}");
+    // The same answer a handler gets from `LockRejection` for the same error.
+    let same = lock_actix::LockRejection::from(LockError::unavailable(
+        "unreachable",
+        "connection refused",
+    ));
+    let same = actix_web::ResponseError::error_response(&same);
+    assert_eq!(same.status(), status);
+    let same_body = actix_web::body::to_bytes(same.into_body()).await.unwrap();
+    assert_eq!(same_body, body.as_bytes());
+
+    let exposed = KeyedLockOptions::new().expose_errors(true);
+    let exposed = app(LockClient::new(Unreachable), exposed).await;
+    let (status, _, body) = send(&exposed, buy("a")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body.contains("connection refused"), "{body}");
 }
 
@@ -288,4 +303,151 @@ async fn the_fence_extractor_outside_the_middleware_is_a_500() {
         send(&app, TestRequest::post().uri("/")).await.0,
         StatusCode::INTERNAL_SERVER_ERROR
     );
+}
+
+/// Item 1: middleware wrapped around the whole app leaves other routes and 404s alone when
+/// its key's route template does not match.
+#[actix_web::test]
+async fn app_wide_middleware_passes_unmatched_requests_through() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let app = test::init_service(
+        App::new()
+            .wrap(KeyedLock::new(
+                locks,
+                KeySource::path_param("/buy/{sku}", "sku"),
+            ))
+            .route("/buy/{sku}", web::post().to(fence))
+            .route("/health", web::get().to(|| async { "ok" })),
+    )
+    .await;
+    let (status, _, _) = send(&app, TestRequest::get().uri("/")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, body) = send(&app, TestRequest::get().uri("/health")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
+    let (status, _, body) = send(&app, buy("a")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "a 1"));
+    assert_eq!(send(&app, buy("%zz")).await.0, StatusCode::BAD_REQUEST);
+}
+
+/// Item 2: a zero wait is a try, as `acquire_within(Duration::ZERO)` is.
+#[actix_web::test]
+async fn a_zero_wait_is_a_try() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let zero = KeyedLockOptions::new().wait(WaitPolicy::Within(Duration::ZERO));
+    assert!(zero.validate().is_ok());
+    let app = app(locks.clone(), zero).await;
+    assert_eq!(send(&app, buy("a")).await.0, StatusCode::OK);
+    let held = locks.lock("a").await.unwrap();
+    assert_eq!(send(&app, buy("a")).await.0, StatusCode::CONFLICT);
+    held.release().await.unwrap();
+}
+
+/// Item 3: bad settings are refused when the middleware is built.
+#[actix_web::test]
+async fn the_builder_refuses_bad_settings() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let builder = || KeyedLock::builder(locks.clone(), KeySource::path_param("/buy/{sku}", "sku"));
+    assert!(builder().methods([""]).build().is_err());
+    assert!(builder().key_prefix("sku\0").build().is_err());
+    assert!(builder()
+        .lease(lock_actix::LeaseMode::fixed(Duration::from_millis(1)))
+        .build()
+        .is_err());
+    assert!(builder().retry_after(Duration::ZERO).build().is_err());
+    let lock = builder()
+        .wait(lock_actix::WaitPolicy::Within(Duration::from_secs(1)))
+        .key_prefix("sku:")
+        .methods(["POST"])
+        .busy_status(BusyStatus::TooManyRequests)
+        .retry_after(Duration::from_secs(2))
+        .on_lost(OnLost::Cancel)
+        .build()
+        .unwrap();
+    let app = test::init_service(
+        App::new().service(
+            web::resource("/buy/{sku}")
+                .wrap(lock)
+                .route(web::post().to(fence)),
+        ),
+    )
+    .await;
+    let (status, _, body) = send(&app, buy("a")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "sku:a 1"));
+}
+
+/// Item 4: a Redis that went away answers a 503 that names neither Redis, its address nor the
+/// OS error.
+#[actix_web::test]
+async fn a_dead_redis_answers_a_generic_503() {
+    use lock_core::testing::{free_port, RedisServer};
+    let dir = std::env::temp_dir().join(format!("lock-actix-dead-redis-{}", std::process::id()));
+    let mut server = RedisServer::start(free_port(), dir);
+    let backend = lock_core::RedisBackend::builder(server.url())
+        .response_timeout(Duration::from_millis(300))
+        .attempts(1)
+        .connect()
+        .await
+        .unwrap();
+    let locks = LockClient::new(backend);
+    let options = KeyedLockOptions::new().key_prefix("sku:");
+    let generic = app(locks.clone(), options.clone()).await;
+    assert_eq!(send(&generic, buy("a")).await.0, StatusCode::OK);
+    server.kill();
+    let (status, _, body) = send(&generic, buy("a")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    for secret in ["redis", "Redis", "refused", "127.0.0.1", "sku:a"] {
+        assert!(!body.contains(secret), "{secret} in {body}");
+    }
+    let exposed = app(locks, options.expose_errors(true)).await;
+    let (status, _, body) = send(&exposed, buy("a")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.to_lowercase().contains("redis"), "{body}");
+}
+
+/// Items 5 and 6: the adapter exports what its snippets need, and a handler's own lock error
+/// answers as the middleware would.
+#[actix_web::test]
+async fn a_handler_answers_its_lock_errors_like_the_middleware() {
+    use lock_actix::{FencingToken, LockInfo, LockRejection};
+
+    async fn restock(locks: web::Data<LockClient>) -> Result<String, LockRejection> {
+        let guard = locks
+            .lock("stock")
+            .owner(&lock_core::LockOwner::new())
+            .acquire_with(lock_actix::WaitPolicy::Try)
+            .await?
+            .ok_or_else(|| {
+                LockRejection::from(LockError::Busy {
+                    key: "stock".into(),
+                    waited: Duration::ZERO,
+                })
+            })?;
+        let fence: FencingToken = guard.fencing_token();
+        guard.release().await?;
+        Ok(format!("restocked under {fence}"))
+    }
+    let locks = LockClient::new(MemoryBackend::new());
+    let app = test::init_service(
+        App::new()
+            .app_data(web::Data::new(locks.clone()))
+            .route("/restock", web::post().to(restock)),
+    )
+    .await;
+    let (status, _, _) = send(&app, TestRequest::post().uri("/restock")).await;
+    assert_eq!(status, StatusCode::OK);
+    let held = locks.lock("stock").await.unwrap();
+    let (status, headers, body) = send(&app, TestRequest::post().uri("/restock")).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        headers.get("content-type").unwrap(),
+        "application/problem+json"
+    );
+    assert_eq!(headers.get("retry-after").unwrap(), "1");
+    assert!(
+        body.contains(r#""type":"urn:distributed-lock:busy""#),
+        "{body}"
+    );
+    held.release().await.unwrap();
+    let info: Option<LockInfo> = None;
+    assert!(info.is_none());
 }

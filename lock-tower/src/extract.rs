@@ -26,6 +26,15 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
     fn describe(&self) -> String {
         "lock key".to_owned()
     }
+
+    /// Whether the request is this extractor's business at all; when `false` it passes
+    /// through the layer untouched (no lock, no 400). [`KeySource::path_param`] selects the
+    /// paths its route template matches ([`KeySource::selects`]); the default selects every
+    /// request.
+    fn selects(&self, request: &Request<B>) -> bool {
+        let _ = request;
+        true
+    }
 }
 
 impl<B> KeyExtractor<B> for KeySource {
@@ -35,6 +44,10 @@ impl<B> KeyExtractor<B> for KeySource {
 
     fn describe(&self) -> String {
         KeySource::describe(self)
+    }
+
+    fn selects(&self, request: &Request<B>) -> bool {
+        KeySource::selects(self, &Head(request))
     }
 }
 

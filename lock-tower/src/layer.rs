@@ -1,25 +1,36 @@
-//! [`KeyedLockLayer`]: wraps services in [`KeyedLockService`].
+//! [`KeyedLockLayer`]: wraps services in [`KeyedLockService`]; [`KeyedLockLayerBuilder`]
+//! checks its settings once, when it is built.
 
 use std::sync::Arc;
 
 use lock_core::http::KeyedLockOptions;
-use lock_core::LockClient;
+use lock_core::{LockClient, LockError};
 use tower_layer::Layer;
 
-use crate::KeyedLockService;
+use crate::{KeyedLockService, LockRejection};
 
 /// Applies a distributed lock per request key to the services it wraps.
 ///
 /// `K` is where the key comes from: a [`KeySource`](lock_core::http::KeySource) or a closure
-/// (see [`KeyExtractor`](crate::KeyExtractor)).
+/// (see [`KeyExtractor`](crate::KeyExtractor)). Build it with [`builder`](Self::builder),
+/// which refuses invalid settings:
 ///
 /// ```
+/// use std::time::Duration;
 /// use lock_core::{LockClient, MemoryBackend};
-/// use lock_tower::{BusyStatus, KeySource, KeyedLockLayer, KeyedLockOptions};
+/// use lock_tower::{BusyStatus, KeySource, KeyedLockLayer, WaitPolicy};
 ///
-/// let layer = KeyedLockLayer::new(LockClient::new(MemoryBackend::new()), KeySource::header("Idempotency-Key"))
-///     .options(KeyedLockOptions::new().busy_status(BusyStatus::TooManyRequests));
+/// let layer = KeyedLockLayer::builder(LockClient::new(MemoryBackend::new()), KeySource::header("Idempotency-Key"))
+///     .wait(WaitPolicy::Within(Duration::from_secs(2)))
+///     .busy_status(BusyStatus::TooManyRequests)
+///     .methods(["POST"])
+///     .build()
+///     .expect("valid settings");
 /// # let _ = layer;
+/// let refused = KeyedLockLayer::builder(LockClient::new(MemoryBackend::new()), KeySource::path_index(0))
+///     .methods([""])
+///     .build();
+/// assert!(refused.is_err());
 /// ```
 #[derive(Clone, Debug)]
 #[must_use]
@@ -40,15 +51,55 @@ impl<K> KeyedLockLayer<K> {
         }
     }
 
+    /// Starts a layer whose settings [`build`](KeyedLockLayerBuilder::build) checks.
+    pub fn builder(client: LockClient, extractor: K) -> KeyedLockLayerBuilder<K> {
+        KeyedLockLayerBuilder {
+            client,
+            extractor,
+            options: KeyedLockOptions::default(),
+        }
+    }
+
     /// Replaces the options. Invalid options (a lease outside lock-core's bounds) are logged
-    /// here and answer 500 at request time; check them first with
-    /// [`KeyedLockOptions::validate`].
+    /// here and answer 500 at request time; [`builder`](Self::builder) refuses them instead.
     pub fn options(mut self, options: KeyedLockOptions) -> Self {
         if let Err(error) = options.validate() {
             tracing::error!(%error, "invalid KeyedLockOptions: locked requests will answer 500");
         }
         self.options = Arc::new(options);
         self
+    }
+
+    /// The answer this layer gives for `error` (its `Retry-After`, busy status and
+    /// [`expose_errors`](KeyedLockLayerBuilder::expose_errors) setting), for a handler that
+    /// takes a lock of its own and wants to fail the same way.
+    pub fn rejection(&self, error: &LockError) -> LockRejection {
+        LockRejection::from_error(error, &self.options)
+    }
+}
+
+/// The settings of a [`KeyedLockLayer`], checked by [`build`](Self::build); start from
+/// [`KeyedLockLayer::builder`].
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct KeyedLockLayerBuilder<K> {
+    client: LockClient,
+    extractor: K,
+    options: KeyedLockOptions,
+}
+
+impl<K> KeyedLockLayerBuilder<K> {
+    lock_core::__keyed_lock_option_methods!(options);
+
+    /// The layer, or the first invalid setting (an empty or malformed method, a key prefix
+    /// with NUL or too long, a lease or `Retry-After` out of bounds).
+    pub fn build(self) -> Result<KeyedLockLayer<K>, LockError> {
+        self.options.validate()?;
+        Ok(KeyedLockLayer {
+            client: self.client,
+            extractor: self.extractor,
+            options: Arc::new(self.options),
+        })
     }
 }
 

@@ -16,25 +16,33 @@
 //! misses across instances, see [`response_cache`]) and [`IdempotencyLayer`] (idempotent
 //! endpoints keyed by `Idempotency-Key`, see [`idempotency`]).
 //!
+//! The handler's fencing token: lock-tower does not depend on axum, so there is no extractor
+//! type of its own; take `Extension<LockInfo>` (axum's extension extractor) as below, or read
+//! `request.extensions().get::<LockInfo>()` in any tower service. A handler that takes a lock
+//! itself answers its failure the same way with [`LockRejection`] / [`error_response`].
+//!
+//! Put the layer on the routes it protects with axum's `route_layer`, which runs only for
+//! requests that matched a route; a [`KeySource::path_param`] key also passes through requests
+//! whose path its template does not match, so `.layer(..)` does not turn 404s into 400s.
+//!
 //! ```
 //! use std::time::Duration;
 //! use axum::{routing::post, Extension, Router};
-//! use lock_core::{LockClient, MemoryBackend, WaitPolicy};
-//! use lock_tower::{KeySource, KeyedLockLayer, KeyedLockOptions, LockInfo};
+//! use lock_core::MemoryBackend;
+//! use lock_tower::{KeySource, KeyedLockLayer, LockClient, LockInfo, WaitPolicy};
 //!
 //! async fn buy(Extension(lock): Extension<LockInfo>) -> String {
 //!     format!("sold under fence {}", lock.fence)
 //! }
 //!
 //! let locks = LockClient::new(MemoryBackend::new());
-//! let app: Router = Router::new().route("/buy/{sku}", post(buy)).layer(
-//!     KeyedLockLayer::new(locks, KeySource::path_param("/buy/{sku}", "sku")).options(
-//!         KeyedLockOptions::new()
-//!             .wait(WaitPolicy::Within(Duration::from_secs(2)))
-//!             .key_prefix("sku:")
-//!             .methods(["POST"]),
-//!     ),
-//! );
+//! let layer = KeyedLockLayer::builder(locks, KeySource::path_param("/buy/{sku}", "sku"))
+//!     .wait(WaitPolicy::Within(Duration::from_secs(2)))
+//!     .key_prefix("sku:")
+//!     .methods(["POST"])
+//!     .build()
+//!     .expect("valid settings");
+//! let app: Router = Router::new().route("/buy/{sku}", post(buy)).route_layer(layer);
 //! # let _ = app;
 //! ```
 //!
@@ -44,6 +52,7 @@ mod extract;
 mod future;
 pub mod idempotency;
 mod layer;
+mod rejection;
 pub mod response_cache;
 mod service;
 
@@ -52,10 +61,11 @@ pub use future::ResponseFuture;
 pub use idempotency::{
     IdempotencyBody, IdempotencyLayer, IdempotencyLayerBuilder, IdempotencyService,
 };
-pub use layer::KeyedLockLayer;
+pub use layer::{KeyedLockLayer, KeyedLockLayerBuilder};
 pub use lock_core::http::{
-    BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
+    AppliesTo, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
 };
-pub use lock_core::FencingToken;
+pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
+pub use rejection::{error_response, LockRejection};
 pub use response_cache::{ResponseCacheBody, ResponseCacheLayer, ResponseCacheService};
 pub use service::KeyedLockService;

@@ -3,12 +3,12 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::HeaderName;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{Request, Response};
 use lock_core::http::{run_locked, KeyedLockOptions, Rejection};
 use lock_core::LockClient;
 use tower_service::Service;
 
+use crate::rejection::rejection_response as into_response;
 use crate::{KeyExtractor, ResponseFuture};
 
 /// Runs the inner service under the lock of each selected request's key; built by
@@ -32,6 +32,17 @@ use crate::{KeyExtractor, ResponseFuture};
 /// let service = layer.layer(inner); // still `Error = Infallible`
 /// let response = service.oneshot(Request::new(String::new())).await.unwrap();
 /// assert_eq!(response.status(), 400, "`/` has no path segment 0");
+///
+/// // A request the key's route template does not match is not the layer's business.
+/// let layer = KeyedLockLayer::new(
+///     LockClient::new(MemoryBackend::new()),
+///     KeySource::path_param("/buy/{sku}", "sku"),
+/// );
+/// let inner = service_fn(|_req: Request<String>| async {
+///     Ok::<_, Infallible>(Response::new(String::from("not found")))
+/// });
+/// let response = layer.layer(inner).oneshot(Request::new(String::new())).await.unwrap();
+/// assert_eq!(response.into_body(), "not found");
 /// # }
 /// ```
 #[derive(Clone, Debug)]
@@ -81,9 +92,11 @@ where
     }
 
     fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+        // Not selected, or bound for another route (or none: a 404): pass through untouched.
         if !self
             .options
             .applies(request.method().as_str(), request.uri().path())
+            || !self.extractor.selects(&request)
         {
             return ResponseFuture::new(self.inner.call(request));
         }
@@ -107,21 +120,4 @@ where
             }
         })
     }
-}
-
-fn into_response<B: From<String>>(rejection: Rejection) -> Response<B> {
-    let headers = rejection.headers();
-    // Problem bodies are JSON, always UTF-8.
-    let body = String::from_utf8_lossy(&rejection.body).into_owned();
-    let mut response = Response::new(B::from(body));
-    *response.status_mut() =
-        StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for (name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(name), value);
-        }
-    }
-    response
 }

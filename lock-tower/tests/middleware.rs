@@ -171,6 +171,18 @@ async fn an_unreachable_backend_answers_503_and_never_runs_the_handler() {
         body.contains(r#""type":"urn:distributed-lock:unavailable""#),
         "{body}"
     );
+    assert!(!body.contains("refused"), "5xx bodies are generic: {body}");
+    // The same answer a handler gets from `error_response` for the same error.
+    let same: Response<String> =
+        lock_tower::error_response(&LockError::unavailable("unreachable", "connection refused"));
+    assert_eq!(
+        (same.status(), same.body().as_str()),
+        (status, body.as_str())
+    );
+
+    let exposed = KeyedLockOptions::new().expose_errors(true);
+    let (status, _, body) = send(&app(LockClient::new(Unreachable), exposed), buy("a")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body.contains("connection refused"), "{body}");
 }
 
@@ -279,4 +291,177 @@ async fn errors_of_the_inner_service_pass_through_and_infallible_stays_infallibl
     {
     }
     stays_infallible(&service);
+}
+
+/// Item 1: a layer on a router merged into an app leaves the app's other routes and its 404s
+/// alone.
+#[tokio::test]
+async fn a_layer_on_a_merged_router_passes_unmatched_requests_through() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let shop = Router::new()
+        .route("/buy/{sku}", post(fence))
+        .layer(KeyedLockLayer::new(
+            locks.clone(),
+            KeySource::path_param("/buy/{sku}", "sku"),
+        ));
+    let app = Router::new()
+        .route("/health", axum::routing::get(|| async { "ok" }))
+        .merge(shop);
+    let get = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
+    assert_eq!(send(&app, get("/")).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        send(&app, get("/nowhere/at/all")).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(send(&app, get("/health")).await.0, StatusCode::OK);
+    let (status, _, body) = send(&app, buy("a")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "a 1"));
+    // Its own route with a malformed key is still the layer's 400.
+    assert_eq!(send(&app, buy("%zz")).await.0, StatusCode::BAD_REQUEST);
+
+    // A header key on `route_layer`: only matched routes see the layer.
+    let paid = Router::new()
+        .route("/pay", post(|| async { "paid" }))
+        .route_layer(KeyedLockLayer::new(
+            locks,
+            KeySource::header("Idempotency-Key"),
+        ));
+    let app = Router::new().merge(paid);
+    assert_eq!(send(&app, get("/")).await.0, StatusCode::NOT_FOUND);
+    let pay = Request::post("/pay").body(Body::empty()).unwrap();
+    assert_eq!(send(&app, pay).await.0, StatusCode::BAD_REQUEST);
+}
+
+/// Item 2: a zero wait is a try, as `acquire_within(Duration::ZERO)` is.
+#[tokio::test]
+async fn a_zero_wait_is_a_try() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let zero = KeyedLockOptions::new().wait(WaitPolicy::Within(Duration::ZERO));
+    assert!(zero.validate().is_ok());
+    let app = app(locks.clone(), zero.clone());
+    assert_eq!(send(&app, buy("a")).await.0, StatusCode::OK);
+    let held = locks.lock("a").await.unwrap();
+    assert_eq!(send(&app, buy("a")).await.0, StatusCode::CONFLICT);
+    held.release().await.unwrap();
+    let layer = KeyedLockLayer::builder(locks, KeySource::path_index(1))
+        .options(zero)
+        .build();
+    assert!(layer.is_ok());
+}
+
+/// Item 3: bad settings are refused when the layer is built.
+#[tokio::test]
+async fn the_builder_refuses_bad_settings() {
+    let locks = LockClient::new(MemoryBackend::new());
+    let builder = || KeyedLockLayer::builder(locks.clone(), KeySource::path_index(1));
+    assert!(builder().methods([""]).build().is_err());
+    assert!(builder().methods(["PO ST"]).build().is_err());
+    assert!(builder().key_prefix("sku\0").build().is_err());
+    assert!(builder()
+        .lease(lock_tower::LeaseMode::fixed(Duration::from_millis(1)))
+        .build()
+        .is_err());
+    assert!(builder().retry_after(Duration::ZERO).build().is_err());
+    let layer = builder()
+        .wait(WaitPolicy::Within(Duration::from_secs(1)))
+        .key_prefix("sku:")
+        .methods(["POST"])
+        .busy_status(BusyStatus::TooManyRequests)
+        .retry_after(Duration::from_secs(2))
+        .lease(lock_tower::LeaseMode::watchdog(Duration::from_secs(10)))
+        .on_lost(OnLost::Cancel)
+        .expose_errors(false)
+        .build()
+        .unwrap();
+    let app = Router::new().route("/buy/{sku}", post(fence)).layer(layer);
+    let (status, _, body) = send(&app, buy("a")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "sku:a 1"));
+}
+
+/// Item 4: a Redis that went away answers a 503 that names neither Redis, its address nor the
+/// OS error.
+#[tokio::test]
+async fn a_dead_redis_answers_a_generic_503() {
+    use lock_core::testing::{free_port, RedisServer};
+    let dir = std::env::temp_dir().join(format!("lock-tower-dead-redis-{}", std::process::id()));
+    let mut server = RedisServer::start(free_port(), dir);
+    let backend = lock_core::RedisBackend::builder(server.url())
+        .response_timeout(Duration::from_millis(300))
+        .attempts(1)
+        .connect()
+        .await
+        .unwrap();
+    let locks = LockClient::new(backend);
+    let layer = |expose| {
+        KeyedLockLayer::builder(locks.clone(), KeySource::path_param("/buy/{sku}", "sku"))
+            .key_prefix("sku:")
+            .expose_errors(expose)
+            .build()
+            .unwrap()
+    };
+    let generic = Router::new()
+        .route("/buy/{sku}", post(fence))
+        .layer(layer(false));
+    assert_eq!(send(&generic, buy("a")).await.0, StatusCode::OK);
+    server.kill();
+    let (status, _, body) = send(&generic, buy("a")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    for secret in ["redis", "Redis", "refused", "127.0.0.1", "sku:a"] {
+        assert!(!body.contains(secret), "{secret} in {body}");
+    }
+    let exposed = Router::new()
+        .route("/buy/{sku}", post(fence))
+        .layer(layer(true));
+    let (status, _, body) = send(&exposed, buy("a")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.to_lowercase().contains("redis"), "{body}");
+}
+
+/// Items 5 and 6: the adapter exports what its snippets need, and a handler's own lock error
+/// answers as the layer would.
+#[tokio::test]
+async fn a_handler_answers_its_lock_errors_like_the_layer() {
+    use axum::extract::State;
+    use lock_tower::{FencingToken, LockRejection};
+
+    async fn restock(State(locks): State<LockClient>) -> Result<String, axum::response::Response> {
+        let wait = lock_tower::WaitPolicy::Try;
+        let guard = locks
+            .lock("stock")
+            .owner(&lock_core::LockOwner::new())
+            .acquire_with(wait)
+            .await
+            .map_err(|e| LockRejection::from(e).into_response())?
+            .ok_or_else(|| {
+                let busy = LockError::Busy {
+                    key: "stock".into(),
+                    waited: Duration::ZERO,
+                };
+                lock_tower::error_response(&busy)
+            })?;
+        let fence: FencingToken = guard.fencing_token();
+        guard
+            .release()
+            .await
+            .map_err(|e| LockRejection::from(e).into_response())?;
+        Ok(format!("restocked under {fence}"))
+    }
+    let locks = LockClient::new(MemoryBackend::new());
+    let app = Router::new()
+        .route("/restock", post(restock))
+        .with_state(locks.clone());
+    let restock_request = || Request::post("/restock").body(Body::empty()).unwrap();
+    assert_eq!(send(&app, restock_request()).await.0, StatusCode::OK);
+    let held = locks.lock("stock").await.unwrap();
+    let (status, headers, body) = send(&app, restock_request()).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(headers["content-type"], "application/problem+json");
+    assert_eq!(headers["retry-after"], "1");
+    assert!(
+        body.contains(r#""type":"urn:distributed-lock:busy""#),
+        "{body}"
+    );
+    held.release().await.unwrap();
+    let info: Option<lock_tower::LockInfo> = None;
+    assert!(info.is_none());
 }

@@ -119,6 +119,46 @@ impl KeySource {
         (!value.is_empty()).then_some(value)
     }
 
+    /// Whether this rule is about `head` at all: `false` when a
+    /// [`path_param`](Self::path_param) template's shape (segment count and literal segments)
+    /// does not match the path, as for a request bound for another route or for none (a 404).
+    /// Middleware passes such requests through untouched instead of answering 400; every other
+    /// rule selects every request, so a header or query key belongs on matched routes only
+    /// (axum's `route_layer`, actix's `web::resource(..).wrap(..)`).
+    ///
+    /// ```
+    /// use lock_core::http::{KeySource, RequestHead};
+    ///
+    /// struct Path(&'static str);
+    /// impl RequestHead for Path {
+    ///     fn method(&self) -> &str { "GET" }
+    ///     fn path(&self) -> &str { self.0 }
+    ///     fn query(&self) -> Option<&str> { None }
+    ///     fn header(&self, _: &str) -> Option<&[u8]> { None }
+    /// }
+    ///
+    /// let sku = KeySource::path_param("/buy/{sku}", "sku");
+    /// assert!(sku.selects(&Path("/buy/a")));
+    /// assert!(sku.selects(&Path("/buy/%zz")), "its route, a malformed key: 400");
+    /// assert!(!sku.selects(&Path("/")));
+    /// assert!(!sku.selects(&Path("/buy/a/b")));
+    /// ```
+    #[must_use]
+    pub fn selects(&self, head: &(impl RequestHead + ?Sized)) -> bool {
+        match self {
+            Self::PathSegment(PathSegment::Named { template, .. }) => {
+                let pattern: Vec<&str> = segments(template).collect();
+                let actual: Vec<&str> = segments(head.path()).collect();
+                pattern.len() == actual.len()
+                    && pattern
+                        .iter()
+                        .zip(&actual)
+                        .all(|(p, a)| param_name(p).is_some() || p == a)
+            }
+            _ => true,
+        }
+    }
+
     /// Where the key is looked for, for error messages.
     #[must_use]
     pub fn describe(&self) -> String {
@@ -224,6 +264,10 @@ mod tests {
         let colon = KeySource::path_param("/t/:tenant/o/:order", "order");
         assert_eq!(colon.extract(&head("/t/a/o/9", None)).as_deref(), Some("9"));
         assert_eq!(KeySource::path_index(0).extract(&head("/%zz", None)), None);
+        assert!(named.selects(&head("/buy/x", None)));
+        assert!(!named.selects(&head("/", None)));
+        assert!(!named.selects(&head("/sell/x", None)));
+        assert!(KeySource::header("x").selects(&head("/", None)));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{LeaseMode, LockError, WaitPolicy};
+use crate::{LeaseMode, LockError, WaitPolicy, MAX_KEY_LEN};
 
 /// The status a busy lock answers with.
 ///
@@ -84,6 +84,18 @@ impl AppliesTo {
         self
     }
 
+    /// Refuses an empty method or one that is not an HTTP token (RFC 9110 `tchar`s).
+    pub fn validate(&self) -> Result<(), LockError> {
+        for method in &self.methods {
+            if method.is_empty() || !method.bytes().all(is_tchar) {
+                return Err(LockError::InvalidConfig(format!(
+                    "middleware method {method:?} is not an HTTP method token"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether a request with this method and path is locked.
     #[must_use]
     pub fn matches(&self, method: &str, path: &str) -> bool {
@@ -98,11 +110,20 @@ impl AppliesTo {
     }
 }
 
+/// RFC 9110 `tchar`: the characters of a method name.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// The longest `Retry-After` the options accept.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// How keyed-lock middleware waits, holds, answers and selects requests.
 ///
 /// Defaults: reject at once when busy (`WaitPolicy::Try`), the client's default lease (a
 /// watchdog lease), 409 with `Retry-After: 1`, cancel the handler on a lost lease, no key
-/// prefix, every request.
+/// prefix, every request, generic 5xx bodies (the error's detail goes to `tracing` only; see
+/// [`expose_errors`](Self::expose_errors)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -131,6 +152,7 @@ pub struct KeyedLockOptions {
     pub(crate) on_lost: OnLost,
     pub(crate) key_prefix: String,
     pub(crate) applies_to: AppliesTo,
+    pub(crate) expose_errors: bool,
 }
 
 impl Default for KeyedLockOptions {
@@ -144,6 +166,7 @@ impl Default for KeyedLockOptions {
             on_lost: OnLost::default(),
             key_prefix: String::new(),
             applies_to: AppliesTo::default(),
+            expose_errors: false,
         }
     }
 }
@@ -155,8 +178,13 @@ impl KeyedLockOptions {
     }
 
     /// How long a request waits for a busy key before it is answered busy.
+    /// `WaitPolicy::Within(Duration::ZERO)` is a single try, as for
+    /// [`LockRequest::acquire_within`](crate::LockRequest::acquire_within).
     pub fn wait(mut self, wait: WaitPolicy) -> Self {
-        self.wait = wait;
+        self.wait = match wait {
+            WaitPolicy::Within(d) if d.is_zero() => WaitPolicy::Try,
+            wait => wait,
+        };
         self
     }
 
@@ -173,7 +201,7 @@ impl KeyedLockOptions {
     }
 
     /// The `Retry-After` sent with busy and 503 answers, rounded up to whole seconds
-    /// (default 1 s).
+    /// (default 1 s; [`validate`](Self::validate) accepts 1 ms to 24 h).
     pub fn retry_after(mut self, after: Duration) -> Self {
         self.retry_after = Some(after);
         self
@@ -186,7 +214,8 @@ impl KeyedLockOptions {
     }
 
     /// Prepended to every extracted key (`"sku:"` + `"42"`), so keys of different routes
-    /// cannot collide.
+    /// cannot collide. [`validate`](Self::validate) refuses a NUL and a prefix that leaves no
+    /// room for a key within [`MAX_KEY_LEN`](crate::MAX_KEY_LEN).
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.key_prefix = prefix.into();
         self
@@ -212,6 +241,20 @@ impl KeyedLockOptions {
         self
     }
 
+    /// Puts the lock error's detail (backend address, OS error text, lock key) into 5xx
+    /// problem bodies, for development. Off by default: a 503/500 body then says only what
+    /// kind of failure it was, and the detail is logged with `tracing` (warn).
+    pub fn expose_errors(mut self, expose: bool) -> Self {
+        self.expose_errors = expose;
+        self
+    }
+
+    /// Whether 5xx bodies carry the error's detail (see [`expose_errors`](Self::expose_errors)).
+    #[must_use]
+    pub fn exposes_errors(&self) -> bool {
+        self.expose_errors
+    }
+
     /// Whether a request with this method and path is locked.
     #[must_use]
     pub fn applies(&self, method: &str, path: &str) -> bool {
@@ -231,20 +274,143 @@ impl KeyedLockOptions {
         (after.as_millis().div_ceil(1000) as u64).max(1)
     }
 
-    /// Checks the lease and the wait; adapters call it when the middleware is built, and the
-    /// same error answers 500 at request time if it is not.
+    /// Checks every setting: the lease's bounds, the methods (non-empty HTTP tokens), the key
+    /// prefix (no NUL, shorter than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN)) and `Retry-After`
+    /// (1 ms to 24 h). The adapters' builders call it and refuse to build; a lease error
+    /// that still reaches a request answers 500.
+    ///
+    /// A wait of `WaitPolicy::Within(Duration::ZERO)` is valid: it is a single try, as in
+    /// the lock API.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::http::KeyedLockOptions;
+    /// use lock_core::WaitPolicy;
+    ///
+    /// assert!(KeyedLockOptions::new().wait(WaitPolicy::Within(Duration::ZERO)).validate().is_ok());
+    /// assert!(KeyedLockOptions::new().methods([""]).validate().is_err());
+    /// assert!(KeyedLockOptions::new().key_prefix("a\0").validate().is_err());
+    /// assert!(KeyedLockOptions::new().retry_after(Duration::ZERO).validate().is_err());
+    /// ```
     pub fn validate(&self) -> Result<(), LockError> {
         if let Some(lease) = self.lease {
             lease.validate()?;
         }
-        if matches!(self.wait, WaitPolicy::Within(d) if d.is_zero()) {
-            return Err(LockError::InvalidDuration {
-                what: "middleware wait",
-                reason: "use WaitPolicy::Try to reject at once".into(),
-            });
+        self.applies_to.validate()?;
+        if self.key_prefix.contains('\0') || self.key_prefix.len() >= MAX_KEY_LEN {
+            return Err(LockError::InvalidConfig(format!(
+                "middleware key prefix must be free of NUL and shorter than {MAX_KEY_LEN} bytes \
+                 (it is {} bytes)",
+                self.key_prefix.len()
+            )));
+        }
+        if let Some(after) = self.retry_after {
+            if after.is_zero() || after > MAX_RETRY_AFTER {
+                return Err(LockError::InvalidDuration {
+                    what: "middleware Retry-After",
+                    reason: format!("{after:?} is outside 1 ms ..= 24 h"),
+                });
+            }
         }
         Ok(())
     }
+}
+
+/// Expands, inside an `impl` block of a builder that keeps a [`KeyedLockOptions`] in its field
+/// `$options`, to the documented builder methods that forward to it (`wait`, `lease`,
+/// `busy_status`, `retry_after`, `on_lost`, `key_prefix`, `methods`, `path_prefix`,
+/// `applies_to`, `expose_errors`, and `options`, which replaces them all): lock-tower's
+/// `KeyedLockLayerBuilder` and lock-actix's `KeyedLockBuilder` take the same settings with the
+/// same docs.
+///
+/// Not a public API: the adapters' plumbing, changed with them in any release.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __keyed_lock_option_methods {
+    ($options:ident) => {
+        /// How long a request waits for a busy key before it is answered busy (default
+        /// `WaitPolicy::Try`; `Within(Duration::ZERO)` is a try too).
+        pub fn wait(mut self, wait: $crate::WaitPolicy) -> Self {
+            self.$options = self.$options.wait(wait);
+            self
+        }
+
+        /// The lease to take (default: the client's default lease); checked by `build`.
+        pub fn lease(mut self, lease: $crate::LeaseMode) -> Self {
+            self.$options = self.$options.lease(lease);
+            self
+        }
+
+        /// 409 (default) or 429 for a busy key.
+        pub fn busy_status(mut self, status: $crate::http::BusyStatus) -> Self {
+            self.$options = self.$options.busy_status(status);
+            self
+        }
+
+        /// The `Retry-After` of busy and 503 answers, rounded up to whole seconds (default
+        /// 1 s; `build` accepts 1 ms to 24 h).
+        pub fn retry_after(mut self, after: ::std::time::Duration) -> Self {
+            self.$options = self.$options.retry_after(after);
+            self
+        }
+
+        /// What a lost lease does to the running handler (default: cancel it, answer 503).
+        pub fn on_lost(mut self, on_lost: $crate::http::OnLost) -> Self {
+            self.$options = self.$options.on_lost(on_lost);
+            self
+        }
+
+        /// Prepended to every extracted key (`"sku:"` + `"42"`); `build` refuses a NUL and a
+        /// prefix that leaves no room for a key.
+        pub fn key_prefix(
+            mut self,
+            prefix: impl ::std::convert::Into<::std::string::String>,
+        ) -> Self {
+            self.$options = self.$options.key_prefix(prefix);
+            self
+        }
+
+        /// Locks only requests with one of these methods (default: every method); `build`
+        /// refuses an empty method or one that is not an HTTP token.
+        pub fn methods<I, S>(mut self, methods: I) -> Self
+        where
+            I: ::std::iter::IntoIterator<Item = S>,
+            S: ::std::convert::Into<::std::string::String>,
+        {
+            self.$options = self.$options.methods(methods);
+            self
+        }
+
+        /// Locks only requests under this path prefix, on whole segments (may be given several
+        /// times; default: every path).
+        pub fn path_prefix(
+            mut self,
+            prefix: impl ::std::convert::Into<::std::string::String>,
+        ) -> Self {
+            self.$options = self.$options.path_prefix(prefix);
+            self
+        }
+
+        /// Replaces the request selection rule (methods and path prefixes).
+        pub fn applies_to(mut self, rule: $crate::http::AppliesTo) -> Self {
+            self.$options = self.$options.applies_to(rule);
+            self
+        }
+
+        /// Puts the error's detail (backend address, OS error, lock key) into 5xx problem
+        /// bodies, for development (default off: generic bodies, the detail goes to
+        /// `tracing`).
+        pub fn expose_errors(mut self, expose: bool) -> Self {
+            self.$options = self.$options.expose_errors(expose);
+            self
+        }
+
+        /// Replaces every setting above at once.
+        pub fn options(mut self, options: $crate::http::KeyedLockOptions) -> Self {
+            self.$options = options;
+            self
+        }
+    };
 }
 
 #[cfg(test)]
@@ -268,5 +434,29 @@ mod tests {
             .lease(LeaseMode::fixed(Duration::from_millis(1)))
             .validate()
             .is_err());
+    }
+
+    #[test]
+    fn a_zero_wait_is_a_try_and_bad_settings_are_refused() {
+        assert!(KeyedLockOptions::new()
+            .wait(WaitPolicy::Within(Duration::ZERO))
+            .validate()
+            .is_ok());
+        for bad in [
+            KeyedLockOptions::new().methods([""]),
+            KeyedLockOptions::new().methods(["PO ST"]),
+            KeyedLockOptions::new().key_prefix("a\0b"),
+            KeyedLockOptions::new().key_prefix("k".repeat(MAX_KEY_LEN)),
+            KeyedLockOptions::new().retry_after(Duration::ZERO),
+            KeyedLockOptions::new().retry_after(MAX_RETRY_AFTER + Duration::from_secs(1)),
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+        assert!(KeyedLockOptions::new()
+            .methods(["post", "M-SEARCH"])
+            .key_prefix("sku:")
+            .retry_after(Duration::from_millis(1))
+            .validate()
+            .is_ok());
     }
 }

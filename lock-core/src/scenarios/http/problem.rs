@@ -141,8 +141,32 @@ impl Rejection {
 
     /// The answer for a lock error: unavailable/timeout and lost → 503, bad key → 400,
     /// busy → the busy status, anything else → 500 (fail closed in every case).
+    ///
+    /// 5xx bodies are generic unless [`KeyedLockOptions::expose_errors`] is on: no backend
+    /// address, no OS error text, no lock key; the error itself is logged (`tracing`, warn).
+    ///
+    /// ```
+    /// use lock_core::http::{KeyedLockOptions, Rejection};
+    /// use lock_core::LockError;
+    ///
+    /// let down = LockError::unavailable("redis", "connection refused (127.0.0.1:6379)");
+    /// let generic = Rejection::from_error(&down, &KeyedLockOptions::new());
+    /// let body = String::from_utf8(generic.body).unwrap();
+    /// assert_eq!(generic.status, 503);
+    /// assert!(!body.contains("redis") && !body.contains("refused") && !body.contains("127.0.0.1"));
+    /// let detailed = Rejection::from_error(&down, &KeyedLockOptions::new().expose_errors(true));
+    /// assert!(String::from_utf8(detailed.body).unwrap().contains("127.0.0.1:6379"));
+    /// ```
     pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
         let retry = Some(options.retry_after_secs());
+        let server_error = |kind, status, retry, title, generic: &str, key: Option<&str>| {
+            if options.expose_errors {
+                Self::new(kind, status, retry, title, &error.with_causes(), key)
+            } else {
+                tracing::warn!(error = %error.with_causes(), status, "lock error answered with a generic problem body");
+                Self::new(kind, status, retry, title, generic, None)
+            }
+        };
         match error {
             LockError::Busy { key, waited } => Self::busy(key, *waited, options),
             LockError::InvalidKey { key, .. } => Self::new(
@@ -161,28 +185,28 @@ impl Rejection {
                 &error.to_string(),
                 None,
             ),
-            LockError::LeaseLost { key, .. } => Self::new(
+            LockError::LeaseLost { key, .. } => server_error(
                 RejectionKind::Lost,
                 503,
                 retry,
                 "Lock lost",
-                &error.to_string(),
+                "the lock was lost while the request ran; try again",
                 Some(key),
             ),
-            e if e.is_unavailable() => Self::new(
+            e if e.is_unavailable() => server_error(
                 RejectionKind::Unavailable,
                 503,
                 retry,
                 "Lock service unavailable",
-                &e.to_string(),
+                "the lock service could not be reached; try again later",
                 None,
             ),
-            e => Self::new(
+            _ => server_error(
                 RejectionKind::Internal,
                 500,
                 None,
                 "Lock error",
-                &e.to_string(),
+                "the lock could not be taken because of an internal error",
                 None,
             ),
         }
@@ -259,12 +283,25 @@ mod tests {
         let options = KeyedLockOptions::new().retry_after(Duration::from_secs(4));
         let down = Rejection::from_error(&LockError::unavailable("redis", "refused"), &options);
         assert_eq!((down.status, down.retry_after), (503, Some(4)));
+        let generic = String::from_utf8(down.body.clone()).unwrap();
+        assert!(
+            !generic.contains("redis") && !generic.contains("refused"),
+            "{generic}"
+        );
         assert_eq!(down.kind, RejectionKind::Unavailable);
         let lost = LockError::LeaseLost {
             key: "k".into(),
             reason: crate::LostReason::NotOwner,
         };
-        assert_eq!(Rejection::from_error(&lost, &options).status, 503);
+        let lost_answer = Rejection::from_error(&lost, &options);
+        assert_eq!(lost_answer.status, 503);
+        assert!(!String::from_utf8(lost_answer.body)
+            .unwrap()
+            .contains("\"k\""));
+        let exposed = Rejection::from_error(&lost, &options.clone().expose_errors(true));
+        assert!(String::from_utf8(exposed.body)
+            .unwrap()
+            .contains(r#""key":"k""#));
         let bad = LockError::InvalidKey {
             key: String::new(),
             reason: "empty".into(),

@@ -157,8 +157,15 @@ impl RequestLock {
             OnLost::Continue => Ok(work.await),
         };
         let (key, fence) = (info.key, info.fence);
-        if let Err(error) = guard.release().await {
-            tracing::warn!(%error, key, %fence, "release after the handler failed; the TTL frees the lock");
+        if outcome.is_ok() {
+            // Released before answering, so the client's next request finds the key free.
+            if let Err(error) = guard.release().await {
+                tracing::warn!(error = %error.with_causes(), key, %fence, "release after the handler failed; the TTL frees the lock");
+            }
+        } else {
+            // Lost: answer at once; the owner-checked release goes on in the background (a
+            // backend that is down would otherwise hold the 503 for its whole timeout).
+            drop(guard);
         }
         outcome.map_err(|reason| {
             tracing::warn!(key, %fence, %reason, "lease lost while the handler ran; cancelled it");

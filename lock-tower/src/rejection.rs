@@ -1,0 +1,123 @@
+//! [`LockRejection`] and [`error_response`]: a `LockError` answered as the keyed-lock layer
+//! answers it.
+
+use std::fmt;
+
+use http::header::HeaderName;
+use http::{HeaderValue, Response, StatusCode};
+use lock_core::http::{KeyedLockOptions, Rejection};
+use lock_core::LockError;
+
+/// A lock failure as the `application/problem+json` response [`KeyedLockLayer`] gives
+/// (busy → 409 with `Retry-After`, unavailable or lost → 503 with a generic body, …), for
+/// handlers that take locks themselves. Converts into any `http::Response<B>` whose body is
+/// buildable from a `String` (axum's `Response`, so an axum handler may return
+/// `Result<_, axum::response::Response>`).
+///
+/// ```
+/// use axum::response::Response;
+/// use lock_core::LockClient;
+/// use lock_tower::LockRejection;
+///
+/// async fn restock(locks: LockClient) -> Result<&'static str, Response> {
+///     let lock = locks.lock("stock").await.map_err(|e| LockRejection::from(e).into_response())?;
+///     lock.release().await.map_err(|e| LockRejection::from(e).into_response())?;
+///     Ok("restocked")
+/// }
+/// # let _ = restock;
+///
+/// let down = lock_core::LockError::unavailable("redis", "connection refused");
+/// let response: http::Response<String> = LockRejection::from(down).into();
+/// assert_eq!(response.status(), 503);
+/// assert_eq!(response.headers()["content-type"], "application/problem+json");
+/// assert!(!response.body().contains("refused"));
+/// ```
+///
+/// [`KeyedLockLayer`]: crate::KeyedLockLayer
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockRejection(Rejection);
+
+impl LockRejection {
+    /// Wraps a rejection made by lock-core.
+    #[must_use]
+    pub fn new(rejection: Rejection) -> Self {
+        Self(rejection)
+    }
+
+    /// The answer for `error` under `options` (its `Retry-After`, busy status and
+    /// `expose_errors`); [`From<LockError>`](#impl-From<LockError>-for-LockRejection) uses the
+    /// default options.
+    #[must_use]
+    pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
+        Self(Rejection::from_error(error, options))
+    }
+
+    /// Status, headers and body as lock-core decided them.
+    #[must_use]
+    pub fn rejection(&self) -> &Rejection {
+        &self.0
+    }
+
+    /// The response.
+    #[must_use]
+    pub fn into_response<B: From<String>>(self) -> Response<B> {
+        rejection_response(self.0)
+    }
+}
+
+impl From<LockError> for LockRejection {
+    fn from(error: LockError) -> Self {
+        Self::from_error(&error, &KeyedLockOptions::default())
+    }
+}
+
+impl From<Rejection> for LockRejection {
+    fn from(rejection: Rejection) -> Self {
+        Self(rejection)
+    }
+}
+
+impl<B: From<String>> From<LockRejection> for Response<B> {
+    fn from(rejection: LockRejection) -> Self {
+        rejection.into_response()
+    }
+}
+
+impl fmt::Display for LockRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lock rejection ({:?}, {})", self.0.kind, self.0.status)
+    }
+}
+
+impl std::error::Error for LockRejection {}
+
+/// The response the keyed-lock layer gives for `error`, with the default options (generic
+/// 5xx bodies, `Retry-After: 1`, 409 when busy).
+///
+/// ```
+/// let busy = lock_core::LockError::Busy { key: "sku:1".into(), waited: std::time::Duration::ZERO };
+/// let response: http::Response<String> = lock_tower::error_response(&busy);
+/// assert_eq!(response.status(), 409);
+/// ```
+#[must_use]
+pub fn error_response<B: From<String>>(error: &LockError) -> Response<B> {
+    LockRejection::from_error(error, &KeyedLockOptions::default()).into_response()
+}
+
+/// Copies a rejection's status, headers and body into an `http::Response`.
+pub(crate) fn rejection_response<B: From<String>>(rejection: Rejection) -> Response<B> {
+    let headers = rejection.headers();
+    // Problem bodies are JSON, always UTF-8.
+    let body = String::from_utf8_lossy(&rejection.body).into_owned();
+    let mut response = Response::new(B::from(body));
+    *response.status_mut() =
+        StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(name), value);
+        }
+    }
+    response
+}

@@ -297,3 +297,58 @@ async fn old_rows_are_swept_and_tokens_still_increase() {
     );
     case.assert_tokens_still_increase(&client).await;
 }
+
+/// A backend on the application's pool (at the server's default isolation, `REPEATABLE
+/// READ`): the shipped migration creates the tables (and is idempotent), `create_schema(false)`
+/// creates nothing, and locks work on the shared pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_from_an_existing_pool() {
+    let Some(url) = server_url(URL_ENV) else {
+        return;
+    };
+    let pool = sqlx::mysql::MySqlPoolOptions::new()
+        .max_connections(4)
+        .connect(&url)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        sqlx::raw_sql(MySqlBackend::MIGRATION)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let backend = MySqlBackend::builder_from_pool(pool.clone())
+        .create_schema(false)
+        .connect()
+        .await
+        .unwrap();
+    let other = MySqlBackend::from_pool(pool.clone()).await.unwrap();
+    let (a, b) = (LockClient::new(backend), LockClient::new(other));
+    let key = unique_key("from-pool");
+    let held = a.lock(&key).await.unwrap();
+    let fence = held.fencing_token();
+    assert!(b.lock(&key).try_acquire().await.unwrap().is_none());
+    held.release().await.unwrap();
+    let next = b.lock(&key).await.unwrap();
+    assert!(next.fencing_token() > fence);
+    next.release().await.unwrap();
+
+    // Opting out creates nothing: a missing table is an error at the first lock, not a table.
+    let table = format!("lock_core_absent_{}", std::process::id());
+    let bare = MySqlBackend::builder_from_pool(pool.clone())
+        .table(&table)
+        .create_schema(false)
+        .connect()
+        .await
+        .unwrap();
+    assert!(LockClient::new(bare).lock("x").try_acquire().await.is_err());
+    let tables: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.tables \
+         WHERE table_schema = DATABASE() AND table_name = ?",
+    )
+    .bind(&table)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, 0);
+}

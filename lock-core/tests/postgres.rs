@@ -378,3 +378,77 @@ async fn old_rows_are_swept_and_tokens_still_increase() {
     );
     case.assert_tokens_still_increase(&client).await;
 }
+
+/// A backend on the application's pool: the shipped migration creates the table (and is
+/// idempotent), `create_schema(false)` creates nothing, and locks, wake-ups and advisory
+/// locks work on the shared pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_from_an_existing_pool() {
+    let Some(url) = server_url(URL_ENV) else {
+        return;
+    };
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&url)
+        .await
+        .unwrap();
+    sqlx::raw_sql(PostgresBackend::MIGRATION)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql(PostgresBackend::MIGRATION)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let backend = PostgresBackend::builder_from_pool(pool.clone())
+        .create_schema(false)
+        .connect()
+        .await
+        .unwrap();
+    let other = PostgresBackend::from_pool(pool.clone()).await.unwrap();
+    let (a, b) = (LockClient::new(backend.clone()), LockClient::new(other));
+    let key = unique_key("from-pool");
+    let held = a.lock(&key).await.unwrap();
+    let owner: String = sqlx::query_scalar("SELECT owner FROM lock_core_locks WHERE name = $1")
+        .bind(held.key().full())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(owner.len(), 32);
+    let waiter = tokio::spawn(async move {
+        let started = Instant::now();
+        b.lock(&key).await.unwrap().release().await.unwrap();
+        started.elapsed()
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    held.release().await.unwrap();
+    let waited = waiter.await.unwrap();
+    assert!(
+        waited < Duration::from_millis(900),
+        "woken after {waited:?}"
+    );
+    let advisory = LockClient::new(backend.advisory());
+    advisory
+        .lock(unique_key("from-pool-advisory"))
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+
+    // Opting out creates nothing: a missing table is an error at the first lock, not a table.
+    let table = format!("lock_core_absent_{}", std::process::id());
+    let bare = PostgresBackend::builder_from_pool(pool.clone())
+        .table(&table)
+        .create_schema(false)
+        .connect()
+        .await
+        .unwrap();
+    assert!(LockClient::new(bare).lock("x").try_acquire().await.is_err());
+    let exists: Option<String> = sqlx::query_scalar("SELECT to_regclass($1)::text")
+        .bind(&table)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(exists, None);
+}

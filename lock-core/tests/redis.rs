@@ -163,3 +163,84 @@ async fn fencing_survives_a_lost_counter() {
         second.fencing_token()
     );
 }
+
+/// A backend on the application's own `redis::Client`, and one on its client and
+/// `ConnectionManager`: both lock, and a release by one wakes a waiter of the other through
+/// the subscription each opened from its client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backends_from_a_client_and_from_parts() {
+    let Some(h) = redis().await else { return };
+    let client = redis::Client::open(h.url.as_str()).unwrap();
+    let manager = redis::aio::ConnectionManager::new(client.clone())
+        .await
+        .unwrap();
+    let from_client = RedisBackend::builder_from_client(client.clone())
+        .key_prefix("byo")
+        .connect()
+        .await
+        .unwrap();
+    let from_parts = RedisBackend::builder_from_parts(client.clone(), manager.clone())
+        .key_prefix("byo")
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(from_client.redis_key("ns:k"), "byo:{#ns:k}");
+    let (a, b) = (
+        LockClient::builder(from_client.clone())
+            .namespace("byo")
+            .build()
+            .unwrap(),
+        LockClient::builder(from_parts.clone())
+            .namespace("byo")
+            .build()
+            .unwrap(),
+    );
+    let key = unique_key("byo");
+    let held = b.lock(&key).await.unwrap();
+    // The lock lives on the application's connection too.
+    let stored: Option<String> = redis::cmd("GET")
+        .arg(from_parts.redis_key(held.key().full()))
+        .query_async(&mut manager.clone())
+        .await
+        .unwrap();
+    assert!(stored.is_some_and(|v| v.ends_with(&format!(":{}", held.fencing_token().get()))));
+    let waiter = tokio::spawn(async move {
+        let started = tokio::time::Instant::now();
+        let guard = a.lock(&key).await.unwrap();
+        let waited = started.elapsed();
+        guard.release().await.unwrap();
+        waited
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    held.release().await.unwrap();
+    let waited = waiter.await.unwrap();
+    assert!(from_client.wakeups_received() >= 1, "no wake-up message");
+    assert!(
+        waited < Duration::from_millis(900),
+        "woken after {waited:?}"
+    );
+    // The shortcuts take the same sources.
+    let shortcut = RedisBackend::from_parts(client.clone(), manager)
+        .await
+        .unwrap();
+    assert_eq!(shortcut.redis_key("ns:k"), "lock:{#ns:k}");
+    RedisBackend::from_client(client).await.unwrap();
+}
+
+/// With `redis-tls`, a `rediss://` URL makes a TLS connection: against the plain-text test
+/// server the handshake fails with an error (rustls found its crypto provider by itself; a
+/// missing one would panic here), quickly.
+#[cfg(feature = "redis-tls")]
+#[tokio::test]
+async fn tls_url_speaks_tls() {
+    let Some(h) = redis().await else { return };
+    let tls_url = h.url.replacen("redis://", "rediss://", 1);
+    let started = tokio::time::Instant::now();
+    let err = RedisBackend::builder(&tls_url)
+        .response_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

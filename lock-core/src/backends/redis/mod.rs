@@ -12,6 +12,28 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Your own client, TLS
+//! [`RedisBackend::builder`] takes a URL; [`RedisBackend::builder_from_client`] takes a
+//! `redis::Client` you built (for settings a URL cannot carry), and
+//! [`RedisBackend::builder_from_parts`] also takes your `ConnectionManager`, so the lock
+//! commands share the application's multiplexed connection. Either needs the `redis` crate
+//! at the version lock-core uses (1.x) in your own dependencies.
+//!
+//! With the `redis-tls` feature, `rediss://host:port/db` URLs connect over TLS (rustls),
+//! checking the server against the Mozilla root certificates (webpki-roots). rustls needs a
+//! crypto provider: the feature enables rustls's `ring` provider, which rustls then uses
+//! without any code of yours. If something else in your build enables rustls's `aws-lc-rs`
+//! provider as well, rustls cannot choose and the first TLS connection panics; install one
+//! at the start of `main` (with the `rustls` crate in your dependencies):
+//!
+//! ```ignore
+//! rustls::crypto::ring::default_provider().install_default().expect("the first provider");
+//! ```
+//!
+//! For a private CA or client certificates, build the client with
+//! `redis::Client::build_with_tls(url, redis::TlsCertificates { .. })` and pass it to
+//! [`RedisBackend::builder_from_client`].
+//!
 //! # Layout in Redis
 //! For the lock `shop:sku:42` with the default prefix `lock`:
 //! - `lock:{#shop:sku:42}`: the string `<owner token>:<fence>`, its TTL is the lease;
@@ -104,13 +126,59 @@ pub struct RedisLease {
     _entered: Entered,
 }
 
-/// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`].
-#[derive(Clone, Debug)]
+/// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`] (a URL),
+/// [`RedisBackend::builder_from_client`] (your `redis::Client`) or
+/// [`RedisBackend::builder_from_parts`] (your client and `ConnectionManager`).
+#[derive(Clone)]
 #[must_use]
 pub struct RedisBackendBuilder {
-    url: String,
+    source: Source,
     prefix: String,
     config: RedisConfig,
+}
+
+/// Where a builder's connections come from.
+#[derive(Clone)]
+enum Source {
+    Url(String),
+    Client(redis::Client),
+    Parts(redis::Client, ConnectionManager),
+}
+
+impl std::fmt::Debug for RedisBackendBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL or client may carry a password: name only the kind of source.
+        let source = match self.source {
+            Source::Url(_) => "url",
+            Source::Client(_) => "client",
+            Source::Parts(..) => "client and connection manager",
+        };
+        f.debug_struct("RedisBackendBuilder")
+            .field("source", &source)
+            .field("prefix", &self.prefix)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Opens a client for `url`; `rediss://` needs the `redis-tls` feature.
+fn open_client(url: &str) -> Result<redis::Client> {
+    redis::Client::open(url).map_err(|e| {
+        // Name the scheme and host only: the URL may carry a password.
+        let shown = match url.split_once('@') {
+            Some((head, host)) => {
+                let scheme = head.split_once("://").map_or("", |(scheme, _)| scheme);
+                format!("{scheme}://…@{host}")
+            }
+            None => url.to_owned(),
+        };
+        let hint = if url.starts_with("rediss:") && cfg!(not(feature = "redis-tls")) {
+            " (TLS needs lock-core's `redis-tls` feature)"
+        } else {
+            ""
+        };
+        LockError::InvalidConfig(format!("Redis URL {shown:?}: {e}{hint}"))
+    })
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -127,7 +195,9 @@ impl RedisBackendBuilder {
         self
     }
 
-    /// How long one command may take before it counts as lost (default 2 s).
+    /// How long one command may take before it counts as lost (default 2 s). With
+    /// [`RedisBackend::builder_from_parts`] the given connection manager keeps its own
+    /// timeouts; this one is then only what a timed-out command's error reports.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.config.response_timeout = timeout;
         self
@@ -159,16 +229,24 @@ impl RedisBackendBuilder {
                 "Redis attempts and response timeout must be positive".into(),
             ));
         }
-        let client = redis::Client::open(self.url.as_str())
-            .map_err(|e| LockError::InvalidConfig(format!("Redis URL {:?}: {e}", self.url)))?;
-        let manager_config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(self.config.response_timeout))
-            .set_connection_timeout(Some(self.config.response_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(1));
-        let mut connection = ConnectionManager::new_with_config(client.clone(), manager_config)
-            .await
-            .map_err(to_lock_error)?;
+        let (client, manager) = match self.source {
+            Source::Url(url) => (open_client(&url)?, None),
+            Source::Client(client) => (client, None),
+            Source::Parts(client, manager) => (client, Some(manager)),
+        };
+        let mut connection = match manager {
+            Some(manager) => manager,
+            None => {
+                let manager_config = ConnectionManagerConfig::new()
+                    .set_response_timeout(Some(self.config.response_timeout))
+                    .set_connection_timeout(Some(self.config.response_timeout))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_secs(1));
+                ConnectionManager::new_with_config(client.clone(), manager_config)
+                    .await
+                    .map_err(to_lock_error)?
+            }
+        };
         for script in scripts::all() {
             script
                 .prepare_invoke()
@@ -214,15 +292,98 @@ impl RedisBackendBuilder {
 }
 
 impl RedisBackend {
-    /// Connects with default settings to `url` (`redis://host:port/db`).
+    /// Connects with default settings to `url` (`redis://host:port/db`, or
+    /// `rediss://host:port/db` for TLS with the `redis-tls` feature).
     pub async fn connect(url: &str) -> Result<Self> {
         Self::builder(url).connect().await
     }
 
     /// Starts configuring a backend for `url`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .key_prefix("orders-lock")
+    ///     .response_timeout(Duration::from_secs(1))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
     pub fn builder(url: impl Into<String>) -> RedisBackendBuilder {
+        Self::builder_with(Source::Url(url.into()))
+    }
+
+    /// Connects with default settings through an existing `redis::Client` (see
+    /// [`builder_from_client`](Self::builder_from_client)).
+    pub async fn from_client(client: redis::Client) -> Result<Self> {
+        Self::builder_from_client(client).connect().await
+    }
+
+    /// Starts configuring a backend on an existing `redis::Client`, with whatever connection
+    /// settings it was built with (TLS roots and client certificates, credentials, RESP
+    /// version, database). The backend opens its own `ConnectionManager` and its wake-up
+    /// subscription from it.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, RedisBackend};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/2")?;
+    /// let backend = RedisBackend::builder_from_client(client)
+    ///     .key_prefix("orders-lock")
+    ///     .connect()
+    ///     .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_client(client: redis::Client) -> RedisBackendBuilder {
+        Self::builder_with(Source::Client(client))
+    }
+
+    /// Connects with default settings through an existing client and connection manager (see
+    /// [`builder_from_parts`](Self::builder_from_parts)).
+    pub async fn from_parts(client: redis::Client, connection: ConnectionManager) -> Result<Self> {
+        Self::builder_from_parts(client, connection).connect().await
+    }
+
+    /// Starts configuring a backend that sends its commands on an existing
+    /// `ConnectionManager` (shared with the application: one multiplexed connection for
+    /// both). Redis pub/sub needs a connection of its own, so the backend also takes the
+    /// `redis::Client` it opens the wake-up subscription with; both must reach the same
+    /// server. The manager keeps its own timeouts and reconnect policy
+    /// ([`response_timeout`](RedisBackendBuilder::response_timeout) does not change them);
+    /// give it a response timeout, or a lost reply waits for the connection to drop.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    /// use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+    /// let config = ConnectionManagerConfig::new()
+    ///     .set_response_timeout(Some(Duration::from_secs(2)))
+    ///     .set_connection_timeout(Some(Duration::from_secs(2)));
+    /// let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
+    /// // The application keeps using `manager` (it is a cheap clone) for its own commands.
+    /// let backend = RedisBackend::builder_from_parts(client, manager.clone())
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_parts(
+        client: redis::Client,
+        connection: ConnectionManager,
+    ) -> RedisBackendBuilder {
+        Self::builder_with(Source::Parts(client, connection))
+    }
+
+    fn builder_with(source: Source) -> RedisBackendBuilder {
         RedisBackendBuilder {
-            url: url.into(),
+            source,
             prefix: "lock".into(),
             config: RedisConfig {
                 response_timeout: Duration::from_secs(2),
@@ -514,5 +675,45 @@ fn protocol(detail: String) -> LockError {
     LockError::Protocol {
         backend: BACKEND,
         detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_urls_open_and_bad_ones_are_config_errors() {
+        assert!(open_client("redis://127.0.0.1:6379/0").is_ok());
+        let error = open_client("http://user:secret@127.0.0.1/").unwrap_err();
+        assert!(matches!(error, LockError::InvalidConfig(_)), "{error}");
+        assert!(!error.to_string().contains("secret"), "{error}");
+    }
+
+    #[cfg(feature = "redis-tls")]
+    #[test]
+    fn tls_urls_are_accepted_with_redis_tls() {
+        let client = open_client("rediss://:secret@cache.example.com:6380/1").unwrap();
+        assert!(matches!(
+            client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        ));
+    }
+
+    #[cfg(not(feature = "redis-tls"))]
+    #[test]
+    fn tls_urls_name_the_feature_without_redis_tls() {
+        let error = open_client("rediss://cache.example.com:6380/").unwrap_err();
+        assert!(error.to_string().contains("redis-tls"), "{error}");
+    }
+
+    #[test]
+    fn builder_debug_leaves_secrets_out() {
+        let builder = RedisBackend::builder("redis://:secret@127.0.0.1/");
+        let shown = format!("{builder:?}");
+        assert!(
+            !shown.contains("secret") && shown.contains("url"),
+            "{shown}"
+        );
     }
 }

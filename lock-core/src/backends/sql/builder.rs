@@ -10,10 +10,11 @@ use super::PostgresBackend;
 use super::DEFAULT_TABLE;
 use crate::{LockError, Result};
 
-/// Settings of a SQL backend; start from `PostgresBackend::builder` or `MySqlBackend::builder`.
+/// Settings of a SQL backend; start from `PostgresBackend::builder` or `MySqlBackend::builder`
+/// (a URL), or `builder_from_pool` (your sqlx pool).
 #[must_use]
 pub struct SqlBackendBuilder<B> {
-    url: String,
+    source: Source,
     config: SqlConfig,
     create_schema: bool,
     backend: PhantomData<fn() -> B>,
@@ -26,6 +27,15 @@ pub type PostgresBackendBuilder = SqlBackendBuilder<PostgresBackend>;
 /// Settings of a [`MySqlBackend`].
 pub type MySqlBackendBuilder = SqlBackendBuilder<MySqlBackend>;
 
+/// Where a builder's connections come from.
+pub(crate) enum Source {
+    Url(String),
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool),
+    #[cfg(feature = "mysql")]
+    MySql(sqlx::MySqlPool),
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct SqlConfig {
     pub(crate) table: String,
@@ -37,9 +47,9 @@ pub(crate) struct SqlConfig {
 }
 
 impl<B> SqlBackendBuilder<B> {
-    pub(crate) fn new(url: String, poll_first: Duration, poll_cap: Duration) -> Self {
+    pub(crate) fn new(source: Source, poll_first: Duration, poll_cap: Duration) -> Self {
         Self {
-            url,
+            source,
             config: SqlConfig {
                 table: DEFAULT_TABLE.to_owned(),
                 response_timeout: Duration::from_secs(2),
@@ -60,8 +70,10 @@ impl<B> SqlBackendBuilder<B> {
         self
     }
 
-    /// Whether `connect` creates the table and counter when missing (default true). Turn it
-    /// off when migrations create them (see `schema_statements`).
+    /// Whether `connect` creates the table and counter when missing (default true; it runs
+    /// the backend's `schema_statements`, which are idempotent). Turn it off when your
+    /// migrations create them: the backend's `MIGRATION` const holds the statements for the
+    /// default table, also shipped as `lock-core/migrations/<database>/0001_lock_core.sql`.
     pub fn create_schema(mut self, create: bool) -> Self {
         self.create_schema = create;
         self
@@ -88,14 +100,15 @@ impl<B> SqlBackendBuilder<B> {
         self
     }
 
-    /// The connection pool's size (default 10).
+    /// The connection pool's size (default 10). Not used with `builder_from_pool`: the pool
+    /// you pass keeps its own size and acquire timeout.
     pub fn max_connections(mut self, max: u32) -> Self {
         self.config.max_connections = max;
         self
     }
 
     /// Checks the settings, before connecting.
-    pub(crate) fn checked(self) -> Result<(String, SqlConfig, bool)> {
+    pub(crate) fn checked(self) -> Result<(Source, SqlConfig, bool)> {
         let config = self.config;
         validate_table(&config.table)?;
         if config.attempts == 0 || config.response_timeout.is_zero() || config.poll_cap.is_zero() {
@@ -108,14 +121,22 @@ impl<B> SqlBackendBuilder<B> {
                 "SQL max_connections must be positive".into(),
             ));
         }
-        Ok((self.url, config, self.create_schema))
+        Ok((self.source, config, self.create_schema))
     }
 }
 
 impl<B> std::fmt::Debug for SqlBackendBuilder<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may carry a password: leave it out.
+        let source = match self.source {
+            Source::Url(_) => "url",
+            #[cfg(feature = "postgres")]
+            Source::Postgres(_) => "pool",
+            #[cfg(feature = "mysql")]
+            Source::MySql(_) => "pool",
+        };
         f.debug_struct("SqlBackendBuilder")
+            .field("source", &source)
             .field("config", &self.config)
             .field("create_schema", &self.create_schema)
             .finish_non_exhaustive()

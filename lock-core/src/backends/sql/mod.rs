@@ -13,10 +13,32 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Your own pool
+//! `PostgresBackend::builder_from_pool` and `MySqlBackend::builder_from_pool` (or the
+//! `from_pool` shortcuts) use a `sqlx` pool you already have instead of opening one; the
+//! pool keeps its own size and timeouts.
+//!
+//! ```no_run
+//! # #[cfg(feature = "postgres")]
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use lock_core::{LockClient, PostgresBackend};
+//!
+//! let pool = sqlx::PgPool::connect("postgres://app@127.0.0.1/app").await?;
+//! // The tables come from the application's migrations (PostgresBackend::MIGRATION).
+//! let backend = PostgresBackend::builder_from_pool(pool.clone())
+//!     .create_schema(false)
+//!     .connect()
+//!     .await?;
+//! let locks = LockClient::new(backend);
+//! # Ok(()) }
+//! ```
+//!
 //! # The lock table
 //! Both backends keep one row per held lock in a table (default `lock_core_locks`, created on
 //! first use unless [`SqlBackendBuilder::create_schema`] turns that off; the statements are
-//! also available to put into your own migrations, see `schema_statements`):
+//! also available to put into your own migrations: `schema_statements(table)`, and for the
+//! default table the `MIGRATION` const of each backend, the same text as the files
+//! `lock-core/migrations/{postgres,mysql}/0001_lock_core.sql`):
 //!
 //! | column | meaning |
 //! |---|---|
@@ -91,7 +113,7 @@ pub use self::builder::MySqlBackendBuilder;
 #[cfg(feature = "postgres")]
 pub use self::builder::PostgresBackendBuilder;
 pub use self::builder::SqlBackendBuilder;
-pub(crate) use self::builder::SqlConfig;
+pub(crate) use self::builder::{Source, SqlConfig};
 #[cfg(feature = "mysql")]
 pub use self::mysql::{MySqlBackend, MySqlLease};
 #[cfg(feature = "postgres")]
@@ -166,6 +188,40 @@ pub(crate) fn remaining(micros: Option<i64>) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A migration's statements without comments, whitespace runs collapsed.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn normalized(sql: &str) -> Vec<String> {
+        let code: String = sql
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        code.split(';')
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_migration_is_what_create_schema_runs() {
+        let statements = PostgresBackend::schema_statements(DEFAULT_TABLE);
+        assert_eq!(
+            normalized(PostgresBackend::MIGRATION),
+            normalized(&statements.join(";"))
+        );
+    }
+
+    #[cfg(feature = "mysql")]
+    #[test]
+    fn mysql_migration_is_what_create_schema_runs() {
+        let statements = MySqlBackend::schema_statements(DEFAULT_TABLE);
+        assert_eq!(
+            normalized(MySqlBackend::MIGRATION),
+            normalized(&statements.join(";"))
+        );
+    }
 
     #[test]
     fn short_names_are_kept_and_long_or_hash_like_ones_hashed() {

@@ -13,7 +13,7 @@ use super::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 use super::waiters::WaiterHub;
 use super::{
     forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
-    wait_for_grant, Attempt, SqlBackendBuilder, SqlConfig,
+    wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
 use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
@@ -22,8 +22,8 @@ const BACKEND: &str = "mysql";
 
 /// Locks as rows of a MySQL (8.0+) or MariaDB (10.3+) table, expiring by the database's clock.
 ///
-/// Cheap to clone: clones share one connection pool. Connections run at `READ COMMITTED`, so
-/// looking for a missing row takes no gap locks (the classic source of insert deadlocks).
+/// Cheap to clone: clones share one connection pool. Grant transactions run at `READ
+/// COMMITTED`, so looking for a missing row takes no gap locks (the classic source of insert deadlocks).
 ///
 /// ```no_run
 /// use lock_core::{LockClient, MySqlBackend};
@@ -130,7 +130,15 @@ enum Outcome {
 impl SqlBackendBuilder<MySqlBackend> {
     /// Connects and creates the schema (unless turned off).
     pub async fn connect(self) -> Result<MySqlBackend> {
-        let (url, config, create) = self.checked()?;
+        let (source, config, create) = self.checked()?;
+        let url = match source {
+            Source::Url(url) => url,
+            Source::MySql(pool) => {
+                return Self::finish(pool, config, create).await;
+            }
+            #[cfg(feature = "postgres")]
+            Source::Postgres(_) => unreachable!("a PostgreSQL pool in a MySQL builder"),
+        };
         let options: MySqlConnectOptions = url
             .parse()
             .map_err(|e| LockError::InvalidConfig(format!("MySQL URL: {e}")))?;
@@ -148,6 +156,10 @@ impl SqlBackendBuilder<MySqlBackend> {
             .connect_with(options)
             .await
             .map_err(|e| to_lock_error(BACKEND, e))?;
+        Self::finish(pool, config, create).await
+    }
+
+    async fn finish(pool: MySqlPool, config: SqlConfig, create: bool) -> Result<MySqlBackend> {
         if create {
             create_schema(&pool, &config.table).await?;
         }
@@ -174,8 +186,49 @@ impl MySqlBackend {
 
     /// Starts configuring a backend for `url`.
     pub fn builder(url: impl Into<String>) -> SqlBackendBuilder<Self> {
+        Self::builder_with(Source::Url(url.into()))
+    }
+
+    /// Builds a backend with default settings on an existing pool (see
+    /// [`builder_from_pool`](Self::builder_from_pool)); creates the schema if missing.
+    pub async fn from_pool(pool: MySqlPool) -> Result<Self> {
+        Self::builder_from_pool(pool).connect().await
+    }
+
+    /// Starts configuring a backend on an existing pool (shared with the application). The
+    /// pool keeps its size and acquire timeout
+    /// ([`max_connections`](SqlBackendBuilder::max_connections) is not used) and its
+    /// connections their session settings: the backend starts each grant transaction at
+    /// `READ COMMITTED` itself.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, MySqlBackend};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = sqlx::MySqlPool::connect("mysql://app@127.0.0.1/app").await?;
+    /// let backend = MySqlBackend::builder_from_pool(pool.clone())
+    ///     // The application's migrations create the tables (see `MIGRATION`).
+    ///     .create_schema(false)
+    ///     .connect()
+    ///     .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_pool(pool: MySqlPool) -> SqlBackendBuilder<Self> {
+        Self::builder_with(Source::MySql(pool))
+    }
+
+    /// The migration creating the default lock table (`lock_core_locks`) and its counters:
+    /// the statements of [`schema_statements`](Self::schema_statements), as the file
+    /// `lock-core/migrations/mysql/0001_lock_core.sql`. For `sqlx migrate` or any other
+    /// migration tool; then connect with
+    /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
+    pub const MIGRATION: &'static str =
+        include_str!("../../../migrations/mysql/0001_lock_core.sql");
+
+    fn builder_with(source: Source) -> SqlBackendBuilder<Self> {
         SqlBackendBuilder::new(
-            url.into(),
+            source,
             Duration::from_millis(10),
             Duration::from_millis(100),
         )
@@ -262,7 +315,11 @@ impl MySqlBackend {
             }
         }
         let outcome = run(BACKEND, &shared.config, "acquire", || async {
-            let mut tx = shared.pool.begin().await?;
+            // Set per transaction too, for pools the backend did not open.
+            let mut tx = shared
+                .pool
+                .begin_with("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION")
+                .await?;
             tx.execute(sqlx::query(&shared.sql.lock_counter).bind(lock_key))
                 .await?;
             let (counter, holder, fence, left): (u64, Option<Vec<u8>>, Option<u64>, Option<i64>) =

@@ -12,7 +12,7 @@ use super::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 use super::waiters::WaiterHub;
 use super::{
     fence_from_i64, forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key,
-    to_lock_error, wait_for_grant, Attempt, SqlBackendBuilder, SqlConfig,
+    to_lock_error, wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
 use crate::{LockError, LockKey, OwnerToken, Result};
@@ -152,18 +152,29 @@ pub struct PostgresLease {
 impl SqlBackendBuilder<PostgresBackend> {
     /// Connects, creates the schema (unless turned off) and starts listening for wake-ups.
     pub async fn connect(self) -> Result<PostgresBackend> {
-        let (url, config, create) = self.checked()?;
-        let options: PgConnectOptions = url
-            .parse()
-            .map_err(|e| LockError::InvalidConfig(format!("PostgreSQL URL: {e}")))?;
-        let options = options.application_name("lock-core");
-        let pool = PgPoolOptions::new()
-            // One more than asked for: the LISTEN connection lives in the pool too.
-            .max_connections(config.max_connections + 1)
-            .acquire_timeout(config.response_timeout)
-            .connect_with(options.clone())
-            .await
-            .map_err(|e| to_lock_error(BACKEND, e))?;
+        let (source, config, create) = self.checked()?;
+        let (pool, options) = match source {
+            Source::Postgres(pool) => {
+                let options = (*pool.connect_options()).clone();
+                (pool, options)
+            }
+            Source::Url(url) => {
+                let options: PgConnectOptions = url
+                    .parse()
+                    .map_err(|e| LockError::InvalidConfig(format!("PostgreSQL URL: {e}")))?;
+                let options = options.application_name("lock-core");
+                let pool = PgPoolOptions::new()
+                    // One more than asked for: the LISTEN connection lives in the pool too.
+                    .max_connections(config.max_connections + 1)
+                    .acquire_timeout(config.response_timeout)
+                    .connect_with(options.clone())
+                    .await
+                    .map_err(|e| to_lock_error(BACKEND, e))?;
+                (pool, options)
+            }
+            #[cfg(feature = "mysql")]
+            Source::MySql(_) => unreachable!("a MySQL pool in a PostgreSQL builder"),
+        };
         let sql = Statements::new(&config.table);
         if create {
             create_schema(&pool, &config.table).await?;
@@ -206,8 +217,54 @@ impl PostgresBackend {
 
     /// Starts configuring a backend for `url`.
     pub fn builder(url: impl Into<String>) -> SqlBackendBuilder<Self> {
-        SqlBackendBuilder::new(url.into(), Duration::from_secs(1), Duration::from_secs(1))
+        Self::builder_with(Source::Url(url.into()))
     }
+
+    /// Builds a backend with default settings on an existing pool (see
+    /// [`builder_from_pool`](Self::builder_from_pool)); creates the schema if missing.
+    pub async fn from_pool(pool: PgPool) -> Result<Self> {
+        Self::builder_from_pool(pool).connect().await
+    }
+
+    /// Starts configuring a backend on an existing pool (shared with the application). The
+    /// pool keeps its size and acquire timeout
+    /// ([`max_connections`](SqlBackendBuilder::max_connections) is not used); the backend's
+    /// `LISTEN` connection is taken from it for as long as the backend lives, so count one
+    /// connection more. Advisory locks ([`advisory`](Self::advisory)) open their sessions
+    /// with the pool's connect options.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, PostgresBackend};
+    /// use sqlx::postgres::PgPoolOptions;
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = PgPoolOptions::new()
+    ///     .max_connections(20)
+    ///     .connect("postgres://app@127.0.0.1/app")
+    ///     .await?;
+    /// let backend = PostgresBackend::builder_from_pool(pool.clone())
+    ///     // The application's migrations create the table (see `MIGRATION`).
+    ///     .create_schema(false)
+    ///     .connect()
+    ///     .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_pool(pool: PgPool) -> SqlBackendBuilder<Self> {
+        Self::builder_with(Source::Postgres(pool))
+    }
+
+    fn builder_with(source: Source) -> SqlBackendBuilder<Self> {
+        SqlBackendBuilder::new(source, Duration::from_secs(1), Duration::from_secs(1))
+    }
+
+    /// The migration creating the default lock table (`lock_core_locks`) and its fencing
+    /// sequence: the statements of [`schema_statements`](Self::schema_statements), as the
+    /// file `lock-core/migrations/postgres/0001_lock_core.sql`. For `sqlx migrate` or any
+    /// other migration tool; then connect with
+    /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
+    pub const MIGRATION: &'static str =
+        include_str!("../../../migrations/postgres/0001_lock_core.sql");
 
     /// The same database through session advisory locks instead of the table; shares this
     /// backend's pool and wake-ups. See [`PostgresAdvisoryBackend`](crate::PostgresAdvisoryBackend).

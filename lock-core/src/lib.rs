@@ -62,6 +62,7 @@ pub use backends::traits as backend;
 #[cfg(feature = "zookeeper")]
 pub use backends::zookeeper;
 pub use lock::lease;
+pub use lock::metrics;
 pub use scenarios::{cache, http, idempotency, results, stock};
 
 pub use backend::{Capabilities, LockBackend};

@@ -7,6 +7,7 @@ use lock_core::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, MemoryStock, ReserveOutcome, Stock,
 };
 use lock_core::testing::unique;
+use lock_core::LockError;
 use tokio::time::timeout;
 
 async fn exactly_n_sold(stock: Stock) {
@@ -48,6 +49,59 @@ async fn retried_orders_deduct_once(stock: Stock) {
         (refused.outcome, true)
     );
     assert_eq!(stock.level(&sku).await.unwrap().sold, 2);
+}
+
+/// The same order id with another quantity is not a retry: refused, typed, nothing changes.
+async fn reused_order_ids_are_refused(stock: Stock) {
+    let sku = unique("reused");
+    stock.restock(&sku, 5).await.unwrap();
+    let is_reused = |error: LockError| {
+        matches!(
+            &error,
+            LockError::InvalidInput { what: "order id", reason } if reason.contains("quantity 2, not 3")
+        ) || panic!("{error:?}")
+    };
+    let ttl = Duration::from_secs(60);
+    stock.deduct(&sku, 2, "o-1").await.unwrap();
+    assert!(is_reused(stock.deduct(&sku, 3, "o-1").await.unwrap_err()));
+    assert!(stock.deduct(&sku, 2, "o-1").await.unwrap().duplicate);
+    // A refused order keeps its quantity too.
+    stock.deduct(&sku, 3, "o-fill").await.unwrap();
+    assert!(matches!(
+        stock.deduct(&sku, 2, "o-none").await.unwrap().outcome,
+        DeductOutcome::OutOfStock { available: 0 }
+    ));
+    assert!(is_reused(
+        stock.deduct(&sku, 3, "o-none").await.unwrap_err()
+    ));
+
+    stock.restock(&sku, 4).await.unwrap();
+    stock.reserve(&sku, 2, "r-1", ttl).await.unwrap();
+    assert!(is_reused(
+        stock.reserve(&sku, 3, "r-1", ttl).await.unwrap_err()
+    ));
+    assert!(stock.reserve(&sku, 2, "r-1", ttl).await.unwrap().duplicate);
+    stock.reserve(&sku, 2, "r-fill", ttl).await.unwrap();
+    assert!(matches!(
+        stock.reserve(&sku, 2, "r-none", ttl).await.unwrap().outcome,
+        ReserveOutcome::OutOfStock { available: 0 }
+    ));
+    assert!(is_reused(
+        stock.reserve(&sku, 3, "r-none", ttl).await.unwrap_err()
+    ));
+    assert!(
+        stock
+            .reserve(&sku, 2, "r-none", ttl)
+            .await
+            .unwrap()
+            .duplicate
+    );
+
+    let level = stock.audit(&sku).await.unwrap();
+    assert_eq!(
+        (level.available, level.reserved, level.sold, level.received),
+        (0, 4, 5, 9)
+    );
 }
 
 async fn reservations(stock: Stock) {
@@ -137,11 +191,24 @@ async fn bad_input(stock: Stock) {
         .await
         .unwrap_err()
         .is_invalid_input());
-    assert!(stock
-        .deduct("s", 0, "o")
-        .await
-        .unwrap_err()
-        .is_invalid_input());
+    for zero in [
+        stock.deduct("s", 0, "o").await.unwrap_err(),
+        stock
+            .reserve("s", 0, "o", Duration::from_secs(1))
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                zero,
+                LockError::InvalidInput {
+                    what: "quantity",
+                    ..
+                }
+            ),
+            "{zero:?}"
+        );
+    }
     assert!(stock
         .deduct("s", 1, "")
         .await
@@ -174,6 +241,18 @@ macro_rules! stock_suite {
                     timeout(
                         Duration::from_secs(30),
                         super::retried_orders_deduct_once(stock),
+                    )
+                    .await
+                    .unwrap()
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reused_order_ids_are_refused() {
+                if let Some(stock) = $make.await {
+                    timeout(
+                        Duration::from_secs(30),
+                        super::reused_order_ids_are_refused(stock),
                     )
                     .await
                     .unwrap()
@@ -301,4 +380,47 @@ async fn unknown_skus_expire_in_redis() {
             .unwrap();
         assert_eq!(ttl, -1, "{part:?} of a stocked SKU must be kept");
     }
+}
+
+/// Records written before quantities were kept (`D|<remaining>`, `O|0|<available>`) still
+/// answer a retry as a duplicate, whatever its quantity.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_without_a_quantity_stay_duplicates_in_redis() {
+    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    else {
+        return;
+    };
+    let Some(stock) = redis().await else { return };
+    let mut admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let sku = unique("legacy");
+    stock.restock(&sku, 5).await.unwrap();
+    let key = |part: &str| format!("stock:{{#test:{sku}}}{part}");
+    for (part, record) in [(":deductions", "D|3"), (":reservations", "O|0|1")] {
+        let _: i64 = redis::cmd("HSET")
+            .arg(key(part))
+            .arg("old")
+            .arg(record)
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+    }
+    let deduction = stock.deduct(&sku, 4, "old").await.unwrap();
+    assert_eq!(
+        (deduction.outcome, deduction.duplicate),
+        (DeductOutcome::Deducted { remaining: 3 }, true)
+    );
+    let reservation = stock
+        .reserve(&sku, 4, "old", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        (reservation.outcome, reservation.duplicate),
+        (ReserveOutcome::OutOfStock { available: 1 }, true)
+    );
+    assert_eq!(stock.level(&sku).await.unwrap().available, 5);
 }

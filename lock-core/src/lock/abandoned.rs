@@ -56,7 +56,7 @@ impl Drop for PendingAcquire {
                 }
                 Ok(false) => {}
                 Err(error) => {
-                    tracing::warn!(key = %key, %error, "cleaning up after an abandoned acquire failed; a lease it may have won ends with its TTL")
+                    tracing::warn!(key = %key, error = %error.with_causes(), "cleaning up after an abandoned acquire failed; a lease it may have won ends with its TTL")
                 }
             }
         });

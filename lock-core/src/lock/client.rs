@@ -147,7 +147,8 @@ pub struct LockClientBuilder {
 
 impl LockClientBuilder {
     /// Places every key under `namespace` (`namespace:key`), so services sharing a backend do
-    /// not collide. Letters, digits, `-`, `_` and `.`; at most 64 bytes.
+    /// not collide. ASCII letters, digits, `-`, `_` and `.`, at most 64 bytes; empty (the default)
+    /// is no namespace.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();
         self

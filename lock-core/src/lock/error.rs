@@ -74,7 +74,21 @@ pub enum LockError {
 
     /// The backend could not be reached or answered with an error. Fail closed: the lock was
     /// not granted.
-    #[error("{backend} backend unavailable: {source}")]
+    ///
+    /// The message names the backend only; the client's error is the [`source`], so a report
+    /// that walks the chain prints each cause once:
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// use lock_core::LockError;
+    ///
+    /// let down = LockError::unavailable("redis", "connection refused");
+    /// assert_eq!(down.to_string(), "redis backend unavailable");
+    /// assert_eq!(down.source().unwrap().to_string(), "connection refused");
+    /// ```
+    ///
+    /// [`source`]: std::error::Error::source
+    #[error("{backend} backend unavailable")]
     Unavailable {
         /// The backend's name (`"memory"`, `"redis"`, ...).
         backend: &'static str,
@@ -153,6 +167,30 @@ impl LockError {
         )
     }
 
+    /// The message followed by every cause in the [`source`] chain, `": "`-separated
+    /// (`redis backend unavailable: connection refused`): for one-line logs and answers, as
+    /// `Display` shows the message only.
+    ///
+    /// ```
+    /// use lock_core::LockError;
+    ///
+    /// let down = LockError::unavailable("redis", "connection refused");
+    /// assert_eq!(down.with_causes(), "redis backend unavailable: connection refused");
+    /// ```
+    ///
+    /// [`source`]: std::error::Error::source
+    #[must_use]
+    pub fn with_causes(&self) -> String {
+        let mut out = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            out.push_str(": ");
+            out.push_str(&error.to_string());
+            cause = error.source();
+        }
+        out
+    }
+
     /// Wraps a backend client error.
     pub fn unavailable(
         backend: &'static str,
@@ -167,3 +205,30 @@ impl LockError {
 
 /// Shorthand for results in this crate.
 pub type Result<T, E = LockError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report walking the chain (`{error}: {source}: ...`) names each cause once.
+    #[test]
+    fn unavailable_leaves_its_cause_to_source() {
+        let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let error = LockError::unavailable("redis", cause);
+        let mut chain = vec![error.to_string()];
+        let mut source = std::error::Error::source(&error);
+        while let Some(e) = source {
+            chain.push(e.to_string());
+            source = e.source();
+        }
+        assert_eq!(chain, ["redis backend unavailable", "refused"]);
+        assert_eq!(error.with_causes(), "redis backend unavailable: refused");
+        let timeout = LockError::Timeout {
+            backend: "etcd",
+            operation: "acquire",
+            after: Duration::from_secs(1),
+        };
+        assert!(std::error::Error::source(&timeout).is_none());
+        assert_eq!(timeout.with_causes(), timeout.to_string());
+    }
+}

@@ -10,6 +10,7 @@ use crate::lease::{renew_interval, valid_until, validate_ttl};
 use crate::lock::client::ClientInner;
 use crate::lock::held::lock;
 use crate::lock::held::HeldLease;
+use crate::lock::metrics;
 use crate::lock::owner::OwnerId;
 use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken, Result};
 
@@ -170,10 +171,10 @@ impl LockGuard {
         unfinished.finished();
         match &released {
             Ok(held) => {
-                tracing::debug!(key = %self.lease.key, fence = %self.lease.fence, still_held = held, "released")
+                tracing::debug!(key = %self.lease.key, fence = %self.lease.fence, freed = held, "released")
             }
             Err(error) => {
-                tracing::warn!(key = %self.lease.key, %error, "release failed; the lease's TTL will free the lock")
+                tracing::warn!(key = %self.lease.key, error = %error.with_causes(), "release failed; the lease's TTL will free the lock")
             }
         }
         released
@@ -194,6 +195,7 @@ impl LockGuard {
 
 impl LockGuard {
     fn stop_watching(&self) {
+        metrics::released(self.lease.backend, self.lease.granted_at.elapsed());
         self.lease.stop.cancel();
         self.client.watchdog.forget(&self.lease);
     }
@@ -233,7 +235,7 @@ fn release_in_background(lease: Arc<HeldLease>) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {
             if let Err(error) = lease.lease.release().await {
-                tracing::warn!(key = %lease.key, %error, "release in the background failed; the lease's TTL will free the lock");
+                tracing::warn!(key = %lease.key, error = %error.with_causes(), "release in the background failed; the lease's TTL will free the lock");
             }
         });
     } else {

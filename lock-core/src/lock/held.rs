@@ -24,6 +24,8 @@ pub(crate) struct HeldLease {
     pub(crate) times: Mutex<Timing>,
     /// Distinguishes this lease in the watchdog's queue.
     pub(crate) seq: u64,
+    /// When the grant reached the client, for the hold-time metric.
+    pub(crate) granted_at: Instant,
     /// The lease length and whether the watchdog renews it; `extend` changes the length.
     pub(crate) mode: Mutex<LeaseMode>,
     /// Cancelled when the last guard goes, so an in-flight renewal stops.

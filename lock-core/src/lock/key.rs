@@ -93,9 +93,12 @@ impl std::fmt::Display for LockKey {
     }
 }
 
-/// Checks a namespace: short, and free of the characters backends give meaning to
-/// (`{`/`}` would change Redis Cluster hash slots, `:` separates the namespace from the key).
+/// Checks a namespace: empty (no namespace), or 1..=[`MAX_NAMESPACE_LEN`] ASCII letters,
+/// digits, `-`, `_` and `.`. That keeps out what backends give meaning to (`{`/`}` change Redis
+/// Cluster hash slots, `:` separates the namespace from the key, `/` is a ZooKeeper path
+/// separator) and non-ASCII text whose bytes differ between normalisations.
 pub(crate) fn validate_namespace(namespace: &str) -> Result<(), LockError> {
+    const RULE: &str = "a namespace is empty or ASCII letters, digits, '-', '_' and '.'";
     if namespace.len() > MAX_NAMESPACE_LEN {
         return Err(LockError::InvalidConfig(format!(
             "namespace is {} bytes long, the limit is {MAX_NAMESPACE_LEN}",
@@ -104,10 +107,10 @@ pub(crate) fn validate_namespace(namespace: &str) -> Result<(), LockError> {
     }
     if let Some(bad) = namespace
         .chars()
-        .find(|c| matches!(c, '{' | '}' | ':' | '\0') || c.is_whitespace())
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
     {
         return Err(LockError::InvalidConfig(format!(
-            "namespace {namespace:?} contains {bad:?}; use letters, digits, '-', '_' or '.'"
+            "namespace {namespace:?} contains {bad:?}; {RULE}"
         )));
     }
     Ok(())
@@ -146,12 +149,29 @@ mod tests {
             "a}b",
             "a:b",
             "a b",
+            "ünïcødé",
+            "a/b\\c",
+            "a\0b",
+            "tab\t",
             &"n".repeat(MAX_NAMESPACE_LEN + 1),
         ] {
-            assert!(matches!(
-                LockKey::new(ns, "k"),
-                Err(LockError::InvalidConfig(_))
-            ));
+            match LockKey::new(ns, "k") {
+                Err(LockError::InvalidConfig(message)) if ns.len() <= MAX_NAMESPACE_LEN => {
+                    assert!(
+                        message.contains("ASCII letters, digits, '-', '_' and '.'"),
+                        "{message}"
+                    );
+                }
+                Err(LockError::InvalidConfig(message)) => assert!(message.contains("limit")),
+                other => panic!("{ns:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn accepts_the_namespace_alphabet_and_no_namespace() {
+        for ns in ["", "shop", "Shop-2_eu.west", &"n".repeat(MAX_NAMESPACE_LEN)] {
+            assert!(LockKey::new(ns, "k").is_ok(), "{ns:?}");
         }
     }
 }

@@ -57,6 +57,8 @@ pub struct LossSignal {
 struct Inner {
     reason: OnceLock<LostReason>,
     token: CancellationToken,
+    /// The backend of the lease it belongs to, for the lost-lease metric.
+    backend: OnceLock<&'static str>,
 }
 
 impl LossSignal {
@@ -68,9 +70,18 @@ impl LossSignal {
 
     /// Fires with `reason`; returns false when it had already fired (the first reason stays).
     pub fn fire(&self, reason: LostReason) -> bool {
-        let first = self.inner.reason.set(reason).is_ok();
+        let backend = self.inner.backend.get().copied().unwrap_or("unknown");
+        let first = self.inner.reason.set(reason.clone()).is_ok();
+        if first {
+            super::metrics::lost(backend, &reason);
+        }
         self.inner.token.cancel();
         first
+    }
+
+    /// Names the backend of the lease this signal belongs to (for metrics).
+    pub(crate) fn name_backend(&self, backend: &'static str) {
+        self.inner.backend.set(backend).ok();
     }
 
     /// The reason, once fired.

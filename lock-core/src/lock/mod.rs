@@ -14,6 +14,7 @@ pub(crate) mod key;
 pub(crate) mod key_template;
 pub mod lease;
 pub(crate) mod lost;
+pub mod metrics;
 pub(crate) mod owner;
 pub(crate) mod request;
 pub(crate) mod token;

@@ -13,6 +13,7 @@ use crate::backend::AcquireRequest;
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::abandoned::PendingAcquire;
 use crate::lock::held::{HeldLease, Timing};
+use crate::lock::metrics;
 use crate::lock::owner::OwnerId;
 use crate::{
     LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, OwnerToken, Result, WaitPolicy,
@@ -92,7 +93,22 @@ impl<'a> LockRequest<'a> {
     /// Acquires with the given waiting policy: `Ok(None)` when the lock was still held by
     /// another owner when waiting ended.
     pub async fn acquire_with(self, wait: WaitPolicy) -> Result<Option<LockGuard>> {
+        let backend = self.client.inner.backend.capabilities().backend;
         let started = Instant::now();
+        let acquired = self.acquire_recorded(wait, started).await;
+        metrics::acquired(
+            backend,
+            metrics::acquire_outcome(&acquired),
+            started.elapsed(),
+        );
+        acquired
+    }
+
+    async fn acquire_recorded(
+        self,
+        wait: WaitPolicy,
+        started: Instant,
+    ) -> Result<Option<LockGuard>> {
         let inner = &self.client.inner;
         let key = LockKey::new(&inner.namespace, &self.key)?;
         let mode = self.lease.unwrap_or(inner.default_lease).validate()?;
@@ -144,9 +160,11 @@ impl<'a> LockRequest<'a> {
                     grant.sent_at + renew_interval(mode.ttl()),
                 )),
                 seq: LEASE_SEQ.fetch_add(1, Ordering::Relaxed),
+                granted_at: Instant::now(),
                 mode: Mutex::new(mode),
                 stop: CancellationToken::new(),
             });
+            held.loss.name_backend(backend);
             inner.watchdog.watch(&held);
             inner.held.insert(owner, held.clone());
             tracing::debug!(

@@ -57,8 +57,25 @@ impl std::fmt::Debug for OwnerToken {
 /// A number that strictly increases with every grant of the same key, on every backend.
 ///
 /// Give it to the resource the lock protects and have the resource refuse writes carrying a
-/// smaller token than one it has seen (`UPDATE ... SET fence = $t WHERE fence <= $t`): a holder
-/// that was paused past its lease can then no longer overwrite the work of the next holder.
+/// token no newer than the last one it accepted: a holder that was paused past its lease can
+/// then no longer overwrite the work of the next holder. In SQL, keep the token beside the row
+/// and make the write conditional on it, in the same statement:
+///
+/// ```sql
+/// -- fence BIGINT NOT NULL DEFAULT 0
+/// UPDATE orders SET status = $status, fence = $token WHERE id = $id AND fence < $token
+/// -- 0 rows updated: a newer holder has written (or the row is missing); stop, do not retry.
+/// ```
+///
+/// `fence < $token` accepts one write per grant; a holder that writes the row several times
+/// under one grant uses `fence <= $token`.
+///
+/// **Store it in a 64-bit column** (`BIGINT` in PostgreSQL and MySQL, or any 64-bit integer).
+/// Tokens are `u64` and need more than 32 bits from the start on some backends: a Redis
+/// counter is seeded from the server's clock in microseconds (about 2<sup>51</sup>), a
+/// ZooKeeper zxid carries the epoch in its upper 32 bits. A 32-bit column overflows or
+/// truncates them and breaks the ordering. They stay below 2<sup>63</sup>, so a signed
+/// `BIGINT` holds them.
 ///
 /// ```
 /// use lock_core::FencingToken;

@@ -22,6 +22,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::held::{lock, HeldLease};
+use crate::lock::metrics;
 use crate::LostReason;
 
 /// The pause between two renewal attempts after a failure: short enough to get several tries
@@ -206,6 +207,7 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
         times.renewing = false;
         match &outcome {
             Ok(true) => {
+                metrics::renewal(lease.backend, true);
                 times.last_error = None;
                 times.next_attempt = sent + renew_interval(ttl);
                 if mode.is_renewed() {
@@ -215,8 +217,10 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
             }
             Ok(false) => {}
             Err(error) => {
+                metrics::renewal(lease.backend, false);
+                let error = error.with_causes();
                 tracing::warn!(key = %lease.key, %error, "lease renewal failed; retrying while the lease lasts");
-                times.last_error = Some(error.to_string());
+                times.last_error = Some(error);
                 times.next_attempt = Instant::now() + retry_backoff(ttl);
             }
         }

@@ -275,7 +275,7 @@ async fn hold(
                 let outcome = match outcome {
                     // Anything but a slow answer means the session, and so the lock, is gone.
                     Err(error) if !error.is_timeout() => {
-                        held.loss.fire(LostReason::SessionLost(error.to_string()));
+                        held.loss.fire(LostReason::SessionLost(error.with_causes()));
                         lost = true;
                         Ok(false)
                     }

@@ -72,7 +72,7 @@ pub(crate) fn spawn_sweeper<S, Fut>(
                 Ok(0) => {}
                 Ok(rows) => tracing::debug!(backend, rows, "swept rows of locks unused for a day"),
                 Err(error) => {
-                    tracing::warn!(backend, %error, "sweeping old lock rows failed; the next sweep tries again")
+                    tracing::warn!(backend, error = %error.with_causes(), "sweeping old lock rows failed; the next sweep tries again")
                 }
             }
         }

@@ -118,12 +118,12 @@ impl Call {
             Err(error) => {
                 // Met again at the lease, where the flight fails open (or closed) for every
                 // caller of this process at once.
-                tracing::debug!(key = %self.key, %error, "cache read failed; treating it as a miss");
+                tracing::debug!(key = %self.key, error = %error.with_causes(), "cache read failed; treating it as a miss");
                 return (self.lead(compute, None, None).await, None);
             }
         };
         let found = found.unwrap_or_else(|error| {
-            tracing::warn!(key = %self.key, %error, "ignoring an unreadable cache entry");
+            tracing::warn!(key = %self.key, error = %error.with_causes(), "ignoring an unreadable cache entry");
             None
         });
         let now = SystemTime::now();
@@ -287,7 +287,7 @@ impl Call {
                 CacheStatus::Computed
             }
             Err(error) => {
-                tracing::warn!(key = %self.key, %error, "storing the computed value failed; served without storing");
+                tracing::warn!(key = %self.key, error = %error.with_causes(), "storing the computed value failed; served without storing");
                 CacheStatus::FailOpen
             }
         };
@@ -326,7 +326,7 @@ impl Call {
                 Ok(Some(guard)) => guard,
                 Ok(None) => return, // another instance refreshes
                 Err(error) => {
-                    tracing::debug!(key = %self.key, %error, "background refresh skipped: backend unreachable");
+                    tracing::debug!(key = %self.key, error = %error.with_causes(), "background refresh skipped: backend unreachable");
                     return;
                 }
             };
@@ -367,7 +367,7 @@ impl Call {
         match self.cache.inner.on_backend_error {
             OnBackendError::FailClosed => Err(error.into()),
             OnBackendError::FailOpen => {
-                tracing::warn!(key = %self.key, %error, "cache backend failed; computing without collapsing (fail open)");
+                tracing::warn!(key = %self.key, error = %error.with_causes(), "cache backend failed; computing without collapsing (fail open)");
                 self.unshared(compute, CacheStatus::FailOpen).await
             }
         }
@@ -469,7 +469,7 @@ fn as_follower(mut landed: Cached<Vec<u8>>) -> Cached<Vec<u8>> {
 
 async fn release(guard: LockGuard) {
     if let Err(error) = guard.release().await {
-        tracing::debug!(%error, "releasing a cache computation's lease failed; its TTL frees it");
+        tracing::debug!(error = %error.with_causes(), "releasing a cache computation's lease failed; its TTL frees it");
     }
 }
 

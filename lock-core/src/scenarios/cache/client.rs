@@ -150,7 +150,7 @@ pub struct CacheBuilder {
 }
 
 impl CacheBuilder {
-    /// Places every key under `namespace` (letters, digits, `-`, `_`, `.`; at most 58 bytes,
+    /// Places every key under `namespace` (ASCII letters, digits, `-`, `_`, `.`; at most 58 bytes,
     /// as the computations' leases go under `cache.<namespace>`).
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();

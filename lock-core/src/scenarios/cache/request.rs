@@ -171,7 +171,7 @@ impl<'a, C> CacheRequest<'a, C> {
                 let keep = match keep.map(Freshness::validate).transpose() {
                     Ok(keep) => keep,
                     Err(error) => {
-                        tracing::warn!(%error, "a computation's freshness is invalid; not storing its value");
+                        tracing::warn!(error = %error.with_causes(), "a computation's freshness is invalid; not storing its value");
                         None
                     }
                 };

@@ -163,7 +163,7 @@ impl Claim {
             }
             Err(error) => {
                 Counters::add(&idempotency.inner.counters.store_failed);
-                tracing::error!(key = %key, fence = %info.fence, %error, "the completed response could not be stored; the claim is left to expire");
+                tracing::error!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
                 guard.abandon();
                 Err(error)
             }

@@ -204,8 +204,8 @@ pub struct IdempotencyBuilder {
 }
 
 impl IdempotencyBuilder {
-    /// Places every record under `idem.<namespace>` (letters, digits, `-`, `_`, `.`; at most
-    /// 59 bytes).
+    /// Places every record under `idem.<namespace>` (ASCII letters, digits, `-`, `_`, `.`; at
+    /// most 59 bytes).
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();
         self

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::order_reused;
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
@@ -29,7 +30,8 @@ pub struct MemoryStock {
 #[derive(Default)]
 struct Sku {
     level: StockLevel,
-    deductions: HashMap<String, DeductOutcome>,
+    /// Order id -> (quantity, first outcome).
+    deductions: HashMap<String, (u64, DeductOutcome)>,
     reservations: HashMap<String, Held>,
     /// Restocked at least once: its records are kept.
     stocked: bool,
@@ -126,11 +128,14 @@ impl StockStore for MemoryStock {
         order: &'a str,
     ) -> BoxFuture<'a, Result<Deduction>> {
         let deduction = self.with(sku, |s| {
-            if let Some(first) = s.deductions.get(order) {
-                return Deduction {
-                    outcome: *first,
+            if let Some(&(first_quantity, outcome)) = s.deductions.get(order) {
+                if first_quantity != quantity {
+                    return Err(order_reused(order, first_quantity, quantity));
+                }
+                return Ok(Deduction {
+                    outcome,
                     duplicate: true,
-                };
+                });
             }
             let outcome = if s.level.available >= quantity {
                 s.level.available -= quantity;
@@ -143,13 +148,13 @@ impl StockStore for MemoryStock {
                     available: s.level.available,
                 }
             };
-            s.deductions.insert(order.to_owned(), outcome);
-            Deduction {
+            s.deductions.insert(order.to_owned(), (quantity, outcome));
+            Ok(Deduction {
                 outcome,
                 duplicate: false,
-            }
+            })
         });
-        Box::pin(async move { Ok(deduction) })
+        Box::pin(async move { deduction })
     }
 
     fn reserve<'a>(
@@ -161,10 +166,13 @@ impl StockStore for MemoryStock {
     ) -> BoxFuture<'a, Result<Reservation>> {
         let reservation = self.with(sku, |s| {
             if let Some(held) = s.reservations.get(order) {
-                return Reservation {
+                if held.quantity != quantity {
+                    return Err(order_reused(order, held.quantity, quantity));
+                }
+                return Ok(Reservation {
                     outcome: held.first,
                     duplicate: true,
-                };
+                });
             }
             let (outcome, state) = if s.level.available >= quantity {
                 s.level.available -= quantity;
@@ -191,12 +199,12 @@ impl StockStore for MemoryStock {
                     state,
                 },
             );
-            Reservation {
+            Ok(Reservation {
                 outcome,
                 duplicate: false,
-            }
+            })
         });
-        Box::pin(async move { Ok(reservation) })
+        Box::pin(async move { reservation })
     }
 
     fn confirm<'a>(

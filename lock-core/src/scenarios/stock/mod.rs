@@ -2,8 +2,9 @@
 //! stock of N must sell exactly N.
 //!
 //! Every operation is one atomic step in the store (one Lua script on Redis, one critical
-//! section in memory) that also records the order id, so a retried order returns its first
-//! outcome and never deducts twice. Reservations hold units for a TTL measured by the store's
+//! section in memory) that also records the order id and quantity, so a retried order returns
+//! its first outcome and never deducts twice; the same order id with another quantity is refused
+//! with [`LockError::InvalidInput`] (`what: "order id"`), never answered as a duplicate. Reservations hold units for a TTL measured by the store's
 //! clock; an unconfirmed one returns to stock when it runs out.
 //!
 //! ```
@@ -199,7 +200,8 @@ impl Stock {
         }
     }
 
-    /// Places every SKU under `namespace` (as [`crate::LockClientBuilder::namespace`]).
+    /// Places every SKU under `namespace` (as [`crate::LockClientBuilder::namespace`]: ASCII
+    /// letters, digits, `-`, `_` and `.`, at most 64 bytes; empty is no namespace).
     pub fn with_namespace(mut self, namespace: impl Into<String>) -> Result<Self> {
         let namespace = namespace.into();
         validate_namespace(&namespace)?;
@@ -220,6 +222,10 @@ impl Stock {
 
     /// Takes `quantity` units of `sku` for `order` if that many are available; a retried
     /// order id returns its first outcome with `duplicate` set.
+    ///
+    /// An order id already used for `sku` with another quantity is refused with
+    /// [`LockError::InvalidInput`] (`what: "order id"`); a quantity outside
+    /// `1..=`[`MAX_QUANTITY`] with [`LockError::InvalidInput`] (`what: "quantity"`).
     pub async fn deduct(&self, sku: &str, quantity: u64, order: &str) -> Result<Deduction> {
         let sku = self.sku(sku)?;
         check_quantity(quantity)?;
@@ -228,6 +234,9 @@ impl Stock {
     }
 
     /// Holds `quantity` units of `sku` for `order` for `ttl`; confirm or cancel it before then.
+    ///
+    /// A retried order id returns its first outcome with `duplicate` set; one already used for
+    /// `sku` with another quantity is refused as in [`deduct`](Self::deduct).
     pub async fn reserve(
         &self,
         sku: &str,
@@ -277,6 +286,18 @@ fn check_quantity(quantity: u64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The refusal of an order id already recorded with `first` units, asked again for `asked`.
+fn order_reused(order: &str, first: u64, asked: u64) -> LockError {
+    LockError::InvalidInput {
+        what: "order id",
+        reason: format!(
+            "{:?} was already used with quantity {first}, not {asked}; a retry repeats the \
+             first request, another order needs another id",
+            order.chars().take(64).collect::<String>()
+        ),
+    }
 }
 
 fn check_order(order: &str) -> Result<()> {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
+use super::order_reused;
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
@@ -111,6 +112,28 @@ fn last_number(record: &str) -> Result<u64> {
         .ok_or_else(|| protocol(format!("stock record {record:?}")))
 }
 
+/// The quantity a record was written for (`<state>|<quantity>|<number>`); `None` for records
+/// that do not keep it (deductions written as `<state>|<number>` and refused reservations
+/// written as `O|0|<number>` before quantities were recorded): those answer as duplicates.
+fn record_quantity(record: &str) -> Option<u64> {
+    let mut fields = record.split('|');
+    let quantity = match (fields.next(), fields.next(), fields.next(), fields.next()) {
+        (Some(_), Some(quantity), Some(_), None) => quantity.parse().ok()?,
+        _ => return None,
+    };
+    (quantity != 0).then_some(quantity)
+}
+
+/// Refuses a duplicate whose first request asked for another quantity.
+fn check_repeat(duplicate: u8, record: &str, order: &str, quantity: u64) -> Result<()> {
+    match record_quantity(record) {
+        Some(first) if duplicate == 1 && first != quantity => {
+            Err(order_reused(order, first, quantity))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn protocol(detail: String) -> LockError {
     LockError::Protocol {
         backend: BACKEND,
@@ -136,6 +159,7 @@ impl StockStore for RedisStock {
             let (duplicate, record): (u8, String) = self
                 .run(&DEDUCT, sku, &[quantity.to_string(), order.to_owned()])
                 .await?;
+            check_repeat(duplicate, &record, order, quantity)?;
             let number = last_number(&record)?;
             let outcome = if record.starts_with('D') {
                 DeductOutcome::Deducted { remaining: number }
@@ -160,6 +184,7 @@ impl StockStore for RedisStock {
             let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
             let args = [quantity.to_string(), order.to_owned(), ttl_ms.to_string()];
             let (duplicate, record): (u8, String) = self.run(&RESERVE, sku, &args).await?;
+            check_repeat(duplicate, &record, order, quantity)?;
             let number = last_number(&record)?;
             let outcome = if record.starts_with('O') {
                 ReserveOutcome::OutOfStock { available: number }

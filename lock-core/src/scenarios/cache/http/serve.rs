@@ -324,7 +324,7 @@ impl CacheCall {
                 ))
             }
             CacheError::Lock(error) if error.is_unavailable() => {
-                tracing::warn!(key, %error, "response cache backend unavailable (fail closed)");
+                tracing::warn!(key, error = %error.with_causes(), "response cache backend unavailable (fail closed)");
                 Served::Answer(Answer::problem(
                     503,
                     "cache-unavailable",
@@ -334,7 +334,7 @@ impl CacheCall {
                 ))
             }
             CacheError::Lock(error) => {
-                tracing::error!(key, %error, "response cache failed");
+                tracing::error!(key, error = %error.with_causes(), "response cache failed");
                 Served::Answer(self.internal(&member("internal")))
             }
             CacheError::Decode(error) => {

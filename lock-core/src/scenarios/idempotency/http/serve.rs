@@ -183,7 +183,7 @@ pub async fn begin(
             Outcome::Rejected,
         )),
         Err(error) => {
-            tracing::error!(%error, "idempotency store or lock backend failed; nothing ran");
+            tracing::error!(error = %error.with_causes(), "idempotency store or lock backend failed; nothing ran");
             Started::Answer(unavailable(rules, Outcome::Unavailable))
         }
     }
@@ -303,7 +303,7 @@ pub async fn finish(
 /// [`Outcome::NotStored`].
 pub async fn give_back(claim: Claim) -> Outcome {
     if let Err(error) = claim.release().await {
-        tracing::warn!(%error, "giving back an idempotency key failed; its lease frees it");
+        tracing::warn!(error = %error.with_causes(), "giving back an idempotency key failed; its lease frees it");
     }
     Outcome::NotStored
 }
@@ -354,7 +354,7 @@ pub fn lost(claim: Claim, rules: &IdempotencyRules, reason: LostReason) -> Reply
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {
             if let Err(error) = claim.release().await {
-                tracing::debug!(%error, "giving back a lost idempotency claim failed");
+                tracing::debug!(error = %error.with_causes(), "giving back a lost idempotency claim failed");
             }
         });
     }

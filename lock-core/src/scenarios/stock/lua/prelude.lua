@@ -1,8 +1,10 @@
 -- Shared by every stock script. All take the same keys:
 -- KEYS[1] level hash {available, reserved, sold, received}
--- KEYS[2] deductions: order id -> "D|<remaining>" or "O|<available>"
+-- KEYS[2] deductions: order id -> "D|<quantity>|<remaining>" or "O|<quantity>|<available>"
+--         (records written before quantities were kept: "D|<remaining>", "O|<available>")
 -- KEYS[3] reservations: order id -> "<state>|<quantity>|<remaining or available>", state one of
---         L live, C confirmed, X cancelled, E expired, O refused (out of stock)
+--         L live, C confirmed, X cancelled, E expired, O refused (out of stock; quantity 0 in
+--         records written before refused quantities were kept)
 -- KEYS[4] expiry: live reservation order ids by expiry time (ms, server clock)
 local function now_ms()
   local t = redis.call('TIME')

@@ -1,0 +1,107 @@
+//! Metrics of the lock, through the [`metrics`](https://docs.rs/metrics) facade (feature
+//! `metrics`): nothing is recorded until the application installs a recorder, and no exporter
+//! is forced on it. Without the feature these names are all there is and nothing is recorded.
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | [`ACQUIRE_TOTAL`] | counter | `backend`, `outcome` | acquisitions by outcome: `acquired`, `busy` (the wait ended), `timeout`, `unavailable`, `invalid`, `error` |
+//! | [`ACQUIRE_WAIT_SECONDS`] | histogram | `backend`, `outcome` | how long an acquisition took, waiting included |
+//! | [`HOLD_SECONDS`] | histogram | `backend` | how long a lease was held, grant to release |
+//! | [`LOST_TOTAL`] | counter | `backend`, `reason` | leases lost: `expired`, `renewal_failed`, `not_owner`, `session_lost` |
+//! | [`RENEWALS_TOTAL`] | counter | `backend`, `result` | watchdog renewals (or checks): `ok`, `failed` (retried while the lease lasts) |
+//!
+//! ```
+//! // With a Prometheus exporter installed, these appear as e.g.
+//! // lock_acquire_total{backend="redis",outcome="acquired"} 1042
+//! assert_eq!(lock_core::metrics::ACQUIRE_TOTAL, "lock_acquire_total");
+//! ```
+
+use std::time::Duration;
+
+use crate::{LockError, LostReason};
+
+/// Acquisitions by outcome (counter; labels `backend`, `outcome`).
+pub const ACQUIRE_TOTAL: &str = "lock_acquire_total";
+/// How long acquisitions took, waiting included (histogram, seconds; labels `backend`,
+/// `outcome`).
+pub const ACQUIRE_WAIT_SECONDS: &str = "lock_acquire_wait_seconds";
+/// How long leases were held, grant to release (histogram, seconds; label `backend`).
+pub const HOLD_SECONDS: &str = "lock_hold_seconds";
+/// Leases lost (counter; labels `backend`, `reason`).
+pub const LOST_TOTAL: &str = "lock_lost_total";
+/// Watchdog renewals and ownership checks (counter; labels `backend`, `result`).
+pub const RENEWALS_TOTAL: &str = "lock_renewals_total";
+
+/// The `outcome` label of an acquisition's result.
+pub(crate) fn acquire_outcome<T>(result: &Result<Option<T>, LockError>) -> &'static str {
+    match result {
+        Ok(Some(_)) => "acquired",
+        Ok(None) => "busy",
+        Err(LockError::Timeout { .. }) => "timeout",
+        Err(error) if error.is_unavailable() => "unavailable",
+        Err(error) if error.is_invalid_input() => "invalid",
+        Err(_) => "error",
+    }
+}
+
+/// The `reason` label of a loss.
+pub(crate) fn lost_reason(reason: &LostReason) -> &'static str {
+    match reason {
+        LostReason::Expired => "expired",
+        LostReason::RenewalFailed(_) => "renewal_failed",
+        LostReason::NotOwner => "not_owner",
+        LostReason::SessionLost(_) => "session_lost",
+    }
+}
+
+/// Records one acquisition.
+pub(crate) fn acquired(backend: &'static str, outcome: &'static str, took: Duration) {
+    #[cfg(feature = "metrics")]
+    {
+        let labels = [("backend", backend), ("outcome", outcome)];
+        metrics::counter!(ACQUIRE_TOTAL, &labels).increment(1);
+        metrics::histogram!(ACQUIRE_WAIT_SECONDS, &labels).record(took.as_secs_f64());
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (backend, outcome, took);
+}
+
+/// Records the end of a hold.
+pub(crate) fn released(backend: &'static str, held_for: Duration) {
+    #[cfg(feature = "metrics")]
+    metrics::histogram!(HOLD_SECONDS, "backend" => backend).record(held_for.as_secs_f64());
+    #[cfg(not(feature = "metrics"))]
+    let _ = (backend, held_for);
+}
+
+/// Records a lost lease.
+pub(crate) fn lost(backend: &'static str, reason: &LostReason) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(LOST_TOTAL, "backend" => backend, "reason" => lost_reason(reason))
+        .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (backend, lost_reason(reason));
+}
+
+/// Records a renewal (or ownership check) that succeeded or failed.
+pub(crate) fn renewal(backend: &'static str, ok: bool) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(RENEWALS_TOTAL, "backend" => backend, "result" => if ok { "ok" } else { "failed" })
+        .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (backend, ok);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(acquire_outcome::<()>(&Ok(Some(()))), "acquired");
+        assert_eq!(acquire_outcome::<()>(&Ok(None)), "busy");
+        let down = LockError::unavailable("redis", "refused");
+        assert_eq!(acquire_outcome::<()>(&Err(down)), "unavailable");
+        assert_eq!(lost_reason(&LostReason::NotOwner), "not_owner");
+    }
+}

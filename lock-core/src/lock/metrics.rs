@@ -9,6 +9,7 @@
 //! | [`HOLD_SECONDS`] | histogram | `backend` | how long a lease was held, grant to release |
 //! | [`LOST_TOTAL`] | counter | `backend`, `reason` | leases lost: `expired`, `renewal_failed`, `not_owner`, `session_lost` |
 //! | [`RENEWALS_TOTAL`] | counter | `backend`, `result` | watchdog renewals (or checks): `ok`, `failed` (retried while the lease lasts) |
+//! | [`HTTP_RESPONSES_TOTAL`] | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …) or `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) |
 //!
 //! ```
 //! // With a Prometheus exporter installed, these appear as e.g.
@@ -31,6 +32,29 @@ pub const HOLD_SECONDS: &str = "lock_hold_seconds";
 pub const LOST_TOTAL: &str = "lock_lost_total";
 /// Watchdog renewals and ownership checks (counter; labels `backend`, `result`).
 pub const RENEWALS_TOTAL: &str = "lock_renewals_total";
+
+/// Answers of the HTTP layers (counter; labels `layer`, `status` when lock-core knows it,
+/// `outcome`).
+pub const HTTP_RESPONSES_TOTAL: &str = "lock_http_responses_total";
+
+/// The `layer` label of the keyed-lock middleware.
+pub(crate) const LAYER_KEYED_LOCK: &str = "keyed_lock";
+/// The `layer` label of the idempotency middleware.
+pub(crate) const LAYER_IDEMPOTENCY: &str = "idempotency";
+
+/// Records one answer of an HTTP layer (`status` is `None` when it is the handler's and
+/// lock-core does not see it).
+pub(crate) fn http_response(layer: &'static str, status: Option<u16>, outcome: &'static str) {
+    #[cfg(feature = "metrics")]
+    match status {
+        Some(status) => metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "status" => status.to_string(), "outcome" => outcome)
+            .increment(1),
+        None => metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "outcome" => outcome)
+            .increment(1),
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (layer, status, outcome);
+}
 
 /// The `outcome` label of an acquisition's result.
 pub(crate) fn acquire_outcome<T>(result: &Result<Option<T>, LockError>) -> &'static str {

@@ -42,6 +42,22 @@ pub enum RejectionKind {
 }
 
 impl RejectionKind {
+    /// A short name for logs and metric labels (`busy`, `unavailable`, `lost`, `bad_key`, …).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Busy => "busy",
+            Self::Unavailable => "unavailable",
+            Self::Lost => "lost",
+            Self::BadKey => "bad_key",
+            Self::BadInput => "bad_input",
+            Self::Internal => "internal",
+            Self::InFlight => "in_flight",
+            Self::KeyReused => "key_reused",
+            Self::TooLarge => "too_large",
+        }
+    }
+
     /// The problem `type` URI of this kind.
     #[must_use]
     pub const fn type_uri(self) -> &'static str {
@@ -127,16 +143,29 @@ impl Rejection {
     }
 
     /// The answer for a request whose key could not be extracted from `source`
-    /// (a [`KeySource::describe`](super::KeySource::describe) text).
+    /// (a [`KeySource::describe`](super::KeySource::describe) text). The keyed-lock
+    /// middleware answers with it, so it is counted in
+    /// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) here.
     pub fn missing_key(source: &str) -> Self {
-        Self::new(
+        let rejection = Self::new(
             RejectionKind::BadKey,
             400,
             None,
             "Missing lock key",
             &format!("the request has no usable {source}"),
             None,
-        )
+        );
+        rejection.record_keyed_lock();
+        rejection
+    }
+
+    /// Counts this rejection as an answer of the keyed-lock middleware.
+    pub(crate) fn record_keyed_lock(&self) {
+        crate::metrics::http_response(
+            crate::metrics::LAYER_KEYED_LOCK,
+            Some(self.status),
+            self.kind.as_str(),
+        );
     }
 
     /// The answer for a lock error: unavailable/timeout and lost → 503, bad key → 400,

@@ -121,7 +121,7 @@ impl RequestLock {
             request = request.lease(lease);
         }
         let started = Instant::now();
-        match request.acquire_with(options.wait).await {
+        let acquired = match request.acquire_with(options.wait).await {
             Ok(Some(guard)) => Ok(Self {
                 info: LockInfo::new(key, guard.fencing_token()),
                 guard,
@@ -135,7 +135,11 @@ impl RequestLock {
                 }
                 Err(Rejection::from_error(&error, options))
             }
+        };
+        if let Err(rejection) = &acquired {
+            rejection.record_keyed_lock();
         }
+        acquired
     }
 
     /// The key and fencing token, for the handler.
@@ -167,10 +171,20 @@ impl RequestLock {
             // backend that is down would otherwise hold the 503 for its whole timeout).
             drop(guard);
         }
-        outcome.map_err(|reason| {
-            tracing::warn!(key, %fence, %reason, "lease lost while the handler ran; cancelled it");
-            Rejection::from_error(&LockError::LeaseLost { key, reason }, options)
-        })
+        match outcome {
+            Ok(output) => {
+                // The status is the handler's, which lock-core does not see.
+                crate::metrics::http_response(crate::metrics::LAYER_KEYED_LOCK, None, "ran");
+                Ok(output)
+            }
+            Err(reason) => {
+                tracing::warn!(key, %fence, %reason, "lease lost while the handler ran; cancelled it");
+                let rejection =
+                    Rejection::from_error(&LockError::LeaseLost { key, reason }, options);
+                rejection.record_keyed_lock();
+                Err(rejection)
+            }
+        }
     }
 }
 

@@ -86,7 +86,22 @@ impl Outcome {
     }
 }
 
+/// Counts one answer of the idempotency middleware.
+fn record(status: Option<u16>, outcome: Outcome) {
+    crate::metrics::http_response(crate::metrics::LAYER_IDEMPOTENCY, status, outcome.as_str());
+}
+
 impl Reply {
+    /// Counts this reply as an answer of the idempotency middleware.
+    fn record(&self) {
+        record(Some(self.status), self.outcome);
+    }
+
+    fn recorded(self) -> Self {
+        self.record();
+        self
+    }
+
     /// A rejection (problem+json) as a reply.
     #[must_use]
     pub fn from_rejection(rejection: &Rejection, outcome: Outcome) -> Self {
@@ -146,7 +161,7 @@ pub async fn begin(
         Rejection::new(kind, status, retry, title, detail, None)
     };
     let retry = Some(rules.retry_after_secs());
-    match idempotency
+    let started = match idempotency
         .begin(scope, key, fingerprint, rules.in_flight)
         .await
     {
@@ -186,7 +201,11 @@ pub async fn begin(
             tracing::error!(error = %error.with_causes(), "idempotency store or lock backend failed; nothing ran");
             Started::Answer(unavailable(rules, Outcome::Unavailable))
         }
+    };
+    if let Started::Answer(reply) = &started {
+        reply.record();
     }
+    started
 }
 
 /// The reply to a request the [`Plan`](super::Plan) refused (a missing or invalid key, 400),
@@ -194,7 +213,7 @@ pub async fn begin(
 #[must_use]
 pub fn reject(idempotency: &Idempotency, rejection: &Rejection) -> Reply {
     Counters::add(&idempotency.inner.counters.rejected);
-    Reply::from_rejection(rejection, Outcome::Rejected)
+    Reply::from_rejection(rejection, Outcome::Rejected).recorded()
 }
 
 /// The reply to a request whose body is over [`IdempotencyRules::max_body_bytes`]: 413,
@@ -216,6 +235,7 @@ pub fn request_too_large(idempotency: &Idempotency, rules: &IdempotencyRules) ->
         ),
         Outcome::Rejected,
     )
+    .recorded()
 }
 
 /// What to send once the handler answered.
@@ -240,8 +260,23 @@ pub async fn finish(
     headers: &[(String, Vec<u8>)],
     body: Option<Vec<u8>>,
 ) -> Finished {
+    let finished = finish_unrecorded(claim, rules, status, headers, body).await;
+    match &finished {
+        Finished::Send(outcome) => record(Some(status), *outcome),
+        Finished::Replace(reply) => reply.record(),
+    }
+    finished
+}
+
+async fn finish_unrecorded(
+    claim: Claim,
+    rules: &IdempotencyRules,
+    status: u16,
+    headers: &[(String, Vec<u8>)],
+    body: Option<Vec<u8>>,
+) -> Finished {
     if !rules.should_store(status) {
-        let outcome = give_back(claim).await;
+        let outcome = release(claim).await;
         return match body {
             Some(_) => Finished::Send(outcome),
             None => Finished::Replace(too_large_response(rules, status, outcome)),
@@ -300,8 +335,16 @@ pub async fn finish(
 /// Gives the key back when the handler left no answer to keep (it failed, or its response
 /// broke off while it was read): the next request with the key runs. A failed give-back is
 /// logged; the claim's lease frees the key then. The outcome to record:
-/// [`Outcome::NotStored`].
+/// [`Outcome::NotStored`] (counted in
+/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) without a `status`: the
+/// answer is the adapter's).
 pub async fn give_back(claim: Claim) -> Outcome {
+    let outcome = release(claim).await;
+    record(None, outcome);
+    outcome
+}
+
+async fn release(claim: Claim) -> Outcome {
     if let Err(error) = claim.release().await {
         tracing::warn!(error = %error.with_causes(), "giving back an idempotency key failed; its lease frees it");
     }
@@ -324,12 +367,14 @@ pub fn unreadable_request() -> Reply {
         ),
         Outcome::Rejected,
     )
+    .recorded()
 }
 
 /// The reply sent in place of a response that [`finish`] said to send but the adapter no
 /// longer holds whole (its body was over the limit, and its start is gone): a 500 problem,
 /// with the `outcome` [`finish`] gave. lock-core replaces every response it was not given
-/// whole, so this is the adapters' guard, not a path they take.
+/// whole, so this is the adapters' guard, not a path they take. Not counted again in
+/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL): [`finish`] counted it.
 #[must_use]
 pub fn response_not_sent(outcome: Outcome) -> Reply {
     Reply::from_rejection(
@@ -358,7 +403,7 @@ pub fn lost(claim: Claim, rules: &IdempotencyRules, reason: LostReason) -> Reply
             }
         });
     }
-    unavailable(rules, Outcome::Lost)
+    unavailable(rules, Outcome::Lost).recorded()
 }
 
 fn in_flight(rules: &IdempotencyRules) -> Reply {

@@ -38,6 +38,8 @@ pub(crate) async fn run(
 ) {
     let mut ready = Some(ready);
     let mut backoff = RECONNECT_FIRST;
+    // When the subscription last dropped, for the event when it is back.
+    let mut down_since: Option<tokio::time::Instant> = None;
     loop {
         let subscribed = async {
             let mut pubsub = client.get_async_pubsub().await?;
@@ -72,6 +74,10 @@ pub(crate) async fn run(
             None => false,
         };
         backoff = RECONNECT_FIRST;
+        if let Some(since) = down_since.take() {
+            let down_ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+            tracing::info!(%channel, down_ms, "Redis connection back after an outage; subscribed again");
+        }
         listener.subscribed(first).await;
         let mut messages = pubsub.into_on_message();
         loop {
@@ -83,6 +89,7 @@ pub(crate) async fn run(
             listener.message(message.get_payload_bytes()).await;
         }
         tracing::warn!(%channel, "subscription dropped; subscribing again");
+        down_since = Some(tokio::time::Instant::now());
         listener.dropped();
     }
 }

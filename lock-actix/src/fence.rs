@@ -36,17 +36,27 @@ impl FromRequest for LockFence {
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            request
-                .extensions()
-                .get::<LockInfo>()
-                .cloned()
-                .map(LockFence)
-                .ok_or_else(|| {
-                    actix_web::error::ErrorInternalServerError(
-                        "LockFence used in a handler that is not wrapped in KeyedLock",
-                    )
-                }),
+        from_extensions(
+            request,
+            LockFence,
+            "LockFence used in a handler that is not wrapped in KeyedLock",
         )
     }
+}
+
+/// An extractor's value from what a middleware put in the request's extensions; a 500 naming
+/// the missing middleware when it is not there (the handler is wired wrong, not the client).
+pub(crate) fn from_extensions<T: Clone + 'static, E>(
+    request: &HttpRequest,
+    wrap: fn(T) -> E,
+    missing: &'static str,
+) -> Ready<Result<E, actix_web::Error>> {
+    ready(
+        request
+            .extensions()
+            .get::<T>()
+            .cloned()
+            .map(wrap)
+            .ok_or_else(|| actix_web::error::ErrorInternalServerError(missing)),
+    )
 }

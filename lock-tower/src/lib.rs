@@ -48,6 +48,7 @@
 //!
 //! [`LockClient`]: lock_core::LockClient
 
+mod body;
 mod extract;
 mod future;
 pub mod idempotency;
@@ -56,6 +57,7 @@ mod rejection;
 pub mod response_cache;
 mod service;
 
+pub use body::LayerBody;
 pub use extract::KeyExtractor;
 pub use future::ResponseFuture;
 pub use idempotency::{

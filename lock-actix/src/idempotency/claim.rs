@@ -1,10 +1,10 @@
 //! [`IdempotencyClaim`]: the extractor for the claim a handler runs under.
 
-use std::future::{ready, Ready};
+use std::future::Ready;
 use std::ops::Deref;
 
 use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use actix_web::{FromRequest, HttpRequest};
 use lock_core::idempotency::ClaimInfo;
 
 /// The scope, idempotency key and fencing token of the claim the [`Idempotent`](super::Idempotent)
@@ -16,10 +16,11 @@ use lock_core::idempotency::ClaimInfo;
 /// ```
 /// use lock_actix::IdempotencyClaim;
 ///
-/// async fn pay(claim: IdempotencyClaim, body: String) -> String {
-///     // Write the payment conditionally on the fencing token, so that a request whose claim
-///     // was lost and taken over cannot overwrite the newer one's.
-///     format!("INSERT INTO payments (key, fence, amount) VALUES ('{}', {}, {body})", claim.key, claim.fence)
+/// async fn pay(claim: IdempotencyClaim) -> String {
+///     // Write the payment conditionally on the fencing token (bound as a parameter, with the
+///     // key), so that a request whose claim was lost and taken over cannot overwrite the
+///     // newer one's.
+///     format!("paid under key {:?}, fence {}", claim.key, claim.fence)
 /// }
 /// # let _ = pay;
 /// ```
@@ -39,17 +40,10 @@ impl FromRequest for IdempotencyClaim {
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            request
-                .extensions()
-                .get::<ClaimInfo>()
-                .cloned()
-                .map(IdempotencyClaim)
-                .ok_or_else(|| {
-                    actix_web::error::ErrorInternalServerError(
-                        "IdempotencyClaim used in a request the Idempotent middleware did not handle",
-                    )
-                }),
+        crate::fence::from_extensions(
+            request,
+            IdempotencyClaim,
+            "IdempotencyClaim used in a request the Idempotent middleware did not handle",
         )
     }
 }

@@ -54,10 +54,9 @@
 //! # }
 //! ```
 
-mod body;
 mod layer;
 mod service;
 
-pub use body::IdempotencyBody;
+pub use crate::body::IdempotencyBody;
 pub use layer::{IdempotencyLayer, IdempotencyLayerBuilder};
 pub use service::IdempotencyService;

@@ -54,11 +54,10 @@
 //!   [`ResponseCacheBody`], whose frames are `Bytes`; the service's error type is the
 //!   application's, so an `Infallible` service stays `Infallible`.
 
-mod body;
 mod layer;
 mod origin;
 mod service;
 
-pub use body::ResponseCacheBody;
+pub use crate::body::ResponseCacheBody;
 pub use layer::ResponseCacheLayer;
 pub use service::ResponseCacheService;

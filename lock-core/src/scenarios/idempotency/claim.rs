@@ -219,15 +219,10 @@ pub(super) async fn begin(
             Ok(guard) => guard,
             Err(begin) => return Ok(begin),
         },
-        InFlight::Wait(wait) => {
-            if let Some(begin) = settled(idempotency.read(&key).await?, fingerprint) {
-                return Ok(begin);
-            }
-            match wait_for(idempotency, &key, fingerprint, wait).await? {
-                Waited::Claimed(guard) => guard,
-                Waited::Answer(begin) => return Ok(begin),
-            }
-        }
+        InFlight::Wait(wait) => match wait_for(idempotency, &key, fingerprint, wait).await? {
+            Waited::Claimed(guard) => guard,
+            Waited::Answer(begin) => return Ok(begin),
+        },
     };
     claim(idempotency, key, fingerprint, guard).await
 }
@@ -345,13 +340,11 @@ async fn wait_for(
     fingerprint: Fingerprint,
     wait: Duration,
 ) -> Result<Waited> {
+    // The watch reads the record as it registers, so it is the only read this path makes.
     let (mut pushes, there) = idempotency.inner.store.watch(key, wait).await?;
-    if let Some(Record::Completed {
-        fingerprint: theirs,
-        completed,
-    }) = there.as_deref().map(Record::decode).transpose()?
-    {
-        return Ok(Waited::Answer(answer(theirs, fingerprint, completed)));
+    let there = there.as_deref().map(Record::decode).transpose()?;
+    if let Some(begin) = settled(there, fingerprint) {
+        return Ok(Waited::Answer(begin));
     }
     let owner = LockOwner::new();
     let acquire = idempotency

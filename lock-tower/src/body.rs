@@ -1,4 +1,5 @@
-//! [`ResponseCacheBody`]: what the response cache answers with.
+//! [`LayerBody`]: the body of the requests and responses that went through a layer of this
+//! crate that reads bodies (the response cache, idempotency).
 
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -9,16 +10,21 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 
 pin_project! {
-    /// The body of a response from [`ResponseCacheService`](super::ResponseCacheService): a
-    /// stored or generated body, the application's body untouched, or the application's body
-    /// resumed after the bytes the cache read from it. Its frames are `Bytes`; its error is
-    /// the application body's.
+    /// A body that went through [`ResponseCacheService`](crate::ResponseCacheService) or
+    /// [`IdempotencyService`](crate::IdempotencyService): a stored or generated body (a hit,
+    /// a replay, a problem), the application's body untouched (a request the layer passes
+    /// on), or a body the layer read (to store or fingerprint it) sent on from the bytes read,
+    /// then the error it failed with or the rest of it, then its trailers. Its frames are
+    /// `Bytes`; its error is the wrapped body's. Named [`ResponseCacheBody`] and
+    /// [`IdempotencyBody`] after the layers.
+    ///
+    /// axum's router takes it as any other request body:
     ///
     /// ```
     /// # fn is_body<B: http_body::Body<Data = bytes::Bytes>>() {}
-    /// is_body::<lock_tower::ResponseCacheBody<axum::body::Body>>();
+    /// is_body::<lock_tower::LayerBody<axum::body::Body>>();
     /// ```
-    pub struct ResponseCacheBody<B: Body> {
+    pub struct LayerBody<B: Body> {
         #[pin]
         kind: Kind<B>,
     }
@@ -38,9 +44,16 @@ pin_project! {
     }
 }
 
-impl<B: Body> ResponseCacheBody<B> {
-    pub(crate) fn full(data: Vec<u8>) -> Self {
-        let data = (!data.is_empty()).then(|| Bytes::from(data));
+/// The response cache service's response body.
+pub type ResponseCacheBody<B> = LayerBody<B>;
+
+/// The idempotency service's body: the inner service's request body, and the response body.
+pub type IdempotencyBody<B> = LayerBody<B>;
+
+impl<B: Body> LayerBody<B> {
+    pub(crate) fn full(data: impl Into<Bytes>) -> Self {
+        let data: Bytes = data.into();
+        let data = (!data.is_empty()).then_some(data);
         Self {
             kind: Kind::Full { data },
         }
@@ -55,12 +68,13 @@ impl<B: Body> ResponseCacheBody<B> {
     /// `prefix`, then the error the body failed with, or the rest of the body, then its
     /// trailers.
     pub(crate) fn resumed(
-        prefix: Vec<u8>,
+        prefix: impl Into<Bytes>,
         error: Option<B::Error>,
         rest: Option<Pin<Box<B>>>,
         trailers: Option<HeaderMap>,
     ) -> Self {
-        let prefix = (!prefix.is_empty()).then(|| Bytes::from(prefix));
+        let prefix: Bytes = prefix.into();
+        let prefix = (!prefix.is_empty()).then_some(prefix);
         Self {
             kind: Kind::Resumed {
                 prefix,
@@ -72,11 +86,18 @@ impl<B: Body> ResponseCacheBody<B> {
     }
 }
 
+impl<B: Body> LayerBody<B> {
+    /// A body read whole (`data`), then the error it failed with, or its trailers.
+    pub(crate) fn read(data: Bytes, error: Option<B::Error>, trailers: Option<HeaderMap>) -> Self {
+        Self::resumed(data, error, None, trailers)
+    }
+}
+
 fn to_bytes<D: Buf>(frame: Frame<D>) -> Frame<Bytes> {
     frame.map_data(|mut data| data.copy_to_bytes(data.remaining()))
 }
 
-impl<B: Body> Body for ResponseCacheBody<B> {
+impl<B: Body> Body for LayerBody<B> {
     type Data = Bytes;
     type Error = B::Error;
 
@@ -153,14 +174,14 @@ impl<B: Body> Body for ResponseCacheBody<B> {
     }
 }
 
-impl<B: Body> std::fmt::Debug for ResponseCacheBody<B> {
+impl<B: Body> std::fmt::Debug for LayerBody<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
             Kind::Full { .. } => "Full",
             Kind::Untouched { .. } => "Untouched",
             Kind::Resumed { .. } => "Resumed",
         };
-        f.debug_struct("ResponseCacheBody")
+        f.debug_struct("LayerBody")
             .field("kind", &kind)
             .finish_non_exhaustive()
     }

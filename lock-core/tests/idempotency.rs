@@ -133,9 +133,16 @@ async fn another_fingerprint_is_refused(instances: &Instances) {
     else {
         panic!("the first request runs");
     };
-    // In flight, and then completed: another payload under the key is refused both times.
+    // In flight, and then completed: another payload under the key is refused both times,
+    // by a duplicate that would wait as by one that would not.
     assert!(matches!(
         a.begin("u", &key, pay(2), InFlight::Conflict)
+            .await
+            .unwrap(),
+        Begin::Mismatch
+    ));
+    assert!(matches!(
+        a.begin("u", &key, pay(2), InFlight::Wait(Duration::from_secs(5)))
             .await
             .unwrap(),
         Begin::Mismatch

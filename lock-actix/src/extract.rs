@@ -1,7 +1,7 @@
 //! Taking the key from a `ServiceRequest`: a [`KeySource`] rule or a closure.
 
 use actix_web::dev::ServiceRequest;
-use lock_core::http::{KeySource, RequestHead};
+use lock_core::http::{BodyLimit, KeySource, MatchedRoute, RequestHead};
 
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
 /// `Fn(&ServiceRequest) -> Option<String>`; `None` answers 400.
@@ -29,11 +29,36 @@ pub trait KeyExtractor: 'static {
 
     /// Whether the request is this extractor's business at all; when `false` it passes
     /// through the middleware untouched (no lock, no 400). [`KeySource::path_param`] selects
-    /// the paths its route template matches ([`KeySource::selects`]); the default selects
-    /// every request.
+    /// the paths its route template matches and [`KeySource::route_param`] the resources with
+    /// its parameter ([`KeySource::selects`]); the default selects every request.
     fn selects(&self, request: &ServiceRequest) -> bool {
         let _ = request;
         true
+    }
+
+    /// How much of the body to read before looking for the key: `Some` makes the middleware
+    /// read the payload up to the limit (over it: 413), call
+    /// [`extract_with_body`](Self::extract_with_body) instead of [`extract`](Self::extract),
+    /// and put the payload back for the handler. `None`, the default, reads nothing.
+    ///
+    /// ```
+    /// use lock_actix::{BodyKey, KeyExtractor, KeySource};
+    ///
+    /// assert_eq!(KeySource::header("x-sku").body_limit(), None);
+    /// let by_body = BodyKey::new(1024, |_: &actix_web::HttpRequest, body: &[u8]| {
+    ///     std::str::from_utf8(body).ok().map(str::to_owned)
+    /// });
+    /// assert_eq!(by_body.body_limit().map(|limit| limit.max_bytes()), Some(1024));
+    /// ```
+    fn body_limit(&self) -> Option<BodyLimit> {
+        None
+    }
+
+    /// The key of a request whose body was read whole (see
+    /// [`body_limit`](Self::body_limit)); the default ignores the body.
+    fn extract_with_body(&self, request: &ServiceRequest, body: &[u8]) -> Option<String> {
+        let _ = body;
+        self.extract(request)
     }
 }
 
@@ -78,5 +103,14 @@ impl RequestHead for Head<'_> {
 
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.0.headers().get(name).map(|value| value.as_bytes())
+    }
+
+    /// actix computes the pattern from the app's resource map, so it is known in app-level
+    /// `wrap` too (scope prefixes included); no resource matched: a 404 on its way.
+    fn matched_route(&self) -> MatchedRoute<'_> {
+        match self.0.match_pattern() {
+            Some(pattern) => MatchedRoute::Route(pattern.into()),
+            None => MatchedRoute::NoMatch,
+        }
     }
 }

@@ -15,6 +15,12 @@
 //! misses across instances, see [`response_cache`]) and [`Idempotent`] (idempotent endpoints
 //! keyed by `Idempotency-Key`, see [`idempotency`]).
 //!
+//! Keys from the router and the body: [`KeySource::route_param`] (`"sku"`) takes the
+//! parameter of the resource actix matched (`ServiceRequest::match_pattern`, scope prefixes
+//! included; known in app-level `wrap` too), and requests that matched no resource pass
+//! through; [`BodyKey`] reads the payload up to a limit (over it: 413), finds the key in it
+//! with a closure and puts it back for the handler.
+//!
 //! A handler that takes a lock itself answers its failure the same way by returning
 //! [`LockRejection`] (an actix `ResponseError`).
 //!
@@ -45,17 +51,20 @@
 //!
 //! [`LockClient`]: lock_core::LockClient
 
+mod body_key;
 mod extract;
 mod fence;
 pub mod idempotency;
 mod middleware;
 pub mod response_cache;
 
+pub use body_key::BodyKey;
 pub use extract::KeyExtractor;
 pub use fence::LockFence;
 pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};
 pub use lock_core::http::{
-    AppliesTo, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
+    AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, MatchedRoute, OnLost,
+    Rejection, RejectionKind,
 };
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
 pub use middleware::{KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockRejection};

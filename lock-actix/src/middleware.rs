@@ -6,11 +6,13 @@ use std::future::{ready, Future, Ready};
 use std::pin::Pin;
 use std::rc::Rc;
 
-use actix_web::body::{BoxBody, EitherBody};
-use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::body::{self, BodyStream, BoxBody, EitherBody};
+use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
+use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::{KeyedLockOptions, Rejection, RequestLock};
+use lock_core::http::{BodyLimit, KeyedLockOptions, Rejection, RequestLock};
 use lock_core::{LockClient, LockError};
 
 use crate::{KeyExtractor, KeySource};
@@ -166,25 +168,70 @@ where
                 async move { response.await.map(ServiceResponse::map_into_left_body) },
             );
         }
+        let service = self.service.clone();
+        let client = self.lock.client.clone();
+        if let Some(limit) = self.lock.extractor.body_limit() {
+            let extractor = self.lock.extractor.clone();
+            return Box::pin(async move {
+                let mut request = request;
+                let body = match read_body(&mut request, limit).await {
+                    Ok(body) => body,
+                    Err(rejection) => return Ok(request.into_response(into_response(rejection))),
+                };
+                let key = extractor.extract_with_body(&request, &body);
+                // The handler reads the same bytes.
+                request.set_payload(Payload::from(body));
+                let Some(key) = key else {
+                    let rejection = Rejection::missing_key(&extractor.describe());
+                    return Ok(request.into_response(into_response(rejection)));
+                };
+                locked(service, client, options, request, key).await
+            });
+        }
         let Some(key) = self.lock.extractor.extract(&request) else {
             let rejection = Rejection::missing_key(&self.lock.extractor.describe());
             return Box::pin(ready(Ok(request.into_response(into_response(rejection)))));
         };
-        let (service, client) = (self.service.clone(), self.lock.client.clone());
-        Box::pin(async move {
-            // Acquire while the request is still ours, so a rejection can answer with it.
-            let lock = match RequestLock::acquire(&client, &key, &options).await {
-                Ok(lock) => lock,
-                Err(rejection) => return Ok(request.into_response(into_response(rejection))),
-            };
-            request.extensions_mut().insert(lock.info().clone());
-            match lock.run(service.call(request), &options).await {
-                Ok(response) => response.map(ServiceResponse::map_into_left_body),
-                // The request went to the cancelled handler (actix routing forbids keeping a
-                // clone of it), so the 503 travels as an error that renders the same problem.
-                Err(rejection) => Err(LockRejection(rejection).into()),
-            }
-        })
+        Box::pin(locked(service, client, options, request, key))
+    }
+}
+
+/// Takes the lock of `key`, runs the rest of the chain under it and releases it.
+async fn locked<S, B>(
+    service: Rc<S>,
+    client: LockClient,
+    options: Rc<KeyedLockOptions>,
+    request: ServiceRequest,
+    key: String,
+) -> Result<ServiceResponse<EitherBody<B>>, Error>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+{
+    // Acquire while the request is still ours, so a rejection can answer with it.
+    let lock = match RequestLock::acquire(&client, &key, &options).await {
+        Ok(lock) => lock,
+        Err(rejection) => return Ok(request.into_response(into_response(rejection))),
+    };
+    request.extensions_mut().insert(lock.info().clone());
+    match lock.run(service.call(request), &options).await {
+        Ok(response) => response.map(ServiceResponse::map_into_left_body),
+        // The request went to the cancelled handler (actix routing forbids keeping a clone
+        // of it), so the 503 travels as an error that renders the same problem.
+        Err(rejection) => Err(LockRejection(rejection).into()),
+    }
+}
+
+/// The payload, read whole unless it is (or says it is) over `limit`.
+async fn read_body(request: &mut ServiceRequest, limit: BodyLimit) -> Result<Bytes, Rejection> {
+    let declared = request.headers().get(CONTENT_LENGTH).map(|v| v.as_bytes());
+    if limit.refuses_declared(declared) {
+        return Err(limit.too_large());
+    }
+    let payload = BodyStream::new(request.take_payload());
+    match body::to_bytes_limited(payload, limit.max_bytes()).await {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(_)) => Err(BodyLimit::unreadable()),
+        Err(_exceeded) => Err(limit.too_large()),
     }
 }
 

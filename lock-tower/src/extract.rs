@@ -1,10 +1,15 @@
-//! Taking the key from an `http::Request`: a [`KeySource`] rule or a closure.
+//! Taking the key from an `http::Request`: a [`KeySource`] rule, a closure, or anything
+//! that needs the request by value and awaiting, such as its body.
+
+use std::future::Future;
 
 use http::Request;
-use lock_core::http::{KeySource, RequestHead};
+use lock_core::http::{KeySource, MatchedRoute, Rejection, RequestHead};
 
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
-/// `Fn(&Request<B>) -> Option<String>`; `None` answers 400.
+/// `Fn(&Request<B>) -> Option<String>`; `None` answers 400. Keys that need the request by
+/// value and awaiting override [`key`](Self::key): [`BodyKey`](crate::BodyKey) (the body),
+/// [`AsyncKey`](crate::AsyncKey) (any async closure).
 ///
 /// ```
 /// use http::Request;
@@ -29,11 +34,74 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
 
     /// Whether the request is this extractor's business at all; when `false` it passes
     /// through the layer untouched (no lock, no 400). [`KeySource::path_param`] selects the
-    /// paths its route template matches ([`KeySource::selects`]); the default selects every
-    /// request.
+    /// paths its route template matches and [`KeySource::route_param`] the routes with its
+    /// parameter ([`KeySource::selects`]); the default selects every request.
     fn selects(&self, request: &Request<B>) -> bool {
         let _ = request;
         true
+    }
+
+    /// The answer for a selected request without a key: by default
+    /// [`Rejection::missing_key`] of [`describe`](Self::describe).
+    ///
+    /// ```
+    /// use http::Request;
+    /// use lock_tower::{KeyExtractor, KeySource};
+    ///
+    /// let request = Request::post("/buy/a").body(()).unwrap();
+    /// let answer = KeyExtractor::missing(&KeySource::header("x-sku"), &request);
+    /// assert_eq!(answer.status, 400);
+    /// ```
+    fn missing(&self, request: &Request<B>) -> Rejection {
+        let _ = request;
+        Rejection::missing_key(&self.describe())
+    }
+
+    /// The request, given back for the handler, and its key; or the answer to send instead
+    /// (400 without a key, 413 for a body over a limit, …). This is what
+    /// [`KeyedLockService`](crate::KeyedLockService) calls; the default answers at once with
+    /// [`extract`](Self::extract), or [`missing`](Self::missing) when it finds nothing.
+    ///
+    /// ```
+    /// use std::future::{ready, Future};
+    /// use http::Request;
+    /// use lock_tower::{KeyExtractor, Rejection};
+    ///
+    /// /// The key is the `x-sku` header, upper-cased, found by an async lookup.
+    /// #[derive(Clone)]
+    /// struct UpperSku;
+    /// impl<B: Send + 'static> KeyExtractor<B> for UpperSku {
+    ///     fn extract(&self, _: &Request<B>) -> Option<String> {
+    ///         None // found by `key`
+    ///     }
+    ///     fn key(&self, request: Request<B>) -> impl Future<Output = Result<(Request<B>, String), Rejection>> + Send
+    ///     where
+    ///         B: Send + 'static,
+    ///     {
+    ///         async move {
+    ///             let sku = request.headers().get("x-sku").and_then(|v| v.to_str().ok());
+    ///             match sku.map(str::to_uppercase) {
+    ///                 Some(sku) => Ok((request, sku)),
+    ///                 None => Err(Rejection::missing_key("header `x-sku`")),
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// # let _ = UpperSku;
+    /// # let _ = ready(());
+    /// ```
+    fn key(
+        &self,
+        request: Request<B>,
+    ) -> impl Future<Output = Result<(Request<B>, String), Rejection>> + Send
+    where
+        B: Send + 'static,
+    {
+        let key = match self.extract(&request) {
+            Some(key) => Ok((request, key)),
+            None => Err(self.missing(&request)),
+        };
+        std::future::ready(key)
     }
 }
 
@@ -48,6 +116,10 @@ impl<B> KeyExtractor<B> for KeySource {
 
     fn selects(&self, request: &Request<B>) -> bool {
         KeySource::selects(self, &Head(request))
+    }
+
+    fn missing(&self, request: &Request<B>) -> Rejection {
+        KeySource::missing_key(self, &Head(request))
     }
 }
 
@@ -78,5 +150,78 @@ impl<B> RequestHead for Head<'_, B> {
 
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.0.headers().get(name).map(|value| value.as_bytes())
+    }
+
+    fn matched_route(&self) -> MatchedRoute<'_> {
+        matched_route(self.0.extensions())
+    }
+}
+
+/// What axum's router put in the extensions: `MatchedPath` for a matched route (the full
+/// template, nested prefixes included); `OriginalUri` alone for a request that went through
+/// a router to its fallback (a 404); neither for a layer outside every router, which cannot
+/// know the route (fail closed). Inside a nested router the path was stripped of the nest
+/// prefix (`NestedPath`), so the template is too.
+#[cfg(feature = "axum")]
+pub(crate) fn matched_route(extensions: &http::Extensions) -> MatchedRoute<'_> {
+    use axum::extract::{MatchedPath, NestedPath, OriginalUri};
+
+    let Some(matched) = extensions.get::<MatchedPath>() else {
+        return match extensions.get::<OriginalUri>() {
+            Some(_) => MatchedRoute::NoMatch,
+            None => MatchedRoute::Unknown,
+        };
+    };
+    let template = matched.as_str();
+    let Some(nested) = extensions.get::<NestedPath>() else {
+        return MatchedRoute::Route(template.into());
+    };
+    let prefix = nested.as_str().split('/').filter(|s| !s.is_empty()).count();
+    let inner: Vec<&str> = template
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .skip(prefix)
+        .collect();
+    MatchedRoute::Route(format!("/{}", inner.join("/")).into())
+}
+
+/// Without axum, no router is visible: route parameters fail closed.
+#[cfg(not(feature = "axum"))]
+pub(crate) fn matched_route(extensions: &http::Extensions) -> MatchedRoute<'_> {
+    let _ = extensions;
+    MatchedRoute::Unknown
+}
+
+#[cfg(test)]
+mod tests {
+    /// Without the `axum` feature no router is visible: a route parameter answers 400 saying
+    /// why, rather than letting the request through unlocked.
+    #[cfg(not(feature = "axum"))]
+    #[tokio::test]
+    async fn without_axum_a_route_param_fails_closed() {
+        use std::convert::Infallible;
+
+        use http::{Request, Response};
+        use lock_core::{LockClient, MemoryBackend};
+        use tower::{service_fn, Layer, ServiceExt};
+
+        use crate::{KeySource, KeyedLockLayer};
+
+        let inner = service_fn(|_: Request<String>| async {
+            Ok::<_, Infallible>(Response::new(String::from("unlocked")))
+        });
+        let layer = KeyedLockLayer::new(
+            LockClient::new(MemoryBackend::new()),
+            KeySource::route_param("sku"),
+        );
+        let request = Request::post("/buy/a").body(String::new()).unwrap();
+        let response = layer.layer(inner).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 400);
+        let body = response.into_body();
+        assert!(body.contains("route parameter `sku`"), "{body}");
+        assert!(
+            body.contains("enable lock-tower's `axum` feature"),
+            "{body}"
+        );
     }
 }

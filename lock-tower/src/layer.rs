@@ -12,7 +12,8 @@ use crate::{KeyedLockService, LockRejection};
 /// Applies a distributed lock per request key to the services it wraps.
 ///
 /// `K` is where the key comes from: a [`KeySource`](lock_core::http::KeySource) or a closure
-/// (see [`KeyExtractor`](crate::KeyExtractor)). Build it with [`builder`](Self::builder),
+/// (see [`KeyExtractor`](crate::KeyExtractor)), or a key that needs awaiting such as
+/// [`BodyKey`](crate::BodyKey). Build it with [`builder`](Self::builder),
 /// which refuses invalid settings:
 ///
 /// ```

@@ -16,14 +16,25 @@
 //! misses across instances, see [`response_cache`]) and [`IdempotencyLayer`] (idempotent
 //! endpoints keyed by `Idempotency-Key`, see [`idempotency`]).
 //!
-//! The handler's fencing token: lock-tower does not depend on axum, so there is no extractor
-//! type of its own; take `Extension<LockInfo>` (axum's extension extractor) as below, or read
+//! The handler's fencing token: with the `axum` feature, take the `LockFence` extractor;
+//! otherwise `Extension<LockInfo>` (axum's extension extractor) as below, or read
 //! `request.extensions().get::<LockInfo>()` in any tower service. A handler that takes a lock
 //! itself answers its failure the same way with [`LockRejection`] / [`error_response`].
 //!
 //! Put the layer on the routes it protects with axum's `route_layer`, which runs only for
 //! requests that matched a route; a [`KeySource::path_param`] key also passes through requests
 //! whose path its template does not match, so `.layer(..)` does not turn 404s into 400s.
+//!
+//! Keys from the router and the body:
+//! - [`KeySource::route_param`] (`"sku"`) takes the parameter of the route axum matched
+//!   (`/api/buy/{sku}` when nested), with the `axum` feature, which reads axum's
+//!   `MatchedPath`; put the layer inside the `Router` (`route_layer` or `layer`). Requests
+//!   that matched no route pass through. Without the feature, or with the layer around the
+//!   `Router` instead of inside it, the route is unknown and every request answers 400 saying
+//!   so, rather than going unlocked.
+//! - [`BodyKey`] reads the body up to a limit (over it: 413) and finds the key in it with a
+//!   closure; the handler reads the same body. [`AsyncKey`] takes any async closure; both are
+//!   [`KeyExtractor`]s that override its async [`key`](KeyExtractor::key).
 //!
 //! ```
 //! use std::time::Duration;
@@ -49,23 +60,31 @@
 //! [`LockClient`]: lock_core::LockClient
 
 mod body;
+mod body_key;
 mod extract;
+#[cfg(feature = "axum")]
+mod fence;
 mod future;
 pub mod idempotency;
 mod layer;
+mod read;
 mod rejection;
 pub mod response_cache;
 mod service;
 
 pub use body::LayerBody;
+pub use body_key::{AsyncKey, BodyKey};
 pub use extract::KeyExtractor;
+#[cfg(feature = "axum")]
+pub use fence::LockFence;
 pub use future::ResponseFuture;
 pub use idempotency::{
     IdempotencyBody, IdempotencyLayer, IdempotencyLayerBuilder, IdempotencyService,
 };
 pub use layer::{KeyedLockLayer, KeyedLockLayerBuilder};
 pub use lock_core::http::{
-    AppliesTo, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost, Rejection, RejectionKind,
+    AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, MatchedRoute, OnLost,
+    Rejection, RejectionKind,
 };
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
 pub use rejection::{error_response, LockRejection};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
-use lock_core::http::{run_locked, KeyedLockOptions, Rejection};
+use lock_core::http::{run_locked, KeyedLockOptions};
 use lock_core::LockClient;
 use tower_service::Service;
 
@@ -49,7 +49,8 @@ use crate::{KeyExtractor, ResponseFuture};
 pub struct KeyedLockService<S, K> {
     inner: S,
     client: LockClient,
-    extractor: K,
+    // Shared with each request's future, which may await the key.
+    extractor: Arc<K>,
     options: Arc<KeyedLockOptions>,
 }
 
@@ -63,7 +64,7 @@ impl<S, K> KeyedLockService<S, K> {
         Self {
             inner,
             client,
-            extractor,
+            extractor: Arc::new(extractor),
             options,
         }
     }
@@ -91,7 +92,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         // Not selected, or bound for another route (or none: a 404): pass through untouched.
         if !self
             .options
@@ -100,15 +101,17 @@ where
         {
             return ResponseFuture::new(self.inner.call(request));
         }
-        let Some(key) = self.extractor.extract(&request) else {
-            let rejection = Rejection::missing_key(&self.extractor.describe());
-            return ResponseFuture::new(std::future::ready(Ok(into_response(rejection))));
-        };
         // The service that was polled ready is the one to call; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (client, options) = (self.client.clone(), self.options.clone());
+        let extractor = self.extractor.clone();
         ResponseFuture::new(async move {
+            // Ready at once for a `KeyExtractor`; a body key reads (and gives back) the body.
+            let (mut request, key) = match extractor.key(request).await {
+                Ok(found) => found,
+                Err(rejection) => return Ok(into_response(rejection)),
+            };
             let locked = run_locked(&client, &key, &options, |info| {
                 request.extensions_mut().insert(info);
                 inner.call(request)

@@ -1,14 +1,11 @@
 //! [`IdempotencyService`]: idempotency around one inner service.
 
-use std::future::poll_fn;
-use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, Bytes};
-use http::header::{HeaderName, CONTENT_LENGTH};
+use http::header::HeaderName;
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
 use lock_core::http::{race_lost, RequestHead};
 use lock_core::idempotency::http::{
@@ -21,6 +18,7 @@ use tracing::Instrument;
 use super::layer::Shared;
 use super::IdempotencyBody;
 use crate::extract::Head;
+use crate::read::{declared_length, read, Read};
 use crate::ResponseFuture;
 
 /// Runs requests with an idempotency key once per (scope, key) and replays their responses;
@@ -246,57 +244,6 @@ impl RequestHead for PartsHead<'_> {
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.0.headers.get(name).map(HeaderValue::as_bytes)
     }
-}
-
-/// A body read up to the limit.
-enum Read<E> {
-    /// All of it, and its trailers.
-    Whole(Bytes, Option<HeaderMap>),
-    /// Longer than the limit (said so, or found so); what was read is dropped.
-    TooLarge,
-    /// It failed after these bytes.
-    Failed(Bytes, E),
-}
-
-/// The `Content-Length` a head declares.
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
-}
-
-/// Reads `body` whole unless it is (or says it is) longer than `limit`.
-async fn read<B: Body>(body: B, declared: Option<u64>, limit: usize) -> Read<B::Error> {
-    let limit_u64 = limit as u64;
-    if declared.is_some_and(|length| length > limit_u64) || body.size_hint().lower() > limit_u64 {
-        return Read::TooLarge;
-    }
-    let mut body = pin!(body);
-    let mut data = Vec::new();
-    let mut trailers = None;
-    while let Some(frame) = poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
-        let frame = match frame {
-            Ok(frame) => frame,
-            Err(error) => return Read::Failed(data.into(), error),
-        };
-        match frame.into_data() {
-            Ok(mut chunk) => {
-                if data.len() + chunk.remaining() > limit {
-                    return Read::TooLarge;
-                }
-                while chunk.has_remaining() {
-                    let part = chunk.chunk();
-                    data.extend_from_slice(part);
-                    let read = part.len();
-                    chunk.advance(read);
-                }
-            }
-            Err(frame) => {
-                if let Ok(frame_trailers) = frame.into_trailers() {
-                    trailers = Some(frame_trailers);
-                }
-            }
-        }
-    }
-    Read::Whole(data.into(), trailers)
 }
 
 /// A reply of lock-core's as a response; its outcome recorded in the span.

@@ -1,6 +1,8 @@
-//! Where a request's lock key comes from: a path segment, a header or a query parameter.
+//! Where a request's lock key comes from: a path segment, a route parameter, a header or a
+//! query parameter.
 
-use super::{decode_path_segment, decode_query_component};
+use super::route::{has_param, param_value, segments};
+use super::{decode_path_segment, decode_query_component, MatchedRoute, Rejection};
 
 /// The parts of a request key extraction and request selection look at. The adapters
 /// implement it over their framework's request type.
@@ -30,6 +32,27 @@ pub trait RequestHead {
     fn query(&self) -> Option<&str>;
     /// The first value of header `name` (matched case-insensitively), as raw bytes.
     fn header(&self, name: &str) -> Option<&[u8]>;
+
+    /// The route the framework's router matched, for [`KeySource::route_param`]. The default,
+    /// [`MatchedRoute::Unknown`], is for adapters that cannot see routing: route parameters
+    /// then fail closed (400) instead of silently locking nothing.
+    ///
+    /// ```
+    /// use lock_core::http::{MatchedRoute, RequestHead};
+    ///
+    /// struct Head;
+    /// impl RequestHead for Head {
+    ///     fn method(&self) -> &str { "GET" }
+    ///     fn path(&self) -> &str { "/" }
+    ///     fn query(&self) -> Option<&str> { None }
+    ///     fn header(&self, _: &str) -> Option<&[u8]> { None }
+    /// }
+    ///
+    /// assert_eq!(Head.matched_route(), MatchedRoute::Unknown);
+    /// ```
+    fn matched_route(&self) -> MatchedRoute<'_> {
+        MatchedRoute::Unknown
+    }
 }
 
 /// Which path segment holds the key.
@@ -46,10 +69,19 @@ pub enum PathSegment {
     /// (`/buy/sku-1`: 0 is `buy`, 1 is `sku-1`).
     Index(usize),
     /// The segment matching the parameter `{name}` (or `:name`) of a route template such as
-    /// `/buy/{sku}`; the path must match the template's literal segments.
+    /// `/buy/{sku}`; the path must match the template's literal segments. A last segment
+    /// `{*name}` (axum), `{name}*` or `{name:.*}` (actix) takes the rest of the path, its
+    /// segments decoded one by one and joined with `/`.
     Named {
         /// The route template.
         template: String,
+        /// The parameter's name, without braces.
+        name: String,
+    },
+    /// The parameter `name` of the route the framework's router matched
+    /// ([`RequestHead::matched_route`]), with the same template syntax and decoding as
+    /// [`Named`](Self::Named).
+    Route {
         /// The parameter's name, without braces.
         name: String,
     },
@@ -96,6 +128,22 @@ impl KeySource {
         })
     }
 
+    /// The parameter `name` of the route the framework matched (`"sku"` for a request that
+    /// axum routed to `/api/buy/{sku}`, or actix to the resource `/buy/{sku}`): no template
+    /// to repeat, and nested prefixes come from the router. Requests that matched no route, or
+    /// a route without this parameter, pass through; an adapter that cannot see routing
+    /// ([`MatchedRoute::Unknown`]: lock-tower without its `axum` feature) answers 400 saying so.
+    ///
+    /// ```
+    /// use lock_core::http::KeySource;
+    ///
+    /// assert_eq!(KeySource::route_param("sku").describe(), "route parameter `sku`");
+    /// ```
+    #[must_use]
+    pub fn route_param(name: impl Into<String>) -> Self {
+        Self::PathSegment(PathSegment::Route { name: name.into() })
+    }
+
     /// The header `name`.
     #[must_use]
     pub fn header(name: impl Into<String>) -> Self {
@@ -112,6 +160,10 @@ impl KeySource {
     #[must_use]
     pub fn extract(&self, head: &(impl RequestHead + ?Sized)) -> Option<String> {
         let value = match self {
+            Self::PathSegment(PathSegment::Route { name }) => match head.matched_route() {
+                MatchedRoute::Route(template) => param_value(&template, head.path(), name)?,
+                MatchedRoute::Unknown | MatchedRoute::NoMatch => return None,
+            },
             Self::PathSegment(segment) => path_segment(head.path(), segment)?,
             Self::Header(name) => String::from_utf8(head.header(name)?.to_vec()).ok()?,
             Self::Query(name) => query_param(head.query()?, name)?,
@@ -121,7 +173,10 @@ impl KeySource {
 
     /// Whether this rule is about `head` at all: `false` when a
     /// [`path_param`](Self::path_param) template's shape (segment count and literal segments)
-    /// does not match the path, as for a request bound for another route or for none (a 404).
+    /// does not match the path, as for a request bound for another route or for none (a 404),
+    /// and for a [`route_param`](Self::route_param) when the router matched no route or a
+    /// route without the parameter (but `true` when the route is [unknown](MatchedRoute::Unknown):
+    /// fail closed).
     /// Middleware passes such requests through untouched instead of answering 400; every other
     /// rule selects every request, so a header or query key belongs on matched routes only
     /// (axum's `route_layer`, actix's `web::resource(..).wrap(..)`).
@@ -147,15 +202,50 @@ impl KeySource {
     pub fn selects(&self, head: &(impl RequestHead + ?Sized)) -> bool {
         match self {
             Self::PathSegment(PathSegment::Named { template, .. }) => {
-                let pattern: Vec<&str> = segments(template).collect();
-                let actual: Vec<&str> = segments(head.path()).collect();
-                pattern.len() == actual.len()
-                    && pattern
-                        .iter()
-                        .zip(&actual)
-                        .all(|(p, a)| param_name(p).is_some() || p == a)
+                super::route::capture(template, head.path(), None).is_some()
             }
+            Self::PathSegment(PathSegment::Route { name }) => match head.matched_route() {
+                MatchedRoute::Route(template) => has_param(&template, name),
+                MatchedRoute::NoMatch => false,
+                MatchedRoute::Unknown => true,
+            },
             _ => true,
+        }
+    }
+
+    /// The 400 answer for a request this rule [selects](Self::selects) but finds no key in:
+    /// [`Rejection::missing_key`] with [`describe`](Self::describe), or, for a
+    /// [`route_param`](Self::route_param) whose adapter cannot see routing, a detail that says
+    /// so and how to fix it.
+    ///
+    /// ```
+    /// use lock_core::http::{KeySource, RequestHead};
+    ///
+    /// struct Head;
+    /// impl RequestHead for Head {
+    ///     fn method(&self) -> &str { "POST" }
+    ///     fn path(&self) -> &str { "/buy/a" }
+    ///     fn query(&self) -> Option<&str> { None }
+    ///     fn header(&self, _: &str) -> Option<&[u8]> { None }
+    /// }
+    ///
+    /// let answer = KeySource::route_param("sku").missing_key(&Head);
+    /// assert_eq!(answer.status, 400);
+    /// assert!(String::from_utf8(answer.body).unwrap().contains("no matched route"));
+    /// ```
+    #[must_use]
+    pub fn missing_key(&self, head: &(impl RequestHead + ?Sized)) -> Rejection {
+        match self {
+            Self::PathSegment(PathSegment::Route { .. })
+                if head.matched_route() == MatchedRoute::Unknown =>
+            {
+                Rejection::missing_key_because(
+                    &self.describe(),
+                    "no matched route is known here: enable lock-tower's `axum` feature and \
+                     put the layer inside the Router (`route_layer` or `layer`)",
+                )
+            }
+            _ => Rejection::missing_key(&self.describe()),
         }
     }
 
@@ -167,45 +257,20 @@ impl KeySource {
             Self::PathSegment(PathSegment::Named { template, name }) => {
                 format!("path parameter `{name}` of `{template}`")
             }
+            Self::PathSegment(PathSegment::Route { name }) => format!("route parameter `{name}`"),
             Self::Header(name) => format!("header `{name}`"),
             Self::Query(name) => format!("query parameter `{name}`"),
         }
     }
 }
 
-fn segments(path: &str) -> impl Iterator<Item = &str> {
-    path.split('/').filter(|s| !s.is_empty())
-}
-
 fn path_segment(path: &str, which: &PathSegment) -> Option<String> {
-    let raw = match which {
-        PathSegment::Index(index) => segments(path).nth(*index)?,
-        PathSegment::Named { template, name } => {
-            let pattern: Vec<&str> = segments(template).collect();
-            let actual: Vec<&str> = segments(path).collect();
-            if pattern.len() != actual.len() {
-                return None;
-            }
-            let mut found = None;
-            for (pattern, actual) in pattern.iter().zip(&actual) {
-                match param_name(pattern) {
-                    Some(param) if param == name => found = Some(*actual),
-                    Some(_) => {}
-                    None if pattern != actual => return None,
-                    None => {}
-                }
-            }
-            found?
-        }
-    };
-    decode_path_segment(raw).ok()
-}
-
-fn param_name(segment: &str) -> Option<&str> {
-    segment
-        .strip_prefix('{')
-        .and_then(|s| s.strip_suffix('}'))
-        .or_else(|| segment.strip_prefix(':'))
+    match which {
+        PathSegment::Index(index) => decode_path_segment(segments(path).nth(*index)?).ok(),
+        PathSegment::Named { template, name } => param_value(template, path, name),
+        // Needs the matched route, which `extract` reads from the head.
+        PathSegment::Route { .. } => None,
+    }
 }
 
 fn query_param(query: &str, name: &str) -> Option<String> {
@@ -268,6 +333,55 @@ mod tests {
         assert!(!named.selects(&head("/", None)));
         assert!(!named.selects(&head("/sell/x", None)));
         assert!(KeySource::header("x").selects(&head("/", None)));
+    }
+
+    /// A head whose router matched `route`.
+    struct Routed(&'static str, MatchedRoute<'static>);
+
+    impl RequestHead for Routed {
+        fn method(&self) -> &str {
+            "POST"
+        }
+        fn path(&self) -> &str {
+            self.0
+        }
+        fn query(&self) -> Option<&str> {
+            None
+        }
+        fn header(&self, _: &str) -> Option<&[u8]> {
+            None
+        }
+        fn matched_route(&self) -> MatchedRoute<'_> {
+            self.1.clone()
+        }
+    }
+
+    #[test]
+    fn route_params_follow_the_matched_route() {
+        let sku = KeySource::route_param("sku");
+        let route = |t: &'static str| MatchedRoute::Route(t.into());
+        let buy = Routed("/v1/buy/a%20b", route("/v1/buy/{sku}"));
+        assert!(sku.selects(&buy));
+        assert_eq!(sku.extract(&buy).as_deref(), Some("a b"));
+        let actix = Routed("/files/a/b", route("/files/{sku}*"));
+        assert_eq!(sku.extract(&actix).as_deref(), Some("a/b"));
+        let home = Routed("/", route("/"));
+        assert!(!sku.selects(&home), "a route without the parameter");
+        assert!(!sku.selects(&Routed("/x", MatchedRoute::NoMatch)));
+        let unknown = Routed("/buy/a", MatchedRoute::Unknown);
+        assert!(sku.selects(&unknown), "fail closed");
+        assert_eq!(sku.extract(&unknown), None);
+        assert_eq!(sku.missing_key(&unknown).status, 400);
+        // The template of another route than the path's: selected, no key (400).
+        let skewed = Routed("/buy/a", route("/api/buy/{sku}"));
+        assert!(sku.selects(&skewed));
+        assert_eq!(sku.extract(&skewed), None);
+        let rest = KeySource::path_param("/files/{*path}", "path");
+        assert_eq!(
+            rest.extract(&head("/files/a/b", None)).as_deref(),
+            Some("a/b")
+        );
+        assert!(!rest.selects(&head("/files", None)));
     }
 
     #[test]

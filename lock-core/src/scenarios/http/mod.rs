@@ -40,14 +40,18 @@
 //! # }
 //! ```
 
+mod body_key;
 mod decode;
 mod key;
 mod options;
 mod problem;
+mod route;
 mod run;
 
+pub use body_key::BodyLimit;
 pub use decode::{decode_path_segment, decode_query_component, DecodeError};
 pub use key::{KeySource, PathSegment, RequestHead};
 pub use options::{AppliesTo, BusyStatus, KeyedLockOptions, OnLost};
 pub use problem::{problem_body, Rejection, RejectionKind, PROBLEM_JSON};
+pub use route::MatchedRoute;
 pub use run::{race_lost, run_locked, LockInfo, RequestLock};

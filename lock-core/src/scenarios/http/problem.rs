@@ -159,6 +159,41 @@ impl Rejection {
         rejection
     }
 
+    /// [`missing_key`](Self::missing_key) with the reason the key could not be found.
+    pub(crate) fn missing_key_because(source: &str, why: &str) -> Self {
+        let rejection = Self::new(
+            RejectionKind::BadKey,
+            400,
+            None,
+            "Missing lock key",
+            &format!("the request has no usable {source}: {why}"),
+            None,
+        );
+        rejection.record_keyed_lock();
+        rejection
+    }
+
+    /// The answer of an extractor whose middleware is not on the route (a handler wired
+    /// wrong, not a client error): 500 with a `detail` naming what is missing.
+    ///
+    /// ```
+    /// use lock_core::http::{Rejection, RejectionKind};
+    ///
+    /// let answer = Rejection::missing_layer("LockFence used on a route without KeyedLockLayer");
+    /// assert_eq!((answer.status, answer.kind), (500, RejectionKind::Internal));
+    /// assert!(String::from_utf8(answer.body).unwrap().contains("without KeyedLockLayer"));
+    /// ```
+    pub fn missing_layer(detail: &str) -> Self {
+        Self::new(
+            RejectionKind::Internal,
+            500,
+            None,
+            "Middleware missing",
+            detail,
+            None,
+        )
+    }
+
     /// Counts this rejection as an answer of the keyed-lock middleware.
     pub(crate) fn record_keyed_lock(&self) {
         crate::metrics::http_response(

@@ -6,6 +6,8 @@
 //!   writes a plain counter under it; `atomic` and `reserve` use lock-core's stock primitive.
 //! - `GET /stock/{sku}`: `{available, reserved, sold, received}`.
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`.
+//! - `GET /metrics`: lock-core's metrics in the Prometheus text format
+//!   ([`lock_harness::prometheus`]).
 //!
 //! Every route first checks its input with [`ShopInput::parse`] on the request as sent (the
 //! raw path, not actix's lossily decoded `match_info`): bad input answers 400
@@ -31,10 +33,12 @@ use actix_web::http::StatusCode;
 use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, Error, HttpMessage, HttpResponse};
 use lock_actix::{KeySource, KeyedLock, LockFence};
+use lock_harness::prometheus;
 use lock_harness::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 
 /// Registers the app's routes for `shop` (for `App::configure`).
 pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
+    prometheus::install();
     move |config| {
         for route in Route::ALL {
             let method = if route.method() == "GET" {
@@ -57,8 +61,17 @@ pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
                 );
             }
         }
+        config.service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
         config.app_data(web::Data::new(shop));
     }
+}
+
+/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
+async fn metrics() -> HttpResponse {
+    let page = prometheus::render();
+    HttpResponse::Ok()
+        .content_type(prometheus::CONTENT_TYPE)
+        .body(page)
 }
 
 async fn check(

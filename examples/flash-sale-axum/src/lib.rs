@@ -8,6 +8,8 @@
 //! - `GET /stock/{sku}`: `{available, reserved, sold, received}`.
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`: the two
 //!   halves of the reserve strategy, separately.
+//! - `GET /metrics`: lock-core's metrics in the Prometheus text format
+//!   ([`lock_harness::prometheus`]).
 //!
 //! Every route first checks its input with [`ShopInput::parse`] (SKU of at most
 //! [`MAX_SKU_LEN`](lock_harness::shop::MAX_SKU_LEN) bytes, one `Order-Id`, `ttl_ms` in range,
@@ -30,21 +32,31 @@ use std::pin::Pin;
 
 use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
-use axum::http::Response;
+use axum::http::{header, Response};
 use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
 use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Router};
+use lock_harness::prometheus;
 use lock_harness::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 use lock_tower::{KeySource, KeyedLockLayer, LockInfo};
 
 /// The app's routes for `shop`.
 pub fn router(shop: Shop) -> Router {
+    prometheus::install();
     Route::ALL
         .into_iter()
         .fold(Router::new(), |router, route| {
             router.route(route.template(), endpoint(&shop, route))
         })
+        .route(prometheus::PATH, get(metrics))
         .with_state(shop)
+}
+
+/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
+async fn metrics() -> impl IntoResponse {
+    let content_type = [(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)];
+    (content_type, prometheus::render())
 }
 
 fn endpoint(shop: &Shop, route: Route) -> MethodRouter<Shop> {

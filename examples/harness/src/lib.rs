@@ -20,6 +20,7 @@ pub mod payments;
 mod process;
 pub mod product;
 pub mod progress;
+pub mod prometheus;
 pub mod shop;
 pub mod stampede;
 pub mod test_redis;

@@ -16,6 +16,8 @@
 //!   an authentication middleware in front of both (`Authorization: Bearer <user>`, else 401)
 //!   puts the [`User`] the idempotency scope is read from.
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
+//! - `GET /metrics`: lock-core's metrics in the Prometheus text format
+//!   ([`lock_harness::prometheus`]).
 //!
 //! ```no_run
 //! use actix_web::{App, HttpServer};
@@ -43,6 +45,7 @@ use lock_core::LockError;
 use lock_harness::payments::{
     scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
 };
+use lock_harness::prometheus;
 
 /// The idempotency middleware of `service` (build it once, clone it into every worker's app);
 /// an error if its settings are refused.
@@ -57,6 +60,7 @@ pub fn routes(
     service: PaymentService,
     idempotent: Idempotent,
 ) -> impl FnOnce(&mut web::ServiceConfig) {
+    prometheus::install();
     move |config| {
         config
             .app_data(web::Data::new(service))
@@ -71,8 +75,17 @@ pub fn routes(
                 web::resource(STATS_PATH)
                     .route(web::get().to(stats))
                     .route(web::head().to(stats)),
-            );
+            )
+            .service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
     }
+}
+
+/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
+async fn metrics() -> HttpResponse {
+    let page = prometheus::render();
+    HttpResponse::Ok()
+        .content_type(prometheus::CONTENT_TYPE)
+        .body(page)
 }
 
 /// Serves `service` on a free loopback port with `workers` worker threads, the server

@@ -15,6 +15,8 @@
 //!   [`PaymentService::pay`], with an authentication step in front of both (`Authorization:
 //!   Bearer <user>`, else 401) whose [`User`] is the idempotency scope.
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
+//! - `GET /metrics`: lock-core's metrics in the Prometheus text format
+//!   ([`lock_harness::prometheus`]).
 //!
 //! The decisions are lock-core's (the layer) and lock-harness's (the payment); this crate
 //! only wires them into axum.
@@ -34,6 +36,7 @@ use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, Response};
 use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use lock_core::idempotency::ClaimInfo;
@@ -41,10 +44,12 @@ use lock_core::LockError;
 use lock_harness::payments::{
     scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
 };
+use lock_harness::prometheus;
 use lock_tower::IdempotencyLayer;
 
 /// The app's routes for `service`; an error if the idempotency layer's settings are refused.
 pub fn router(service: PaymentService) -> Result<Router, LockError> {
+    prometheus::install();
     let idempotency = IdempotencyLayer::builder(service.idempotency().clone())
         .scope(|parts: &Parts| scope(parts.extensions.get::<User>()))
         .build()?;
@@ -54,7 +59,14 @@ pub fn router(service: PaymentService) -> Result<Router, LockError> {
         .route_layer(idempotency)
         .route_layer(middleware::from_fn(authenticate))
         .route(STATS_PATH, get(stats))
+        .route(prometheus::PATH, get(metrics))
         .with_state(service))
+}
+
+/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
+async fn metrics() -> impl IntoResponse {
+    let content_type = [(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)];
+    (content_type, prometheus::render())
 }
 
 /// Serves `service` on a free loopback port, in a task of the current runtime; returns

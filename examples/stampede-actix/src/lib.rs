@@ -4,6 +4,8 @@
 //!   `x-cache-status: hit | computed | collapsed | stale | ...`; a cold or expired product is
 //!   read from the slow origin once across every instance sharing the cache backend.
 //! - `GET /stats`: the origin's calls (per product, per expiry) and this instance's answers.
+//! - `GET /metrics`: lock-core's metrics in the Prometheus text format
+//!   ([`lock_harness::prometheus`]).
 //!
 //! The handlers hand the request as sent (the raw path, not actix's decoded `match_info`) to
 //! [`ProductService::handle`], which checks it (an id of 1–64 ASCII letters, digits or `-`,
@@ -25,9 +27,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
+use lock_harness::prometheus;
 
 /// Registers the app's routes for `service` (for `App::configure`).
 pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
+    prometheus::install();
     move |config| {
         for route in ProductRoute::ALL {
             let handler = move |service, request| handle(route, service, request);
@@ -38,8 +42,17 @@ pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
                     .route(web::head().to(handler)),
             );
         }
+        config.service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
         config.app_data(web::Data::new(service));
     }
+}
+
+/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
+async fn metrics() -> HttpResponse {
+    let page = prometheus::render();
+    HttpResponse::Ok()
+        .content_type(prometheus::CONTENT_TYPE)
+        .body(page)
 }
 
 /// Serves `service` on a free loopback port with `workers` worker threads, the server

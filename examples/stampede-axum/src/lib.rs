@@ -4,6 +4,8 @@
 //!   `x-cache-status: hit | computed | collapsed | stale | ...`; a cold or expired product is
 //!   read from the slow origin once across every instance sharing the cache backend.
 //! - `GET /stats`: the origin's calls (per product, per expiry) and this instance's answers.
+//! - `GET /metrics`: lock-core's metrics in the Prometheus text format
+//!   ([`lock_harness::prometheus`]).
 //!
 //! The handlers hand the raw path and query to [`ProductService::handle`], which checks them
 //! (an id of 1–64 ASCII letters, digits or `-`, no query string: else 400
@@ -21,13 +23,16 @@
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{Response, Uri};
+use axum::http::{header, Response, Uri};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
+use lock_harness::prometheus;
 
 /// The app's routes for `service`.
 pub fn router(service: ProductService) -> Router {
+    prometheus::install();
     ProductRoute::ALL
         .into_iter()
         .fold(Router::new(), |router, route| {
@@ -40,7 +45,14 @@ pub fn router(service: ProductService) -> Router {
                 ),
             )
         })
+        .route(prometheus::PATH, get(metrics))
         .with_state(service)
+}
+
+/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
+async fn metrics() -> impl IntoResponse {
+    let content_type = [(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)];
+    (content_type, prometheus::render())
 }
 
 /// Serves `service` on a free loopback port, in a task of the current runtime; returns

@@ -9,7 +9,18 @@
 //! | [`HOLD_SECONDS`] | histogram | `backend` | how long a lease was held, grant to release |
 //! | [`LOST_TOTAL`] | counter | `backend`, `reason` | leases lost: `expired`, `renewal_failed`, `not_owner`, `session_lost` |
 //! | [`RENEWALS_TOTAL`] | counter | `backend`, `result` | watchdog renewals (or checks): `ok`, `failed` (retried while the lease lasts) |
-//! | [`HTTP_RESPONSES_TOTAL`] | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …) or `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) |
+//! | [`HTTP_RESPONSES_TOTAL`] | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below) |
+//! | [`CACHE_REQUESTS_TOTAL`] | counter | `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, or a failure: `compute_failed`, `shared_failure`, `too_large`, `timeout`, `unavailable`, `error` |
+//! | [`CACHE_COMPUTE_SECONDS`] | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`) took; background refreshes are not timed |
+//!
+//! The response cache's `outcome`s, from its `Cache-Status` member: `hit`, `stale` (within
+//! stale-while-revalidate), `stale_if_error`, `collapsed` (another request's response),
+//! `miss` (this request's response, stored), `uncacheable` (forwarded, not stored), `refresh`
+//! (`fwd=request`: `no-cache`, `max-age=0`, `Authorization`), `bypass` (not cacheable: no
+//! `status`, the application answers), `fail_open`, `wait_timed_out`, `not_cached` (504 for
+//! `only-if-cached`), `unavailable` (503, failing closed), `error` (500), and `origin_error`
+//! (the application failed; no `status`). `status` is the status sent, the application's
+//! included. Hit ratio: `outcome=~"hit|stale|collapsed"` over all.
 //!
 //! ```
 //! // With a Prometheus exporter installed, these appear as e.g.
@@ -19,6 +30,7 @@
 
 use std::time::Duration;
 
+use crate::cache::{CacheError, CacheStatus, Cached};
 use crate::{LockError, LostReason};
 
 /// Acquisitions by outcome (counter; labels `backend`, `outcome`).
@@ -37,10 +49,17 @@ pub const RENEWALS_TOTAL: &str = "lock_renewals_total";
 /// `outcome`).
 pub const HTTP_RESPONSES_TOTAL: &str = "lock_http_responses_total";
 
+/// Calls of the cache primitive by result (counter; label `result`).
+pub const CACHE_REQUESTS_TOTAL: &str = "lock_cache_requests_total";
+/// How long the computations of cache calls that computed took (histogram, seconds).
+pub const CACHE_COMPUTE_SECONDS: &str = "lock_cache_compute_seconds";
+
 /// The `layer` label of the keyed-lock middleware.
 pub(crate) const LAYER_KEYED_LOCK: &str = "keyed_lock";
 /// The `layer` label of the idempotency middleware.
 pub(crate) const LAYER_IDEMPOTENCY: &str = "idempotency";
+/// The `layer` label of the response cache.
+pub(crate) const LAYER_RESPONSE_CACHE: &str = "response_cache";
 
 /// Records one answer of an HTTP layer (`status` is `None` when it is the handler's and
 /// lock-core does not see it).
@@ -54,6 +73,47 @@ pub(crate) fn http_response(layer: &'static str, status: Option<u16>, outcome: &
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (layer, status, outcome);
+}
+
+/// The `result` label of a cache call.
+pub(crate) fn cache_result<V, E>(result: &Result<Cached<V>, CacheError<E>>) -> &'static str {
+    match result {
+        Ok(cached) => match cached.status {
+            CacheStatus::Hit => "hit",
+            CacheStatus::Stale => "stale",
+            CacheStatus::Computed => "computed",
+            CacheStatus::Collapsed => "collapsed",
+            CacheStatus::StaleIfError => "stale_if_error",
+            CacheStatus::FailOpen => "fail_open",
+            CacheStatus::WaitTimedOut => "wait_timed_out",
+            CacheStatus::Uncacheable => "uncacheable",
+        },
+        Err(CacheError::Compute(_)) => "compute_failed",
+        Err(CacheError::Shared(_)) => "shared_failure",
+        Err(CacheError::TooLarge { .. }) => "too_large",
+        Err(CacheError::WaitTimedOut(_)) => "timeout",
+        Err(CacheError::Lock(error)) if error.is_unavailable() => "unavailable",
+        Err(_) => "error",
+    }
+}
+
+/// Records one call of the cache primitive, and how long its computation took when this
+/// call computed.
+pub(crate) fn cache_call<V, E>(result: &Result<Cached<V>, CacheError<E>>) {
+    #[cfg(feature = "metrics")]
+    {
+        metrics::counter!(CACHE_REQUESTS_TOTAL, "result" => cache_result(result)).increment(1);
+        if let Ok(cached) = result {
+            if matches!(
+                cached.status,
+                CacheStatus::Computed | CacheStatus::Uncacheable
+            ) {
+                metrics::histogram!(CACHE_COMPUTE_SECONDS).record(cached.computed_in.as_secs_f64());
+            }
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = cache_result(result);
 }
 
 /// The `outcome` label of an acquisition's result.
@@ -127,5 +187,8 @@ mod tests {
         let down = LockError::unavailable("redis", "refused");
         assert_eq!(acquire_outcome::<()>(&Err(down)), "unavailable");
         assert_eq!(lost_reason(&LostReason::NotOwner), "not_owner");
+        let timed_out: Result<Cached<()>, CacheError<()>> =
+            Err(CacheError::WaitTimedOut(Duration::from_secs(1)));
+        assert_eq!(cache_result(&timed_out), "timeout");
     }
 }

@@ -186,7 +186,9 @@ impl<'a, C> CacheRequest<'a, C> {
             wait: self.wait,
             recompute: self.recompute,
         };
-        let bytes = call.run(compute).await?;
+        let ran = call.run(compute).await;
+        crate::metrics::cache_call(&ran);
+        let bytes = ran?;
         let codec = self.codec;
         let value = codec
             .decode(&bytes.value)

@@ -117,6 +117,8 @@ impl HttpCache {
             RequestDecision::Bypass(reason) => reason,
             _ => BypassReason::KeyFn,
         };
+        // The application answers; its status is not lock-core's to see.
+        crate::metrics::http_response(crate::metrics::LAYER_RESPONSE_CACHE, None, "bypass");
         let mut header = CacheStatusHeader::forward(decision.forward().unwrap_or(Forward::Bypass));
         if reason != BypassReason::Method {
             header = header.detail(reason.as_str());

@@ -158,6 +158,7 @@ impl CacheCall {
             RequestDecision::Bypass(_) => self.alone(&slot, Forward::Bypass, None).await,
         };
         self.trace(&served);
+        self.record(&served);
         served
     }
 

@@ -3,7 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::super::{
-    age_value, Answer, CacheStatusHeader, Forward, Served, StoredResponse, CACHE_STATUS,
+    age_value, Answer, CacheStatusHeader, Forward, OriginResponse, Served, StoredResponse,
+    CACHE_STATUS,
 };
 use super::CacheCall;
 use crate::cache::{CacheStatus, Cached};
@@ -82,5 +83,124 @@ impl CacheCall {
         };
         tracing::Span::current().record("cache_status", status.as_str());
         tracing::debug!(key = self.key.as_str(), cache_status = %status, "response cache answered");
+    }
+
+    /// Counts this answer in [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL),
+    /// its outcome read from the `Cache-Status` member it is sent with (so the two agree).
+    pub(super) fn record<R: OriginResponse, E>(&self, served: &Served<R, E>) {
+        if !cfg!(feature = "metrics") {
+            return; // nothing to read the member for
+        }
+        let (status, member) = match served {
+            // The member is the last `cache-status` line (a replayed response may carry one
+            // from a cache nearer the origin before it).
+            Served::Answer(answer) => (
+                answer.status,
+                answer
+                    .headers
+                    .iter()
+                    .rev()
+                    .find(|(name, _)| name == CACHE_STATUS)
+                    .map(|(_, value)| String::from_utf8_lossy(value))
+                    .unwrap_or_default(),
+            ),
+            Served::Origin(from) => (from.response.status(), from.cache_status_member().into()),
+            Served::Error(_) => {
+                crate::metrics::http_response(
+                    crate::metrics::LAYER_RESPONSE_CACHE,
+                    None,
+                    "origin_error",
+                );
+                return;
+            }
+        };
+        let name = self.http.rules().cache_name();
+        crate::metrics::http_response(
+            crate::metrics::LAYER_RESPONSE_CACHE,
+            Some(status),
+            cache_status_outcome(&member, name),
+        );
+    }
+}
+
+/// The metric outcome of this cache's `Cache-Status` member (as
+/// [`CacheStatusHeader::header_value`] writes it for cache `name`).
+fn cache_status_outcome(member: &str, name: &str) -> &'static str {
+    // The name as written (quoted when it is not a token), then `; `-separated parameters.
+    let written = CacheStatusHeader::hit().header_value(name);
+    let prefix = written.strip_suffix("; hit").unwrap_or(&written);
+    let params = member.strip_prefix(prefix).unwrap_or(member);
+    let (mut hit, mut fwd, mut stored, mut collapsed, mut detail) = (false, "", false, false, "");
+    for param in params.split(';').map(str::trim) {
+        match param.split_once('=') {
+            Some(("fwd", value)) => fwd = value,
+            Some(("detail", value)) => detail = value.trim_matches('"'),
+            Some(_) => {}
+            None if param == "hit" => hit = true,
+            None if param == "stored" => stored = true,
+            None if param == "collapsed" => collapsed = true,
+            None => {}
+        }
+    }
+    match (hit, fwd, detail) {
+        (true, _, "stale-while-revalidate") => "stale",
+        (true, ..) => "hit",
+        (_, _, "stale-if-error") => "stale_if_error",
+        _ if collapsed => "collapsed",
+        (_, "bypass" | "method", _) => "bypass",
+        (_, _, "fail-open") => "fail_open",
+        (_, _, "wait-timed-out") => "wait_timed_out",
+        (_, _, "only-if-cached") => "not_cached",
+        (_, _, "unavailable") => "unavailable",
+        (_, _, "internal") => "error",
+        (_, "request", _) => "refresh",
+        _ if stored => "miss",
+        _ => "uncacheable",
+    }
+}
+
+#[cfg(test)]
+mod metric_tests {
+    use super::cache_status_outcome;
+
+    #[test]
+    fn outcomes_read_like_the_cache_status() {
+        let cases = [
+            ("lock-core; hit; ttl=30", "hit"),
+            (
+                "lock-core; hit; ttl=-2; detail=stale-while-revalidate",
+                "stale",
+            ),
+            (
+                "lock-core; fwd=stale; fwd-status=500; detail=stale-if-error",
+                "stale_if_error",
+            ),
+            ("lock-core; fwd=miss; fwd-status=200; stored", "miss"),
+            ("lock-core; fwd=miss; ttl=9; collapsed", "collapsed"),
+            (
+                "lock-core; fwd=miss; fwd-status=200; detail=fail-open",
+                "fail_open",
+            ),
+            (
+                "lock-core; fwd=miss; detail=wait-timed-out",
+                "wait_timed_out",
+            ),
+            ("lock-core; fwd=miss; detail=only-if-cached", "not_cached"),
+            ("lock-core; fwd=request; fwd-status=200; stored", "refresh"),
+            (
+                "lock-core; fwd=miss; fwd-status=200; detail=uncacheable",
+                "uncacheable",
+            ),
+        ];
+        for (member, outcome) in cases {
+            assert_eq!(
+                cache_status_outcome(member, "lock-core"),
+                outcome,
+                "{member}"
+            );
+        }
+        // A name that is not a token, with `hit` inside it, is skipped as written.
+        let odd = r#""a; hit"; fwd=miss; fwd-status=200; stored"#;
+        assert_eq!(cache_status_outcome(odd, "a; hit"), "miss");
     }
 }

@@ -50,6 +50,7 @@ mod lock;
 #[doc(hidden)]
 pub mod macro_support;
 mod scenarios;
+#[cfg(feature = "test-support")]
 pub mod testing;
 
 #[cfg(feature = "etcd")]

@@ -5,14 +5,15 @@
 //! `LOCK_TEST_REQUIRE_SERVERS=1` (set by `cargo xtask test`) or `CI` they fail, and otherwise
 //! they say loudly that they skipped.
 //!
-//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and, with the
-//! feature `test-support`, `response_cache` and `idempotency`: the suites every response cache
-//! and idempotency adapter (lock-tower, lock-actix) runs.
+//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and
+//! `response_cache` and `idempotency`: the suites every response cache and idempotency adapter
+//! (lock-tower, lock-actix) runs.
+//!
+//! The whole module is behind the feature `test-support`, so it stays out of an application's
+//! namespace; a crate's tests enable it in `[dev-dependencies]`.
 
-#[cfg(feature = "test-support")]
 pub mod idempotency;
 mod redis_server;
-#[cfg(feature = "test-support")]
 pub mod response_cache;
 
 pub use redis_server::{free_port, RedisServer};

@@ -49,6 +49,7 @@ mod backends;
 mod lock;
 #[doc(hidden)]
 pub mod macro_support;
+pub mod primitives;
 mod scenarios;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -82,6 +83,9 @@ pub use lock::request::LockRequest;
 pub use lock::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
 pub use lock_macros::{distributed_lock, single_flight};
+pub use primitives::latch::CountDownLatch;
+pub use primitives::read_write::ReadWriteLock;
+pub use primitives::semaphore::Semaphore;
 #[cfg(feature = "redis")]
 pub use redis::RedisBackend;
 #[cfg(feature = "mysql")]

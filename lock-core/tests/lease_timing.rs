@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use lock_core::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives};
 use lock_core::lease::{drift_margin, renew_interval};
 use lock_core::{
     LockClient, LockError, LockKey, LostReason, MemoryBackend, MemoryLease, OwnerToken, Result,
@@ -24,17 +24,32 @@ struct Faulty {
     reply_lost: Arc<AtomicBool>,
     /// How long a release takes to reach the store.
     release_delay: Arc<std::sync::Mutex<Duration>>,
+    /// Grants are held by the store for this long only (a fair lock's claim window).
+    claim_window: Arc<std::sync::Mutex<Option<Duration>>>,
+    /// The backend offers the lock only.
+    lock_only: Arc<AtomicBool>,
 }
 
 impl LockBackend for Faulty {
     type Lease = MemoryLease;
 
     fn capabilities(&self) -> Capabilities {
-        LockBackend::capabilities(&self.inner)
+        let mut caps = LockBackend::capabilities(&self.inner);
+        if self.lock_only.load(Ordering::SeqCst) {
+            caps.primitives = Primitives::NONE;
+        }
+        caps
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MemoryLease>>> {
-        let grant = self.inner.acquire(request).await?;
+        let mut grant = self.inner.acquire(request).await?;
+        let window = *self.claim_window.lock().unwrap();
+        if let Some(window) = window {
+            if let Some(granted) = grant.take() {
+                assert!(self.inner.renew(&granted.lease, Some(window)).await?);
+                grant = Some(granted.with_ttl(window));
+            }
+        }
         if self.reply_lost.load(Ordering::SeqCst) {
             return Err(LockError::unavailable("faulty", "reply lost"));
         }
@@ -57,8 +72,13 @@ impl LockBackend for Faulty {
         self.inner.release(lease).await
     }
 
-    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
-        self.inner.release_abandoned(key, owner).await
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        self.inner.release_abandoned(key, kind, owner).await
     }
 }
 
@@ -288,4 +308,77 @@ async fn assert_free_at_once(backend: &Faulty, what: &str) {
     assert!(next.is_some(), "{what}");
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(1), "{what}: {waited:?}");
+}
+
+/// A grant the store holds for a short claim window only (a fair lock handed over by the
+/// server) is renewed to the full lease at once by the watchdog, in the background, and
+/// trusted for the window until then; a fixed lease is set to its length before the guard is
+/// handed out.
+#[tokio::test(start_paused = true)]
+async fn a_claim_window_grant_is_extended_to_the_full_lease() {
+    let backend = Faulty::default();
+    *backend.claim_window.lock().unwrap() = Some(Duration::from_millis(200));
+    let locks = client(&backend);
+    let guard = locks
+        .lock("k")
+        .lease_ttl(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(guard.remaining() <= Duration::from_millis(200));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!guard.is_lost(), "the watchdog extended the claim window");
+    assert!(guard.remaining() > Duration::from_secs(20));
+    guard.release().await.unwrap();
+
+    let fixed = locks
+        .lock("k")
+        .fixed_ttl(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(fixed.remaining() > Duration::from_secs(29));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!fixed.is_lost());
+    fixed.release().await.unwrap();
+}
+
+/// A primitive the backend does not offer is a typed error before anything reaches it.
+#[tokio::test]
+async fn a_primitive_the_backend_lacks_is_unsupported() {
+    let backend = Faulty::default();
+    backend.lock_only.store(true, Ordering::SeqCst);
+    let locks = client(&backend);
+    let fair = locks.fair_lock("k").try_acquire().await.unwrap_err();
+    assert!(
+        matches!(
+            fair,
+            LockError::Unsupported {
+                primitive: "fair lock",
+                ..
+            }
+        ),
+        "{fair}"
+    );
+    let read = locks
+        .read_write_lock("k")
+        .read()
+        .try_acquire()
+        .await
+        .unwrap_err();
+    assert!(matches!(read, LockError::Unsupported { .. }), "{read}");
+    assert!(matches!(
+        locks
+            .semaphore("k", 2)
+            .available_permits()
+            .await
+            .unwrap_err(),
+        LockError::Unsupported {
+            primitive: "semaphore",
+            ..
+        }
+    ));
+    assert!(matches!(
+        locks.latch("k").count().await.unwrap_err(),
+        LockError::Unsupported { .. }
+    ));
+    assert_eq!(backend.inner.active_keys(), 0);
 }

@@ -1,6 +1,7 @@
 //! The conformance suite on the memory backend.
 
 mod conformance;
+mod primitives;
 
 use conformance::Harness;
 use lock_core::{LockClient, MemoryBackend};
@@ -29,3 +30,4 @@ async fn memory() -> Option<Memory> {
 }
 
 conformance_suite!(memory());
+primitives_suite!(memory());

@@ -151,6 +151,7 @@ impl LockBackend for Unreachable {
     async fn release_abandoned(
         &self,
         _: &lock_core::LockKey,
+        _: lock_core::backend::LeaseKind,
         _: lock_core::OwnerToken,
     ) -> lock_core::Result<bool> {
         Err(LockError::unavailable("unreachable", "connection refused"))

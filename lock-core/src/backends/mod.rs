@@ -7,6 +7,8 @@ pub mod etcd;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod expiry;
 pub(crate) mod memory;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) mod queue_rule;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(any(feature = "postgres", feature = "mysql"))]

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::DynLockBackend;
+use crate::backend::{DynLockBackend, LeaseKind};
 use crate::{LockKey, OwnerToken};
 
 /// An acquisition in progress. Dropping it unsettled spawns
@@ -18,15 +18,22 @@ use crate::{LockKey, OwnerToken};
 pub(crate) struct PendingAcquire {
     backend: Arc<dyn DynLockBackend>,
     key: LockKey,
+    kind: LeaseKind,
     owner: OwnerToken,
     armed: bool,
 }
 
 impl PendingAcquire {
-    pub(crate) fn new(backend: Arc<dyn DynLockBackend>, key: LockKey, owner: OwnerToken) -> Self {
+    pub(crate) fn new(
+        backend: Arc<dyn DynLockBackend>,
+        key: LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Self {
         Self {
             backend,
             key,
+            kind,
             owner,
             armed: true,
         }
@@ -48,9 +55,14 @@ impl Drop for PendingAcquire {
             tracing::warn!(key = %self.key, "acquire abandoned outside a tokio runtime; a lease it may have won ends with its TTL");
             return;
         };
-        let (backend, key, owner) = (self.backend.clone(), self.key.clone(), self.owner);
+        let (backend, key, kind, owner) = (
+            self.backend.clone(),
+            self.key.clone(),
+            self.kind,
+            self.owner,
+        );
         runtime.spawn(async move {
-            match backend.release_abandoned(&key, owner).await {
+            match backend.release_abandoned(&key, kind, owner).await {
                 Ok(true) => {
                     tracing::debug!(key = %key, "released what an abandoned acquire left behind")
                 }

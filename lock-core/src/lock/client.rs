@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Capabilities, DynLockBackend, LockBackend};
+use crate::backend::{Capabilities, DynLockBackend, LeaseKind, LockBackend};
 use crate::lock::held::HeldRegistry;
 use crate::lock::key::validate_namespace;
 use crate::lock::request::LockRequest;
 use crate::lock::watchdog::Watchdog;
-use crate::{LeaseMode, Result};
+use crate::{LeaseMode, LockKey, Result};
 
 /// A handle to distributed locks on one backend. Cheap to clone; clones share everything.
 ///
@@ -101,6 +101,23 @@ impl LockClient {
     #[must_use]
     pub fn namespace(&self) -> &str {
         &self.inner.namespace
+    }
+
+    /// How many acquisitions of `kind` wait for `key` in the store right now, across every
+    /// process (for monitoring and tests).
+    ///
+    /// ```
+    /// use lock_core::backend::LeaseKind;
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// let locks = LockClient::new(MemoryBackend::new());
+    /// assert_eq!(locks.queue_length(LeaseKind::Fair, "printer").await?, 0);
+    /// # Ok(()) }
+    /// ```
+    pub async fn queue_length(&self, kind: LeaseKind, key: &str) -> Result<usize> {
+        let key = LockKey::new(&self.inner.namespace, key)?;
+        self.inner.backend.queue_length(&key, kind).await
     }
 
     /// How many distinct leases this client's owners hold right now.

@@ -119,6 +119,25 @@ pub enum LockError {
         reason: crate::LostReason,
     },
 
+    /// The backend does not offer this primitive (see
+    /// [`Capabilities::primitives`](crate::Capabilities::primitives)).
+    #[error("the {backend} backend has no {primitive}")]
+    Unsupported {
+        /// The backend's name.
+        backend: &'static str,
+        /// The primitive asked for (`"fair lock"`, `"semaphore"`, ...).
+        primitive: &'static str,
+    },
+
+    /// A task holding a read lock asked for the write lock of the same key. Two readers doing
+    /// that would wait for each other forever, so it is refused: release the read lock first.
+    /// (The other way round, a writer taking a read lock, is allowed.)
+    #[error("read lock on {key:?} cannot be upgraded to a write lock; release it first")]
+    UpgradeRefused {
+        /// The lock's key (without namespace).
+        key: String,
+    },
+
     /// The backend answered something lock-core does not understand (a bug or a version
     /// mismatch, never a user error).
     #[error("{backend} backend protocol error: {detail}")]

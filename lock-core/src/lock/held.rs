@@ -8,13 +8,15 @@ use std::time::Duration;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::DynLease;
+use crate::backend::{DynLease, LeaseKind};
 use crate::lock::owner::OwnerId;
 use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
 
 /// One lease as granted by the backend.
 pub(crate) struct HeldLease {
     pub(crate) key: LockKey,
+    /// What the lease grants (the lock, a fair lock's turn, a read or write share, permits).
+    pub(crate) kind: LeaseKind,
     pub(crate) token: OwnerToken,
     pub(crate) fence: FencingToken,
     pub(crate) backend: &'static str,
@@ -133,32 +135,53 @@ struct Entry {
     count: usize,
 }
 
-/// The leases held by this client, by owner and key, with their hold counts.
+/// The leases held by this client, by owner, key and kind, with their hold counts. Semaphore
+/// permits are never registered: each acquisition is a permit of its own.
 #[derive(Default)]
 pub(crate) struct HeldRegistry {
-    entries: Mutex<HashMap<(OwnerId, LockKey), Entry>>,
+    entries: Mutex<HashMap<(OwnerId, LockKey, LeaseKind), Entry>>,
 }
 
 impl HeldRegistry {
     /// Counts a re-entry when `owner` already holds `key`, returning the shared lease and the
     /// new hold count.
-    pub(crate) fn reenter(&self, owner: OwnerId, key: &LockKey) -> Option<(Arc<HeldLease>, usize)> {
+    pub(crate) fn reenter(
+        &self,
+        owner: OwnerId,
+        key: &LockKey,
+        kind: LeaseKind,
+    ) -> Option<(Arc<HeldLease>, usize)> {
         let mut entries = lock(&self.entries);
-        let entry = entries.get_mut(&(owner, key.clone()))?;
+        let entry = entries.get_mut(&(owner, key.clone(), kind))?;
         entry.count += 1;
         Some((entry.lease.clone(), entry.count))
     }
 
-    /// Records a fresh grant with a hold count of one.
+    /// The owner token of `owner`'s lease of `kind` on `key`, if it holds one.
+    pub(crate) fn token_of(
+        &self,
+        owner: OwnerId,
+        key: &LockKey,
+        kind: LeaseKind,
+    ) -> Option<OwnerToken> {
+        lock(&self.entries)
+            .get(&(owner, key.clone(), kind))
+            .map(|entry| entry.lease.token)
+    }
+
+    /// Records a fresh grant with a hold count of one (permits are not recorded).
     pub(crate) fn insert(&self, owner: OwnerId, lease: Arc<HeldLease>) {
-        let key = lease.key.clone();
-        lock(&self.entries).insert((owner, key), Entry { lease, count: 1 });
+        if matches!(lease.kind, LeaseKind::Permits { .. }) {
+            return;
+        }
+        let slot = (owner, lease.key.clone(), lease.kind);
+        lock(&self.entries).insert(slot, Entry { lease, count: 1 });
     }
 
     /// Gives back one hold; returns true when it was the last, and the lease must be released.
     pub(crate) fn leave(&self, owner: OwnerId, lease: &Arc<HeldLease>) -> bool {
         let mut entries = lock(&self.entries);
-        let slot = (owner, lease.key.clone());
+        let slot = (owner, lease.key.clone(), lease.kind);
         match entries.get_mut(&slot) {
             Some(entry) if Arc::ptr_eq(&entry.lease, lease) => {
                 entry.count -= 1;
@@ -176,8 +199,12 @@ impl HeldRegistry {
 
     /// How many holds `owner` has on this lease.
     pub(crate) fn count(&self, owner: OwnerId, lease: &Arc<HeldLease>) -> usize {
+        if matches!(lease.kind, LeaseKind::Permits { .. }) {
+            // Not registered: one hold, until released.
+            return usize::from(!lease.stop.is_cancelled());
+        }
         lock(&self.entries)
-            .get(&(owner, lease.key.clone()))
+            .get(&(owner, lease.key.clone(), lease.kind))
             .filter(|entry| Arc::ptr_eq(&entry.lease, lease))
             .map_or(0, |entry| entry.count)
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::AcquireRequest;
+use crate::backend::{AcquireRequest, LeaseKind};
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::abandoned::PendingAcquire;
 use crate::lock::held::{HeldLease, Timing};
@@ -44,15 +44,22 @@ pub struct LockRequest<'a> {
     key: String,
     lease: Option<LeaseMode>,
     owner: Option<LockOwner>,
+    kind: LeaseKind,
 }
 
 impl<'a> LockRequest<'a> {
     pub(crate) fn new(client: &'a LockClient, key: String) -> Self {
+        Self::of_kind(client, key, LeaseKind::Exclusive)
+    }
+
+    /// A request for a lease of another primitive (fair lock, read or write lock, permits).
+    pub(crate) fn of_kind(client: &'a LockClient, key: String, kind: LeaseKind) -> Self {
         Self {
             client,
             key,
             lease: None,
             owner: None,
+            kind,
         }
     }
 
@@ -113,29 +120,56 @@ impl<'a> LockRequest<'a> {
         let key = LockKey::new(&inner.namespace, &self.key)?;
         let mode = self.lease.unwrap_or(inner.default_lease).validate()?;
         let owner = OwnerId::resolve(self.owner.as_ref());
-        let span = tracing::debug_span!("lock.acquire", key = %key, ?wait);
+        let kind = self.kind;
+        let span = tracing::debug_span!("lock.acquire", key = %key, primitive = kind.name(), ?wait);
+        let capabilities = inner.backend.capabilities();
+        if !capabilities.primitives.offers(kind) {
+            return Err(kind.unsupported(capabilities.backend));
+        }
+        if let LeaseKind::Permits { count, limit } = kind {
+            crate::primitives::semaphore::validate_permits("permit count", count)?;
+            crate::primitives::semaphore::validate_permits("semaphore size", limit)?;
+        }
 
-        if let Some((lease, count)) = inner.held.reenter(owner, &key) {
+        if let Some((lease, count)) = inner.held.reenter(owner, &key, kind) {
             let guard = LockGuard::new(lease, inner.clone(), owner);
             guard.ensure_held()?;
             tracing::debug!(parent: &span, hold_count = count, fence = %guard.fencing_token(), "re-entered");
             return Ok(Some(guard));
         }
+        // A writer may take read locks (its own write lease does not block them); a reader
+        // asking for the write lock would wait for itself, so it is refused.
+        let downgrade_from = match kind {
+            LeaseKind::Read => inner.held.token_of(owner, &key, LeaseKind::Write),
+            LeaseKind::Write if inner.held.token_of(owner, &key, LeaseKind::Read).is_some() => {
+                return Err(LockError::UpgradeRefused {
+                    key: key.name().to_owned(),
+                });
+            }
+            _ => None,
+        };
 
-        let backend = inner.backend.capabilities().backend;
+        let backend = capabilities.backend;
         let deadline = wait.deadline(started);
         let token = OwnerToken::random()?;
         // Until its outcome reaches the caller, a drop or a failure of this acquisition releases
         // whatever the store may hold under `token` (see `abandoned.rs`).
-        let pending = PendingAcquire::new(inner.backend.clone(), key.clone(), token);
+        let pending = PendingAcquire::new(inner.backend.clone(), key.clone(), kind, token);
         loop {
-            let request = AcquireRequest::new(&key, token, mode.ttl(), deadline);
+            let mut request =
+                AcquireRequest::new(&key, token, mode.ttl(), deadline).with_kind(kind);
+            if let Some(writer) = downgrade_from {
+                request = request.downgrading(writer);
+            }
             let Some(grant) = inner.backend.acquire(request).await? else {
                 pending.settle();
                 tracing::debug!(parent: &span, waited_ms = started.elapsed().as_millis() as u64, "busy");
                 return Ok(None);
             };
-            let until = valid_until(grant.sent_at, mode.ttl());
+            // A lease the store holds for less than asked (a fair lock's claim window) is
+            // trusted for that, and renewed to the full length at once.
+            let granted_ttl = grant.ttl.map_or(mode.ttl(), |ttl| ttl.min(mode.ttl()));
+            let until = valid_until(grant.sent_at, granted_ttl);
             if until <= Instant::now() {
                 // The reply came back after the lease it granted could be trusted: not a grant.
                 tracing::warn!(parent: &span, "grant arrived too late to trust; releasing and retrying");
@@ -146,19 +180,36 @@ impl<'a> LockRequest<'a> {
                 }
                 continue;
             }
+            let (until, next_attempt) = if granted_ttl < mode.ttl() {
+                if mode.is_renewed() {
+                    (until, Instant::now())
+                } else {
+                    // A fixed lease is never renewed later: set its length now.
+                    let sent = Instant::now();
+                    if !grant.lease.renew(Some(mode.ttl())).await? {
+                        drop(pending);
+                        return Err(LockError::LeaseLost {
+                            key: key.name().to_owned(),
+                            reason: crate::LostReason::NotOwner,
+                        });
+                    }
+                    let until = valid_until(sent, mode.ttl());
+                    (until, sent + renew_interval(mode.ttl()))
+                }
+            } else {
+                (until, grant.sent_at + renew_interval(mode.ttl()))
+            };
             pending.settle();
             let held = Arc::new(HeldLease {
                 key,
+                kind,
                 token,
                 fence: grant.fence,
                 backend,
                 lease: grant.lease,
                 // A backend that pushes losses fires the same signal the guard exposes.
                 loss: grant.loss.unwrap_or_default(),
-                times: Mutex::new(Timing::new(
-                    until,
-                    grant.sent_at + renew_interval(mode.ttl()),
-                )),
+                times: Mutex::new(Timing::new(until, next_attempt)),
                 seq: LEASE_SEQ.fetch_add(1, Ordering::Relaxed),
                 granted_at: Instant::now(),
                 mode: Mutex::new(mode),

@@ -45,12 +45,12 @@ pub fn unique_key(name: &str) -> String {
     )
 }
 
-async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+pub async fn bounded<F: std::future::Future>(future: F) -> F::Output {
     bounded_for(BOUND, future).await
 }
 
 /// [`bounded`] with a longer bound, for checks that run many rounds.
-async fn bounded_for<F: std::future::Future>(bound: Duration, future: F) -> F::Output {
+pub async fn bounded_for<F: std::future::Future>(bound: Duration, future: F) -> F::Output {
     timeout(bound, future)
         .await
         .expect("check ran past its bound")
@@ -58,7 +58,7 @@ async fn bounded_for<F: std::future::Future>(bound: Duration, future: F) -> F::O
 
 /// Waits (bounded) until `condition` holds; the signal being waited for lives in the store,
 /// which offers nothing to subscribe to.
-async fn eventually<F, Fut>(what: &str, mut condition: F)
+pub async fn eventually<F, Fut>(what: &str, mut condition: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -55,7 +55,7 @@ use etcd_client as etcd;
 use tokio::time::Instant;
 
 use self::queue::Turn;
-use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::backends::expiry::Expiry;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
@@ -295,6 +295,9 @@ impl LockBackend for EtcdBackend {
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {
+        if request.kind != LeaseKind::Exclusive {
+            return Err(request.kind.unsupported(BACKEND));
+        }
         let prefix = self.lock_prefix(request.key.full());
         loop {
             let mut queued = self.enqueue(&prefix, request.owner, request.ttl).await?;
@@ -398,7 +401,16 @@ impl LockBackend for EtcdBackend {
     /// acquisition's own guard revokes its lease as soon as the lease exists, so a `put` still
     /// in flight lands on a revoked lease (and fails) or is deleted with it; this pass finds
     /// what a failed acquisition left.
-    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        if kind != LeaseKind::Exclusive {
+            // Nothing of another kind is ever stored here (`acquire` refuses it).
+            return Ok(false);
+        }
         let prefix = self.lock_prefix(key.full());
         let reply = self
             .call("release", |mut c| {

@@ -84,7 +84,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
 use self::wakeups::WakeHub;
-use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 const BACKEND: &str = "redis";
@@ -553,6 +553,9 @@ impl LockBackend for RedisBackend {
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
+        if request.kind != LeaseKind::Exclusive {
+            return Err(request.kind.unsupported(BACKEND));
+        }
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let mut waiting: Option<Waiting<'_>> = None;
         let mut queued_before = false;
@@ -635,7 +638,16 @@ impl LockBackend for RedisBackend {
 
     /// Runs on the same multiplexed connection as the abandoned acquisition's commands, so
     /// Redis executes it after any of them that was already sent.
-    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        if kind != LeaseKind::Exclusive {
+            // Nothing of another kind is ever stored here (`acquire` refuses it).
+            return Ok(false);
+        }
         let keys = LockKeys::new(&self.shared.prefix, key.full());
         let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
         invocation

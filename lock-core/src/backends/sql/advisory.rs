@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::postgres::{PgShared, BACKEND};
 use super::{fence_from_i64, run, storage_key, to_lock_error, wait_for_grant, Attempt};
-use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::{LockError, LockKey, LossSignal, LostReason, OwnerToken, Result};
 
 /// Whether the session running it holds the advisory lock `$1` (a bigint key shows in
@@ -208,6 +208,9 @@ impl LockBackend for PostgresAdvisoryBackend {
         &self,
         request: AcquireRequest<'_>,
     ) -> Result<Option<Grant<PostgresAdvisoryLease>>> {
+        if request.kind != LeaseKind::Exclusive {
+            return Err(request.kind.unsupported("postgres-advisory"));
+        }
         let name = request.key.full();
         let key = Self::advisory_key(name);
         // Dropping this (mid-wait or mid-statement) closes the session and so frees anything
@@ -233,7 +236,12 @@ impl LockBackend for PostgresAdvisoryBackend {
     /// Nothing to do: an advisory lock lives in the acquisition's own session, which the
     /// dropped acquisition closed (its pool of one went with it), and the server frees a
     /// closed session's locks.
-    async fn release_abandoned(&self, _key: &LockKey, _owner: OwnerToken) -> Result<bool> {
+    async fn release_abandoned(
+        &self,
+        _key: &LockKey,
+        _kind: LeaseKind,
+        _owner: OwnerToken,
+    ) -> Result<bool> {
         Ok(false)
     }
 }

@@ -15,7 +15,7 @@ use super::{
     forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
     wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
-use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "mysql";
@@ -412,6 +412,9 @@ impl LockBackend for MySqlBackend {
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MySqlLease>>> {
+        if request.kind != LeaseKind::Exclusive {
+            return Err(request.kind.unsupported(BACKEND));
+        }
         let name = request.key.full();
         let lock_key = storage_key(name);
         let owner = request.owner.to_hex();
@@ -481,7 +484,16 @@ impl LockBackend for MySqlBackend {
         Ok(released)
     }
 
-    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        if kind != LeaseKind::Exclusive {
+            // Nothing of another kind is ever stored here (`acquire` refuses it).
+            return Ok(false);
+        }
         let (lock_key, owner) = (storage_key(key.full()), owner.to_hex());
         let settle = self.shared.config.response_timeout;
         forget_abandoned(settle, || self.forget(&lock_key, &owner)).await

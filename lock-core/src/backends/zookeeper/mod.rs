@@ -70,7 +70,7 @@ use zookeeper_client as zk;
 use self::path::node_prefix;
 use self::queue::{backoff, is_transient, Node, Place};
 use self::session::Session;
-use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::backends::expiry::Expiry;
 use crate::lock::held::lock;
 use crate::{LockError, LockKey, OwnerToken, Result};
@@ -286,6 +286,9 @@ impl LockBackend for ZooKeeperBackend {
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {
+        if request.kind != LeaseKind::Exclusive {
+            return Err(request.kind.unsupported(BACKEND));
+        }
         let dir = self.lock_path(request.key.full());
         let prefix = node_prefix(request.owner);
         let mut session = self.session().await?;
@@ -400,7 +403,16 @@ impl LockBackend for ZooKeeperBackend {
     /// Deletes every node of the lock's queue named with this owner's protection prefix
     /// (`_c_<owner uuid>-`). ZooKeeper runs one session's requests in the order they were sent,
     /// so the listing sees a node whose `create` was in flight when the acquire was dropped.
-    async fn release_abandoned(&self, key: &LockKey, owner: OwnerToken) -> Result<bool> {
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        if kind != LeaseKind::Exclusive {
+            // Nothing of another kind is ever stored here (`acquire` refuses it).
+            return Ok(false);
+        }
         let dir = self.lock_path(key.full());
         let prefix = node_prefix(owner);
         let session = self.session().await?;

@@ -1,4 +1,4 @@
-//! A granted lease: its TTL timer and the watch on its own node.
+//! A granted lease: its TTL timer, the watch on its own node, renewal and release.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,12 +6,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use super::queue::{self, Node};
+use super::queue::{self, backoff, is_transient, Node};
 use super::session::Session;
-use super::{ZooKeeperBackend, ZooKeeperLease};
+use super::{to_lock_error, ZooKeeperBackend, ZooKeeperLease};
 use crate::backend::Grant;
 use crate::backends::expiry::Expiry;
-use crate::{FencingToken, LossSignal, LostReason};
+use crate::{FencingToken, LossSignal, LostReason, Result};
 
 impl ZooKeeperBackend {
     /// Turns our node, now first in line, into a granted lease: starts its TTL timer and the
@@ -57,6 +57,61 @@ impl ZooKeeperBackend {
             hold,
         };
         Grant::new(lease, fence, sent).with_loss(loss)
+    }
+
+    /// See [`LockBackend::renew`](crate::backend::LockBackend::renew): the node must still be
+    /// ours (same czxid); the TTL timer moves.
+    pub(super) async fn renew_lease(
+        &self,
+        lease: &ZooKeeperLease,
+        ttl: Option<Duration>,
+    ) -> Result<bool> {
+        if lease.expiry.is_ended() || !lease.session.is_usable() {
+            return Ok(false);
+        }
+        let sent = Instant::now();
+        let stat = self
+            .retry(|| lease.session.client.check_stat(&lease.node.path))
+            .await;
+        match stat {
+            Ok(Some(stat)) if stat.czxid == lease.node.czxid => {}
+            Ok(_) | Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => {
+                if lease.expiry.end() {
+                    lease.session.forget(lease.hold);
+                }
+                return Ok(false);
+            }
+            Err(error) => return Err(to_lock_error(error)),
+        }
+        Ok(match ttl {
+            Some(ttl) => lease.expiry.extend(sent + ttl),
+            None => !lease.expiry.is_ended(),
+        })
+    }
+
+    /// See [`LockBackend::release`](crate::backend::LockBackend::release): deletes the node.
+    pub(super) async fn release_lease(&self, lease: &ZooKeeperLease) -> Result<bool> {
+        lease.session.forget(lease.hold);
+        // Stop the TTL timer, but delete whether or not the lease had ended already: a release
+        // cut short after ending it (its future dropped) is sent again, and must still delete.
+        // The node's path holds its unique sequence, so it can only be ours.
+        lease.expiry.end();
+        let mut failures = 0;
+        loop {
+            match lease.session.client.delete(&lease.node.path, None).await {
+                Ok(()) => return Ok(true),
+                // After a lost reply the first delete may have gone through: the node was ours.
+                Err(zk::Error::NoNode) => return Ok(failures > 0),
+                Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => return Ok(false),
+                Err(error)
+                    if is_transient(&error) && failures + 1 < self.shared.config.attempts =>
+                {
+                    failures += 1;
+                    tokio::time::sleep(backoff(failures)).await;
+                }
+                Err(error) => return Err(to_lock_error(error)),
+            }
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! The ZooKeeper backend (feature `zookeeper`): Curator's lock recipe, an ephemeral sequential
-//! node per acquisition, the lowest one holds, each waiter watches only the node just ahead.
+//! node per acquisition, the lowest one holds, each waiter watches only the node just ahead;
+//! and on the same queue machinery the fair lock, the read-write lock (Curator's node names)
+//! and the semaphore, plus a count-down latch node.
 //!
 //! ```no_run
 //! use lock_core::{LockClient, ZooKeeperBackend};
@@ -27,10 +29,29 @@
 //! its node again by the uuid (Curator's protected mode) instead of leaving an orphan; a
 //! cancelled or timed-out waiter deletes its node.
 //!
+//! # The other primitives
+//! Each has a node of its own beside the lock's, named by a suffix ([`primitive_path`]:
+//! `%fair`, `%rw`, `%semaphore`, and [`latch_path`]: `%latch`), and every queue is granted by the
+//! one rule of the ordered-queue backends (`queue_rule::admit`), read off the children's names:
+//! - **Fair lock**: the lock's recipe in its own directory. ZooKeeper's queue is already first
+//!   come, first served without barging: a newcomer's node goes behind every waiter's.
+//! - **Read-write lock**: Curator's `InterProcessReadWriteLock` names, `_c_<uuid>-__READ__` and
+//!   `_c_<uuid>-__WRIT__`, so Curator's readers and writers share the queue. A reader holds
+//!   while no writer is ahead of it and watches the last writer ahead; a writer holds when
+//!   first and watches the node just ahead. A writer's own read (a downgrade) is the node
+//!   `_c_<uuid>-beside-<writer's sequence>-__READ__`, created in one transaction with a check
+//!   that the write node (found by the writer's owner uuid) exists; it stands right behind its
+//!   writer in the queue, so writers queued after that one wait for it too.
+//! - **Semaphore**: nodes `_c_<uuid>-permits-<count>-`, its size in a persistent `size` child;
+//!   a waiter watches the children and the size (see `semaphore.rs`).
+//! - **Count-down latch**: one persistent node with the count and the expiry in its data,
+//!   changed by versioned writes, waited on with a data watch (see `latch.rs`).
+//!
 //! # Fencing
 //! The fencing token is the holder node's `czxid`: ZooKeeper's transaction id, which increases
 //! across the whole ensemble, so it keeps increasing even when the lock's container node was
-//! reaped and re-created (the sequence number would restart).
+//! reaped and re-created (the sequence number would restart). The same holds for every kind of
+//! lease: a writer's token is larger than every read's granted before it.
 //!
 //! # Leases and sessions
 //! Lock nodes live as long as the backend's session, which the client keeps alive by itself.
@@ -53,11 +74,20 @@
 //! wake-up. Waiters also look again on a capped, jittered timer ([`poll_cap`]), should a watch
 //! event be lost.
 //!
+//! A semaphore acquire adds a read of the size (one multi-read with the listing) and a
+//! `setData` marking the granted node.
+//!
 //! [`poll_cap`]: ZooKeeperBackendBuilder::poll_cap
+//! [`primitive_path`]: ZooKeeperBackend::primitive_path
+//! [`latch_path`]: ZooKeeperBackend::latch_path
 
+mod acquire;
 mod held;
+mod kinds;
+mod latch;
 mod path;
 mod queue;
+mod semaphore;
 mod session;
 
 use std::future::Future;
@@ -67,17 +97,21 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use self::path::node_prefix;
-use self::queue::{backoff, is_transient, Node, Place};
+use self::kinds::Family;
+use self::path::owner_prefix;
+use self::queue::{backoff, is_transient, Node};
 use self::session::Session;
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backend::{
+    AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
+};
 use crate::backends::expiry::Expiry;
 use crate::lock::held::lock;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "zookeeper";
 
-/// Locks in a ZooKeeper ensemble, compatible with Curator's `InterProcessMutex`.
+/// Locks (and fair locks, read-write locks, semaphores and latches) in a ZooKeeper ensemble,
+/// compatible with Curator's `InterProcessMutex` and `InterProcessReadWriteLock`.
 ///
 /// Cheap to clone: clones share one session.
 #[derive(Clone)]
@@ -102,7 +136,7 @@ struct ZkConfig {
     attempts: u32,
 }
 
-/// A lease held in ZooKeeper: our node in the lock's queue, on one session.
+/// A lease held in ZooKeeper: our node in the primitive's queue, on one session.
 pub struct ZooKeeperLease {
     session: Arc<Session>,
     node: Node,
@@ -217,6 +251,24 @@ impl ZooKeeperBackend {
         path::lock_path(&self.shared.root, full_key)
     }
 
+    /// The node of the primitive `kind` leases of are queued under for `full_key`: the lock's
+    /// path for [`LeaseKind::Exclusive`], plus `%fair`, `%rw` or `%semaphore` for the others.
+    /// A Curator `InterProcessReadWriteLock` on the `%rw` path shares the read-write lock.
+    #[must_use]
+    pub fn primitive_path(&self, kind: LeaseKind, full_key: &str) -> String {
+        self.primitive_dir(Family::of(kind), full_key)
+    }
+
+    /// The node that holds the count-down latch `full_key` (the lock's path plus `%latch`).
+    #[must_use]
+    pub fn latch_path(&self, full_key: &str) -> String {
+        path::primitive_path(&self.shared.root, full_key, latch::LATCH_SUFFIX)
+    }
+
+    fn primitive_dir(&self, family: Family, full_key: &str) -> String {
+        path::primitive_path(&self.shared.root, full_key, family.suffix())
+    }
+
     /// The ZooKeeper client of the current session (a new session is opened if the last one
     /// ended), for other recipes on the same session, operators and tests.
     pub async fn client(&self) -> Result<zk::Client> {
@@ -282,125 +334,23 @@ impl LockBackend for ZooKeeperBackend {
         let mut caps = Capabilities::new(BACKEND);
         caps.push_wakeups = true;
         caps.loss_push = true;
+        caps.primitives = Primitives::ALL;
         caps
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {
-        if request.kind != LeaseKind::Exclusive {
-            return Err(request.kind.unsupported(BACKEND));
-        }
-        let dir = self.lock_path(request.key.full());
-        let prefix = node_prefix(request.owner);
-        let mut session = self.session().await?;
-        let mut queued = match self.enqueue(&session, &dir, request.owner).await {
-            Ok(queued) => queued,
-            Err(error) if is_session_end(&error) => {
-                // The session ended before its state watcher said so: one more try on a new one.
-                session.retire();
-                session = self.session().await?;
-                self.enqueue(&session, &dir, request.owner).await?
-            }
-            Err(error) => return Err(error),
-        };
-        loop {
-            let sent = Instant::now();
-            let (place, earlier_own) = self.place(&session, &dir, &queued.node, &prefix).await?;
-            if let Some(name) = earlier_own {
-                // The same owner token queued before (a retried acquire): that node counts.
-                let path = format!("{dir}/{name}");
-                if let Ok(Some(stat)) = self.retry(|| session.client.check_stat(&path)).await {
-                    let earlier = Node {
-                        path,
-                        name,
-                        czxid: stat.czxid,
-                    };
-                    let ours =
-                        std::mem::replace(&mut queued, queue::Queued::adopt(&session, earlier));
-                    ours.remove().await;
-                    continue;
-                }
-            }
-            match place {
-                Place::Holds => {
-                    let node = queued.keep();
-                    return Ok(Some(self.grant(session, node, request.ttl, sent)));
-                }
-                Place::Gone => {
-                    drop(queued);
-                    if !session.is_usable() {
-                        return Err(LockError::unavailable(
-                            BACKEND,
-                            "the ZooKeeper session ended while waiting for the lock",
-                        ));
-                    }
-                    // Deleted behind our back while waiting: queue again, at the end.
-                    queued = self.enqueue(&session, &dir, request.owner).await?;
-                }
-                Place::Behind(ahead) => {
-                    if request.deadline_passed() {
-                        queued.remove().await;
-                        return Ok(None);
-                    }
-                    let mut recheck_at =
-                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
-                    if let Some(deadline) = request.deadline {
-                        recheck_at = recheck_at.min(deadline);
-                    }
-                    self.wait_for(&session, &dir, &ahead, recheck_at).await?;
-                }
-            }
-        }
+        self.acquire_lease(request).await
     }
 
     async fn renew(&self, lease: &ZooKeeperLease, ttl: Option<Duration>) -> Result<bool> {
-        if lease.expiry.is_ended() || !lease.session.is_usable() {
-            return Ok(false);
-        }
-        let sent = Instant::now();
-        let stat = self
-            .retry(|| lease.session.client.check_stat(&lease.node.path))
-            .await;
-        match stat {
-            Ok(Some(stat)) if stat.czxid == lease.node.czxid => {}
-            Ok(_) | Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => {
-                if lease.expiry.end() {
-                    lease.session.forget(lease.hold);
-                }
-                return Ok(false);
-            }
-            Err(error) => return Err(to_lock_error(error)),
-        }
-        Ok(match ttl {
-            Some(ttl) => lease.expiry.extend(sent + ttl),
-            None => !lease.expiry.is_ended(),
-        })
+        self.renew_lease(lease, ttl).await
     }
 
     async fn release(&self, lease: &ZooKeeperLease) -> Result<bool> {
-        lease.session.forget(lease.hold);
-        // Stop the TTL timer, but delete whether or not the lease had ended already: a release
-        // cut short after ending it (its future dropped) is sent again, and must still delete.
-        // The node's path holds its unique sequence, so it can only be ours.
-        lease.expiry.end();
-        let mut failures = 0;
-        loop {
-            match lease.session.client.delete(&lease.node.path, None).await {
-                Ok(()) => return Ok(true),
-                // After a lost reply the first delete may have gone through: the node was ours.
-                Err(zk::Error::NoNode) => return Ok(failures > 0),
-                Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => return Ok(false),
-                Err(error)
-                    if is_transient(&error) && failures + 1 < self.shared.config.attempts =>
-                {
-                    failures += 1;
-                    tokio::time::sleep(backoff(failures)).await;
-                }
-                Err(error) => return Err(to_lock_error(error)),
-            }
-        }
+        self.release_lease(lease).await
     }
 
-    /// Deletes every node of the lock's queue named with this owner's protection prefix
+    /// Deletes every node of the primitive's queue named with this owner's protection prefix
     /// (`_c_<owner uuid>-`). ZooKeeper runs one session's requests in the order they were sent,
     /// so the listing sees a node whose `create` was in flight when the acquire was dropped.
     async fn release_abandoned(
@@ -409,12 +359,8 @@ impl LockBackend for ZooKeeperBackend {
         kind: LeaseKind,
         owner: OwnerToken,
     ) -> Result<bool> {
-        if kind != LeaseKind::Exclusive {
-            // Nothing of another kind is ever stored here (`acquire` refuses it).
-            return Ok(false);
-        }
-        let dir = self.lock_path(key.full());
-        let prefix = node_prefix(owner);
+        let dir = self.primitive_dir(Family::of(kind), key.full());
+        let prefix = owner_prefix(owner);
         let session = self.session().await?;
         let mut found = false;
         for name in self.children(&session, &dir).await? {
@@ -424,6 +370,45 @@ impl LockBackend for ZooKeeperBackend {
             }
         }
         Ok(found)
+    }
+
+    /// The nodes of the primitive's queue that the grant rule does not admit now (for a
+    /// semaphore: behind the holders).
+    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
+        let family = Family::of(kind);
+        let dir = self.primitive_dir(family, key.full());
+        let session = self.session().await?;
+        let listing = self.listing(&session, family, &dir).await?;
+        let holding = if family == Family::Semaphore {
+            self.holding(&session, &dir, &listing).await?
+        } else {
+            queue::admitted(&listing.queue, 0)
+        };
+        Ok(holding.into_iter().filter(|holds| !holds).count())
+    }
+
+    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
+        self.write_size(key, permits).await
+    }
+
+    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
+        self.read_semaphore(key).await
+    }
+
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
+        self.create_latch(key, count, expire).await
+    }
+
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
+        self.count_down_latch(key).await
+    }
+
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
+        self.latch_count_of(key).await
+    }
+
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
+        self.wait_latch(key, deadline).await
     }
 }
 

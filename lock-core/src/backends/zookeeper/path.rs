@@ -1,11 +1,32 @@
-//! Where a lock lives in ZooKeeper, Curator's names for the nodes under it, and the order of
-//! its queue.
+//! Where each primitive lives in ZooKeeper, Curator's names for the nodes under it, and the
+//! order of its queue.
 //!
 //! The lock `shop:order:42` under the root `/locks` is the container node
 //! `/locks/shop:order:42`; each acquisition adds the ephemeral sequential child
 //! `_c_<uuid>-lock-<sequence>`, exactly as Curator's `InterProcessMutex` (with its protected
 //! mode) names them.
 //!
+//! # One directory per primitive
+//! A fair lock, a read-write lock, a semaphore and a latch named `shop:order:42` are other
+//! primitives than the lock of that name, so each has a path of its own: the lock's path plus
+//! a suffix naming the primitive.
+//!
+//! | primitive | path | children (before the sequence) |
+//! |---|---|---|
+//! | lock | `/locks/shop:order:42` | `_c_<uuid>-lock-` |
+//! | fair lock | `/locks/shop:order:42%fair` | `_c_<uuid>-lock-` |
+//! | read-write lock | `/locks/shop:order:42%rw` | `_c_<uuid>-__READ__`, `_c_<uuid>-__WRIT__` |
+//! | semaphore | `/locks/shop:order:42%semaphore` | `_c_<uuid>-permits-<count>-`, and `size` |
+//! | count-down latch | `/locks/shop:order:42%latch` (a node, no children) | |
+//!
+//! A key never encodes to a raw `%` other than as the start of an escape of two *upper-case*
+//! hex digits ([`encode_component`]), so a `%` followed by a lower-case word can only be a
+//! suffix: no key's path is another key's primitive. The read-write lock's children are named
+//! as Curator's `InterProcessReadWriteLock` names them, so a Curator reader or writer on the
+//! `%rw` path orders in the same queue as ours (see `kinds.rs` for the names, `semaphore.rs` and
+//! `latch.rs` for those two).
+//!
+//! # Queue order
 //! The queue is ordered by the sequence ZooKeeper appends to every sequential child (ten
 //! digits, one counter per parent), whatever the name before it: Curator's
 //! `_c_<uuid>-lock-<seq>`, kazoo's `<uuid>__lock__<seq>`, the plain recipe's `lock-<seq>`. That
@@ -20,18 +41,22 @@
 //! ZooKeeper's counter is a signed 32-bit number: after 2^31 creates and deletes under one lock
 //! node without the container ever being reaped, it turns negative and the order breaks, for
 //! Curator and kazoo as much as for us.
+//!
+//! One exception to sequence order: a read a writer takes to downgrade
+//! (`_c_<uuid>-beside-<writer's sequence>-__READ__<sequence>`) stands right behind its writer's
+//! node, ahead of the writers queued after that one, since it is granted at once beside its
+//! writer and must be waited for by them once its writer leaves. It is created in one
+//! transaction with a check that its writer's node exists, so it can never land ahead of a
+//! writer that holds. (Curator orders it by its own sequence: a Curator writer queued behind
+//! our writer does not wait for our downgraded read, as it would not for Curator's own.)
 
 use std::fmt::Write as _;
 
+use super::kinds::beside_of;
 use crate::{LockError, OwnerToken};
 
 /// The name Curator's `InterProcessMutex` gives its lock nodes (before the sequence).
 pub(super) const LOCK_NAME: &str = "lock-";
-
-/// How many holders a lock admits. A semaphore would use the same queue with more permits
-/// (Curator's rule: the first `permits` children hold; a waiter watches the child `permits`
-/// places ahead of it).
-pub(super) const PERMITS: usize = 1;
 
 /// Checks a root path: absolute, not `/` itself, no empty or relative components.
 pub(super) fn validate_root(root: &str) -> Result<(), LockError> {
@@ -54,6 +79,12 @@ pub(super) fn validate_root(root: &str) -> Result<(), LockError> {
 /// The lock node of `full_key` under `root`.
 pub(super) fn lock_path(root: &str, full_key: &str) -> String {
     format!("{root}/{}", encode_component(full_key))
+}
+
+/// The node of the primitive `full_key` under `root`: the lock's path plus the primitive's
+/// suffix (`""` for the lock itself, `"%fair"`, `"%rw"`, ...; see the module docs).
+pub(super) fn primitive_path(root: &str, full_key: &str, suffix: &str) -> String {
+    format!("{}{suffix}", lock_path(root, full_key))
 }
 
 /// Characters ZooKeeper refuses anywhere in a path.
@@ -89,13 +120,14 @@ pub(super) fn encode_component(full_key: &str) -> String {
     out
 }
 
-/// `_c_<uuid>-lock-`: the name (before the sequence ZooKeeper appends) of the node one
-/// acquisition creates. The uuid is the owner token, so a create whose reply was lost finds its
-/// node again (Curator's protected mode) and a retry with the same token finds its grant.
-pub(super) fn node_prefix(owner: OwnerToken) -> String {
+/// `_c_<uuid>-`: Curator's protection prefix, the start of every node an acquisition under
+/// `owner` creates, whatever the primitive (the lock's is `_c_<uuid>-lock-`). The uuid is the
+/// owner token, so a create whose reply was lost finds its node again (Curator's protected
+/// mode) and a retry with the same token finds its grant.
+pub(super) fn owner_prefix(owner: OwnerToken) -> String {
     let hex = owner.to_hex();
     format!(
-        "_c_{}-{}-{}-{}-{}-{LOCK_NAME}",
+        "_c_{}-{}-{}-{}-{}-",
         &hex[..8],
         &hex[8..12],
         &hex[12..16],
@@ -104,8 +136,35 @@ pub(super) fn node_prefix(owner: OwnerToken) -> String {
     )
 }
 
+/// The owner token a `_c_<uuid>-` protection prefix names, if `name` starts with one.
+pub(super) fn owner_of(name: &str) -> Option<OwnerToken> {
+    let uuid = name.strip_prefix("_c_")?.get(..37)?.strip_suffix('-')?;
+    let dashes_in_place = uuid
+        .char_indices()
+        .all(|(at, ch)| matches!(at, 8 | 13 | 18 | 23) == (ch == '-'));
+    let hex: String = uuid.chars().filter(|&ch| ch != '-').collect();
+    if !dashes_in_place || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    OwnerToken::from_hex(&hex.to_ascii_lowercase())
+}
+
+/// The name of a sequential child without its sequence (`None` for a child without one).
+pub(super) fn stem(name: &str) -> Option<&str> {
+    sequence(name).and_then(|_| name.get(..name.len() - SEQUENCE_DIGITS))
+}
+
+/// The sequence ZooKeeper appended to a sequential child's name.
+pub(super) fn sequence(name: &str) -> Option<u64> {
+    name.len()
+        .checked_sub(SEQUENCE_DIGITS)
+        .and_then(|at| name.get(at..))
+        .filter(|suffix| suffix.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|digits| digits.parse().ok())
+}
+
 /// Digits ZooKeeper appends to a sequential node's name (`%010d` of the parent's counter).
-const SEQUENCE_DIGITS: usize = 10;
+pub(super) const SEQUENCE_DIGITS: usize = 10;
 
 /// A child's place in the queue: unsequenced children first, then by sequence. The name
 /// breaks ties, so the order is total and the same for every client (ZooKeeper never gives
@@ -114,22 +173,22 @@ const SEQUENCE_DIGITS: usize = 10;
 enum Rank<'a> {
     /// No sequence suffix: not a lock recipe's node; waited for, never skipped.
     Unsequenced(&'a str),
-    /// The sequence ZooKeeper appended.
-    Sequenced(u64, &'a str),
+    /// Where it stands (its sequence, or for a downgraded read its writer's), then its own
+    /// sequence for a downgraded read (0 otherwise, so the writer goes first).
+    Sequenced(u64, u64, &'a str),
 }
 
 fn rank(name: &str) -> Rank<'_> {
-    name.len()
-        .checked_sub(SEQUENCE_DIGITS)
-        .and_then(|at| name.get(at..))
-        .filter(|suffix| suffix.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|digits| digits.parse().ok())
-        .map_or(Rank::Unsequenced(name), |sequence| {
-            Rank::Sequenced(sequence, name)
-        })
+    let Some(own) = sequence(name) else {
+        return Rank::Unsequenced(name);
+    };
+    match stem(name).and_then(beside_of) {
+        Some(writer) => Rank::Sequenced(writer, own, name),
+        None => Rank::Sequenced(own, 0, name),
+    }
 }
 
-/// Orders a lock's children into its queue: the first [`PERMITS`] hold the lock.
+/// Orders a primitive's children into its queue (who holds is `queue_rule`'s to say).
 pub(super) fn sort_queue(children: &mut [String]) {
     children.sort_by(|a, b| rank(a).cmp(&rank(b)));
 }
@@ -146,6 +205,10 @@ mod tests {
         assert_eq!(encode_component("x\u{1}y"), "x%01y");
         assert_eq!(encode_component("库存"), "库存");
         assert_eq!(lock_path("/locks", "ns:k/1"), "/locks/ns:k%2F1");
+        assert_eq!(
+            primitive_path("/locks", "ns:k%rw", "%rw"),
+            "/locks/ns:k%25rw%rw"
+        );
     }
 
     #[test]
@@ -167,9 +230,28 @@ mod tests {
     fn our_nodes_are_named_like_curators() {
         let token = OwnerToken::from_hex("0123456789abcdef0123456789abcdef").unwrap();
         assert_eq!(
-            node_prefix(token),
+            format!("{}{LOCK_NAME}", owner_prefix(token)),
             "_c_01234567-89ab-cdef-0123-456789abcdef-lock-"
         );
+    }
+
+    #[test]
+    fn owners_are_read_back_from_the_protection_prefix() {
+        let token = OwnerToken::from_hex("0123456789abcdef0123456789abcdef").unwrap();
+        let name = format!("{}__WRIT__0000000007", owner_prefix(token));
+        assert_eq!(owner_of(&name), Some(token));
+        assert_eq!(stem(&name), Some(&name[..name.len() - 10]));
+        for foreign in [
+            "lock-0000000001",
+            "_c_0123-lock-0000000001",
+            "_c_0123456789abcdef0123456789abcdef01234-x",
+            "_c_+1234567-89ab-cdef-0123-456789abcdef-lock-",
+            "_c_01234567-89ab-cdef-0123-456789abcdef",
+            "_c_01234567-89ab-cdef-0123-456789abcdeé-lock-",
+        ] {
+            assert_eq!(owner_of(foreign), None, "{foreign}");
+        }
+        assert_eq!(stem("size"), None);
     }
 
     #[test]
@@ -217,6 +299,26 @@ mod tests {
     }
 
     #[test]
+    fn a_downgraded_read_stands_right_behind_its_writer() {
+        assert_eq!(
+            sorted(&[
+                "_c_b-__WRIT__0000000002",
+                "_c_c-__READ__0000000004",
+                "_c_a-beside-0000000001-__READ__0000000003",
+                "_c_a-__WRIT__0000000001",
+                "_c_d-beside-0000000001-__READ__0000000005",
+            ]),
+            [
+                "_c_a-__WRIT__0000000001",
+                "_c_a-beside-0000000001-__READ__0000000003",
+                "_c_d-beside-0000000001-__READ__0000000005",
+                "_c_b-__WRIT__0000000002",
+                "_c_c-__READ__0000000004",
+            ]
+        );
+    }
+
+    #[test]
     fn children_without_a_sequence_go_first() {
         // Not sequential nodes (or a sequence ZooKeeper never writes): waited for, in name order.
         assert_eq!(
@@ -243,7 +345,7 @@ mod tests {
         assert_eq!(rank("é123456789"), Rank::Unsequenced("é123456789"));
         assert_eq!(
             rank("1234567890"),
-            Rank::Sequenced(1_234_567_890, "1234567890")
+            Rank::Sequenced(1_234_567_890, 0, "1234567890")
         );
     }
 }

@@ -1,5 +1,5 @@
-//! The waiting line of one lock: our node in it, where it stands, and waiting for the node
-//! just ahead of it.
+//! The waiting line of one primitive: our node in it, where it stands (by
+//! `queue_rule::admit`), and waiting for the node it waits for.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,9 +7,12 @@ use std::time::Duration;
 use tokio::time::{sleep_until, Instant};
 use zookeeper_client as zk;
 
-use super::path::{node_prefix, sort_queue, PERMITS};
+use super::kinds::{beside_of, entry, Family};
+use super::path::{sequence, sort_queue, stem};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend};
+use crate::backend::LeaseKind;
+use crate::backends::queue_rule::{admit, Admission, QueueEntry};
 use crate::{OwnerToken, Result};
 
 /// A node this backend created in a lock's queue.
@@ -24,13 +27,81 @@ pub(super) struct Node {
 }
 
 /// Where a node stands in its queue.
+#[derive(Debug, PartialEq, Eq)]
 pub(super) enum Place {
-    /// Among the first [`PERMITS`]: it holds the lock.
+    /// It holds what it asked for.
     Holds,
-    /// Behind others; holds once this node (the one [`PERMITS`] places ahead) is gone.
+    /// Behind others; looks again once this node (the one the rule says to watch) is gone.
     Behind(String),
+    /// Behind others; looks again once any node ahead is gone or the semaphore grows.
+    BehindAny,
     /// The node is not in the queue any more (deleted behind our back, or its session ended).
     Gone,
+}
+
+/// What a waiter asks for, as the grant rule needs it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ask {
+    /// The lease kind of our node.
+    pub(super) kind: LeaseKind,
+    /// The semaphore's size (ignored by the other kinds).
+    pub(super) size: u32,
+    /// The caller's own write lease, which does not block its read.
+    pub(super) downgrade_from: Option<OwnerToken>,
+}
+
+/// Where our node `me` stands in `queue` (sorted), and (for a retry by the same owner) an
+/// older node of ours, named with the same `prefix`, found ahead of it. An error when the rule
+/// refuses the request outright (more permits than the semaphore has).
+pub(super) fn place_in(
+    queue: &[String],
+    me: &str,
+    prefix: &str,
+    ask: Ask,
+) -> Result<(Place, Option<String>)> {
+    let earlier_own = queue
+        .iter()
+        .take_while(|c| **c != me)
+        .find(|c| c.starts_with(prefix))
+        .cloned();
+    let Some(index) = queue.iter().position(|c| c == me) else {
+        return Ok((Place::Gone, earlier_own));
+    };
+    let mut entries = entries(queue);
+    // Our own node asks for what the request asks (a fair lock's node reads as the lock's).
+    entries[index].kind = ask.kind;
+    let place = match admit(&entries, index, ask.size, ask.downgrade_from)? {
+        Admission::Granted => Place::Holds,
+        Admission::WaitFor(ahead) => queue
+            .get(ahead)
+            .map_or(Place::BehindAny, |name| Place::Behind(name.clone())),
+        Admission::WaitForAnyAhead => Place::BehindAny,
+    };
+    Ok((place, earlier_own))
+}
+
+/// The queue entries of the children in `queue` (sorted).
+pub(super) fn entries(queue: &[String]) -> Vec<QueueEntry> {
+    queue.iter().map(|name| entry(name)).collect()
+}
+
+/// For each entry of `queue` (sorted), whether the grant rule admits it now, with the
+/// semaphore's `size` (ignored by other primitives). A downgraded read counts as beside its
+/// writer, as it was granted.
+pub(super) fn admitted(queue: &[String], size: u32) -> Vec<bool> {
+    let entries = entries(queue);
+    (0..entries.len())
+        .map(|index| {
+            let downgrade_from = stem(&queue[index])
+                .and_then(beside_of)
+                .and_then(|writer| queue.iter().position(|c| sequence(c) == Some(writer)))
+                .and_then(|writer| entries[writer].owner);
+            matches!(
+                admit(&entries, index, size, downgrade_from),
+                Ok(Admission::Granted)
+            )
+        })
+        .collect()
 }
 
 /// Our node while it waits: dropping this (a cancelled or failed acquire) deletes the node in
@@ -90,17 +161,42 @@ pub(super) async fn delete_quietly(session: &Session, path: &str) {
     }
 }
 
+/// One look at a primitive's directory.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Listing {
+    /// Its queue, in queue order.
+    pub(super) queue: Vec<String>,
+    /// The semaphore's size, read in the same snapshot (`None`: none set, or no semaphore).
+    pub(super) size: Option<u32>,
+}
+
 impl ZooKeeperBackend {
-    /// Creates our `EPHEMERAL_SEQUENTIAL` node in the queue at `dir` (creating the lock's
-    /// container node when missing). A create whose reply was lost looks for its node by the
-    /// owner's uuid before trying again, so no orphan is left behind.
+    /// The queue (and for a semaphore its size) of the primitive at `dir`; empty when the
+    /// directory does not exist.
+    pub(super) async fn listing(
+        &self,
+        session: &Session,
+        family: Family,
+        dir: &str,
+    ) -> Result<Listing> {
+        if family == Family::Semaphore {
+            return self.semaphore_listing(session, dir).await;
+        }
+        let mut queue = self.children(session, dir).await?;
+        sort_queue(&mut queue);
+        Ok(Listing { queue, size: None })
+    }
+
+    /// Creates our `EPHEMERAL_SEQUENTIAL` node named `prefix` (plus the sequence) in the queue
+    /// at `dir` (creating the primitive's container node when missing). A create whose reply
+    /// was lost looks for its node by the owner's uuid before trying again, so no orphan is
+    /// left behind.
     pub(super) async fn enqueue(
         &self,
         session: &Arc<Session>,
         dir: &str,
-        owner: OwnerToken,
+        prefix: &str,
     ) -> Result<Queued> {
-        let prefix = node_prefix(owner);
         let path = format!("{dir}/{prefix}");
         let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         let mut failures = 0;
@@ -132,11 +228,55 @@ impl ZooKeeperBackend {
                 }
                 error if is_transient(&error) => {
                     tokio::time::sleep(backoff(failures)).await;
-                    if let Some(node) = self.find_own(session, dir, &prefix).await? {
+                    if let Some(node) = self.find_own(session, dir, prefix).await? {
                         return Ok(self.queued(session, node));
                     }
                 }
                 error => return Err(to_lock_error(error)),
+            }
+        }
+    }
+
+    /// Creates our node named `prefix` in `dir` in one transaction with a check that
+    /// `writer` (a node in `dir`) exists: a downgraded read, which must never land without its
+    /// writer. `None`, with nothing created, when the writer is gone.
+    pub(super) async fn enqueue_beside(
+        &self,
+        session: &Arc<Session>,
+        dir: &str,
+        prefix: &str,
+        writer: &str,
+    ) -> Result<Option<Queued>> {
+        let (path, writer) = (format!("{dir}/{prefix}"), format!("{dir}/{writer}"));
+        let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let mut failures = 0;
+        loop {
+            let mut transaction = session.client.new_multi_writer();
+            transaction
+                .add_check_version(&writer, -1)
+                .and_then(|()| transaction.add_create(&path, &[], &options))
+                .map_err(to_lock_error)?;
+            let error = match transaction.commit().await {
+                Ok(_) => {
+                    // The reply's stat may be invalid (ZOOKEEPER-4026): read the node back.
+                    return self
+                        .find_own(session, dir, prefix)
+                        .await
+                        .map(|node| node.map(|node| self.queued(session, node)));
+                }
+                Err(zk::MultiWriteError::OperationFailed {
+                    index: 0,
+                    source: zk::Error::NoNode,
+                }) => return Ok(None),
+                Err(error) => zk::Error::from(error),
+            };
+            failures += 1;
+            if !is_transient(&error) || failures >= self.shared.config.attempts {
+                return Err(to_lock_error(error));
+            }
+            tokio::time::sleep(backoff(failures)).await;
+            if let Some(node) = self.find_own(session, dir, prefix).await? {
+                return Ok(Some(self.queued(session, node)));
             }
         }
     }
@@ -174,30 +314,6 @@ impl ZooKeeperBackend {
             Err(zk::Error::NoNode) => Ok(Vec::new()),
             Err(error) => Err(to_lock_error(error)),
         }
-    }
-
-    /// Where `node` stands in the queue at `dir`, and (for a retry by the same owner) an older
-    /// node of ours found ahead of it.
-    pub(super) async fn place(
-        &self,
-        session: &Session,
-        dir: &str,
-        node: &Node,
-        prefix: &str,
-    ) -> Result<(Place, Option<String>)> {
-        let mut children = self.children(session, dir).await?;
-        sort_queue(&mut children);
-        let earlier_own = children
-            .iter()
-            .take_while(|c| **c != node.name)
-            .find(|c| c.starts_with(prefix))
-            .cloned();
-        let place = match children.iter().position(|c| *c == node.name) {
-            None => Place::Gone,
-            Some(index) if index < PERMITS => Place::Holds,
-            Some(index) => Place::Behind(children[index - PERMITS].clone()),
-        };
-        Ok((place, earlier_own))
     }
 
     /// Waits until `ahead` (a node in `dir`) is deleted, `recheck_at` passes, or the session

@@ -1,0 +1,187 @@
+//! Acquiring a lease of any kind: queue a node in the primitive's directory, let
+//! `queue_rule::admit` say where it stands, and wait for what the rule says to wait for.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::kinds::{downgrade_name, entry, node_name, Family};
+use super::path::{owner_prefix, sequence};
+use super::queue::{place_in, Ask, Node, Place, Queued};
+use super::session::Session;
+use super::{is_session_end, ZooKeeperBackend, ZooKeeperLease, BACKEND};
+use crate::backend::{AcquireRequest, Grant, LeaseKind};
+use crate::backends::queue_rule::{admit, QueueEntry};
+use crate::{LockError, OwnerToken, Result};
+
+impl ZooKeeperBackend {
+    /// See [`LockBackend::acquire`](crate::backend::LockBackend::acquire).
+    pub(super) async fn acquire_lease(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> Result<Option<Grant<ZooKeeperLease>>> {
+        let family = Family::of(request.kind);
+        let dir = self.primitive_dir(family, request.key.full());
+        let mut session = self.session().await?;
+        if let LeaseKind::Permits { limit, .. } = request.kind {
+            // Refuse more permits than the semaphore has before queueing anything.
+            let size = match self.ensure_size(&session, &dir, limit).await {
+                Err(error) if is_session_end(&error) => {
+                    session.retire();
+                    session = self.session().await?;
+                    self.ensure_size(&session, &dir, limit).await?
+                }
+                size => size?,
+            };
+            let alone = QueueEntry {
+                kind: request.kind,
+                owner: None,
+            };
+            admit(&[alone], 0, size, None)?;
+        }
+        let mut prefix = node_name(request.owner, request.kind);
+        let downgrade = match (request.kind, request.downgrade_from) {
+            (LeaseKind::Read, Some(writer)) => {
+                self.downgrade(&session, &dir, request.owner, writer)
+                    .await?
+            }
+            _ => None,
+        };
+        let mut queued = match downgrade {
+            Some((beside, queued)) => {
+                prefix = beside;
+                queued
+            }
+            None => match self.enqueue(&session, &dir, &prefix).await {
+                Ok(queued) => queued,
+                Err(error) if is_session_end(&error) => {
+                    // The session ended before its state watcher said so: one more try on a
+                    // new one.
+                    session.retire();
+                    session = self.session().await?;
+                    self.enqueue(&session, &dir, &prefix).await?
+                }
+                Err(error) => return Err(error),
+            },
+        };
+        loop {
+            let sent = Instant::now();
+            let listing = self.listing(&session, family, &dir).await?;
+            let size = match (request.kind, listing.size) {
+                (LeaseKind::Permits { limit, .. }, None) => {
+                    // The size node was deleted behind our back: set it again.
+                    self.ensure_size(&session, &dir, limit).await?;
+                    continue;
+                }
+                (_, size) => size.unwrap_or(0),
+            };
+            let ask = Ask {
+                kind: request.kind,
+                size,
+                downgrade_from: request.downgrade_from,
+            };
+            let (place, earlier_own) =
+                match place_in(&listing.queue, &queued.node.name, &prefix, ask) {
+                    Ok(looked) => looked,
+                    Err(refused) => {
+                        // The semaphore shrank below this request's permits while it waited.
+                        queued.remove().await;
+                        return Err(refused);
+                    }
+                };
+            if let Some(name) = earlier_own {
+                // The same owner token queued before (a retried acquire): that node counts.
+                if let Some(earlier) = self.node_at(&session, &dir, name).await {
+                    let ours = std::mem::replace(&mut queued, Queued::adopt(&session, earlier));
+                    ours.remove().await;
+                    continue;
+                }
+            }
+            match place {
+                Place::Holds => {
+                    if family == Family::Semaphore
+                        && !self.mark_held(&session, &queued.node).await?
+                    {
+                        continue; // deleted meanwhile: the next look finds it gone
+                    }
+                    let node = queued.keep();
+                    return Ok(Some(self.grant(session, node, request.ttl, sent)));
+                }
+                Place::Gone => {
+                    drop(queued);
+                    if !session.is_usable() {
+                        return Err(LockError::unavailable(
+                            BACKEND,
+                            "the ZooKeeper session ended while waiting for the lock",
+                        ));
+                    }
+                    // Deleted behind our back while waiting: queue again, at the end (a
+                    // downgraded read as a plain one: its writer may have gone meanwhile).
+                    prefix = node_name(request.owner, request.kind);
+                    queued = self.enqueue(&session, &dir, &prefix).await?;
+                }
+                Place::Behind(_) | Place::BehindAny => {
+                    if request.deadline_passed() {
+                        queued.remove().await;
+                        return Ok(None);
+                    }
+                    let mut recheck_at =
+                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
+                    if let Some(deadline) = request.deadline {
+                        recheck_at = recheck_at.min(deadline);
+                    }
+                    match place {
+                        Place::Behind(ahead) => {
+                            self.wait_for(&session, &dir, &ahead, recheck_at).await?;
+                        }
+                        _ => {
+                            self.wait_for_change(&session, &dir, &listing, recheck_at)
+                                .await?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues a read beside the caller's own write node (owned by `writer`), if that still
+    /// exists: the read's name and node. `None` when the writer's node is gone, so the read
+    /// queues as any other.
+    async fn downgrade(
+        &self,
+        session: &Arc<Session>,
+        dir: &str,
+        owner: OwnerToken,
+        writer: OwnerToken,
+    ) -> Result<Option<(String, Queued)>> {
+        let writer_prefix = owner_prefix(writer);
+        let write_node = self
+            .children(session, dir)
+            .await?
+            .into_iter()
+            .find(|c| c.starts_with(&writer_prefix) && entry(c).kind == LeaseKind::Write);
+        let Some((write_node, sequence)) =
+            write_node.and_then(|name| sequence(&name).map(|seq| (name, seq)))
+        else {
+            return Ok(None);
+        };
+        let beside = downgrade_name(owner, sequence);
+        let queued = self
+            .enqueue_beside(session, dir, &beside, &write_node)
+            .await?;
+        Ok(queued.map(|queued| (beside, queued)))
+    }
+
+    /// The node `name` in `dir` with its czxid, if it still exists.
+    async fn node_at(&self, session: &Arc<Session>, dir: &str, name: String) -> Option<Node> {
+        let path = format!("{dir}/{name}");
+        match self.retry(|| session.client.check_stat(&path)).await {
+            Ok(Some(stat)) => Some(Node {
+                path,
+                name,
+                czxid: stat.czxid,
+            }),
+            _ => None,
+        }
+    }
+}

@@ -65,7 +65,7 @@ pub use backends::traits as backend;
 pub use backends::zookeeper;
 pub use lock::lease;
 pub use lock::metrics;
-pub use scenarios::{cache, http, idempotency, results, stock};
+pub use scenarios::{cache, fenced, http, idempotency, results, stock};
 
 pub use backend::{Capabilities, LockBackend};
 pub use backends::memory::{MemoryBackend, MemoryLease};

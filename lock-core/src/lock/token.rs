@@ -68,7 +68,8 @@ impl std::fmt::Debug for OwnerToken {
 /// ```
 ///
 /// `fence < $token` accepts one write per grant; a holder that writes the row several times
-/// under one grant uses `fence <= $token`.
+/// under one grant uses `fence <= $token`, as [`FencedUpdate`](crate::fenced::FencedUpdate)
+/// builds it (and `RedisFencedStore` checks it for a Redis value).
 ///
 /// **Store it in a 64-bit column** (`BIGINT` in PostgreSQL and MySQL, or any 64-bit integer).
 /// Tokens are `u64` and need more than 32 bits from the start on some backends: a Redis

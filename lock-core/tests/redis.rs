@@ -6,6 +6,7 @@
 #![cfg(feature = "redis")]
 
 mod conformance;
+mod primitives;
 
 use std::time::Duration;
 
@@ -57,6 +58,7 @@ impl Harness for Redis {
 }
 
 conformance_suite!(redis());
+primitives_suite!(redis());
 
 /// An unreachable server is a typed, fail-closed error, quickly.
 #[tokio::test]

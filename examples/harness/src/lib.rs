@@ -7,6 +7,7 @@ pub mod bad_input;
 #[cfg(feature = "servers")]
 pub mod cache_bench;
 pub mod checks;
+pub mod fair_bench;
 #[cfg(feature = "servers")]
 pub mod floor;
 #[cfg(feature = "servers")]
@@ -17,6 +18,7 @@ pub mod load;
 pub mod middleware_bench;
 pub mod overhead;
 pub mod payments;
+pub mod primitive_stress;
 mod process;
 pub mod product;
 pub mod progress;

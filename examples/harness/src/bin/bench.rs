@@ -6,6 +6,9 @@
 //! a sqlx pool; ZooKeeper create+delete of an ephemeral node; etcd one txn), sequentially and
 //! from 64 tasks; on memory, a `tokio::sync::Mutex` (uncontended pair, 64 concurrent, handoff to
 //! a waiter). Results are printed and written as JSON under `target/bench/`.
+//!
+//! `--only fair` (with `--backend redis`) runs only the fair lock vs lock figure
+//! (`lock_harness::fair_bench`), written to `target/bench/fair.json`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,10 +29,20 @@ use tokio::time::Instant;
 async fn main() {
     let flags = Flags::parse(
         std::env::args().skip(1),
-        &["backend", "iterations", "redis-url", "seconds"],
+        &["backend", "iterations", "redis-url", "seconds", "only"],
     )
     .unwrap_or_else(|e| usage_error(&e));
     let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
+    match flags.get("only") {
+        None => {}
+        Some("fair") if kind == BackendKind::Redis => {
+            let report = lock_harness::fair_bench::run(&redis_url(&flags)).await;
+            write_report("fair", &report);
+            return;
+        }
+        Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
+        Some(other) => usage_error(&format!("--only {other:?}: the only filter is `fair`")),
+    }
     let iterations = flags
         .number("iterations", 3000)
         .unwrap_or_else(|e| usage_error(&e))
@@ -188,19 +201,21 @@ impl Run {
         let macro_ratio = macro_overhead(iterations).await;
         println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
 
-        let (cache, middleware, idempotency) = match kind {
+        let (cache, middleware, idempotency, fair) = match kind {
             BackendKind::Redis => (
                 lock_harness::cache_bench::run(&url, iterations).await,
                 lock_harness::middleware_bench::run(&url, iterations).await,
                 lock_harness::idempotency_bench::run(&url, iterations).await,
+                lock_harness::fair_bench::run(&url).await,
             ),
-            _ => (json!(null), json!(null), json!(null)),
+            _ => (json!(null), json!(null), json!(null), json!(null)),
         };
 
         let report = json!({
             "cache": cache,
             "response_cache_layer": middleware,
             "idempotency_layer": idempotency,
+            "fair_lock": fair,
             "macro_overhead_ratio": macro_ratio,
             "backend": kind.name(),
             "iterations": iterations,
@@ -216,16 +231,21 @@ impl Run {
                          "floor": floor.handoff_name(), "round_trips": round_trips },
         });
         floor.clean_up().await;
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
-        std::fs::create_dir_all(&dir).ok();
-        let path = dir.join(format!("{}.json", kind.name()));
-        match std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&report).unwrap_or_default(),
-        ) {
-            Ok(()) => println!("\nwritten: {}", path.display()),
-            Err(e) => eprintln!("could not write {}: {e}", path.display()),
-        }
+        write_report(kind.name(), &report);
+    }
+}
+
+/// Writes `report` to `target/bench/<name>.json`.
+fn write_report(name: &str, report: &serde_json::Value) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir).ok();
+    let path = dir.join(format!("{name}.json"));
+    match std::fs::write(
+        &path,
+        serde_json::to_string_pretty(report).unwrap_or_default(),
+    ) {
+        Ok(()) => println!("\nwritten: {}", path.display()),
+        Err(e) => eprintln!("could not write {}: {e}", path.display()),
     }
 }
 

@@ -14,6 +14,9 @@
 //! (`sections − Σ counters`) into the violation count. With the memory backend the same runs
 //! as tasks of one process on in-process counters. `--no-lock` skips the lock, to show that the
 //! checks do catch overlaps.
+//!
+//! `--primitive fair|rw|semaphore|latch` hammers that primitive instead, with its own
+//! invariant counters and `--break-check` (see `lock_harness::primitive_stress`).
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +38,11 @@ const FLAGS: &[&str] = &[
     "worker",
     "run-id",
     "no-lock",
+    // The primitive runs' (`lock_harness::primitive_stress`).
+    "primitive",
+    "break-check",
+    "permits",
+    "share",
 ];
 
 #[derive(Clone)]
@@ -54,6 +62,10 @@ struct Tally {
 #[tokio::main]
 async fn main() {
     let flags = Flags::of_process(FLAGS);
+    if flags.get("primitive").is_some() {
+        lock_harness::primitive_stress::run(&flags, &redis_url(&flags)).await;
+        return;
+    }
     let number = |name, default| flags.number_or_exit(name, default);
     let kind = flags.backend_or_exit();
     let plan = Plan {

@@ -29,9 +29,14 @@ pub(super) struct LeaseBook {
 
 struct Entry {
     lock_key: String,
+    /// The hash field holding the lease (the other primitives'), `None` for a lock's string.
+    field: Option<String>,
     value: String,
     loss: LossSignal,
 }
+
+/// One lease to check: where it lives, what it must hold, what to fire.
+type Check = (String, Option<String>, String, LossSignal);
 
 /// A lease's place in the book; dropping it (with the lease) takes the lease out.
 pub(super) struct Entered {
@@ -60,12 +65,33 @@ impl LeaseBook {
         value: &str,
         loss: LossSignal,
     ) -> Entered {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let entry = Entry {
+        self.enter_entry(Entry {
             lock_key: lock_key.to_owned(),
+            field: None,
             value: value.to_owned(),
             loss,
-        };
+        })
+    }
+
+    /// Records a granted lease of another primitive: field `field` of hash `hash_key` holds
+    /// `value` while it lasts.
+    pub(super) fn enter_field(
+        self: &Arc<Self>,
+        hash_key: &str,
+        field: &str,
+        value: &str,
+        loss: LossSignal,
+    ) -> Entered {
+        self.enter_entry(Entry {
+            lock_key: hash_key.to_owned(),
+            field: Some(field.to_owned()),
+            value: value.to_owned(),
+            loss,
+        })
+    }
+
+    fn enter_entry(self: &Arc<Self>, entry: Entry) -> Entered {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
         lock(&self.leases).insert(id, entry);
         Entered {
             book: self.clone(),
@@ -80,19 +106,33 @@ impl LeaseBook {
         &self,
         connection: &mut ConnectionManager,
     ) -> redis::RedisResult<usize> {
-        let snapshot: Vec<(String, String, LossSignal)> = lock(&self.leases)
+        let snapshot: Vec<Check> = lock(&self.leases)
             .values()
             .filter(|e| !e.loss.is_fired())
-            .map(|e| (e.lock_key.clone(), e.value.clone(), e.loss.clone()))
+            .map(|e| {
+                let (key, field) = (e.lock_key.clone(), e.field.clone());
+                (key, field, e.value.clone(), e.loss.clone())
+            })
             .collect();
+        let (plain, hashed): (Vec<Check>, Vec<Check>) = snapshot
+            .into_iter()
+            .partition(|(_, field, _, _)| field.is_none());
         let mut lost = 0;
-        for batch in snapshot.chunks(BATCH) {
-            let keys: Vec<&str> = batch.iter().map(|(key, _, _)| key.as_str()).collect();
-            let values: Vec<Option<String>> = redis::cmd("MGET")
-                .arg(&keys)
-                .query_async(connection)
-                .await?;
-            for ((key, expected, loss), found) in batch.iter().zip(values) {
+        for batch in plain.chunks(BATCH).chain(hashed.chunks(BATCH)) {
+            let values: Vec<Option<String>> = if batch[0].1.is_none() {
+                let keys: Vec<&str> = batch.iter().map(|(key, ..)| key.as_str()).collect();
+                redis::cmd("MGET")
+                    .arg(&keys)
+                    .query_async(connection)
+                    .await?
+            } else {
+                let mut pipe = redis::pipe();
+                for (key, field, ..) in batch {
+                    pipe.hget(key, field.as_deref().unwrap_or_default());
+                }
+                pipe.query_async(connection).await?
+            };
+            for ((key, _, expected, loss), found) in batch.iter().zip(values) {
                 if found.as_deref() != Some(expected.as_str()) && loss.fire(LostReason::NotOwner) {
                     tracing::warn!(redis_key = %key, "lease gone after the connection came back (server restarted or failed over?)");
                     lost += 1;

@@ -47,10 +47,19 @@
 //!
 //! All three share one hash tag. Keys and tokens reach Redis only as `KEYS`/`ARGV`.
 //!
+//! The other primitives ([`Capabilities::primitives`] is [`Primitives::ALL`]) have keys of
+//! their own, apart from the lock's: `lock:fair:{#…}`, `lock:rw:{#…}` and `lock:sem:{#…}`
+//! (holders by lease expiry, with `:leases`, `:fence`, `:queue`, `:queue:deadline` and, for a
+//! semaphore, `:size`; see `primitives.rs`), and `lock:latch:{#…}` (the count, with
+//! `:waiters`). A fair lock is handed to its next waiter by the release itself, for a claim
+//! window ([`RedisBackendBuilder::claim_window`]) that the waiter's watchdog extends at once.
+//!
 //! # Round trips
 //! An uncontended acquire is one `EVALSHA`, a release one more. A contended one adds one
 //! `EVALSHA` per wake-up (the first attempt queues the waiter in the same script), plus a
-//! re-check per poll interval if a wake-up message is lost.
+//! re-check per poll interval if a wake-up message is lost. A fair lock's waiter sends no
+//! acquire after its wake-up: the release handed the lock over, and the waiter's only command is
+//! the renewal that extends the claim window to its lease.
 //!
 //! # Failures
 //! Commands that time out or lose their connection are retried with the same owner token, which
@@ -68,7 +77,10 @@
 //! checked by the resource, make that window safe; they keep increasing across such a restart.
 
 mod keys;
+mod latch;
 mod leases;
+mod primitive_keys;
+mod primitives;
 mod scripts;
 pub(crate) mod subscription;
 mod wakeups;
@@ -83,8 +95,11 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
+use self::primitive_keys::{Family, PrimitiveKeys};
 use self::wakeups::WakeHub;
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backend::{
+    AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
+};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 const BACKEND: &str = "redis";
@@ -119,11 +134,22 @@ struct Shared {
 /// A lease held in Redis.
 #[derive(Debug)]
 pub struct RedisLease {
-    keys: LockKeys,
-    /// `<owner token>:<fence>`, the value the lock key holds while this lease lasts.
-    value: String,
+    held: Held,
     /// Its entry in the backend's book of leases, re-checked when the connection comes back.
     _entered: Entered,
+}
+
+/// Where a lease lives.
+#[derive(Debug)]
+enum Held {
+    /// A lock's lease: its key holds `value`, `<owner token>:<fence>`, while it lasts.
+    Lock { keys: LockKeys, value: String },
+    /// A lease of a fair lock, read-write lock or semaphore: `owner`'s entry among its holders.
+    Primitive {
+        keys: PrimitiveKeys,
+        owner: String,
+        fence: u64,
+    },
 }
 
 /// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`] (a URL),
@@ -186,6 +212,7 @@ struct RedisConfig {
     response_timeout: Duration,
     poll_cap: Duration,
     attempts: u32,
+    claim_window: Duration,
 }
 
 impl RedisBackendBuilder {
@@ -216,6 +243,29 @@ impl RedisBackendBuilder {
         self
     }
 
+    /// How long a fair lock handed over by a release is held for its next waiter before that
+    /// waiter's watchdog extends it to the whole lease (default 2 s; at most the waiter's
+    /// lease). A waiter that has gone, or is cut off, costs the queue this long at most.
+    /// The releasing backend's window applies (the handoff message carries it), and a waiter
+    /// re-checks at least every third of its own window: give every backend sharing a fair lock
+    /// the same window.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .claim_window(Duration::from_millis(500))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn claim_window(mut self, window: Duration) -> Self {
+        self.config.claim_window = window;
+        self
+    }
+
     /// Connects, loads the scripts and subscribes for wake-ups.
     pub async fn connect(self) -> Result<RedisBackend> {
         if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
@@ -228,6 +278,12 @@ impl RedisBackendBuilder {
             return Err(LockError::InvalidConfig(
                 "Redis attempts and response timeout must be positive".into(),
             ));
+        }
+        if self.config.claim_window < Duration::from_millis(10) {
+            return Err(LockError::InvalidConfig(format!(
+                "the fair lock's claim window ({:?}) must be at least 10ms",
+                self.config.claim_window
+            )));
         }
         let (client, manager) = match self.source {
             Source::Url(url) => (open_client(&url)?, None),
@@ -389,6 +445,7 @@ impl RedisBackend {
                 response_timeout: Duration::from_secs(2),
                 poll_cap: Duration::from_secs(1),
                 attempts: 3,
+                claim_window: Duration::from_secs(2),
             },
         }
     }
@@ -549,12 +606,13 @@ impl LockBackend for RedisBackend {
         let mut caps = Capabilities::new(BACKEND);
         caps.push_wakeups = true;
         caps.loss_push = true;
+        caps.primitives = Primitives::ALL;
         caps
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
-        if request.kind != LeaseKind::Exclusive {
-            return Err(request.kind.unsupported(BACKEND));
+        if let Some(family) = Family::of(request.kind) {
+            return self.acquire_primitive(family, request).await;
         }
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let mut waiting: Option<Waiting<'_>> = None;
@@ -586,8 +644,10 @@ impl LockBackend for RedisBackend {
                     let loss = LossSignal::new();
                     let lease = RedisLease {
                         _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
-                        keys: keys.clone(),
-                        value,
+                        held: Held::Lock {
+                            keys: keys.clone(),
+                            value,
+                        },
                     };
                     return Ok(Some(Grant::new(lease, fence, sent).with_loss(loss)));
                 }
@@ -616,21 +676,33 @@ impl LockBackend for RedisBackend {
     }
 
     async fn renew(&self, lease: &RedisLease, ttl: Option<Duration>) -> Result<bool> {
+        let (keys, value) = match &lease.held {
+            Held::Lock { keys, value } => (keys, value),
+            Held::Primitive { keys, owner, fence } => {
+                return self.renew_primitive(keys, owner, *fence, ttl).await
+            }
+        };
         let mut invocation = scripts::RENEW.prepare_invoke();
         invocation
-            .key(&lease.keys.lock)
-            .arg(&lease.value)
+            .key(&keys.lock)
+            .arg(value)
             .arg(ttl.map_or(0, millis));
         let held: i64 = self.run("renew", &invocation).await?;
         Ok(held == 1)
     }
 
     async fn release(&self, lease: &RedisLease) -> Result<bool> {
+        let (keys, value) = match &lease.held {
+            Held::Lock { keys, value } => (keys, value),
+            Held::Primitive { keys, owner, fence } => {
+                return self.release_primitive(keys, owner, *fence).await
+            }
+        };
         let mut invocation = scripts::RELEASE.prepare_invoke();
         invocation
-            .key(&lease.keys.lock)
-            .key(&lease.keys.waiters)
-            .arg(&lease.value)
+            .key(&keys.lock)
+            .key(&keys.waiters)
+            .arg(value)
             .arg(&self.shared.hub.channel_prefix);
         let released: i64 = self.run("release", &invocation).await?;
         Ok(released == 1)
@@ -644,9 +716,8 @@ impl LockBackend for RedisBackend {
         kind: LeaseKind,
         owner: OwnerToken,
     ) -> Result<bool> {
-        if kind != LeaseKind::Exclusive {
-            // Nothing of another kind is ever stored here (`acquire` refuses it).
-            return Ok(false);
+        if let Some(family) = Family::of(kind) {
+            return self.release_abandoned_primitive(family, key, owner).await;
         }
         let keys = LockKeys::new(&self.shared.prefix, key.full());
         let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
@@ -657,6 +728,43 @@ impl LockBackend for RedisBackend {
             .arg(&self.shared.hub.channel_prefix);
         let released: i64 = self.run("release", &invocation).await?;
         Ok(released == 1)
+    }
+
+    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
+        if let Some(family) = Family::of(kind) {
+            return Ok(self.primitive_info(family, key).await?.0);
+        }
+        self.shared.commands.fetch_add(1, Ordering::Relaxed);
+        let queued: usize = redis::cmd("ZCARD")
+            .arg(LockKeys::new(&self.shared.prefix, key.full()).waiters)
+            .query_async(&mut self.shared.connection.clone())
+            .await
+            .map_err(to_lock_error)?;
+        Ok(queued)
+    }
+
+    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
+        self.set_semaphore_size(key, permits).await
+    }
+
+    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
+        self.semaphore(key).await
+    }
+
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
+        self.create_latch(key, count, expire).await
+    }
+
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
+        self.count_down_latch(key).await
+    }
+
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
+        self.latch_count_of(key).await
+    }
+
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
+        self.wait_latch(key, deadline).await
     }
 }
 

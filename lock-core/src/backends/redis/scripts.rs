@@ -31,7 +31,65 @@ pub(super) static RENEW: LazyLock<Script> =
 pub(super) static WAKE: LazyLock<Script> =
     LazyLock::new(|| Script::new(&format!("{WAKE_NEXT}\n{}", include_str!("lua/wake.lua"))));
 
+const PRIMITIVE_LIB: &str = include_str!("lua/primitive_lib.lua");
+
+/// A script of the fair lock, read-write lock and semaphore: `primitive_lib.lua` and `body`.
+fn primitive(body: &str) -> Script {
+    Script::new(&format!("{PRIMITIVE_LIB}\n{body}"))
+}
+
+/// Grants a fair lock's turn, a read or write share or permits, or queues the caller.
+pub(super) static PRIMITIVE_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_acquire.lua")));
+
+/// Owner-checked renewal or check of a primitive's lease.
+pub(super) static PRIMITIVE_RENEW: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_renew.lua")));
+
+/// Owner-checked release of a primitive's lease that wakes (or hands over to) the next waiter.
+pub(super) static PRIMITIVE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_release.lua")));
+
+/// Removes what an abandoned acquisition of a primitive left: its queue entry, its lease.
+pub(super) static PRIMITIVE_ABANDON: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_abandon.lua")));
+
+/// A primitive's queue length, semaphore size and permits held.
+pub(super) static PRIMITIVE_INFO: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_info.lua")));
+
+/// Sets a semaphore's size.
+pub(super) static SET_PERMITS: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/set_permits.lua")));
+
+/// Starts a count-down latch unless one runs.
+pub(super) static LATCH_CREATE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/latch_create.lua")));
+
+/// Counts a latch down, waking its waiters at zero.
+pub(super) static LATCH_COUNT_DOWN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/latch_count_down.lua")));
+
+/// Registers a latch waiter, or says the latch is open.
+pub(super) static LATCH_WAIT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/latch_wait.lua")));
+
 /// Every script, for loading them up front.
-pub(super) fn all() -> [&'static Script; 5] {
-    [&ACQUIRE, &RELEASE, &RELEASE_ABANDONED, &RENEW, &WAKE]
+pub(super) fn all() -> [&'static Script; 14] {
+    [
+        &ACQUIRE,
+        &RELEASE,
+        &RELEASE_ABANDONED,
+        &RENEW,
+        &WAKE,
+        &PRIMITIVE_ACQUIRE,
+        &PRIMITIVE_RENEW,
+        &PRIMITIVE_RELEASE,
+        &PRIMITIVE_ABANDON,
+        &PRIMITIVE_INFO,
+        &SET_PERMITS,
+        &LATCH_CREATE,
+        &LATCH_COUNT_DOWN,
+        &LATCH_WAIT,
+    ]
 }

@@ -8,6 +8,10 @@
 //! the subscription is re-established with a short backoff (50–250 ms, `subscription.rs`), after
 //! which every held lease is re-checked at once (see `leases.rs`); waiters also re-check on a timer, so a lost
 //! message costs at most one poll interval.
+//!
+//! The other primitives' messages carry a third line: a fair lock handed over by its release
+//! (`f<fence> <claim ms>`: the waiter wakes up holding it, see `primitives.rs`), a nudge to re-check
+//! (`w`), a latch that opened (`l`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +33,8 @@ pub(super) struct WakeHub {
     pub(super) channel_prefix: String,
     next_waiter: AtomicU64,
     waiters: Mutex<HashMap<u64, Arc<Notify>>>,
+    /// Fair locks handed over to a waiter by the server: waiter sequence → (fence, claim ms).
+    handoffs: Mutex<HashMap<u64, (u64, u64)>>,
     /// Publishes received, for the bench's round-trip accounting.
     pub(super) messages: AtomicU64,
 }
@@ -42,6 +48,7 @@ impl WakeHub {
             client_id,
             next_waiter: AtomicU64::new(1),
             waiters: Mutex::new(HashMap::new()),
+            handoffs: Mutex::new(HashMap::new()),
             messages: AtomicU64::new(0),
         }
     }
@@ -56,20 +63,38 @@ impl WakeHub {
 
     pub(super) fn unregister(&self, seq: u64) {
         lock(&self.waiters).remove(&seq);
+        // After the waiter is gone, so that `deliver` cannot record a handoff behind us.
+        lock(&self.handoffs).remove(&seq);
     }
 
-    /// Routes one message; returns the lock key when its waiter is gone (the wake-up must be
-    /// passed on).
+    /// The fence of a fair lock the server handed to waiter `seq`, and how long the server
+    /// holds it for that waiter (the claim window of the backend that released it), if it did.
+    pub(super) fn take_handoff(&self, seq: u64) -> Option<(u64, std::time::Duration)> {
+        lock(&self.handoffs)
+            .remove(&seq)
+            .map(|(fence, ms)| (fence, std::time::Duration::from_millis(ms)))
+    }
+
+    /// Routes one message; returns the lock key when its waiter is gone and the wake-up must be
+    /// passed on (a lock's). Messages of the other primitives carry a third line:
+    /// `f<fence> <claim ms>` for a fair lock handed over, `w` for a nudge to re-check, `l` for a latch that opened.
+    /// Those are never passed on here: a waiter that leaves removes its own entry and wakes the
+    /// next one itself, releasing a fair lock handed to it too late (`primitive_abandon.lua`).
     fn deliver(&self, payload: &str) -> Option<String> {
         self.messages.fetch_add(1, Ordering::Relaxed);
-        let (waiter, lock_key) = payload.split_once('\n')?;
+        let mut lines = payload.splitn(3, '\n');
+        let (waiter, lock_key, tag) = (lines.next()?, lines.next()?, lines.next());
         let seq: u64 = waiter.rsplit_once(':')?.1.parse().ok()?;
-        match lock(&self.waiters).get(&seq) {
+        let waiters = lock(&self.waiters);
+        match waiters.get(&seq) {
             Some(notify) => {
+                if let Some(handoff) = tag.and_then(parse_handoff) {
+                    lock(&self.handoffs).insert(seq, handoff);
+                }
                 notify.notify_one();
                 None
             }
-            None => Some(lock_key.to_owned()),
+            None => tag.is_none().then(|| lock_key.to_owned()),
         }
     }
 
@@ -78,6 +103,12 @@ impl WakeHub {
             notify.notify_one();
         }
     }
+}
+
+/// `f<fence> <claim ms>`: a fair lock handed over.
+fn parse_handoff(tag: &str) -> Option<(u64, u64)> {
+    let (fence, claim) = tag.strip_prefix('f')?.split_once(' ')?;
+    Some((fence.parse().ok()?, claim.parse().ok()?))
 }
 
 /// Runs the wake-up subscription until `stop`; reports on `ready` once it is first up.

@@ -1,0 +1,15 @@
+-- Registers a waiter of a latch, or says it is open.
+-- KEYS[1] latch count   KEYS[2] waiters (zset of waiter ids)   ARGV[1] waiter id
+-- Returns -1 when the latch is open (at zero, expired or never set), else its remaining ms.
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl == -2 then
+  return -1
+end
+if pttl == -1 then
+  pttl = 86400000
+end
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+if redis.call('PTTL', KEYS[2]) < pttl then
+  redis.call('PEXPIRE', KEYS[2], pttl)
+end
+return pttl

@@ -1,0 +1,136 @@
+-- Shared by the scripts of the fair lock, the read-write lock and the semaphore (prepended to
+-- each). They all take the same KEYS and first four ARGV:
+-- KEYS[1] holders (zset: owner token by lease expiry, server ms)
+-- KEYS[2] leases (hash: owner token -> "<fence> <kind> <count>"; kind F, R, W or P)
+-- KEYS[3] fencing counter   KEYS[4] queue (zset: entry by arrival sequence)
+-- KEYS[5] queue deadlines (zset: entry by the server ms at which it is dropped unless its
+--         waiter re-checks first)   KEYS[6] semaphore size
+-- ARGV[1] family: 'fair', 'rw' or 'sem'   ARGV[2] wake channel prefix
+-- ARGV[3] claim window ms (fair handoff)   ARGV[4] fence counter and size retention ms
+-- Queue entries are "<waiter id>|<owner token>|<lease ms>"; waiter ids "<client id>:<seq>".
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local NOW = now_ms()
+
+local function int(n)
+  return string.format('%d', n)
+end
+
+-- The holders' keys live at least as long as their longest lease (until server ms `at`).
+local function extend_keys(at)
+  if redis.call('PTTL', KEYS[1]) < at - NOW then
+    redis.call('PEXPIREAT', KEYS[1], int(at))
+    redis.call('PEXPIREAT', KEYS[2], int(at))
+  end
+end
+
+-- The next fencing token, seeded from the server clock like acquire.lua's.
+local function next_fence()
+  local fence = redis.call('INCR', KEYS[3])
+  if fence == 1 then
+    local t = redis.call('TIME')
+    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', KEYS[3], int(fence), 'PX', ARGV[4])
+  else
+    redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  end
+  return fence
+end
+
+local function hold(owner, kind, count, ms, fence)
+  redis.call('ZADD', KEYS[1], int(NOW + ms), owner)
+  redis.call('HSET', KEYS[2], owner, int(fence) .. ' ' .. kind .. ' ' .. int(count))
+  extend_keys(NOW + ms)
+end
+
+-- Sets a holder's lease to `ms` from now.
+local function extend(owner, ms)
+  redis.call('ZADD', KEYS[1], int(NOW + ms), owner)
+  extend_keys(NOW + ms)
+end
+
+local function release_holder(owner)
+  redis.call('ZREM', KEYS[1], owner)
+  redis.call('HDEL', KEYS[2], owner)
+  if redis.call('ZCARD', KEYS[1]) == 0 then
+    redis.call('DEL', KEYS[1], KEYS[2])
+  end
+end
+
+-- Drops leases that ran out and entries of waiters that stopped re-checking; returns how many
+-- leases ran out.
+local function prune()
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', NOW)
+  for _, owner in ipairs(gone) do
+    release_holder(owner)
+  end
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', NOW)
+  for _, entry in ipairs(stale) do
+    redis.call('ZREM', KEYS[4], entry)
+    redis.call('ZREM', KEYS[5], entry)
+  end
+  return #gone
+end
+
+-- The fence of `owner`'s live lease, or nil when it holds none (or it ran out).
+local function live_fence(owner)
+  local expiry = redis.call('ZSCORE', KEYS[1], owner)
+  if not expiry or tonumber(expiry) <= NOW then
+    return nil
+  end
+  local record = redis.call('HGET', KEYS[2], owner)
+  return record and string.match(record, '^(%d+)')
+end
+
+local function parse(entry)
+  local id, owner, ms = string.match(entry, '^([^|]*)|([^|]*)|(%d+)$')
+  return id, owner, tonumber(ms)
+end
+
+local function remove_entry(entry)
+  redis.call('ZREM', KEYS[4], entry)
+  redis.call('ZREM', KEYS[5], entry)
+end
+
+local function head()
+  return redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+end
+
+-- Wakes the first waiter that is still there. The fair lock hands itself over: it is set to
+-- the waiter's owner token for the claim window (at most the waiter's lease) with a fresh
+-- fence, and the message carries both ("f<fence> <claim ms>"), so the waiter wakes up
+-- holding it and trusts it for no longer than the store keeps it. The other kinds only
+-- nudge the waiter to re-check; it stays first in the queue until it is granted. A waiter
+-- whose process is gone (PUBLISH reaches nobody) is dropped and the next one tried.
+local function wake_head()
+  while true do
+    local entry = head()
+    if not entry then
+      return
+    end
+    local id, owner, ms = parse(entry)
+    local client = id and string.match(id, '^([^:]+):')
+    if ARGV[1] == 'fair' then
+      if redis.call('ZCARD', KEYS[1]) > 0 then
+        return
+      end
+      if client and owner and ms then
+        local fence = next_fence()
+        local claim = math.min(tonumber(ARGV[3]), ms)
+        local message = id .. '\n' .. KEYS[1] .. '\nf' .. int(fence) .. ' ' .. int(claim)
+        if redis.call('PUBLISH', ARGV[2] .. client, message) > 0 then
+          remove_entry(entry)
+          hold(owner, 'F', 1, claim, fence)
+          return
+        end
+      end
+    elseif client and redis.call('PUBLISH', ARGV[2] .. client, id .. '\n' .. KEYS[1] .. '\nw') > 0 then
+      return
+    end
+    remove_entry(entry)
+  end
+end

@@ -246,3 +246,62 @@ async fn tls_url_speaks_tls() {
     assert!(err.is_unavailable(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// A waiter that was woken (its queue entry popped by a release) and then beaten to the key by
+/// a newcomer goes back to the front of the queue, not the back: the next release wakes it
+/// again, before waiters that came after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_beaten_waiter_keeps_its_place() {
+    let Some(h) = redis().await else { return };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let key = unique_key("keeps-place");
+        let holder = h.client().await;
+        let guard = holder.lock(&key).await.unwrap();
+        let full = guard.key().full().to_owned();
+        let queue = h.names.waiters_key(&full);
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        for name in ["first", "second"] {
+            let client = h.client().await;
+            let (key, order) = (key.clone(), order.clone());
+            waiters.push(tokio::spawn(async move {
+                let guard = client.lock(&key).await.unwrap();
+                order.lock().unwrap().push(name);
+                guard.release().await.unwrap();
+            }));
+            let before = waiters.len();
+            while h.queued(&full).await < before {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        // What a release does to the first waiter before a newcomer wins the key: pop it.
+        let popped: Vec<String> = redis::cmd("ZPOPMIN")
+            .arg(&queue)
+            .query_async(&mut h.admin.clone())
+            .await
+            .unwrap();
+        assert_eq!(popped.len(), 2, "the first waiter was queued");
+        // Its re-check (timer) puts it back: at the front.
+        let front = loop {
+            let front: Vec<String> = redis::cmd("ZRANGE")
+                .arg(&queue)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut h.admin.clone())
+                .await
+                .unwrap();
+            if front.len() == 2 {
+                break front;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert_eq!(front[0], popped[0], "the beaten waiter went to the back");
+        guard.release().await.unwrap();
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["first", "second"]);
+    })
+    .await
+    .expect("bounded");
+}

@@ -18,6 +18,14 @@ if current then
   if ARGV[3] ~= '' then
     local now = redis.call('TIME')
     local score = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    if ARGV[4] == '1' and not redis.call('ZSCORE', KEYS[3], ARGV[3]) then
+      -- Woken (the release popped us) and beaten to the key by a newcomer: back to the
+      -- front, not the back, so the next release wakes us again.
+      local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+      if #first == 2 then
+        score = math.min(score, tonumber(first[2]) - 1)
+      end
+    end
     redis.call('ZADD', KEYS[3], 'NX', score, ARGV[3])
     redis.call('PEXPIRE', KEYS[3], ARGV[5])
   end

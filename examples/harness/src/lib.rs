@@ -6,6 +6,7 @@ pub mod bad_input;
 // The bench's floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]
 pub mod cache_bench;
+pub mod chaos;
 pub mod checks;
 pub mod fair_bench;
 #[cfg(feature = "servers")]

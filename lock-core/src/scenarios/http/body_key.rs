@@ -106,14 +106,7 @@ impl BodyLimit {
     /// ```
     #[must_use]
     pub fn unreadable() -> Rejection {
-        let rejection = Rejection::new(
-            RejectionKind::BadInput,
-            400,
-            None,
-            "Unreadable request body",
-            "the request body could not be read",
-            None,
-        );
+        let rejection = Rejection::unreadable_body();
         rejection.record_keyed_lock();
         rejection
     }

@@ -194,6 +194,26 @@ impl Rejection {
         )
     }
 
+    /// The answer to a request whose body could not be read (the connection failed, a bad
+    /// chunked encoding): 400, nothing runs. Each layer counts it as its own answer.
+    ///
+    /// ```
+    /// use lock_core::http::{Rejection, RejectionKind};
+    ///
+    /// assert_eq!(Rejection::unreadable_body().kind, RejectionKind::BadInput);
+    /// ```
+    #[must_use]
+    pub fn unreadable_body() -> Self {
+        Self::new(
+            RejectionKind::BadInput,
+            400,
+            None,
+            "Unreadable request body",
+            "the request body could not be read",
+            None,
+        )
+    }
+
     /// Counts this rejection as an answer of the keyed-lock middleware.
     pub(crate) fn record_keyed_lock(&self) {
         crate::metrics::http_response(

@@ -356,18 +356,7 @@ async fn release(claim: Claim) -> Outcome {
 /// reached the idempotency decisions.
 #[must_use]
 pub fn unreadable_request() -> Reply {
-    Reply::from_rejection(
-        &Rejection::new(
-            RejectionKind::BadInput,
-            400,
-            None,
-            "Unreadable request body",
-            "the request body could not be read",
-            None,
-        ),
-        Outcome::Rejected,
-    )
-    .recorded()
+    Reply::from_rejection(&Rejection::unreadable_body(), Outcome::Rejected).recorded()
 }
 
 /// The reply sent in place of a response that [`finish`] said to send but the adapter no

@@ -15,6 +15,10 @@ pub(crate) struct QueueEntry {
     pub(crate) kind: LeaseKind,
     /// Whose entry it is (`None` for an entry another recipe wrote, owner unknown).
     pub(crate) owner: Option<OwnerToken>,
+    /// The entry is known to hold what it asked for (a backend that marks holders says so;
+    /// one that cannot says `false`). A holder behind the first entry is a writer's
+    /// downgraded read: it still blocks the writers ahead of it.
+    pub(crate) holds: bool,
 }
 
 /// What an entry may do now.
@@ -32,8 +36,9 @@ pub(crate) enum Admission {
 /// size (ignored by the other kinds); `downgrade_from` the owner token of the caller's own
 /// write entry, which does not block its read.
 ///
-/// - Lock, fair lock, write lock: only the first entry holds; each waiter watches the entry
-///   just ahead of it (no herd).
+/// - Lock, fair lock, write lock: only the first entry holds, and only while no entry behind
+///   it holds (a writer's downgraded read, read beside its writer, outlives that writer's
+///   entry); each waiter watches the entry just ahead of it (no herd), or that holder.
 /// - Read lock: held while no write entry is ahead (a waiting writer blocks newer readers);
 ///   a reader watches the last write entry ahead of it.
 /// - Permits: held while the permits of every entry up to and including this one fit the
@@ -85,8 +90,11 @@ pub(crate) fn admit(
                 Admission::WaitForAnyAhead
             }
         }
-        _ if me == 0 => Admission::Granted,
-        _ => Admission::WaitFor(me - 1),
+        _ if me > 0 => Admission::WaitFor(me - 1),
+        _ => match entries[1..].iter().position(|e| e.holds) {
+            Some(index) => Admission::WaitFor(index + 1),
+            None => Admission::Granted,
+        },
     })
 }
 
@@ -111,6 +119,7 @@ mod tests {
         QueueEntry {
             kind,
             owner: Some(token(owner)),
+            holds: false,
         }
     }
 
@@ -183,5 +192,17 @@ mod tests {
             Admission::WaitForAnyAhead
         );
         assert!(admit(&queue, 0, 1, None).unwrap_err().is_invalid_input());
+    }
+
+    /// W(a) held, W(b) queued, a read beside W(a) (a downgrade), then W(a) released: the queue
+    /// is [W(b), R(a) holding]. W(b) is first, but the downgraded reader still reads.
+    #[test]
+    fn a_writer_waits_for_a_downgraded_reader_behind_it() {
+        let mut reader = entry(LeaseKind::Read, 1);
+        reader.holds = true;
+        let queue = [entry(LeaseKind::Write, 2), reader];
+        assert_eq!(admit(&queue, 0, 0, None).unwrap(), Admission::WaitFor(1));
+        let fair = [entry(LeaseKind::Fair, 2), entry(LeaseKind::Fair, 3)];
+        assert_eq!(admit(&fair, 0, 0, None).unwrap(), Admission::Granted);
     }
 }

@@ -144,6 +144,47 @@ pub async fn rw_downgrade_and_no_upgrade<H: Harness>(h: &H) {
     .await;
 }
 
+/// W(a) holds, W(b) queues, a reads beside its write (downgrade), then releases the write: the
+/// writer queued before the read must still wait for the downgraded reader.
+pub async fn rw_downgraded_reader_blocks_an_earlier_queued_writer<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(&a, "rw_downgraded_reader_blocks_an_earlier_queued_writer", |p| p.read_write) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-downgrade-queued");
+        let b = h.client().await;
+        let rw = a.read_write_lock(&key);
+        let w = rw.write().await.unwrap();
+        let granted = Arc::new(AtomicUsize::new(0));
+        let writer = tokio::spawn({
+            let (b, key, granted) = (b.clone(), key.clone(), granted.clone());
+            async move {
+                let guard = b.read_write_lock(&key).write().await.unwrap();
+                granted.fetch_add(1, Ordering::SeqCst);
+                guard
+            }
+        });
+        eventually("the other writer queued", || async { rw_queue(&a, &key).await == 1 }).await;
+        let r = rw.read().try_acquire().await.unwrap().expect("a writer may read");
+        w.release().await.unwrap();
+        // Nothing signals a grant that must not happen: give it the time one would take.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            granted.load(Ordering::SeqCst),
+            0,
+            "a writer was granted while the downgraded reader read"
+        );
+        r.release().await.unwrap();
+        let other = tokio::time::timeout(Duration::from_secs(5), writer)
+            .await
+            .expect("the queued writer got the lock once the reader left")
+            .unwrap();
+        other.release().await.unwrap();
+    })
+    .await;
+}
+
 /// A reader that crashes frees its own share when its lease runs out, and only its own.
 pub async fn rw_crashed_reader_frees_its_share_only<H: Harness>(h: &H) {
     let a = h.client().await;

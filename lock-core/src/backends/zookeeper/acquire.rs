@@ -36,6 +36,7 @@ impl ZooKeeperBackend {
             let alone = QueueEntry {
                 kind: request.kind,
                 owner: None,
+                holds: false,
             };
             admit(&[alone], 0, size, None)?;
         }

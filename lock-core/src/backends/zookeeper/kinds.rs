@@ -100,6 +100,8 @@ pub(super) fn entry(name: &str) -> QueueEntry {
     QueueEntry {
         kind: stem(name).map_or(LeaseKind::Exclusive, kind_of_stem),
         owner: owner_of(name),
+        // A downgraded read is ordered beside its writer instead (see `path.rs`).
+        holds: false,
     }
 }
 
@@ -152,7 +154,8 @@ mod tests {
                 entry(&name),
                 QueueEntry {
                     kind,
-                    owner: Some(token())
+                    owner: Some(token()),
+                    holds: false,
                 },
                 "{name}"
             );

@@ -10,6 +10,8 @@ pub mod chaos;
 pub mod checks;
 pub mod fair_bench;
 #[cfg(feature = "servers")]
+pub mod etcd_contention_bench;
+#[cfg(feature = "servers")]
 pub mod floor;
 #[cfg(feature = "servers")]
 pub mod idempotency_bench;

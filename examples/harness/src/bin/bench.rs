@@ -201,6 +201,11 @@ impl Run {
         let macro_ratio = macro_overhead(iterations).await;
         println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
 
+        // 5. etcd only: 8 clients contending for one key (`etcd_contention_bench`).
+        if kind == BackendKind::Etcd {
+            lock_harness::etcd_contention_bench::run().await;
+        }
+
         let (cache, middleware, idempotency, fair) = match kind {
             BackendKind::Redis => (
                 lock_harness::cache_bench::run(&url, iterations).await,

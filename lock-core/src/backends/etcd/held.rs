@@ -1,27 +1,51 @@
-//! A granted lease: its TTL timer and the watch on its own key.
+//! A granted lease: its TTL timer, the watch on its own key, renewal and release.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client as etcd;
 use tokio::time::Instant;
 
-use super::{EtcdBackend, EtcdLease};
+use super::leases::LockLease;
+use super::watch::{Fired, Target};
+use super::EtcdBackend;
 use crate::backend::Grant;
 use crate::backends::expiry::Expiry;
-use crate::{FencingToken, LossSignal, LostReason};
+use crate::lock::held::lock;
+use crate::{FencingToken, LossSignal, LostReason, Result};
+
+/// A lease held in etcd: our entry and the per-lock etcd lease it is attached to.
+#[derive(Debug)]
+pub struct EtcdLease {
+    key: String,
+    create_revision: i64,
+    /// The etcd lease, with the time of its last keep-alive.
+    lease: Mutex<LockLease>,
+    expiry: Arc<Expiry>,
+}
+
+/// Our entry, now holding.
+pub(super) struct Held {
+    /// The entry's key.
+    pub(super) key: String,
+    /// The per-lock lease it is under.
+    pub(super) lease: LockLease,
+    /// Its create revision: place in line and fencing token.
+    pub(super) create_revision: i64,
+    /// A revision at which it held.
+    pub(super) revision: i64,
+}
 
 impl EtcdBackend {
-    /// Turns our key, now first in line, into a granted lease: starts its TTL timer and the
-    /// watch on the key itself.
-    pub(super) fn grant(
-        &self,
-        key: String,
-        lease_id: i64,
-        create_revision: i64,
-        ttl: Duration,
-        sent: Instant,
-    ) -> Grant<EtcdLease> {
+    /// Turns our entry, now holding, into a granted lease trusted from `sent`: starts its TTL
+    /// timer and the watch on the entry itself.
+    pub(super) fn grant(&self, held: Held, ttl: Duration, sent: Instant) -> Grant<EtcdLease> {
+        let Held {
+            key,
+            lease,
+            create_revision,
+            revision,
+        } = held;
         let loss = LossSignal::new();
         let expiry = Arc::new(Expiry::new(sent + ttl));
         tokio::spawn({
@@ -29,14 +53,14 @@ impl EtcdBackend {
             async move {
                 if expiry.run_out().await {
                     loss.fire(LostReason::Expired);
-                    backend.revoke_quietly(lease_id).await;
+                    backend.revoke_quietly(lease.id).await;
                 }
             }
         });
         tokio::spawn(watch_own_key(
             self.clone(),
             key.clone(),
-            create_revision,
+            (create_revision, revision),
             expiry.clone(),
             loss.clone(),
         ));
@@ -45,11 +69,79 @@ impl EtcdBackend {
         let fence = FencingToken::new(u64::try_from(create_revision).unwrap_or_default());
         let lease = EtcdLease {
             key,
-            lease_id,
             create_revision,
+            lease: Mutex::new(lease),
             expiry,
         };
         Grant::new(lease, fence, sent).with_loss(loss)
+    }
+
+    /// See [`LockBackend::renew`](crate::backend::LockBackend::renew).
+    pub(super) async fn renew_held(&self, held: &EtcdLease, ttl: Option<Duration>) -> Result<bool> {
+        if held.expiry.is_ended() {
+            return Ok(false);
+        }
+        let sent = Instant::now();
+        if ttl.is_some() {
+            let lease_id = lock(&held.lease).id;
+            if !self.keep_alive(lease_id).await? {
+                held.expiry.end();
+                return Ok(false);
+            }
+            lock(&held.lease).kept_alive_at = sent;
+        }
+        let key = held.key.clone();
+        let found = self
+            .call("renew", |mut c| {
+                let key = key.clone();
+                async move { c.get(key, None).await }
+            })
+            .await?;
+        let ours = found
+            .kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == held.create_revision);
+        if !ours {
+            held.expiry.end();
+            return Ok(false);
+        }
+        Ok(match ttl {
+            Some(ttl) => held.expiry.extend(sent + ttl),
+            None => !held.expiry.is_ended(),
+        })
+    }
+
+    /// See [`LockBackend::release`](crate::backend::LockBackend::release).
+    pub(super) async fn release_held(&self, held: &EtcdLease) -> Result<bool> {
+        // Stop the TTL timer, but delete whether or not the lease had ended already: a release
+        // cut short after ending it (its future dropped) is sent again, and must still delete.
+        // The delete is owner-checked by the entry's create revision.
+        let was_running = held.expiry.end();
+        let mut tries = 0;
+        let (key, revision) = (held.key.clone(), held.create_revision);
+        let deleted = self
+            .call("release", |mut c| {
+                tries += 1;
+                let txn = etcd::Txn::new()
+                    .when([etcd::Compare::create_revision(
+                        key.clone(),
+                        etcd::CompareOp::Equal,
+                        revision,
+                    )])
+                    .and_then([etcd::TxnOp::delete(key.clone(), None)]);
+                async move { c.txn(txn).await }
+            })
+            .await?
+            .succeeded();
+        let lease = *lock(&held.lease);
+        if deleted && was_running {
+            // The lease has no key left: the next acquisition reuses it.
+            self.spare(lease);
+        } else {
+            self.revoke_in_background(lease.id);
+        }
+        // After a lost reply the first delete may have gone through: the key was ours then.
+        Ok(deleted || tries > 1)
     }
 }
 
@@ -58,80 +150,51 @@ impl EtcdBackend {
 async fn watch_own_key(
     backend: EtcdBackend,
     key: String,
-    create_revision: i64,
+    (create_revision, held_at): (i64, i64),
     expiry: Arc<Expiry>,
     loss: LossSignal,
 ) {
-    let mut from = create_revision + 1;
+    // From the revision it held at: nothing before it can be a loss, and a watch that starts
+    // close to the present costs etcd no history scan.
+    let mut from = held_at.max(create_revision) + 1;
     loop {
-        let watched = tokio::select! {
+        let mut watch = backend
+            .shared
+            .watches
+            .watch(Target::Deleted(key.clone().into_bytes()), Some(from));
+        let fired = tokio::select! {
             () = expiry.ended() => return,
-            outcome = watch_once(&backend, &key, from) => outcome,
+            fired = watch.fired() => fired,
         };
-        match watched {
-            Watched::Deleted => {
-                if expiry.end() {
-                    loss.fire(LostReason::NotOwner);
-                }
-                return;
+        if fired == Fired::Event {
+            if expiry.end() {
+                loss.fire(LostReason::NotOwner);
             }
-            // The stream broke or history was compacted: check the key, then watch on.
-            Watched::Interrupted => {
-                tokio::select! {
-                    () = expiry.ended() => return,
-                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
-                }
-                let k = key.clone();
-                let found = backend
-                    .call("renew", |mut c| {
-                        let k = k.clone();
-                        async move { c.get(k, None).await }
-                    })
-                    .await;
-                let Ok(found) = found else { continue };
-                let ours = found
-                    .kvs()
-                    .first()
-                    .is_some_and(|kv| kv.create_revision() == create_revision);
-                if !ours {
-                    if expiry.end() {
-                        loss.fire(LostReason::NotOwner);
-                    }
-                    return;
-                }
-                from = found.header().map_or(from, |h| h.revision() + 1);
-            }
+            return;
         }
-    }
-}
-
-enum Watched {
-    Deleted,
-    Interrupted,
-}
-
-async fn watch_once(backend: &EtcdBackend, key: &str, from: i64) -> Watched {
-    let options = etcd::WatchOptions::new()
-        .with_start_revision(from)
-        .with_filters([etcd::WatchFilterType::NoPut]);
-    let Ok(mut stream) = backend.client().watch(key, Some(options)).await else {
-        return Watched::Interrupted;
-    };
-    loop {
-        match stream.message().await {
-            Ok(Some(reply)) => {
-                if reply
-                    .events()
-                    .iter()
-                    .any(|e| e.event_type() == etcd::EventType::Delete)
-                {
-                    return Watched::Deleted;
-                }
-                if reply.canceled() {
-                    return Watched::Interrupted;
-                }
-            }
-            Ok(None) | Err(_) => return Watched::Interrupted,
+        // The stream broke or history was compacted: check the key, then watch on.
+        tokio::select! {
+            () = expiry.ended() => return,
+            () = tokio::time::sleep(Duration::from_millis(200)) => {}
         }
+        let k = key.clone();
+        let found = backend
+            .call("renew", |mut c| {
+                let k = k.clone();
+                async move { c.get(k, None).await }
+            })
+            .await;
+        let Ok(found) = found else { continue };
+        let ours = found
+            .kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == create_revision);
+        if !ours {
+            if expiry.end() {
+                loss.fire(LostReason::NotOwner);
+            }
+            return;
+        }
+        from = found.header().map_or(from, |h| h.revision() + 1);
     }
 }

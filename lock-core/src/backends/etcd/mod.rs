@@ -1,5 +1,6 @@
-//! The etcd backend (feature `etcd`): an etcd lease per acquisition, the key with the lowest
-//! create revision holds the lock, each waiter watches only the key just before its own.
+//! The etcd backend (feature `etcd`): queue entries ordered by create revision, waiting under
+//! one session lease per backend and one shared watch stream, holders under a lease of their
+//! own TTL. It offers every primitive ([`Primitives::ALL`]).
 //!
 //! ```no_run
 //! use lock_core::{EtcdBackend, LockClient};
@@ -9,43 +10,82 @@
 //! let locks = LockClient::builder(backend).namespace("shop").build()?;
 //! let guard = locks.lock("sku:42").await?;
 //! guard.release().await?;
+//! let permit = locks.semaphore("pdf-render", 4).acquire(1).await?;
+//! permit.release().await?;
 //! # Ok(()) }
 //! ```
 //!
 //! # Layout in etcd
-//! The lock `shop:sku:42` with the default prefix `lock` is the key range `lock/shop:sku:42/`
-//! (`/` and `%` in the name are percent-encoded, so one lock's range never holds another's
-//! keys). Each acquisition grants an etcd lease and puts `lock/shop:sku:42/<lease id in hex>`
-//! (value: the owner token) under it, as etcd's own `concurrency.Mutex` does. The key with the
-//! lowest create revision holds the lock; a waiter watches the deletion of the key created just
-//! before its own, so a release wakes exactly one waiter.
+//! The lock `shop:sku:42` with the default prefix `lock` is the key range `lock/shop:sku:42/`;
+//! the fair lock, read-write lock and semaphore of the same name are the ranges
+//! `lock/~fair/shop:sku:42/`, `lock/~rw/...` and `lock/~sem/...`, and the latch is the key
+//! `lock/~latch/shop:sku:42` (see `keys.rs`; names are percent-encoded so no range holds
+//! another's keys). Each acquisition puts one entry, `<range><owner token>`, whose value
+//! carries the owner token, the kind (and permit count) and, once granted, a holding mark.
+//! Entries are ordered by create revision, and who holds what is `queue_rule::admit`, the rule
+//! every ordered-queue backend shares: the first entry holds a lock or fair lock; readers share
+//! until a write entry is ahead; permits are granted first come, first served within the
+//! semaphore's size (the key `size` in its range). A waiter watches only what it waits for:
+//! the entry just ahead (locks, writers), the last writer ahead (readers), or the range (a
+//! semaphore, where any leaver frees permits), so a release wakes one exclusive waiter.
+//!
+//! # Waiting: the session and the shared watch stream
+//! A backend (and its clones) has one *session*: an etcd lease kept alive in the background.
+//! Waiting entries are put under it, so waiting costs no lease of its own, and the entries of a
+//! process that dies vanish when its session lease runs out ([`session_ttl`], default 10 s).
+//! All watches, waiters' and holders', are multiplexed on **one** watch stream per backend,
+//! routed by watch id; the waiters of one queue share one watch of its range, which the
+//! backend keeps while it has waiters there (and a few seconds after), and an event wakes only
+//! the waiters it concerns. A waiter starts watching, then looks at the queue, so nothing
+//! between its look and its watch is missed; a dropped wait cancels its part of the watch.
+//! Waiters also look again on a capped, jittered timer ([`poll_cap`]) should an event be lost.
+//!
+//! # Holding: a lease per lock
+//! An admitted entry *claims*: one transaction, guarded by the entry's create revision, puts it
+//! again under a lease of the lock's TTL (a re-put keeps the create revision) and reads the
+//! queue ahead to confirm the admission. A request that finds its queue empty goes in holding
+//! at once. The per-lock lease of a clean release has no keys left and is kept for the
+//! backend's next acquisition of the same TTL, so a stream of acquisitions grants no leases.
 //!
 //! # Fencing
-//! The fencing token is the holder key's create revision: etcd's revision counter never goes
-//! back, and holders are granted in create-revision order.
+//! The fencing token is the entry's create revision: etcd's revision counter never goes back,
+//! exclusive holders are granted in create-revision order, and a write lock is granted only
+//! after every entry ahead of it has gone.
 //!
 //! # Leases
-//! The watchdog's renewals are keep-alives of the etcd lease plus a check that the key is still
-//! ours. etcd lease TTLs are whole seconds and the server raises short ones to its minimum
-//! (about 2 s with default election settings), so the TTL asked for is rounded up for etcd,
-//! and the exact TTL is kept by the holder's process: a lease not renewed within its TTL is
-//! revoked at the TTL. A holder whose process dies is freed by etcd after the rounded-up TTL.
-//! `lost()` fires at once when the key is deleted or its lease revoked or expired (the holder
-//! watches its own key), and when keep-alives fail until the lease can no longer be trusted.
-//! Extending a fixed lease beyond the TTL it was acquired with keeps etcd's lease at the
-//! original TTL; if that runs out first, `lost()` tells the holder.
+//! The watchdog's renewals are keep-alives of the per-lock lease plus a check that the entry is
+//! still ours. etcd lease TTLs are whole seconds and the server raises short ones to its
+//! minimum (about 2 s with default election settings), so the TTL asked for is rounded up for
+//! etcd, and the exact TTL is kept by the holder's process: a lease not renewed within its TTL
+//! is revoked at the TTL. A holder whose process dies is freed by etcd after the rounded-up
+//! TTL. `lost()` fires at once when the entry is deleted or its lease revoked or expired (the
+//! holder watches its own entry), and when keep-alives fail until the lease can no longer be
+//! trusted. Extending a fixed lease beyond the TTL it was acquired with keeps etcd's lease at
+//! the original TTL; if that runs out first, `lost()` tells the holder.
 //!
 //! # Round trips
-//! An uncontended acquire is a lease grant and one transaction; a release is one transaction
-//! (the lease is revoked in the background). A waiter adds a read and a watch per wake-up, plus
-//! keep-alives of its own lease while it waits; it also looks again on a capped, jittered timer
-//! ([`poll_cap`]) should a watch event be lost.
+//! An uncontended acquire is one transaction (plus a keep-alive of the reused lease, sent
+//! alongside; a lease grant the first time); a release is one transaction. A waiter adds the
+//! transaction that queues it, a read after its watch is in place, and the claim (one
+//! transaction, with a keep-alive alongside) once admitted: a handoff is the holder's delete,
+//! the watch event and the claim.
 //!
 //! [`poll_cap`]: EtcdBackendBuilder::poll_cap
+//! [`session_ttl`]: EtcdBackendBuilder::session_ttl
+//! [`Primitives::ALL`]: crate::backend::Primitives::ALL
 
+mod builder;
+mod claim;
 mod held;
 mod keys;
+mod latch;
+mod leases;
+mod look;
 mod queue;
+mod router;
+mod semaphore;
+mod session;
+mod watch;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -54,136 +94,57 @@ use std::time::Duration;
 use etcd_client as etcd;
 use tokio::time::Instant;
 
+pub use self::builder::EtcdBackendBuilder;
+use self::builder::EtcdConfig;
+pub use self::held::EtcdLease;
+use self::held::Held;
+use self::leases::Spares;
+use self::look::Spec;
 use self::queue::Turn;
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
-use crate::backends::expiry::Expiry;
+use self::session::Session;
+use self::watch::Watches;
+use crate::backend::{
+    AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
+};
 use crate::{LockError, LockKey, OwnerToken, Result};
 
+/// The backend's name in errors and metrics.
 const BACKEND: &str = "etcd";
 
-/// Locks in an etcd cluster.
+/// Locks and the other primitives in an etcd cluster.
 ///
-/// Cheap to clone: clones share one gRPC channel.
+/// Cheap to clone: clones share one gRPC channel, one session lease and one watch stream.
 #[derive(Clone)]
 pub struct EtcdBackend {
     shared: Arc<Shared>,
 }
 
+/// What the clones of one backend share.
 struct Shared {
     client: etcd::Client,
     endpoints: Vec<String>,
     prefix: String,
     config: EtcdConfig,
+    session: Session,
+    watches: Watches,
+    spares: Spares,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct EtcdConfig {
-    response_timeout: Duration,
-    connect_timeout: Duration,
-    poll_cap: Duration,
-    attempts: u32,
-}
-
-/// A lease held in etcd: our key and the etcd lease it is attached to.
-#[derive(Debug)]
-pub struct EtcdLease {
-    key: String,
-    lease_id: i64,
-    create_revision: i64,
-    expiry: Arc<Expiry>,
-}
-
-/// Settings of an [`EtcdBackend`]; start from [`EtcdBackend::builder`].
-#[derive(Clone, Debug)]
-#[must_use]
-pub struct EtcdBackendBuilder {
-    endpoints: Vec<String>,
-    prefix: String,
-    config: EtcdConfig,
-}
-
-impl EtcdBackendBuilder {
-    /// The prefix of every key this backend writes (default `lock`).
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// How long one request may take before it counts as lost (default 2 s).
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.config.response_timeout = timeout;
-        self
-    }
-
-    /// How long connecting may take (default 5 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.config.connect_timeout = timeout;
-        self
-    }
-
-    /// The longest a waiter goes without looking at the queue again, in case a watch event is
-    /// lost (default 1 s).
-    pub fn poll_cap(mut self, cap: Duration) -> Self {
-        self.config.poll_cap = cap;
-        self
-    }
-
-    /// How many times a request whose reply was lost is sent again (default 3 in all).
-    pub fn attempts(mut self, attempts: u32) -> Self {
-        self.config.attempts = attempts;
-        self
-    }
-
-    /// Checks the settings, connects and checks that the cluster answers.
-    pub async fn connect(self) -> Result<EtcdBackend> {
-        keys::validate_prefix(&self.prefix)?;
-        let config = self.config;
-        if config.attempts == 0
-            || config.response_timeout.is_zero()
-            || config.connect_timeout.is_zero()
-            || config.poll_cap.is_zero()
-        {
-            return Err(LockError::InvalidConfig(
-                "etcd attempts, timeouts and poll cap must be positive".into(),
-            ));
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Spare leases hold no keys: give them back now rather than at their TTL.
+        let spares = self.spares.drain();
+        if spares.is_empty() {
+            return;
         }
-        if self.endpoints.is_empty() {
-            return Err(LockError::InvalidConfig("no etcd endpoint given".into()));
+        let mut client = self.client.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                for lease in spares {
+                    client.lease_revoke(lease.id).await.ok();
+                }
+            });
         }
-        let options = etcd::ConnectOptions::new()
-            .with_connect_timeout(config.connect_timeout)
-            .with_keep_alive(Duration::from_secs(5), config.response_timeout);
-        let connecting = etcd::Client::connect(&self.endpoints, Some(options));
-        let client = match tokio::time::timeout(config.connect_timeout, connecting).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(error @ (etcd::Error::InvalidUri(_) | etcd::Error::InvalidArgs(_)))) => {
-                return Err(LockError::InvalidConfig(format!(
-                    "etcd endpoints {:?}: {error}",
-                    self.endpoints
-                )))
-            }
-            Ok(Err(error)) => return Err(to_lock_error(error)),
-            Err(_) => {
-                return Err(LockError::Timeout {
-                    backend: BACKEND,
-                    operation: "connect",
-                    after: config.connect_timeout,
-                })
-            }
-        };
-        let backend = EtcdBackend {
-            shared: Arc::new(Shared {
-                client,
-                endpoints: self.endpoints,
-                prefix: self.prefix,
-                config,
-            }),
-        };
-        // The channel connects lazily: make sure someone answers before handing it out.
-        backend
-            .call("connect", |mut c| async move { c.status().await })
-            .await?;
-        Ok(backend)
     }
 }
 
@@ -196,21 +157,7 @@ impl EtcdBackend {
 
     /// Starts configuring a backend for `endpoints` (URLs separated by commas).
     pub fn builder(endpoints: &str) -> EtcdBackendBuilder {
-        EtcdBackendBuilder {
-            endpoints: endpoints
-                .split(',')
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            prefix: "lock".into(),
-            config: EtcdConfig {
-                response_timeout: Duration::from_secs(2),
-                connect_timeout: Duration::from_secs(5),
-                poll_cap: Duration::from_secs(1),
-                attempts: 3,
-            },
-        }
+        EtcdBackendBuilder::new(endpoints)
     }
 
     /// The key range (a prefix) holding the queue of the lock named `full_key`
@@ -218,6 +165,14 @@ impl EtcdBackend {
     #[must_use]
     pub fn lock_prefix(&self, full_key: &str) -> String {
         keys::lock_prefix(&self.shared.prefix, full_key)
+    }
+
+    /// The key range (a prefix) holding the queue of the primitive of `kind` named `full_key`
+    /// (a fair lock, a read-write lock or a semaphore; [`LeaseKind::Exclusive`] is the lock's
+    /// [`lock_prefix`](Self::lock_prefix)), for operators and tests.
+    #[must_use]
+    pub fn queue_prefix(&self, kind: LeaseKind, full_key: &str) -> String {
+        keys::queue_prefix(&self.shared.prefix, kind, full_key)
     }
 
     /// The etcd client this backend uses, for other work on the same channel, operators and
@@ -259,7 +214,7 @@ impl EtcdBackend {
         }
     }
 
-    /// Revokes an etcd lease (deleting its key), logging failures: the lease's TTL ends it
+    /// Revokes an etcd lease (deleting its keys), logging failures: the lease's TTL ends it
     /// anyway.
     async fn revoke_quietly(&self, lease_id: i64) {
         let revoked = self
@@ -291,145 +246,101 @@ impl LockBackend for EtcdBackend {
         let mut caps = Capabilities::new(BACKEND);
         caps.push_wakeups = true;
         caps.loss_push = true;
+        caps.primitives = Primitives::ALL;
         caps
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {
-        if request.kind != LeaseKind::Exclusive {
-            return Err(request.kind.unsupported(BACKEND));
-        }
-        let prefix = self.lock_prefix(request.key.full());
+        let spec = Spec::new(
+            &request,
+            self.queue_prefix(request.kind, request.key.full()),
+        );
         loop {
-            let mut queued = self.enqueue(&prefix, request.owner, request.ttl).await?;
-            match self.wait_turn(&mut queued, &prefix, &request).await? {
-                Turn::Holds { sent } => {
-                    let (key, lease_id, create_revision) = queued.keep();
-                    return Ok(Some(self.grant(
-                        key,
-                        lease_id,
-                        create_revision,
-                        request.ttl,
-                        sent,
-                    )));
-                }
-                Turn::HeldBefore {
-                    key,
-                    lease_id,
-                    create_revision,
+            match self.take_turn(&spec).await? {
+                Turn::Holds {
+                    queued,
+                    lease,
+                    sent,
+                    revision,
                 } => {
-                    // A retry by an owner that already holds the lock: the same grant again.
-                    let sent = Instant::now();
-                    queued.remove().await;
-                    return Ok(Some(self.grant(
+                    let create_revision = queued.create_revision;
+                    let key = queued.keep();
+                    let held = Held {
                         key,
-                        lease_id,
+                        lease,
                         create_revision,
-                        request.ttl,
-                        sent,
-                    )));
+                        revision,
+                    };
+                    return Ok(Some(self.grant(held, request.ttl, sent)));
                 }
-                Turn::Busy => {
+                Turn::Busy(queued) => {
                     queued.remove().await;
                     return Ok(None);
                 }
-                // Our key vanished while waiting (lease expired or revoked, key deleted): queue
-                // again with a new lease, at the end.
+                // Our entry vanished while waiting (session lease lost, entry deleted): queue
+                // again, at the end.
                 Turn::Lost => {}
             }
         }
     }
 
     async fn renew(&self, lease: &EtcdLease, ttl: Option<Duration>) -> Result<bool> {
-        if lease.expiry.is_ended() {
-            return Ok(false);
-        }
-        let sent = Instant::now();
-        if ttl.is_some() && !self.keep_alive(lease.lease_id).await? {
-            lease.expiry.end();
-            return Ok(false);
-        }
-        let key = lease.key.clone();
-        let found = self
-            .call("renew", |mut c| {
-                let key = key.clone();
-                async move { c.get(key, None).await }
-            })
-            .await?;
-        let ours = found
-            .kvs()
-            .first()
-            .is_some_and(|kv| kv.create_revision() == lease.create_revision);
-        if !ours {
-            lease.expiry.end();
-            return Ok(false);
-        }
-        Ok(match ttl {
-            Some(ttl) => lease.expiry.extend(sent + ttl),
-            None => !lease.expiry.is_ended(),
-        })
+        self.renew_held(lease, ttl).await
     }
 
     async fn release(&self, lease: &EtcdLease) -> Result<bool> {
-        // Stop the TTL timer, but delete whether or not the lease had ended already: a release
-        // cut short after ending it (its future dropped) is sent again, and must still delete.
-        // The delete is owner-checked by the key's create revision.
-        lease.expiry.end();
-        let mut tries = 0;
-        let (key, revision) = (lease.key.clone(), lease.create_revision);
-        let deleted = self
-            .call("release", |mut c| {
-                tries += 1;
-                let txn = etcd::Txn::new()
-                    .when([etcd::Compare::create_revision(
-                        key.clone(),
-                        etcd::CompareOp::Equal,
-                        revision,
-                    )])
-                    .and_then([etcd::TxnOp::delete(key.clone(), None)]);
-                async move { c.txn(txn).await }
-            })
-            .await?
-            .succeeded();
-        // The key is gone; the lease has nothing left to keep. Revoke it off the caller's path.
-        self.revoke_in_background(lease.lease_id);
-        // After a lost reply the first delete may have gone through: the key was ours then.
-        Ok(deleted || tries > 1)
+        self.release_held(lease).await
     }
 
-    /// Revokes the lease of every key in the lock's range stored under this owner token, which
-    /// deletes the key. gRPC requests on one channel are not ordered, but a dropped
-    /// acquisition's own guard revokes its lease as soon as the lease exists, so a `put` still
-    /// in flight lands on a revoked lease (and fails) or is deleted with it; this pass finds
-    /// what a failed acquisition left.
+    /// Deletes the entry of this owner token in the primitive's range (its key is named by the
+    /// token). gRPC requests on one channel are not ordered, so a put of the abandoned
+    /// acquisition still in flight could land after the delete: the delete is sent again once
+    /// such a put can no longer land (after the response timeout), and it never touches
+    /// another acquisition's entry, the token being this acquisition's own.
     async fn release_abandoned(
         &self,
         key: &LockKey,
         kind: LeaseKind,
         owner: OwnerToken,
     ) -> Result<bool> {
-        if kind != LeaseKind::Exclusive {
-            // Nothing of another kind is ever stored here (`acquire` refuses it).
-            return Ok(false);
-        }
-        let prefix = self.lock_prefix(key.full());
-        let reply = self
-            .call("release", |mut c| {
-                let prefix = prefix.clone();
-                async move {
-                    c.get(prefix, Some(etcd::GetOptions::new().with_prefix()))
-                        .await
-                }
-            })
-            .await?;
-        let owner = owner.to_hex();
-        let mut found = false;
-        for kv in reply.kvs() {
-            if kv.value() == owner.as_bytes() {
-                self.revoke_quietly(kv.lease()).await;
-                found = true;
+        let entry = keys::entry_key(&self.queue_prefix(kind, key.full()), owner);
+        let found = self.delete_quietly(entry.clone()).await;
+        let backend = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(backend.shared.config.response_timeout).await;
+            if backend.delete_quietly(entry).await {
+                tracing::debug!("a late put of an abandoned etcd acquisition was deleted");
             }
-        }
+        });
         Ok(found)
+    }
+
+    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
+        self.waiting(key, kind).await
+    }
+
+    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
+        self.put_size(key, permits).await
+    }
+
+    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
+        self.read_semaphore(key).await
+    }
+
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
+        self.create_latch(key, count, expire).await
+    }
+
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
+        self.count_down_latch(key).await
+    }
+
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
+        self.latch_count_of(key).await
+    }
+
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
+        self.wait_latch(key, deadline).await
     }
 }
 

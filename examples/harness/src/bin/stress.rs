@@ -43,6 +43,8 @@ const FLAGS: &[&str] = &[
     "break-check",
     "permits",
     "share",
+    "faults",
+    "worker-index",
 ];
 
 #[derive(Clone)]

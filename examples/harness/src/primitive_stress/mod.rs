@@ -10,6 +10,9 @@
 //! | `semaphore` | 1 or 2 permits of a semaphore of `--permits` (3) | permits in use above the size, counted by `INCRBY` |
 //! | `latch` | a count-down, then a wait, per round (a latch per round of all P × T tasks) | a wait that returned before every task of its round had arrived |
 //!
+//! `--faults` (semaphore) pauses holders past their lease and kills them while the run goes
+//! on, counting the permits in use at the resource (see [`faults`]).
+//!
 //! `--break-check` takes away what the primitive guarantees, to show once that the counters
 //! do catch violations: the fair lock becomes the barging lock, writers take read locks, the
 //! semaphore gets three times the permits the checker allows, and each latch starts at half
@@ -28,6 +31,7 @@ use tokio::time::Instant;
 use self::operations::Task;
 use crate::{connect, usage_error, BackendKind, Flags};
 
+mod faults;
 mod operations;
 
 /// Which primitive a run hammers.
@@ -76,6 +80,10 @@ pub(crate) struct Plan {
     /// Operations in all (latch: count-downs; each is followed by a wait).
     pub(crate) operations: u64,
     pub(crate) broken: bool,
+    /// Holders are paused and killed during the run (`--faults`, see [`faults`]).
+    pub(crate) faults: bool,
+    /// This worker's number in a fault run (its counters in Redis carry it).
+    pub(crate) worker_index: u64,
     pub(crate) permits: u32,
     pub(crate) run_id: String,
 }
@@ -127,6 +135,8 @@ pub async fn run(flags: &Flags, url: &str) {
         tasks: flags.number_or_exit("tasks", 8).max(1),
         operations: flags.number_or_exit("sections", 20_000).max(1),
         broken: flags.get("break-check").is_some(),
+        faults: flags.get("faults").is_some(),
+        worker_index: flags.number_or_exit("worker-index", 0),
         permits: u32::try_from(flags.number_or_exit("permits", 3).clamp(1, 1000)).unwrap_or(3),
         run_id: flags.get("run-id").map_or_else(new_run_id, str::to_owned),
     };
@@ -156,7 +166,12 @@ pub async fn run(flags: &Flags, url: &str) {
     let setup = client(kind, url, &plan).await;
     prepare(&setup, &plan).await;
     let mut tally = Tally::default();
-    if kind == BackendKind::Memory {
+    if plan.faults {
+        if kind == BackendKind::Memory {
+            usage_error("--faults needs a server backend: its workers are processes");
+        }
+        tally.add(faults::run(kind, url, &plan).await);
+    } else if kind == BackendKind::Memory {
         tally.add(work(&setup, url, &plan, share(plan.operations, 1, 0)).await);
     } else {
         tally.add(spawn_workers(kind, url, &plan).await);
@@ -204,9 +219,13 @@ async fn client(kind: BackendKind, url: &str, plan: &Plan) -> LockClient {
 }
 
 async fn data(url: &str) -> MultiplexedConnection {
+    // A worker may be paused (`--faults`) with commands in flight: no response timeout of the
+    // client's own may fire for them when it runs again.
+    let config =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(60)));
     redis::Client::open(url)
         .unwrap_or_else(|e| usage_error(&format!("bad Redis URL: {e}")))
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .unwrap_or_else(|e| usage_error(&format!("cannot reach Redis at {url}: {e}")))
 }
@@ -299,10 +318,12 @@ async fn spawn_workers(kind: BackendKind, url: &str, plan: &Plan) -> Tally {
 
 async fn clean_up(url: &str, plan: &Plan) {
     let mut data = data(url).await;
-    let mut keys: Vec<String> = ["inside", "fence", "waiting", "readers", "writers", "in-use"]
-        .iter()
-        .map(|name| plan.key(name))
-        .collect();
+    let mut keys: Vec<String> = [
+        "inside", "fence", "waiting", "readers", "writers", "in-use", "uses", "stats",
+    ]
+    .iter()
+    .map(|name| plan.key(name))
+    .collect();
     if plan.primitive == Primitive::Latch {
         keys.extend((0..plan.rounds()).map(|r| plan.key(&format!("arrived:{r}"))));
     }

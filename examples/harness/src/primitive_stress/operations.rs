@@ -6,6 +6,7 @@ use lock_core::{LockClient, LockGuard};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 
+use super::faults::{self, Use, FAULT_LEASE};
 use super::{now_ms, Plan, Primitive};
 
 /// How much earlier a still-waiting task must have started waiting for a grant to count as
@@ -36,12 +37,24 @@ impl Task {
         *self.found.entry(kind).or_default() += 1;
     }
 
+    /// Counts an event that is expected under faults (`expected:<what>`: reported beside the
+    /// violations, never one of them).
+    fn expected(&mut self, kind: &'static str) {
+        *self.found.entry(kind).or_default() += 1;
+    }
+
     pub(super) async fn operation(&mut self, i: u64) {
         match self.plan.primitive {
             Primitive::Fair => self.fair(i).await,
             Primitive::ReadWrite => self.read_write(i).await,
+            Primitive::Semaphore if self.plan.faults => self.semaphore_under_faults(i).await,
             Primitive::Semaphore => self.semaphore(i).await,
             Primitive::Latch => self.latch(i).await,
+        }
+        if self.plan.faults {
+            // Counted in Redis as it happens: a killed worker's count survives it.
+            let found = std::mem::take(&mut self.found);
+            faults::record(&mut self.data, &self.plan, self.plan.worker_index, &found).await;
         }
     }
 
@@ -141,6 +154,52 @@ impl Task {
         tokio::task::yield_now().await;
         let _: i64 = self.data.decr(&in_use, count).await.expect("DECRBY");
         self.release(permit).await;
+    }
+
+    /// A semaphore operation while holders are paused and killed: the permits in use are
+    /// counted by the resource, each use ending with its holder's lease (see `faults`).
+    async fn semaphore_under_faults(&mut self, i: u64) {
+        let count = 1 + u32::from((self.id + i).is_multiple_of(2));
+        let acquired = self
+            .locks
+            .semaphore("resource", self.plan.permits)
+            .acquire(count)
+            .lease_ttl(FAULT_LEASE)
+            .await;
+        // A worker paused mid-command may find the backend's reply timed out: it tries again.
+        let Ok(permit) = acquired else {
+            self.expected("expected:acquire_failed");
+            return;
+        };
+        if permit.ensure_held().is_ok() {
+            let remaining = u64::try_from(permit.remaining().as_millis()).unwrap_or(0);
+            // The worker's number first: the coordinator pauses workers that hold permits.
+            let id = format!(
+                "{}:{}",
+                self.plan.worker_index,
+                permit.owner_token().to_hex()
+            );
+            match faults::begin_use(&mut self.data, &self.plan, &id, count, now_ms() + remaining)
+                .await
+            {
+                Use::InUse(in_use) => {
+                    if in_use > u64::from(self.plan.permits) {
+                        self.violation("permits_above_size");
+                    }
+                    // The work done with the permits, long enough for a pause to land in it.
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                    faults::end_use(&mut self.data, &self.plan, &id, count).await;
+                }
+                // Paused between the check and the use: the resource refused it.
+                Use::Stale => self.expected("expected:refused_stale"),
+            }
+        } else {
+            self.expected("expected:lost_before_use");
+        }
+        // A holder paused past its lease finds it gone: expected here, not a violation.
+        if !permit.release().await.unwrap_or(false) {
+            self.expected("expected:lease_lost_in_pause");
+        }
     }
 
     async fn latch(&mut self, round: u64) {

@@ -89,10 +89,12 @@ impl EtcdBackend {
                     self.revoke_in_background(lease.id);
                 }
                 if attempts >= 3 {
-                    return Err(LockError::Protocol {
-                        backend: super::BACKEND,
-                        detail: "etcd dropped every lease granted for the entry".into(),
-                    });
+                    // Each lease ran out before the command using it arrived: the replies are
+                    // slower than the lease, an availability problem, not a protocol error.
+                    return Err(LockError::unavailable(
+                        super::BACKEND,
+                        "every lease granted for the entry ended before it could be used (replies slower than the lease)",
+                    ));
                 }
                 continue;
             };
@@ -169,10 +171,12 @@ impl EtcdBackend {
                 // The spare expired unused: take another.
                 self.revoke_in_background(lease.id);
                 if attempts >= 3 {
-                    return Err(LockError::Protocol {
-                        backend: super::BACKEND,
-                        detail: "etcd dropped every lease granted for the holder".into(),
-                    });
+                    // Each lease ran out before the command using it arrived: the replies are
+                    // slower than the lease, an availability problem, not a protocol error.
+                    return Err(LockError::unavailable(
+                        super::BACKEND,
+                        "every lease granted for the holder ended before it could be used (replies slower than the lease)",
+                    ));
                 }
                 continue;
             };

@@ -134,14 +134,29 @@ impl EtcdBackend {
             .await?
             .succeeded();
         let lease = *lock(&held.lease);
-        if deleted && was_running {
+        // After a lost reply the first delete may have gone through, or never arrived (a
+        // partition) while the lease ran out on the server. Only our delete or the lease's end
+        // removes the key, so the lease still being alive says the delete was ours.
+        let released = deleted || (tries > 1 && self.lease_alive(lease.id).await);
+        if released && was_running {
             // The lease has no key left: the next acquisition reuses it.
             self.spare(lease);
         } else {
             self.revoke_in_background(lease.id);
         }
-        // After a lost reply the first delete may have gone through: the key was ours then.
-        Ok(deleted || tries > 1)
+        Ok(released)
+    }
+}
+
+impl EtcdBackend {
+    /// Whether the etcd lease `id` still exists (an error counts as no: the caller then
+    /// reports that nothing was released, the safe answer when it cannot tell).
+    async fn lease_alive(&self, id: i64) -> bool {
+        self.call("release", |mut c| async move {
+            c.lease_time_to_live(id, None).await
+        })
+        .await
+        .is_ok_and(|reply| reply.ttl() > 0)
     }
 }
 

@@ -2,12 +2,14 @@
 //!
 //! `.ci/run` calls this. Cheap static checks come first so a formatting slip
 //! is reported in seconds, not after a full test build; the last step is the
-//! README's test command (`cargo xtask test`), run in-process.
+//! README's test command (`cargo xtask test`), run in-process, and after it the fault
+//! catalogue's short form (`cargo xtask chaos --short`).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::{cmd, demo_deps, stack, test, Result};
+use crate::flags::HarnessBin;
+use crate::{cmd, demo_deps, run, stack, test, Result};
 
 /// Backend features of lock-core. Each must compile on its own (no default
 /// features, nothing else enabled) so that feature-gated code cannot come to
@@ -30,6 +32,8 @@ enum Action {
     Test,
     /// The check that the demo builds no server client ([`demo_deps`]).
     DemoDeps,
+    /// `chaos --short`: the fault catalogue's short form, in-process like `test`.
+    Chaos,
 }
 
 /// Runs the steps in order, stopping at the first failure, then prints how
@@ -79,6 +83,12 @@ pub(crate) fn run() -> Result<()> {
         name: "test".to_owned(),
         action: Action::Test,
     });
+    // After the tests: a fault scenario failing is worth less than a unit test failing, and
+    // it needs the release build. One round on Redis and ZooKeeper, a few minutes.
+    steps.push(Step {
+        name: "chaos --short".to_owned(),
+        action: Action::Chaos,
+    });
 
     let total = steps.len();
     let mut timings: Vec<(String, Duration, bool)> = Vec::new();
@@ -90,6 +100,7 @@ pub(crate) fn run() -> Result<()> {
             Action::Command(mut command) => cmd::run(&mut command),
             Action::Test => test::run(&[]),
             Action::DemoDeps => demo_deps::check(),
+            Action::Chaos => run::run(HarnessBin::Chaos, &["--short".to_owned()]),
         };
         timings.push((step.name, start.elapsed(), result.is_ok()));
         if let Err(err) = result {

@@ -22,7 +22,7 @@ pub(crate) enum Task {
     },
     /// `ci` (takes no arguments).
     Ci,
-    /// `demo|stress|bench [args...]`: run a harness binary.
+    /// `demo|stress|bench|chaos [args...]`: run a harness binary.
     Harness {
         /// Which binary of `lock-harness`.
         bin: HarnessBin,
@@ -50,6 +50,8 @@ pub(crate) enum HarnessBin {
     Stress,
     /// Throughput/latency benchmark.
     Bench,
+    /// The fault catalogue against the backends.
+    Chaos,
 }
 
 impl HarnessBin {
@@ -59,6 +61,7 @@ impl HarnessBin {
             Self::Demo => "demo",
             Self::Stress => "stress",
             Self::Bench => "bench",
+            Self::Chaos => "chaos",
         }
     }
 }
@@ -97,6 +100,7 @@ pub(crate) fn parse(args: impl Iterator<Item = OsString>) -> Result<Task> {
         "demo" => Ok(harness(HarnessBin::Demo, rest)),
         "stress" => Ok(harness(HarnessBin::Stress, rest)),
         "bench" => Ok(harness(HarnessBin::Bench, rest)),
+        "chaos" => Ok(harness(HarnessBin::Chaos, rest)),
         other if other.starts_with('-') => Err(Error::usage(format!("unknown flag `{other}`"))),
         other => Err(Error::usage(format!("unknown command `{other}`"))),
     }

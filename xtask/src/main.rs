@@ -11,7 +11,7 @@
 //! - [`test`]: the README's test command; brings the stack up around
 //!   `cargo test`.
 //! - [`ci`]: everything CI runs (`.ci/run` calls it), ending with [`test`].
-//! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`)
+//! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`, `chaos`)
 //!   and the demo scenarios (`demo inventory`, `demo stampede`, `demo idempotency`).
 
 mod ci;
@@ -64,7 +64,8 @@ Commands:
                                 with LOCK_TEST_* env vars set, then stop what
                                 this run started. Args go to `cargo test`.
   ci                            fmt check, clippy, per-feature checks of
-                                lock-core, then `test`. Stops at first failure.
+                                lock-core, `test`, then `chaos --short`.
+                                Stops at first failure.
   demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
                                 (no ARGS: the lock demo, then `demo inventory`
                                 and `demo idempotency` on memory)
@@ -87,6 +88,17 @@ Commands:
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS
                                 (`--backend <server>` brings that server up first)
+  chaos [--backend B|all] [--scenario N|all] [--short] [--unsafe-no-fence] [--unsafe-ignore-lost] ...
+                                The fault catalogue (release build): worker
+                                processes lock through each backend and write
+                                through a fenced resource; faults: SIGSTOP,
+                                SIGKILL, a fault proxy, early expiry, Redis
+                                restart. One table (scenario x backend: ops,
+                                faults, stale writes accepted, overlaps,
+                                latency p50/p99, verdict); exits 1 on any
+                                violation. `--short`: 1 round on Redis and
+                                ZooKeeper (what `ci` runs). `chaos --help`
+                                lists every flag.
   help, -h, --help              Show this text.
 
 Environment:

@@ -11,6 +11,10 @@
 //! see `examples/payments-demo`), in release mode too; `demo` alone runs it on
 //! memory in debug mode, to keep its first run quick.
 //!
+//! `chaos [ARGS...]` runs the fault catalogue (`examples/harness/src/bin/chaos.rs`), in release
+//! mode, with the stack servers of its backends (all by default) and Redis for its fenced
+//! resource.
+//!
 //! `stress` and `bench` are built in release mode (debug numbers are
 //! meaningless for them); `demo` is not, to keep its first run quick. When
 //! the arguments select a backend that is a stack server (`--backend redis`)
@@ -30,10 +34,14 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
         .map(String::as_str)
         .filter(|_| bin == HarnessBin::Demo);
     let idempotency = scenario == Some(IDEMPOTENCY);
-    let mut needed: Vec<&'static dyn Server> = backends(args)
-        .into_iter()
-        .filter_map(stack::by_name)
-        .collect();
+    let mut needed: Vec<&'static dyn Server> = if bin == HarnessBin::Chaos {
+        chaos_servers(args)
+    } else {
+        backends(args)
+            .into_iter()
+            .filter_map(stack::by_name)
+            .collect()
+    };
     // The payments on Redis keep their ledger in PostgreSQL.
     if idempotency && needed.iter().any(|s| s.name() == "redis") {
         needed.extend(stack::by_name("postgres"));
@@ -73,6 +81,32 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
 
     let stopped = stack::down(&started);
     result.and(stopped)
+}
+
+/// The stack servers `chaos` with `args` needs: those of its backends (`all`, the default, is
+/// every server; `--short` alone is Redis and ZooKeeper), and Redis always, for the fenced
+/// resource (the lock Redis is a server of the run's own). None for `--help`.
+fn chaos_servers(args: &[String]) -> Vec<&'static dyn Server> {
+    if has_flag(args, "--help") {
+        return Vec::new();
+    }
+    let named = backends(args);
+    let mut needed: Vec<&'static dyn Server> = if named.is_empty() || named.contains(&"all") {
+        if has_flag(args, "--short") && named.is_empty() {
+            ["redis", "zookeeper"]
+                .into_iter()
+                .filter_map(stack::by_name)
+                .collect()
+        } else {
+            stack::SERVERS.to_vec()
+        }
+    } else {
+        named.into_iter().filter_map(stack::by_name).collect()
+    };
+    if !needed.iter().any(|s| s.name() == "redis") {
+        needed.extend(stack::by_name("redis"));
+    }
+    needed
 }
 
 /// The `demo` scenario that sells a SKU over HTTP (`demo inventory [ARGS...]`).

@@ -8,9 +8,9 @@ pub mod bad_input;
 pub mod cache_bench;
 pub mod chaos;
 pub mod checks;
-pub mod fair_bench;
 #[cfg(feature = "servers")]
 pub mod etcd_contention_bench;
+pub mod fair_bench;
 #[cfg(feature = "servers")]
 pub mod floor;
 #[cfg(feature = "servers")]

@@ -148,7 +148,11 @@ pub async fn rw_downgrade_and_no_upgrade<H: Harness>(h: &H) {
 /// writer queued before the read must still wait for the downgraded reader.
 pub async fn rw_downgraded_reader_blocks_an_earlier_queued_writer<H: Harness>(h: &H) {
     let a = h.client().await;
-    if !offers(&a, "rw_downgraded_reader_blocks_an_earlier_queued_writer", |p| p.read_write) {
+    if !offers(
+        &a,
+        "rw_downgraded_reader_blocks_an_earlier_queued_writer",
+        |p| p.read_write,
+    ) {
         return;
     }
     bounded(async {
@@ -165,8 +169,16 @@ pub async fn rw_downgraded_reader_blocks_an_earlier_queued_writer<H: Harness>(h:
                 guard
             }
         });
-        eventually("the other writer queued", || async { rw_queue(&a, &key).await == 1 }).await;
-        let r = rw.read().try_acquire().await.unwrap().expect("a writer may read");
+        eventually("the other writer queued", || async {
+            rw_queue(&a, &key).await == 1
+        })
+        .await;
+        let r = rw
+            .read()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("a writer may read");
         w.release().await.unwrap();
         // Nothing signals a grant that must not happen: give it the time one would take.
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -1,4 +1,25 @@
-//! Fault injection for `cargo xtask chaos`: a TCP [`proxy`] to put between clients and any
-//! server, whose faults switch at run time.
+//! `cargo xtask chaos`: the fault catalogue of issue 15, run against every backend, with a
+//! fenced resource that counts what got through.
+//!
+//! - [`proxy`]: a TCP proxy to put between clients and any server, whose faults (pass, delay,
+//!   stall, blackhole, reset, per direction) switch at run time.
+//! - [`resource`]: the fenced resource every verdict comes from (a `RedisFencedStore` value
+//!   on the stack's Redis, with overlap and stale-write counters beside it).
+//! - [`worker`]: a lock client in a process of its own (`chaos worker ...`), to pause with
+//!   SIGSTOP and kill with SIGKILL; [`process`] is the coordinator's handle on one.
+//! - [`target`]: the lock server per backend, reached straight or through a proxy.
+//! - [`scenarios`]: the catalogue; [`report`]: the table.
 
+#[cfg(feature = "servers")]
+pub mod process;
 pub mod proxy;
+#[cfg(feature = "servers")]
+pub mod report;
+#[cfg(feature = "servers")]
+pub mod resource;
+#[cfg(feature = "servers")]
+pub mod scenarios;
+#[cfg(feature = "servers")]
+pub mod target;
+#[cfg(feature = "servers")]
+pub mod worker;

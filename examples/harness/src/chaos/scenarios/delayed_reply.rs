@@ -1,0 +1,84 @@
+//! Scenario 3, acquire reply delayed past the lease: A reaches the server through a
+//! [`FaultProxy`] that holds every reply for TTL + 0.5 s (A's command timeout is raised to
+//! 4 × TTL, so the late reply does arrive). Promise: no grant is reported with a non-positive
+//! validity: A's `try_acquire` answers `None` or an error, never a guard (a guard already lost
+//! counts as such a grant too). Then B, straight to the server, polls for the key: the gap
+//! from A's answer to B's grant shows whether a grant A could not use was given back at once
+//! or held the key until its lease ran out; and afterwards nothing is left on the server.
+
+use std::time::Duration;
+
+use super::{ms, ms_between, rounds, Chaos, START};
+use crate::chaos::proxy::{Direction, Fault, FaultProxy};
+use crate::chaos::report::Measured;
+use crate::chaos::target::Target;
+
+/// Runs the scenario's rounds.
+pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
+    rounds(
+        cx,
+        3,
+        target,
+        "answer→next grant",
+        async |cx, key, _resource, m| {
+            let ttl = cx.ttl();
+            let proxy = FaultProxy::start(target.upstream()?)
+                .await
+                .map_err(|e| format!("proxy: {e}"))?;
+            let extra = [
+                "--acquire-only".to_owned(),
+                "--start-delay-ms".to_owned(),
+                "300".to_owned(),
+                "--response-timeout-ms".to_owned(),
+                ms(ttl * 4),
+            ];
+            let mut a = cx.worker(
+                "A",
+                target.kind,
+                &target.via(proxy.addr()),
+                key,
+                true,
+                &extra,
+            )?;
+            a.wait_for("ready", START).await?;
+            proxy.set(
+                Direction::ToClient,
+                Fault::Delay(ttl + Duration::from_millis(500)),
+            );
+            m.faults += 1;
+            let answer = a.wait_for("acquire-result", ttl * 4 + START).await?;
+            proxy.set(Direction::ToClient, Fault::Pass);
+            eprintln!("    try_acquire answered: {}", answer.fields);
+            if answer.fields.starts_with("granted") {
+                m.violation(format!(
+                "a grant was reported after its lease had run out: {} (remaining ms, lost, fence)",
+                answer.fields
+            ));
+            } else {
+                m.notes.push(format!("A's answer: {}", answer.fields));
+            }
+            a.wait_for("done", START).await?;
+            a.finish(START).await?;
+            let mut b = cx.worker(
+                "B",
+                target.kind,
+                &target.url,
+                key,
+                false,
+                &["--hold-ms".into(), "100".into()],
+            )?;
+            let taken = b.wait_for("acquired", ttl * 2 + START).await?;
+            m.latencies.push(ms_between(answer.at, taken.at));
+            b.wait_for("done", START).await?;
+            b.finish(START).await?;
+            if target.can_expire_early() {
+                let left = target.entries(key).await?;
+                if left > 0 {
+                    m.violation(format!("{left} entr(y/ies) of the lock left on the server"));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await
+}

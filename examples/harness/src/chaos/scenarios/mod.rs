@@ -1,0 +1,253 @@
+//! The fault catalogue (issue 15): each scenario runs rounds against one backend and returns
+//! a [`Measured`] whose verdict comes from the fenced [`Resource`]'s counters and from what
+//! the workers' events say happened when.
+//!
+//! Every round uses a lock key and a resource value of its own, so fencing tokens of one
+//! round never meet another's.
+
+mod delayed_reply;
+mod expiry;
+mod kill;
+mod late_write;
+mod partition;
+mod pause;
+mod restart;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lock_core::testing::RedisServer;
+
+use super::process::{Event, Worker};
+use super::report::{Measured, Outcome};
+use super::resource::Resource;
+use super::target::Target;
+use crate::BackendKind;
+
+/// The catalogue: number, short name, and whether it is built.
+pub const CATALOGUE: &[(u32, &str, bool)] = &[
+    (1, "holder paused", true),
+    (7, "client killed", true),
+    (13, "key expired early", true),
+    (5, "partition", true),
+    (3, "reply delayed", true),
+    (4, "write delayed", true),
+    (6, "redis restarted", true),
+    (9, "reply lost", false),
+    (2, "server paused", false),
+    (8, "acquire dropped", false),
+    (10, "1000 waiters", false),
+    (11, "watchdog starved", false),
+    (12, "member killed", false),
+];
+
+/// How a run is set up.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// The lease every holder takes.
+    pub ttl: Duration,
+    /// Rounds per scenario and backend.
+    pub rounds: u32,
+    /// `--unsafe-no-fence`: workers write without the fencing check.
+    pub unsafe_no_fence: bool,
+    /// `--unsafe-ignore-lost`: faulted holders keep writing for 3 × TTL after `lost()`.
+    pub unsafe_ignore_lost: bool,
+    /// `--unsafe-long-lease`: the holder killed in scenario 7 takes a 10× lease.
+    pub unsafe_long_lease: bool,
+}
+
+/// Everything the scenarios share: settings, the worker binary, the resource's Redis, the
+/// lock Redis of this run's own.
+pub struct Chaos {
+    /// The settings.
+    pub settings: Settings,
+    /// This program, started as `worker`.
+    pub exe: PathBuf,
+    /// The resource's Redis (the stack's).
+    pub resource_url: String,
+    /// The Redis the Redis backend locks on: a server of this run's own, killed in scenario 6.
+    pub redis: std::sync::Mutex<RedisServer>,
+    /// Makes this run's keys unique.
+    pub run: String,
+}
+
+impl Chaos {
+    /// Runs `scenario` against `target`.
+    pub async fn run(&self, scenario: u32, target: &Target) -> Outcome {
+        if target.kind == BackendKind::Memory {
+            return Outcome::NotApplicable("in-process only: no worker process to fault".into());
+        }
+        let built = CATALOGUE
+            .iter()
+            .any(|(n, _, built)| *n == scenario && *built);
+        if !built {
+            return Outcome::NotBuilt;
+        }
+        let measured = match scenario {
+            1 => pause::run(self, target).await,
+            3 => delayed_reply::run(self, target).await,
+            4 => late_write::run(self, target).await,
+            5 => partition::run(self, target).await,
+            6 if target.kind != BackendKind::Redis => {
+                return Outcome::NotApplicable(
+                    "kills a server without persistence: only the run's own Redis".into(),
+                )
+            }
+            6 => restart::run(self, target).await,
+            7 => kill::run(self, target).await,
+            13 if !target.can_expire_early() => {
+                return Outcome::NotApplicable(
+                    "no outside expiry built for the SQL lock tables".into(),
+                )
+            }
+            13 => expiry::run(self, target).await,
+            _ => return Outcome::NotBuilt,
+        };
+        Outcome::Ran(measured)
+    }
+
+    /// The lease.
+    #[must_use]
+    pub fn ttl(&self) -> Duration {
+        self.settings.ttl
+    }
+
+    /// The lock key (and resource round) of `round` of `scenario` on `kind`.
+    fn key(&self, scenario: u32, kind: BackendKind, round: u32) -> String {
+        format!("s{scenario}-{}-r{round}-{}", kind.name(), self.run)
+    }
+
+    /// Starts a worker `label` locking `key` on `kind` at `url`, with `extra` flags; the
+    /// `--unsafe-*` settings are passed on (`holder`: the one faulted).
+    fn worker(
+        &self,
+        label: &str,
+        kind: BackendKind,
+        url: &str,
+        key: &str,
+        holder: bool,
+        extra: &[String],
+    ) -> Result<Worker, String> {
+        let mut args = vec![
+            "--backend".to_owned(),
+            kind.name().to_owned(),
+            "--url".to_owned(),
+            url.to_owned(),
+            "--resource-url".to_owned(),
+            self.resource_url.clone(),
+            "--round".to_owned(),
+            key.to_owned(),
+            "--ttl-ms".to_owned(),
+            self.ttl().as_millis().to_string(),
+        ];
+        if self.settings.unsafe_no_fence {
+            args.push("--no-fence".to_owned());
+        }
+        if holder && self.settings.unsafe_ignore_lost {
+            args.extend(["--linger-ms".to_owned(), ms(self.ttl() * 3)]);
+        }
+        args.extend(extra.iter().cloned());
+        Worker::spawn(&self.exe, label, &args)
+    }
+
+    /// Adds a round's resource counters to `m`, flags stale writes, and cleans up.
+    async fn finish_round(&self, resource: &Resource, round: u32, m: &mut Measured) {
+        match resource.counts().await {
+            Ok(counts) => {
+                if counts.stale > 0 {
+                    m.violation(format!(
+                        "round {round}: the resource accepted {} stale write(s)",
+                        counts.stale
+                    ));
+                }
+                m.counts.add(counts);
+            }
+            Err(e) => m.violation(format!("round {round}: resource counters: {e}")),
+        }
+        resource.clean_up().await.ok();
+    }
+}
+
+/// Runs `rounds` rounds of `one` (a round's body, given the key and the round's resource),
+/// turning a round's error into a violation; prints progress.
+async fn rounds<F>(
+    cx: &Chaos,
+    scenario: u32,
+    target: &Target,
+    label: &'static str,
+    mut one: F,
+) -> Measured
+where
+    F: AsyncFnMut(&Chaos, &str, &Resource, &mut Measured) -> Result<(), String>,
+{
+    let mut m = Measured {
+        latency_label: label,
+        ..Measured::default()
+    };
+    for round in 0..cx.settings.rounds {
+        let key = cx.key(scenario, target.kind, round);
+        eprintln!(
+            "  [{scenario} {}] round {}/{}",
+            target.kind.name(),
+            round + 1,
+            cx.settings.rounds
+        );
+        let resource = match Resource::connect(&cx.resource_url, &key).await {
+            Ok(resource) => resource,
+            Err(e) => {
+                m.violation(e);
+                continue;
+            }
+        };
+        if let Err(e) = one(cx, &key, &resource, &mut m).await {
+            m.violation(format!("round {round}: {e}"));
+        }
+        cx.finish_round(&resource, round, &mut m).await;
+    }
+    m
+}
+
+/// The fencing token of an `acquired` event.
+fn fence_of(event: &Event) -> Result<u64, String> {
+    event
+        .fields
+        .parse()
+        .map_err(|_| format!("bad fencing token {:?}", event.fields))
+}
+
+/// Milliseconds from `from` to `to` (wall-clock µs), signed.
+fn ms_between(from: u64, to: u64) -> f64 {
+    (to as f64 - from as f64) / 1000.0
+}
+
+/// `d` in whole ms, as a flag value.
+fn ms(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+/// Checks the taker's token is larger than the faulted holder's.
+fn check_fences(m: &mut Measured, a: u64, b: u64) {
+    if b <= a {
+        m.violation(format!(
+            "fencing token went backwards: the next holder got {b} after {a}"
+        ));
+    }
+}
+
+/// Checks a release outcome: the faulted holder's must not free the lock (`false`), the
+/// next holder's must (`true`).
+fn check_release(m: &mut Measured, who: &str, event: &Event, expected: bool) {
+    let got = event.fields.as_str();
+    if got == expected.to_string() {
+        return;
+    }
+    if got.starts_with("error") {
+        m.notes.push(format!("{who}'s release: {got}"));
+    } else {
+        m.violation(format!(
+            "{who}'s release returned {got}, expected {expected}"
+        ));
+    }
+}
+
+const START: Duration = Duration::from_secs(20);

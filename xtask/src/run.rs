@@ -120,15 +120,25 @@ const QUICK_DEMO: &[&str] = &["demo", INVENTORY, IDEMPOTENCY];
 fn run_quick_demo() -> Result<()> {
     let mut build = cmd::cargo();
     build.args(["build", "--no-default-features"]);
-    for package in ["lock-harness", "flash-sale-axum", "flash-sale-actix", "payments-demo"] {
+    for package in [
+        "lock-harness",
+        "flash-sale-axum",
+        "flash-sale-actix",
+        "payments-demo",
+    ] {
         build.args(["-p", package]);
     }
-    for bin in QUICK_DEMO.iter().chain(&["flash-sale-axum", "flash-sale-actix"]) {
+    for bin in QUICK_DEMO
+        .iter()
+        .chain(&["flash-sale-axum", "flash-sale-actix"])
+    {
         build.args(["--bin", bin]);
     }
     cmd::run(&mut build)?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| cmd::project_root().join("target"), std::path::PathBuf::from);
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || cmd::project_root().join("target"),
+        std::path::PathBuf::from,
+    );
     for bin in QUICK_DEMO {
         run_with_stack(Command::new(target.join("debug").join(bin)), &[])?;
     }
@@ -197,7 +207,14 @@ const IDEMPOTENCY: &str = "idempotency";
 /// the ledger in PostgreSQL.
 fn run_idempotency(args: &[String]) -> Result<()> {
     let mut cargo = cmd::cargo();
-    cargo.args(["run", "--release", "-p", "payments-demo", "--bin", IDEMPOTENCY]);
+    cargo.args([
+        "run",
+        "--release",
+        "-p",
+        "payments-demo",
+        "--bin",
+        IDEMPOTENCY,
+    ]);
     if backends(args).iter().all(|b| *b == "memory") {
         cargo.arg("--no-default-features");
     }

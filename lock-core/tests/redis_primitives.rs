@@ -74,8 +74,8 @@ async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
 }
 
 /// Eight waiters queued in a known order are granted in that order, one at a time, each woken
-/// holding the lock: between queueing and its guard, a waiter sends only the one renewal that
-/// extends the claim window to its lease (no acquire round trip).
+/// holding the lock: between queueing and its guard, a waiter sends the one renewal that
+/// extends the claim window to its lease, and at most one look besides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_hands_over_in_fifo_order_without_an_acquire_round_trip() {
     let Some(url) = url() else { return };
@@ -145,9 +145,12 @@ async fn fair_hands_over_in_fifo_order_without_an_acquire_round_trip() {
         let mut last = holder_fence;
         for (i, fence, spent) in &order {
             assert!(*fence > last, "waiter {i}: fence {fence} not above {last}");
-            assert_eq!(
-                *spent, 1,
-                "waiter {i}: one renewal after the wake-up, no acquire"
+            // One renewal after the wake-up; a nudge that reached a waiter before its turn
+            // costs it one more look (`fair_waiter_wakes_holding_the_lock` checks the exact
+            // count for one waiter). Never an acquire per predecessor.
+            assert!(
+                *spent <= 2,
+                "waiter {i}: {spent} commands after queueing, more than a renewal and a look"
             );
             last = *fence;
         }

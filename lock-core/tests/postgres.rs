@@ -406,7 +406,10 @@ async fn backend_from_an_existing_pool() {
         .await
         .unwrap();
     let other = PostgresBackend::from_pool(pool.clone()).await.unwrap();
-    let (a, b) = (LockClient::new(backend.clone()), LockClient::new(other));
+    let (a, b) = (
+        LockClient::new(backend.clone()),
+        LockClient::new(other.clone()),
+    );
     let key = unique_key("from-pool");
     let held = a.lock(&key).await.unwrap();
     let owner: String = sqlx::query_scalar("SELECT owner FROM lock_core_locks WHERE name = $1")
@@ -420,7 +423,14 @@ async fn backend_from_an_existing_pool() {
         b.lock(&key).await.unwrap().release().await.unwrap();
         started.elapsed()
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let full = held.key().full().to_owned();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while other.waiters(&full) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the waiter queued");
     held.release().await.unwrap();
     let waited = waiter.await.unwrap();
     assert!(

@@ -11,6 +11,7 @@ mod primitives;
 use std::time::Duration;
 
 use conformance::{unique_key, Harness};
+use lock_core::backend::LeaseKind;
 use lock_core::{LockClient, LockError, RedisBackend};
 
 struct Redis {
@@ -206,14 +207,23 @@ async fn backends_from_a_client_and_from_parts() {
         .await
         .unwrap();
     assert!(stored.is_some_and(|v| v.ends_with(&format!(":{}", held.fencing_token().get()))));
-    let waiter = tokio::spawn(async move {
-        let started = tokio::time::Instant::now();
-        let guard = a.lock(&key).await.unwrap();
-        let waited = started.elapsed();
-        guard.release().await.unwrap();
-        waited
+    let waiter = tokio::spawn({
+        let key = key.clone();
+        async move {
+            let started = tokio::time::Instant::now();
+            let guard = a.lock(&key).await.unwrap();
+            let waited = started.elapsed();
+            guard.release().await.unwrap();
+            waited
+        }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while b.queue_length(LeaseKind::Exclusive, &key).await.unwrap() == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await; // the queue lives in Redis
+        }
+    })
+    .await
+    .expect("the waiter queued");
     held.release().await.unwrap();
     let waited = waiter.await.unwrap();
     assert!(from_client.wakeups_received() >= 1, "no wake-up message");

@@ -590,14 +590,16 @@ async fn semaphore_never_over_grants_while_resized() {
         let in_use = Arc::new(AtomicUsize::new(0));
         let limit = Arc::new(AtomicUsize::new(3));
         let violations = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
         let mut tasks = Vec::new();
         for t in 0..8 {
             let (_, client) = plain(&url).await;
-            let (key, in_use, limit, violations) = (
+            let (key, in_use, limit, violations, done) = (
                 key.clone(),
                 in_use.clone(),
                 limit.clone(),
                 violations.clone(),
+                done.clone(),
             );
             tasks.push(tokio::spawn(async move {
                 let semaphore = client.semaphore(&key, 3);
@@ -611,14 +613,22 @@ async fn semaphore_never_over_grants_while_resized() {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                     in_use.fetch_sub(count as usize, Ordering::SeqCst);
                     permit.release().await.unwrap();
+                    done.fetch_add(1, Ordering::SeqCst);
                 }
             }));
         }
-        // Grow, then shrink while they run: the checker allows the larger size during a change.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Grow, then shrink while they run (after 20 and 50 of the 120 sections): the checker
+        // allows the larger size during a change.
+        until("20 sections done", || async {
+            done.load(Ordering::SeqCst) >= 20
+        })
+        .await;
         limit.store(5, Ordering::SeqCst);
         semaphore.set_permits(5).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        until("50 sections done", || async {
+            done.load(Ordering::SeqCst) >= 50
+        })
+        .await;
         semaphore.set_permits(3).await.unwrap();
         until("back within 3", || async {
             in_use.load(Ordering::SeqCst) <= 3

@@ -147,7 +147,10 @@ async fn curator_node_excludes_us_and_ours_look_like_curators() {
         let (client, key) = (client.clone(), key.clone());
         async move { client.lock(&key).await.unwrap() }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    conformance::eventually("our waiter queued behind Curator's node", || async {
+        h.queued(&full).await == 1
+    })
+    .await;
     curator
         .delete(
             &format!("{dir}/_c_9b2f3c4e-0000-4000-8000-00000000c0de-lock-{seq}"),
@@ -409,7 +412,10 @@ async fn curator_read_write_nodes_share_our_queue() {
         let (client, key) = (client.clone(), key.clone());
         async move { client.read_write_lock(&key).read().await.unwrap() }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    conformance::eventually("our reader queued behind Curator's writer", || async {
+        client.queue_length(LeaseKind::Read, &key).await.unwrap() == 1
+    })
+    .await;
     curator.delete(&writer, None).await.unwrap();
     let ours = timeout(Duration::from_secs(2), reader)
         .await

@@ -4,6 +4,8 @@
 //! calls by result with the computation timed once.
 #![cfg(feature = "metrics")]
 
+mod metrics_support;
+
 use std::time::Duration;
 
 use lock_core::cache::http::{
@@ -11,46 +13,8 @@ use lock_core::cache::http::{
 };
 use lock_core::cache::{Cache, Freshness};
 use lock_core::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL, HTTP_RESPONSES_TOTAL};
-use metrics::{SharedString, Unit};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use metrics_util::{CompositeKey, MetricKind};
-
-type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;
-
-/// Whether `key` is the metric `name` of `kind` with all of `labels`.
-fn matches(key: &CompositeKey, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> bool {
-    key.kind() == kind
-        && key.key().name() == name
-        && labels.iter().all(|(label, value)| {
-            key.key()
-                .labels()
-                .any(|l| l.key() == *label && l.value() == *value)
-        })
-}
-
-/// The counter `name` with all of `labels`, summed over its other labels.
-fn counter(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> u64 {
-    metrics
-        .iter()
-        .filter(|(key, ..)| matches(key, MetricKind::Counter, name, labels))
-        .map(|(.., value)| match value {
-            DebugValue::Counter(count) => *count,
-            _ => 0,
-        })
-        .sum()
-}
-
-/// How many samples the histogram `name` holds.
-fn histogram_samples(metrics: &Metrics, name: &str) -> usize {
-    metrics
-        .iter()
-        .filter(|(key, ..)| matches(key, MetricKind::Histogram, name, &[]))
-        .map(|(.., value)| match value {
-            DebugValue::Histogram(samples) => samples.len(),
-            _ => 0,
-        })
-        .sum()
-}
+use metrics_support::{counter, histogram_samples};
+use metrics_util::debugging::DebuggingRecorder;
 
 /// The application's response: a 200 with a one-chunk text body.
 struct Text(Option<&'static str>);

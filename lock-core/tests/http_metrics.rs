@@ -3,36 +3,15 @@
 //! executed, replayed, key-reused and in-flight answers, each counted once.
 #![cfg(feature = "metrics")]
 
+mod metrics_support;
+
 use lock_core::http::{run_locked, KeyedLockOptions, Rejection};
 use lock_core::idempotency::http::{begin, finish, Finished, IdempotencyRules, Started};
 use lock_core::idempotency::{Fingerprint, Idempotency};
 use lock_core::metrics::HTTP_RESPONSES_TOTAL;
 use lock_core::{LockClient, MemoryBackend};
-use metrics::{SharedString, Unit};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use metrics_util::{CompositeKey, MetricKind};
-
-type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;
-
-/// The counter `name` with all of `labels`, summed over its other labels.
-fn counter(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> u64 {
-    metrics
-        .iter()
-        .filter(|(key, ..)| {
-            key.kind() == MetricKind::Counter
-                && key.key().name() == name
-                && labels.iter().all(|(label, value)| {
-                    key.key()
-                        .labels()
-                        .any(|l| l.key() == *label && l.value() == *value)
-                })
-        })
-        .map(|(.., value)| match value {
-            DebugValue::Counter(count) => *count,
-            _ => 0,
-        })
-        .sum()
-}
+use metrics_support::counter;
+use metrics_util::debugging::DebuggingRecorder;
 
 fn pay(cents: u32) -> Fingerprint {
     Fingerprint::builder("POST", "/payments")

@@ -2,50 +2,14 @@
 //! acquisition, a busy try, a hold, a lost lease and renewals, each with its labels.
 #![cfg(feature = "metrics")]
 
+mod metrics_support;
+
 use std::time::Duration;
 
 use lock_core::metrics::{ACQUIRE_TOTAL, HOLD_SECONDS, LOST_TOTAL, RENEWALS_TOTAL};
 use lock_core::{LeaseMode, LockClient, LockOwner, MemoryBackend};
-use metrics::{SharedString, Unit};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use metrics_util::{CompositeKey, MetricKind};
-
-type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;
-
-/// Whether `key` is the metric `name` of `kind` with all of `labels`.
-fn matches(key: &CompositeKey, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> bool {
-    key.kind() == kind
-        && key.key().name() == name
-        && labels.iter().all(|(label, value)| {
-            key.key()
-                .labels()
-                .any(|l| l.key() == *label && l.value() == *value)
-        })
-}
-
-/// The counter `name` with all of `labels`, summed over its other labels.
-fn counter(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> u64 {
-    metrics
-        .iter()
-        .filter(|(key, ..)| matches(key, MetricKind::Counter, name, labels))
-        .map(|(.., value)| match value {
-            DebugValue::Counter(count) => *count,
-            _ => 0,
-        })
-        .sum()
-}
-
-/// How many samples the histogram `name` holds (over all its labels).
-fn histogram_samples(metrics: &Metrics, name: &str) -> usize {
-    metrics
-        .iter()
-        .filter(|(key, ..)| matches(key, MetricKind::Histogram, name, &[]))
-        .map(|(.., value)| match value {
-            DebugValue::Histogram(samples) => samples.len(),
-            _ => 0,
-        })
-        .sum()
-}
+use metrics_support::{counter, histogram_samples};
+use metrics_util::debugging::DebuggingRecorder;
 
 #[tokio::test]
 async fn the_lock_records_its_metrics() {

@@ -1,0 +1,46 @@
+//! Reading metrics back from `metrics-util`'s in-memory recorder, for the metrics suites
+//! (`metrics.rs`, `http_metrics.rs`, `cache_metrics.rs`).
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use metrics::{SharedString, Unit};
+use metrics_util::debugging::DebugValue;
+use metrics_util::{CompositeKey, MetricKind};
+
+/// A snapshot of the recorder, as `Snapshotter::snapshot().into_vec()` gives it.
+pub type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;
+
+/// Whether `key` is the metric `name` of `kind` with all of `labels`.
+fn matches(key: &CompositeKey, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> bool {
+    key.kind() == kind
+        && key.key().name() == name
+        && labels.iter().all(|(label, value)| {
+            key.key()
+                .labels()
+                .any(|l| l.key() == *label && l.value() == *value)
+        })
+}
+
+/// The counter `name` with all of `labels`, summed over its other labels.
+pub fn counter(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> u64 {
+    metrics
+        .iter()
+        .filter(|(key, ..)| matches(key, MetricKind::Counter, name, labels))
+        .map(|(.., value)| match value {
+            DebugValue::Counter(count) => *count,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// How many samples the histogram `name` holds (over all its labels).
+pub fn histogram_samples(metrics: &Metrics, name: &str) -> usize {
+    metrics
+        .iter()
+        .filter(|(key, ..)| matches(key, MetricKind::Histogram, name, &[]))
+        .map(|(.., value)| match value {
+            DebugValue::Histogram(samples) => samples.len(),
+            _ => 0,
+        })
+        .sum()
+}

@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use tokio::time::sleep;
-
-use super::{check_fences, check_release, fence_of, ms, ms_between, rounds, Chaos, START};
+use super::{
+    check_fences, check_handover_releases, fence_of, holder_and_waiter, ms_between, rounds, Chaos,
+    START,
+};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
@@ -23,19 +24,9 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
         "expiry→lost",
         async |cx, key, _resource, m| {
             let ttl = cx.ttl();
-            let mut a = cx.worker("A", target.kind, &target.url, key, true, &[])?;
-            let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
-            sleep(ttl / 6).await;
-            let hold = ms(ttl + Duration::from_millis(1500));
-            let mut b = cx.worker(
-                "B",
-                target.kind,
-                &target.url,
-                key,
-                false,
-                &["--hold-ms".into(), hold],
-            )?;
-            b.wait_for("ready", START).await?;
+            let hold = ttl + Duration::from_millis(1500);
+            let (mut a, a_fence, mut b) =
+                holder_and_waiter(cx, target, &target.url, key, hold).await?;
             let expired = wall_us();
             let touched = target.expire_early(key).await?;
             if touched == 0 {
@@ -58,21 +49,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             }
             let taken = b.wait_for("acquired", START).await?;
             check_fences(m, a_fence, fence_of(&taken)?);
-            check_release(
-                m,
-                "the expired holder",
-                &a.wait_for("released", START).await?,
-                false,
-            );
-            check_release(
-                m,
-                "the next holder",
-                &b.wait_for("released", START + ttl * 2).await?,
-                true,
-            );
-            a.finish(START).await?;
-            b.finish(START).await?;
-            Ok(())
+            check_handover_releases(m, a, "the expired holder", b, START + ttl * 2).await
         },
     )
     .await

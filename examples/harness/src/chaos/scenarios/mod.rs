@@ -207,6 +207,47 @@ where
     m
 }
 
+/// The opening most scenarios share: A (the holder the fault hits, reaching the server at
+/// `a_url`) takes the key and writes for a sixth of the lease, then B (straight to the server)
+/// waits for the key, to hold it `b_hold` once it has it. Returns A, A's fencing token and B.
+async fn holder_and_waiter(
+    cx: &Chaos,
+    target: &Target,
+    a_url: &str,
+    key: &str,
+    b_hold: Duration,
+) -> Result<(Worker, u64, Worker), String> {
+    let mut a = cx.worker("A", target.kind, a_url, key, true, &[])?;
+    let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
+    // A's writes before the fault: the resource has a token to compare later ones with.
+    tokio::time::sleep(cx.ttl() / 6).await;
+    let hold = vec!["--hold-ms".to_owned(), ms(b_hold)];
+    let mut b = cx.worker("B", target.kind, &target.url, key, false, &hold)?;
+    b.wait_for("ready", START).await?;
+    Ok((a, a_fence, b))
+}
+
+/// The close of a handover: the faulted holder `a` (called `who`) must not free the lock
+/// when it releases, B must (within `b_within`); both then exit.
+async fn check_handover_releases(
+    m: &mut Measured,
+    mut a: Worker,
+    who: &str,
+    mut b: Worker,
+    b_within: Duration,
+) -> Result<(), String> {
+    check_release(m, who, &a.wait_for("released", START).await?, false);
+    check_release(
+        m,
+        "the next holder",
+        &b.wait_for("released", b_within).await?,
+        true,
+    );
+    a.finish(START).await?;
+    b.finish(START).await?;
+    Ok(())
+}
+
 /// The fencing token of an `acquired` event.
 fn fence_of(event: &Event) -> Result<u64, String> {
     event

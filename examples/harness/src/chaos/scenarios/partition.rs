@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use tokio::time::sleep;
 
-use super::{check_fences, check_release, fence_of, ms, ms_between, rounds, Chaos, START};
+use super::{
+    check_fences, check_handover_releases, fence_of, holder_and_waiter, ms_between, rounds, Chaos,
+    START,
+};
 use crate::chaos::proxy::{Direction, Fault, FaultProxy};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
@@ -30,13 +33,9 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             .await
             .map_err(|e| format!("proxy: {e}"))?;
         let via = target.via(proxy.addr());
-        let mut a = cx.worker("A", target.kind, &via, key, true, &[])?;
-        let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
-        sleep(ttl / 6).await;
         let partition = ttl * 2 + Duration::from_millis(500);
-        let hold = ms(partition + Duration::from_secs(3));
-        let mut b = cx.worker("B", target.kind, &target.url, key, false, &["--hold-ms".into(), hold])?;
-        b.wait_for("ready", START).await?;
+        let hold = partition + Duration::from_secs(3);
+        let (mut a, a_fence, mut b) = holder_and_waiter(cx, target, &via, key, hold).await?;
         proxy.set(Direction::Both, fault);
         let cut = wall_us();
         m.faults += 1;
@@ -60,11 +59,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             ));
         }
         check_fences(m, a_fence, fence_of(&taken)?);
-        check_release(m, "the partitioned holder", &a.wait_for("released", START).await?, false);
-        check_release(m, "the next holder", &b.wait_for("released", START + partition).await?, true);
-        a.finish(START).await?;
-        b.finish(START).await?;
-        Ok(())
+        check_handover_releases(m, a, "the partitioned holder", b, START + partition).await
     })
     .await
 }

@@ -6,7 +6,10 @@
 
 use tokio::time::sleep;
 
-use super::{check_fences, check_release, fence_of, ms, ms_between, rounds, Chaos, START};
+use super::{
+    check_fences, check_handover_releases, fence_of, holder_and_waiter, ms_between, rounds, Chaos,
+    START,
+};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
@@ -23,19 +26,9 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
         "SIGCONT→lost",
         async |cx, key, _resource, m| {
             let ttl = cx.ttl();
-            let mut a = cx.worker("A", target.kind, &target.url, key, true, &[])?;
-            let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
-            sleep(ttl / 6).await;
-            let hold = ms(ttl * 2 + std::time::Duration::from_millis(2500));
-            let mut b = cx.worker(
-                "B",
-                target.kind,
-                &target.url,
-                key,
-                false,
-                &["--hold-ms".into(), hold],
-            )?;
-            b.wait_for("ready", START).await?;
+            let hold = ttl * 2 + std::time::Duration::from_millis(2500);
+            let (mut a, a_fence, mut b) =
+                holder_and_waiter(cx, target, &target.url, key, hold).await?;
             a.signal("STOP")?;
             m.faults += 1;
             sleep(ttl * 2).await;
@@ -57,21 +50,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             if latency > LOST_BOUND_MS {
                 m.violation(format!("lost() came {latency:.0} ms after SIGCONT"));
             }
-            check_release(
-                m,
-                "the paused holder",
-                &a.wait_for("released", START).await?,
-                false,
-            );
-            check_release(
-                m,
-                "the next holder",
-                &b.wait_for("released", START + ttl * 3).await?,
-                true,
-            );
-            a.finish(START).await?;
-            b.finish(START).await?;
-            Ok(())
+            check_handover_releases(m, a, "the paused holder", b, START + ttl * 3).await
         },
     )
     .await

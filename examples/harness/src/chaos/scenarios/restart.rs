@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use tokio::time::sleep;
-
-use super::{check_fences, fence_of, ms, ms_between, rounds, Chaos, START};
+use super::{check_fences, fence_of, holder_and_waiter, ms_between, rounds, Chaos, START};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
@@ -22,19 +20,9 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
         "restart→lost",
         async |cx, key, _resource, m| {
             let ttl = cx.ttl();
-            let mut a = cx.worker("A", target.kind, &target.url, key, true, &[])?;
-            let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
-            sleep(ttl / 6).await;
-            let hold = ms(ttl + Duration::from_millis(1500));
-            let mut b = cx.worker(
-                "B",
-                target.kind,
-                &target.url,
-                key,
-                false,
-                &["--hold-ms".into(), hold],
-            )?;
-            b.wait_for("ready", START).await?;
+            let hold = ttl + Duration::from_millis(1500);
+            let (mut a, a_fence, mut b) =
+                holder_and_waiter(cx, target, &target.url, key, hold).await?;
             tokio::task::block_in_place(|| {
                 let mut server = cx.redis.lock().unwrap_or_else(|e| e.into_inner());
                 server.kill();

@@ -382,3 +382,42 @@ async fn a_primitive_the_backend_lacks_is_unsupported() {
     ));
     assert_eq!(backend.inner.active_keys(), 0);
 }
+
+/// A backend without a queue in the store says so, not that it has no lock.
+#[tokio::test]
+async fn a_backend_without_a_stored_queue_says_so() {
+    #[derive(Clone)]
+    struct NoQueue(MemoryBackend);
+    impl LockBackend for NoQueue {
+        type Lease = MemoryLease;
+        fn capabilities(&self) -> Capabilities {
+            LockBackend::capabilities(&self.0)
+        }
+        async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MemoryLease>>> {
+            self.0.acquire(request).await
+        }
+        async fn renew(&self, lease: &MemoryLease, ttl: Option<Duration>) -> Result<bool> {
+            self.0.renew(lease, ttl).await
+        }
+        async fn release(&self, lease: &MemoryLease) -> Result<bool> {
+            self.0.release(lease).await
+        }
+        async fn release_abandoned(
+            &self,
+            key: &LockKey,
+            kind: LeaseKind,
+            owner: OwnerToken,
+        ) -> Result<bool> {
+            self.0.release_abandoned(key, kind, owner).await
+        }
+    }
+    let locks = LockClient::new(NoQueue(MemoryBackend::new()));
+    let err = locks
+        .queue_length(LeaseKind::Exclusive, "k")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the memory backend has no waiter queue in the store"
+    );
+}

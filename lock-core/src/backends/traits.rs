@@ -366,15 +366,20 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
         owner: OwnerToken,
     ) -> impl Future<Output = Result<bool>> + Send;
 
-    /// How many acquisitions of `kind` wait on `key` right now (for monitoring and tests).
+    /// How many acquisitions of `kind` wait on `key` right now (for monitoring and tests). The
+    /// default, for a backend whose waiters wait in their own process, is
+    /// [`LockError::Unsupported`] for a "waiter queue in the store".
     fn queue_length(
         &self,
         key: &LockKey,
         kind: LeaseKind,
     ) -> impl Future<Output = Result<usize>> + Send {
-        let _ = key;
-        let backend = self.capabilities().backend;
-        async move { Err(kind.unsupported(backend)) }
+        let (_, _) = (key, kind);
+        // Not "no lock": the backend may well offer the kind, only not a queue to count.
+        std::future::ready(Err(LockError::Unsupported {
+            backend: self.capabilities().backend,
+            primitive: "waiter queue in the store",
+        }))
     }
 
     /// Sets the size of the semaphore `key` to `permits` (at least 1). Leases already granted

@@ -104,7 +104,10 @@ impl LockClient {
     }
 
     /// How many acquisitions of `kind` wait for `key` in the store right now, across every
-    /// process (for monitoring and tests).
+    /// process (for monitoring and tests). Memory, Redis, ZooKeeper and etcd keep their queues
+    /// in the store and answer; PostgreSQL and MySQL keep none (their waiters wait in their own
+    /// process: see `PostgresBackend::waiters`) and answer
+    /// [`LockError::Unsupported`](crate::LockError::Unsupported).
     ///
     /// ```
     /// use lock_core::backend::LeaseKind;

@@ -9,9 +9,12 @@
 //! `response_cache` and `idempotency`: the suites every response cache and idempotency adapter
 //! (lock-tower, lock-actix) runs.
 //!
+//! [`cluster`]: 3-member etcd and ZooKeeper clusters on loopback whose members a test kills.
+//!
 //! The whole module is behind the feature `test-support`, so it stays out of an application's
 //! namespace; a crate's tests enable it in `[dev-dependencies]`.
 
+pub mod cluster;
 pub mod idempotency;
 mod redis_server;
 pub mod response_cache;

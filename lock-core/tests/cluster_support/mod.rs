@@ -1,6 +1,7 @@
 //! Shared pieces of the multi-member failover tests (`zk_ensemble.rs`, `etcd_cluster.rs`):
-//! member processes on free loopback ports, the server-requirement check, and a contended
-//! lock workload that counts overlaps, fencing order, losses and errors while members die.
+//! the server-requirement check and a contended lock workload that counts overlaps, fencing
+//! order, losses and errors while members die. The clusters themselves (member processes on
+//! free loopback ports) are `lock_core::testing::cluster`'s.
 //!
 //! The failover scenario ([`failover`]) keeps a quorum (2 of 3) at every moment:
 //! 1. once the cluster has a leader, member **A** is chosen among the *followers* and one
@@ -12,9 +13,7 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,9 +21,7 @@ use std::time::Duration;
 use lock_core::{LockClient, LockError};
 use tokio::time::Instant;
 
-/// A free loopback port (bound and released at once: another process could take it in
-/// between, which a test run can live with).
-pub use lock_core::testing::free_port;
+use lock_core::testing::cluster::{wait_for_quorum, Cluster};
 
 /// Whether the servers a test needs are installed: `Some(())` when they are; when not, a
 /// failure under `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` (like
@@ -41,157 +38,10 @@ pub fn require(what: &str, installed: bool) -> Option<()> {
     None
 }
 
-/// Whether `program` is on `PATH`.
-pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
-}
-
 /// A fresh directory for this test's data under `CARGO_TARGET_TMPDIR`.
 pub fn data_dir(name: &str) -> PathBuf {
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
-    std::fs::remove_dir_all(&dir).ok();
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// One member's process; killed on drop.
-pub struct Member {
-    pub name: String,
-    pub client_port: u16,
-    pub log: PathBuf,
-    command: Box<dyn Fn() -> Command + Send + Sync>,
-    child: Option<Child>,
-}
-
-impl Member {
-    pub fn new(
-        name: impl Into<String>,
-        client_port: u16,
-        log: PathBuf,
-        command: impl Fn() -> Command + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            client_port,
-            log,
-            command: Box::new(command),
-            child: None,
-        }
-    }
-
-    pub fn start(&mut self) {
-        assert!(self.child.is_none(), "{} already runs", self.name);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .unwrap();
-        let child = (self.command)()
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.name));
-        self.child = Some(child);
-    }
-
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().ok();
-            child.wait().ok();
-        }
-    }
-
-    pub fn is_running(&self) -> bool {
-        self.child.is_some()
-    }
-
-    /// The last lines of the member's log, for failure messages.
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
-    }
-}
-
-impl Drop for Member {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Sends `request` to a loopback port and reads the reply to EOF (short timeouts).
-pub fn tcp_request(port: u16, request: &[u8]) -> Option<String> {
-    use std::io::{Read, Write};
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .ok()?;
-    stream.write_all(request).ok()?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).ok()?;
-    Some(reply)
-}
-
-/// What the failover scenario needs from an engine's cluster.
-pub trait Cluster: Send + Sync {
-    /// The members, in a fixed order.
-    fn members(&mut self) -> &mut [Member];
-    /// Whether member `i` is up and part of a quorum that serves requests.
-    fn serving(&self, i: usize) -> impl std::future::Future<Output = bool> + Send;
-    /// The index of the current leader, as far as a running member knows.
-    fn leader(&self) -> impl std::future::Future<Output = Option<usize>> + Send;
-    /// Moves leadership off member `i` if it leads (engines that cannot may do nothing).
-    fn ensure_leader_is_not(&self, i: usize) -> impl std::future::Future<Output = ()> + Send;
-    /// How a client addresses a member listening on `port` (`host:port` or a URL).
-    fn address(port: u16) -> String;
-    /// A connect string / URL list for the given members.
-    fn url(&mut self, members: &[usize]) -> String {
-        let all = self.members();
-        members
-            .iter()
-            .map(|&i| Self::address(all[i].client_port))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-    /// Where the members keep their data (removed after a passing run).
-    fn data_dir(&self) -> &std::path::Path;
-}
-
-/// Waits (bounded) until every running member serves and one of them leads; the leader.
-pub async fn wait_for_quorum<C: Cluster>(cluster: &mut C, limit: Duration) -> usize {
-    let started = Instant::now();
-    loop {
-        let running: Vec<usize> = (0..cluster.members().len())
-            .filter(|&i| cluster.members()[i].is_running())
-            .collect();
-        let mut all = true;
-        for &i in &running {
-            all &= cluster.serving(i).await;
-        }
-        if all {
-            if let Some(leader) = cluster.leader().await {
-                if cluster.members()[leader].is_running() {
-                    return leader;
-                }
-            }
-        }
-        if started.elapsed() > limit {
-            let logs: Vec<String> = cluster
-                .members()
-                .iter()
-                .map(|m| format!("--- {} ---\n{}", m.name, m.log_tail()))
-                .collect();
-            panic!(
-                "no quorum with a leader within {limit:?}\n{}",
-                logs.join("\n")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    lock_core::testing::cluster::data_dir(&base, &format!("{name}-{}", std::process::id())).unwrap()
 }
 
 /// What the workload saw.
@@ -381,7 +231,7 @@ where
     );
     tokio::time::sleep(phase).await;
     let after_follower = stats.sections() - killed_at;
-    cluster.members()[b].start();
+    cluster.members()[b].start().unwrap();
     let mut leader = wait_for_quorum(cluster, Duration::from_secs(20)).await;
     if leader == a {
         cluster.ensure_leader_is_not(a).await;

@@ -126,16 +126,17 @@ impl ZooKeeperBackend {
                         queued.remove().await;
                         return Ok(None);
                     }
-                    let mut recheck_at =
-                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
-                    if let Some(deadline) = request.deadline {
-                        recheck_at = recheck_at.min(deadline);
-                    }
                     match place {
                         Place::Behind(ahead) => {
-                            self.wait_for(&session, &dir, &ahead, recheck_at).await?;
+                            self.wait_for(&session, &dir, &ahead, request.deadline)
+                                .await?;
                         }
                         _ => {
+                            let mut recheck_at = Instant::now()
+                                + crate::backends::jitter(self.shared.config.poll_cap);
+                            if let Some(deadline) = request.deadline {
+                                recheck_at = recheck_at.min(deadline);
+                            }
                             self.wait_for_change(&session, &dir, &listing, recheck_at)
                                 .await?;
                         }

@@ -71,8 +71,10 @@
 //! # Round trips
 //! An uncontended acquire is a create and a children listing (plus a create of the lock node
 //! the first time); a release is one delete. A waiter adds a listing and an `exists` watch per
-//! wake-up. Waiters also look again on a capped, jittered timer ([`poll_cap`]), should a watch
-//! event be lost.
+//! wake-up: a release wakes only the waiter behind it. Should a watch event be lost, a waiter
+//! also checks the one node it waits for on a capped, jittered timer ([`poll_cap`]): one
+//! `exists`, whatever the queue's length (a semaphore's waiters, which watch the whole queue,
+//! list it again).
 //!
 //! A semaphore acquire adds a read of the size (one multi-read with the listing) and a
 //! `setData` marking the granted node.
@@ -183,8 +185,9 @@ impl ZooKeeperBackendBuilder {
         self
     }
 
-    /// The longest a waiter goes without looking at the queue again, in case a watch event is
-    /// lost (default 1 s).
+    /// The longest a waiter goes without checking what it waits for again, in case a watch
+    /// event is lost (default 1 s). A lock waiter checks the one node ahead of it (one `exists`);
+    /// a semaphore waiter lists the queue.
     pub fn poll_cap(mut self, cap: Duration) -> Self {
         self.config.poll_cap = cap;
         self

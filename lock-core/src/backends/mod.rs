@@ -6,6 +6,8 @@
 pub mod etcd;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod expiry;
+#[cfg(any(feature = "etcd", feature = "postgres", feature = "mysql"))]
+pub(crate) mod in_flight;
 pub(crate) mod memory;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod queue_rule;

@@ -84,6 +84,9 @@
 //!   would wait server-side but ties up one pooled connection per waiter, cannot be abandoned
 //!   cleanly when the waiting future is dropped, and has no lease expiry. A release does wake
 //!   waiters of the same backend in this process at once.
+//! - Of one backend's waiters for a key, only one polls (on either database); the others wait
+//!   for a wake-up, and the polling turn passes on when its waiter leaves. A crowd of waiters in
+//!   one process costs the database one poll per key, not one per waiter.
 //!
 //! `PostgresAdvisoryBackend` (feature `postgres`) offers PostgreSQL session advisory locks
 //! instead of the table, with their own trade-offs (see its docs).
@@ -121,7 +124,7 @@ pub use self::postgres::{PostgresBackend, PostgresLease};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
 pub(crate) use self::wait::{fence_from_i64, protocol};
-pub(crate) use self::wait::{forget_abandoned, run, to_lock_error, wait_for_grant, Attempt};
+pub(crate) use self::wait::{run, to_lock_error, wait_for_grant, Attempt};
 
 /// The default lock table.
 pub const DEFAULT_TABLE: &str = "lock_core_locks";

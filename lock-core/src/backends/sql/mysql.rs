@@ -12,10 +12,11 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 use super::waiters::WaiterHub;
 use super::{
-    forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
-    wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
+    micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error, wait_for_grant,
+    Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backends::in_flight::InFlight;
 use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "mysql";
@@ -43,6 +44,8 @@ pub struct MySqlBackend {
 struct MyShared {
     pool: MySqlPool,
     hub: WaiterHub,
+    /// Grant transactions in flight, which run to their end even if their caller goes away.
+    in_flight: InFlight,
     config: SqlConfig,
     sql: Statements,
     _stop_sweeper: DropGuard,
@@ -168,6 +171,7 @@ impl SqlBackendBuilder<MySqlBackend> {
             shared: Arc::new(MyShared {
                 pool,
                 hub: WaiterHub::default(),
+                in_flight: InFlight::default(),
                 sql: Statements::new(&config.table),
                 config,
                 _stop_sweeper: stop.clone().drop_guard(),
@@ -294,7 +298,7 @@ impl MySqlBackend {
         &self,
         lock_key: &str,
         name: &str,
-        owner: &str,
+        (token, owner): (OwnerToken, &str),
         ttl: i64,
         recheck: bool,
     ) -> Result<Attempt<MySqlLease>> {
@@ -314,54 +318,25 @@ impl MySqlBackend {
                 }
             }
         }
-        let outcome = run(BACKEND, &shared.config, "acquire", || async {
-            // Set per transaction too, for pools the backend did not open.
-            let mut tx = shared
-                .pool
-                .begin_with("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION")
-                .await?;
-            tx.execute(sqlx::query(&shared.sql.lock_counter).bind(lock_key))
-                .await?;
-            let (counter, holder, fence, left): (u64, Option<Vec<u8>>, Option<u64>, Option<i64>) =
-                sqlx::query_as(&shared.sql.read)
-                    .bind(lock_key)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            let sent = Instant::now();
-            let outcome = match (holder, fence) {
-                // A retry of our own grant whose reply was lost: the same lease again.
-                (Some(holder), Some(fence)) if holder == owner.as_bytes() => {
-                    sqlx::query(&shared.sql.extend)
-                        .bind(ttl)
-                        .bind(lock_key)
-                        .bind(owner)
-                        .execute(&mut *tx)
-                        .await?;
-                    Outcome::Granted { fence, sent }
-                }
-                (Some(_), _) if left.is_some_and(|us| us > 0) => {
-                    tx.rollback().await?;
-                    return Ok(Outcome::Busy(left));
-                }
-                _ => {
-                    sqlx::query(&shared.sql.take)
-                        .bind(lock_key)
-                        .bind(name)
-                        .bind(owner)
-                        .bind(counter)
-                        .bind(owner_host())
-                        .bind(owner_pid())
-                        .bind(ttl)
-                        .execute(&mut *tx)
-                        .await?;
-                    Outcome::Granted {
-                        fence: counter,
-                        sent,
-                    }
-                }
-            };
-            tx.commit().await?;
-            Ok(outcome)
+        // The transaction runs in a task of its own: a caller that goes away (or a response
+        // timeout) must not cut it off between `START TRANSACTION` and its end, which would
+        // hand the pooled connection on with a transaction open and its row locks held.
+        let outcome = run(BACKEND, &shared.config, "acquire", || {
+            let shared = self.shared.clone();
+            let (lock_key, name, owner) = (lock_key.to_owned(), name.to_owned(), owner.to_owned());
+            let transaction =
+                async move { grant_transaction(&shared, &lock_key, &name, &owner, ttl).await };
+            let in_flight = self.shared.in_flight.clone();
+            async move {
+                in_flight
+                    .run(token, transaction)
+                    .await
+                    .unwrap_or_else(|failed| {
+                        Err(sqlx::Error::Protocol(format!(
+                            "the grant transaction's task failed: {failed}"
+                        )))
+                    })
+            }
         })
         .await?;
         Ok(match outcome {
@@ -425,7 +400,7 @@ impl LockBackend for MySqlBackend {
             &lock_key,
             &request,
             &shared.config,
-            |recheck| self.attempt(&lock_key, name, &owner, ttl, recheck),
+            |recheck| self.attempt(&lock_key, name, (request.owner, &owner), ttl, recheck),
         )
         .await
     }
@@ -494,9 +469,8 @@ impl LockBackend for MySqlBackend {
             // Nothing of another kind is ever stored here (`acquire` refuses it).
             return Ok(false);
         }
-        let (lock_key, owner) = (storage_key(key.full()), owner.to_hex());
-        let settle = self.shared.config.response_timeout;
-        forget_abandoned(settle, || self.forget(&lock_key, &owner)).await
+        self.shared.in_flight.settled(owner).await;
+        self.forget(&storage_key(key.full()), &owner.to_hex()).await
     }
 }
 
@@ -523,6 +497,65 @@ async fn sweep_rows(shared: Arc<MyShared>) -> Result<u64> {
         .await?;
     }
     Ok(deleted)
+}
+
+/// One grant attempt's transaction: take the key if it is free (or is already ours, a retry
+/// whose reply was lost), with the next fencing token; `Busy` with the holder's time left
+/// otherwise.
+async fn grant_transaction(
+    shared: &MyShared,
+    lock_key: &str,
+    name: &str,
+    owner: &str,
+    ttl: i64,
+) -> Result<Outcome, sqlx::Error> {
+    // Set per transaction too, for pools the backend did not open.
+    let mut tx = shared
+        .pool
+        .begin_with("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION")
+        .await?;
+    tx.execute(sqlx::query(&shared.sql.lock_counter).bind(lock_key))
+        .await?;
+    let (counter, holder, fence, left): (u64, Option<Vec<u8>>, Option<u64>, Option<i64>) =
+        sqlx::query_as(&shared.sql.read)
+            .bind(lock_key)
+            .fetch_one(&mut *tx)
+            .await?;
+    let sent = Instant::now();
+    let outcome = match (holder, fence) {
+        // A retry of our own grant whose reply was lost: the same lease again.
+        (Some(holder), Some(fence)) if holder == owner.as_bytes() => {
+            sqlx::query(&shared.sql.extend)
+                .bind(ttl)
+                .bind(lock_key)
+                .bind(owner)
+                .execute(&mut *tx)
+                .await?;
+            Outcome::Granted { fence, sent }
+        }
+        (Some(_), _) if left.is_some_and(|us| us > 0) => {
+            tx.rollback().await?;
+            return Ok(Outcome::Busy(left));
+        }
+        _ => {
+            sqlx::query(&shared.sql.take)
+                .bind(lock_key)
+                .bind(name)
+                .bind(owner)
+                .bind(counter)
+                .bind(owner_host())
+                .bind(owner_pid())
+                .bind(ttl)
+                .execute(&mut *tx)
+                .await?;
+            Outcome::Granted {
+                fence: counter,
+                sent,
+            }
+        }
+    };
+    tx.commit().await?;
+    Ok(outcome)
 }
 
 async fn create_schema(pool: &MySqlPool, table: &str) -> Result<()> {

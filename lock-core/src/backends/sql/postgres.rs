@@ -11,10 +11,11 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 use super::waiters::WaiterHub;
 use super::{
-    fence_from_i64, forget_abandoned, micros, owner_host, owner_pid, remaining, run, storage_key,
-    to_lock_error, wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
+    fence_from_i64, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
+    wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backends::in_flight::InFlight;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 pub(super) const BACKEND: &str = "postgres";
@@ -51,6 +52,8 @@ pub(super) struct PgShared {
     /// For the advisory backend's own sessions.
     pub(super) options: PgConnectOptions,
     pub(super) hub: Arc<WaiterHub>,
+    /// Grant statements in flight, which run to their end even if their caller goes away.
+    in_flight: InFlight,
     pub(super) config: SqlConfig,
     pub(super) sql: Statements,
     _stop_tasks: DropGuard,
@@ -199,6 +202,7 @@ impl SqlBackendBuilder<PostgresBackend> {
                 pool,
                 options,
                 hub,
+                in_flight: InFlight::default(),
                 config,
                 sql,
                 _stop_tasks: stop.clone().drop_guard(),
@@ -333,22 +337,38 @@ impl PostgresBackend {
         &self,
         lock_key: &str,
         name: &str,
-        owner: &str,
+        (token, owner): (OwnerToken, &str),
         ttl: i64,
     ) -> Result<Attempt<PostgresLease>> {
-        let shared = &*self.shared;
-        let (sent, (fence, left)) = run(BACKEND, &shared.config, "acquire", || async {
-            let sent = Instant::now();
-            let row: (Option<i64>, Option<i64>) = sqlx::query_as(&shared.sql.acquire)
-                .bind(lock_key)
-                .bind(name)
-                .bind(owner)
-                .bind(owner_host())
-                .bind(owner_pid())
-                .bind(ttl)
-                .fetch_one(&shared.pool)
-                .await?;
-            Ok((sent, row))
+        // The statement runs in a task of its own, to its end: the clean-up after a caller that
+        // went away waits for it (`release_abandoned`), so it cannot land after the clean-up.
+        let (sent, (fence, left)) = run(BACKEND, &self.shared.config, "acquire", || {
+            let shared = self.shared.clone();
+            let (lock_key, name, owner) = (lock_key.to_owned(), name.to_owned(), owner.to_owned());
+            let statement = async move {
+                let sent = Instant::now();
+                let row: (Option<i64>, Option<i64>) = sqlx::query_as(&shared.sql.acquire)
+                    .bind(&lock_key)
+                    .bind(&name)
+                    .bind(&owner)
+                    .bind(owner_host())
+                    .bind(owner_pid())
+                    .bind(ttl)
+                    .fetch_one(&shared.pool)
+                    .await?;
+                Ok((sent, row))
+            };
+            let in_flight = self.shared.in_flight.clone();
+            async move {
+                in_flight
+                    .run(token, statement)
+                    .await
+                    .unwrap_or_else(|failed| {
+                        Err(sqlx::Error::Protocol(format!(
+                            "the grant statement's task failed: {failed}"
+                        )))
+                    })
+            }
         })
         .await?;
         let Some(fence) = fence else {
@@ -408,7 +428,7 @@ impl LockBackend for PostgresBackend {
         let ttl = micros(request.ttl);
         let shared = &*self.shared;
         wait_for_grant(&shared.hub, &lock_key, &request, &shared.config, |_| {
-            self.attempt(&lock_key, name, &owner, ttl)
+            self.attempt(&lock_key, name, (request.owner, &owner), ttl)
         })
         .await
     }
@@ -465,9 +485,8 @@ impl LockBackend for PostgresBackend {
             // Nothing of another kind is ever stored here (`acquire` refuses it).
             return Ok(false);
         }
-        let (lock_key, owner) = (storage_key(key.full()), owner.to_hex());
-        let settle = self.shared.config.response_timeout;
-        forget_abandoned(settle, || self.forget(&lock_key, &owner)).await
+        self.shared.in_flight.settled(owner).await;
+        self.forget(&storage_key(key.full()), &owner.to_hex()).await
     }
 }
 

@@ -18,8 +18,9 @@ pub(crate) enum Attempt<L> {
 }
 
 /// Tries `attempt` until it grants or `request.deadline` passes, sleeping between tries until a
-/// wake-up for `lock_key` arrives through `hub`, the holder's lease ends, or the poll interval
-/// (doubling from `poll_first` to `poll_cap`, jittered) runs out. `attempt` gets `true` for
+/// wake-up for `lock_key` arrives through `hub`; the key's one polling waiter (see
+/// `waiters.rs`) also looks again when the holder's lease ends or the poll interval (doubling
+/// from `poll_first` to `poll_cap`, jittered) runs out. `attempt` gets `true` for
 /// re-checks after a busy answer. Dropping the future unregisters the waiter.
 pub(crate) async fn wait_for_grant<L, F, Fut>(
     hub: &WaiterHub,
@@ -51,18 +52,23 @@ where
                 let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed()) else {
                     return Ok(None);
                 };
-                let mut pause = crate::backends::jitter(interval);
-                if let Some(left) = left {
-                    pause = pause.min(left + Duration::from_millis(1));
-                }
-                interval = (interval * 2).min(config.poll_cap);
-                let mut recheck_at = Instant::now() + pause;
+                // One waiter per key polls; the others wait for a wake-up or their deadline.
+                let mut recheck_at = if waiting.polls() {
+                    let mut pause = crate::backends::jitter(interval);
+                    if let Some(left) = left {
+                        pause = pause.min(left + Duration::from_millis(1));
+                    }
+                    interval = (interval * 2).min(config.poll_cap);
+                    Some(Instant::now() + pause)
+                } else {
+                    None
+                };
                 if let Some(deadline) = request.deadline {
-                    recheck_at = recheck_at.min(deadline);
+                    recheck_at = Some(recheck_at.map_or(deadline, |at| at.min(deadline)));
                 }
                 tokio::select! {
                     () = waiting.woken() => {}
-                    () = sleep_until(recheck_at) => {}
+                    () = sleep_until(recheck_at.unwrap_or_else(Instant::now)), if recheck_at.is_some() => {}
                 }
             }
         }
@@ -155,21 +161,4 @@ pub(crate) fn fence_from_i64(backend: &'static str, value: i64) -> Result<crate:
     u64::try_from(value)
         .map(crate::FencingToken::new)
         .map_err(|_| protocol(backend, format!("negative fencing token {value}")))
-}
-
-/// Frees the row an abandoned acquisition may hold, through `forget` (a statement that frees
-/// only rows under the acquisition's owner token and says whether it found one). Statements on
-/// a pool's connections are not ordered: the acquisition's own statement may still be on
-/// another connection. So when the first pass finds nothing, a second one follows after
-/// `settle` (the response timeout), by which time that statement has landed or failed.
-pub(crate) async fn forget_abandoned<F, Fut>(settle: Duration, mut forget: F) -> Result<bool>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<bool>>,
-{
-    if forget().await? {
-        return Ok(true);
-    }
-    tokio::time::sleep(settle).await;
-    forget().await
 }

@@ -138,6 +138,7 @@ impl EtcdBackendBuilder {
                 session: Session::new(client.clone(), config.session_ttl),
                 watches: Watches::start(client.clone(), config.response_timeout),
                 spares: Spares::default(),
+                in_flight: crate::backends::in_flight::InFlight::default(),
                 client,
                 endpoints: self.endpoints,
                 prefix: self.prefix,

@@ -81,7 +81,7 @@ impl EtcdBackend {
             };
             let spare = fast.filter(|(_, spare)| *spare).map(|(lease, _)| lease.id);
             let (reply, kept) =
-                tokio::join!(self.txn_under_lease(&txn), self.keep_alive_opt(spare));
+                tokio::join!(self.txn_under_lease(&txn, spec), self.keep_alive_opt(spare));
             let Some(reply) = reply? else {
                 // The session lease or the spare is gone: forget both and put again.
                 self.shared.session.lost(session).await;
@@ -164,7 +164,7 @@ impl EtcdBackend {
             ]);
             let sent = Instant::now();
             let (reply, kept) = tokio::join!(
-                self.txn_under_lease(&txn),
+                self.txn_under_lease(&txn, spec),
                 self.keep_alive_opt(spare.then_some(lease.id)),
             );
             let Some(reply) = reply? else {
@@ -249,14 +249,28 @@ impl EtcdBackend {
     }
 
     /// Runs `txn`, which puts under a lease: `None` when etcd no longer has that lease.
-    async fn txn_under_lease(&self, txn: &etcd::Txn) -> Result<Option<etcd::TxnResponse>> {
+    async fn txn_under_lease(
+        &self,
+        txn: &etcd::Txn,
+        spec: &Spec<'_, '_>,
+    ) -> Result<Option<etcd::TxnResponse>> {
+        let owner = spec.request.owner;
         self.call("acquire", |mut c| {
             let txn = txn.clone();
-            async move {
+            let in_flight = self.shared.in_flight.clone();
+            // In a task of its own, to its end: the clean-up after a caller that went away
+            // waits for it (see `release_abandoned`).
+            let sent = async move {
                 match c.txn(txn).await {
                     Err(error) if super::lease_gone(&error) => Ok(None),
                     other => other.map(Some),
                 }
+            };
+            async move {
+                in_flight
+                    .run(owner, sent)
+                    .await
+                    .unwrap_or_else(|failed| Err(etcd::Error::InvalidArgs(failed)))
             }
         })
         .await

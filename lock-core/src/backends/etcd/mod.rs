@@ -38,7 +38,8 @@
 //! backend keeps while it has waiters there (and a few seconds after), and an event wakes only
 //! the waiters it concerns. A waiter starts watching, then looks at the queue, so nothing
 //! between its look and its watch is missed; a dropped wait cancels its part of the watch.
-//! Waiters also look again on a capped, jittered timer ([`poll_cap`]) should an event be lost.
+//! Should an event be lost, waiters also check again on a capped, jittered timer ([`poll_cap`]):
+//! a waiter behind one entry reads that entry alone (count only), whatever the queue's length.
 //!
 //! # Holding: a lease per lock
 //! An admitted entry *claims*: one transaction, guarded by the entry's create revision, puts it
@@ -128,6 +129,8 @@ struct Shared {
     session: Session,
     watches: Watches,
     spares: Spares,
+    /// Entry puts in flight, which run to their end even if their caller goes away.
+    in_flight: crate::backends::in_flight::InFlight,
 }
 
 impl Drop for Shared {
@@ -303,16 +306,11 @@ impl LockBackend for EtcdBackend {
         kind: LeaseKind,
         owner: OwnerToken,
     ) -> Result<bool> {
+        // An entry put still on its way would land after the delete (HTTP/2 streams are not
+        // ordered): wait for it first.
+        self.shared.in_flight.settled(owner).await;
         let entry = keys::entry_key(&self.queue_prefix(kind, key.full()), owner);
-        let found = self.delete_quietly(entry.clone()).await;
-        let backend = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(backend.shared.config.response_timeout).await;
-            if backend.delete_quietly(entry).await {
-                tracing::debug!("a late put of an abandoned etcd acquisition was deleted");
-            }
-        });
-        Ok(found)
+        Ok(self.delete_quietly(entry).await)
     }
 
     async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
@@ -359,12 +357,20 @@ fn ttl_seconds(ttl: Duration) -> i64 {
     i64::try_from(secs.max(1)).unwrap_or(i64::MAX)
 }
 
-/// gRPC `Unavailable` (no leader, connection lost) and `DeadlineExceeded`, and transport errors.
+/// gRPC `Unavailable` (no leader, connection lost), `DeadlineExceeded`, a status made locally
+/// from a broken connection, and transport errors.
 fn is_transient(error: &etcd::Error) -> bool {
     const DEADLINE_EXCEEDED: i32 = 4;
     const UNAVAILABLE: i32 = 14;
     match error {
         etcd::Error::TransportError(_) | etcd::Error::IoError(_) => true,
+        // A status made on this side from a broken connection carries the transport error as
+        // its source (a status the server sent has none): a reset while the request was out
+        // (`Unknown`, "transport error"), or the connection closed by the HTTP/2 layer after
+        // many cancelled requests (`ResourceExhausted`, GOAWAY "too_many_internal_resets").
+        // The request may have been applied: what is sent again is written to be idempotent.
+        // Found by `cargo xtask chaos --scenario 9` and `--scenario 8`.
+        etcd::Error::GRpcStatus(status) if std::error::Error::source(status).is_some() => true,
         etcd::Error::GRpcStatus(status) => {
             matches!(i32::from(status.code()), DEADLINE_EXCEEDED | UNAVAILABLE)
         }

@@ -53,10 +53,15 @@ impl Queued {
     }
 
     /// Deletes the entry and waits for the answer (a try that failed: the next try must not
-    /// find the stale entry ahead of it).
+    /// find the stale entry ahead of it); if etcd cannot be reached, goes on trying in the
+    /// background (see [`EtcdBackend::delete_entry`]).
     pub(super) async fn remove(mut self) {
         self.armed = false;
-        self.backend.delete_quietly(self.key.clone()).await;
+        let key = std::mem::take(&mut self.key);
+        if self.backend.try_delete(&key).await.is_err() {
+            let backend = self.backend.clone();
+            tokio::spawn(async move { backend.delete_entry(key).await });
+        }
     }
 }
 
@@ -65,7 +70,7 @@ impl Drop for Queued {
         if self.armed {
             let (backend, key) = (self.backend.clone(), std::mem::take(&mut self.key));
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move { backend.delete_quietly(key).await });
+                runtime.spawn(async move { backend.delete_entry(key).await });
             }
         }
     }
@@ -153,7 +158,8 @@ impl EtcdBackend {
                             continue;
                         }
                     };
-                    self.wait(spec, &queued, watch, precise, recheck_at).await?
+                    let ahead = precise.then_some(target.as_slice());
+                    self.wait(spec, &queued, watch, ahead, recheck_at).await?
                 }
             };
             match next {
@@ -171,23 +177,42 @@ impl EtcdBackend {
         }
     }
 
-    /// Waits for `watch` or the recheck timer, then claims (the exact entry we waited for is
-    /// gone: the claim confirms the admission at its own revision) or looks again.
+    /// Waits for `watch` or the recheck timer, then claims (the exact entry we waited for,
+    /// `ahead`, is gone: the claim confirms the admission at its own revision) or looks again.
+    /// Waiting for one entry, the recheck timer (should an event be lost) checks that entry
+    /// alone, one count-only read, and waits on while it exists: a look at the whole queue
+    /// on that timer made a crowd cost etcd O(waiters²) (500 waiters: timeouts and 640 ms
+    /// handoffs, `cargo xtask chaos --scenario 10`).
     async fn wait(
         &self,
         spec: &Spec<'_, '_>,
         queued: &Queued,
         mut watch: Watch,
-        precise: bool,
-        recheck_at: Instant,
+        ahead: Option<&[u8]>,
+        mut recheck_at: Instant,
     ) -> Result<Claim> {
-        let fired = tokio::select! {
-            fired = watch.fired() => Some(fired),
-            () = sleep_until(recheck_at) => None,
+        let fired = loop {
+            let fired = tokio::select! {
+                fired = watch.fired() => Some(fired),
+                () = sleep_until(recheck_at) => None,
+            };
+            match (fired, ahead) {
+                (None, Some(ahead)) if !spec.request.deadline_passed() => {
+                    if !self.exists(ahead).await? {
+                        break Some(Fired::Event);
+                    }
+                    recheck_at =
+                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
+                    if let Some(deadline) = spec.request.deadline {
+                        recheck_at = recheck_at.min(deadline);
+                    }
+                }
+                (fired, _) => break fired,
+            }
         };
         drop(watch);
         match fired {
-            Some(Fired::Event) if precise => return self.claim(spec, queued).await,
+            Some(Fired::Event) if ahead.is_some() => return self.claim(spec, queued).await,
             Some(Fired::Interrupted) => pause(recheck_at).await,
             _ => {}
         }
@@ -195,6 +220,20 @@ impl EtcdBackend {
             Some(look) => Claim::Waits(look),
             None => Claim::Gone,
         })
+    }
+
+    /// Whether `key` exists (a count-only read).
+    async fn exists(&self, key: &[u8]) -> Result<bool> {
+        let found = self
+            .call("acquire", |mut c| {
+                let key = key.to_vec();
+                async move {
+                    c.get(key, Some(etcd_client::GetOptions::new().with_count_only()))
+                        .await
+                }
+            })
+            .await?;
+        Ok(found.count() > 0)
     }
 
     /// Keeps `lease_id` alive once: `false` when etcd no longer has it.
@@ -211,18 +250,48 @@ impl EtcdBackend {
 
     /// Deletes `key` (an entry of ours, by its owner token), logging failures.
     pub(super) async fn delete_quietly(&self, key: String) -> bool {
-        let deleted = self
-            .call("release", |mut c| {
-                let key = key.clone();
-                async move { c.delete(key, None).await }
-            })
-            .await;
-        match deleted {
-            Ok(reply) => reply.deleted() > 0,
+        match self.try_delete(&key).await {
+            Ok(found) => found,
             Err(error) => {
                 tracing::debug!(%error, "deleting an etcd queue entry failed");
                 false
             }
+        }
+    }
+
+    /// Deletes `key`; whether it was there.
+    pub(super) async fn try_delete(&self, key: &str) -> Result<bool> {
+        let deleted = self
+            .call("release", |mut c| {
+                let key = key.to_owned();
+                async move { c.delete(key, None).await }
+            })
+            .await?;
+        Ok(deleted.deleted() > 0)
+    }
+
+    /// Deletes our waiting entry `key`, trying again (every 50 ms, doubling up to 1 s) while
+    /// etcd cannot be reached. The entry lives under the session lease: a delete given up
+    /// while the server was away left an entry that the reconnected session kept alive,
+    /// holding up the lock's queue for good (found by `cargo xtask chaos --scenario 12`, a
+    /// client's only member killed and restarted). Stops once the delete goes through, the
+    /// session lease is gone (the entry went with it), or three session TTLs have passed.
+    pub(super) async fn delete_entry(&self, key: String) {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.try_delete(&key).await {
+                Ok(_) => return,
+                Err(error) => {
+                    let session_gone = !self.shared.session.is_open().await;
+                    if session_gone || started.elapsed() > self.shared.session.ttl() * 3 {
+                        tracing::debug!(%error, "deleting an etcd queue entry failed; its session's end removes it");
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 }

@@ -32,6 +32,16 @@ impl Session {
         }
     }
 
+    /// Whether a session lease is live (granted and not found lost).
+    pub(super) async fn is_open(&self) -> bool {
+        self.lease.lock().await.is_some()
+    }
+
+    /// The session lease's TTL.
+    pub(super) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     /// Forgets `lease_id` if it is the current session lease: etcd no longer has it (a put
     /// under it failed, or a keep-alive found it gone). The next [`EtcdBackend::session`]
     /// grants a new one.

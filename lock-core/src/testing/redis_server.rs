@@ -75,6 +75,12 @@ impl RedisServer {
         }
     }
 
+    /// The server's process id while it runs (to pause it with SIGSTOP, say).
+    #[must_use]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The server's URL, `redis://127.0.0.1:<port>/`.
     #[must_use]
     pub fn url(&self) -> String {

@@ -101,3 +101,54 @@ async fn faults_switch_at_run_time() {
     .await
     .expect("bounded");
 }
+
+#[tokio::test]
+async fn a_lost_reply_resets_one_connection_once() {
+    timeout(Duration::from_secs(20), async {
+        // The server counts what it received: the request is applied even though its reply
+        // is lost.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = listener.local_addr().unwrap();
+        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let seen_tx = seen_tx.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0; 1024];
+                    while let Ok(n @ 1..) = socket.read(&mut buf).await {
+                        seen_tx.send(buf[..n].to_vec()).ok();
+                        if socket.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let proxy = FaultProxy::start(upstream).await.unwrap();
+        let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(round_trip(&mut client, b"warm").await, b"warm");
+        assert_eq!(seen.recv().await.unwrap(), b"warm");
+
+        proxy.set(Direction::ToClient, Fault::LoseNextAndReset);
+        client.write_all(b"apply").await.unwrap();
+        assert_eq!(
+            seen.recv().await.unwrap(),
+            b"apply",
+            "the request reached the server"
+        );
+        let mut buf = [0; 8];
+        let read = timeout(Duration::from_secs(5), client.read(&mut buf))
+            .await
+            .unwrap();
+        assert!(
+            matches!(read, Ok(0) | Err(_)),
+            "the reply was not lost: {read:?}"
+        );
+        assert_eq!(proxy.resets(), 1);
+        assert_eq!(proxy.faults(), (Fault::Pass, Fault::Pass), "one-shot");
+        let mut retry = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(round_trip(&mut retry, b"again").await, b"again");
+    })
+    .await
+    .expect("bounded");
+}

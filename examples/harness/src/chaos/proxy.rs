@@ -1,6 +1,7 @@
 //! A TCP proxy that injects faults, per direction, switchable while connections are open:
 //! pass, delay every chunk by `d`, stall (hold the bytes, keep the connection), blackhole
-//! (swallow the bytes), or reset every connection.
+//! (swallow the bytes), reset every connection, or let one chunk reach the proxy and reset its
+//! connection instead of forwarding it (a reply lost after the server applied the request).
 //!
 //! ```
 //! use std::time::Duration;
@@ -59,6 +60,12 @@ pub enum Fault {
     Blackhole,
     /// Close every connection at once with a TCP reset; new connections are reset too.
     Reset,
+    /// Once: the next chunk arriving this way (or the bytes a [`Stall`](Self::Stall) held) is
+    /// dropped and its connection reset (both sides); then the direction is back to
+    /// [`Pass`](Self::Pass). Set on
+    /// [`ToClient`](Direction::ToClient), the request reaches the server and is applied, and
+    /// its reply never arrives.
+    LoseNextAndReset,
 }
 
 /// Which way a fault applies.
@@ -75,9 +82,10 @@ pub enum Direction {
 /// A running proxy; dropping it stops accepting and ends every connection.
 pub struct FaultProxy {
     addr: SocketAddr,
-    to_server: watch::Sender<Fault>,
-    to_client: watch::Sender<Fault>,
+    to_server: Arc<watch::Sender<Fault>>,
+    to_client: Arc<watch::Sender<Fault>>,
     connections: Arc<AtomicU64>,
+    resets: Arc<AtomicU64>,
     accept: JoinHandle<()>,
 }
 
@@ -92,14 +100,18 @@ impl FaultProxy {
     pub async fn start(upstream: SocketAddr) -> io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let (to_server, _) = watch::channel(Fault::Pass);
-        let (to_client, _) = watch::channel(Fault::Pass);
+        let to_server = Arc::new(watch::channel(Fault::Pass).0);
+        let to_client = Arc::new(watch::channel(Fault::Pass).0);
         let connections = Arc::new(AtomicU64::new(0));
+        let resets = Arc::new(AtomicU64::new(0));
         let accept = tokio::spawn(accept_loop(
             listener,
             upstream,
-            to_server.clone(),
-            to_client.clone(),
+            Faults {
+                to_server: to_server.clone(),
+                to_client: to_client.clone(),
+                resets: resets.clone(),
+            },
             connections.clone(),
         ));
         Ok(Self {
@@ -107,6 +119,7 @@ impl FaultProxy {
             to_server,
             to_client,
             connections,
+            resets,
             accept,
         })
     }
@@ -138,13 +151,26 @@ impl FaultProxy {
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)
     }
+
+    /// Connections reset so far (by [`Fault::Reset`] or [`Fault::LoseNextAndReset`]).
+    #[must_use]
+    pub fn resets(&self) -> u64 {
+        self.resets.load(Ordering::Relaxed)
+    }
+}
+
+/// The faults of both directions, shared by every connection, and the reset count.
+#[derive(Clone)]
+struct Faults {
+    to_server: Arc<watch::Sender<Fault>>,
+    to_client: Arc<watch::Sender<Fault>>,
+    resets: Arc<AtomicU64>,
 }
 
 async fn accept_loop(
     listener: TcpListener,
     upstream: SocketAddr,
-    to_server: watch::Sender<Fault>,
-    to_client: watch::Sender<Fault>,
+    faults: Faults,
     connections: Arc<AtomicU64>,
 ) {
     loop {
@@ -152,58 +178,77 @@ async fn accept_loop(
             continue;
         };
         connections.fetch_add(1, Ordering::Relaxed);
-        let (to_server, to_client) = (to_server.subscribe(), to_client.subscribe());
+        let faults = faults.clone();
         tokio::spawn(async move {
-            if *to_server.borrow() == Fault::Reset || *to_client.borrow() == Fault::Reset {
-                reset(client);
-                return;
-            }
-            let Ok(server) = TcpStream::connect(upstream).await else {
+            let refused = [&faults.to_server, &faults.to_client]
+                .iter()
+                .any(|f| *f.borrow() == Fault::Reset);
+            let server = if refused {
+                None
+            } else {
+                TcpStream::connect(upstream).await.ok()
+            };
+            let Some(server) = server else {
+                faults.resets.fetch_add(1, Ordering::Relaxed);
                 reset(client);
                 return;
             };
             // Small writes (one command, one reply) go out at once; a failure only costs latency.
             client.set_nodelay(true).ok();
             server.set_nodelay(true).ok();
-            let (client_read, client_write) = client.into_split();
-            let (server_read, server_write) = server.into_split();
+            let (mut client_read, mut client_write) = client.into_split();
+            let (mut server_read, mut server_write) = server.into_split();
             // Either pump ending (EOF, error, reset) ends the connection both ways.
-            let outcome = tokio::select! {
-                end = pump(client_read, server_write, to_server.clone(), to_client.clone()) => end,
-                end = pump(server_read, client_write, to_client, to_server) => end,
+            let end = tokio::select! {
+                end = pump(&mut client_read, &mut server_write, &faults.to_server, &faults.to_client) => end,
+                end = pump(&mut server_read, &mut client_write, &faults.to_client, &faults.to_server) => end,
             };
-            if let (Some(reader), Some(writer)) = outcome {
-                if let Ok(stream) = reader.reunite(writer) {
-                    reset(stream);
+            if end == End::Reset {
+                faults.resets.fetch_add(1, Ordering::Relaxed);
+                for (read, write) in [(client_read, client_write), (server_read, server_write)] {
+                    if let Ok(stream) = read.reunite(write) {
+                        reset(stream);
+                    }
                 }
             }
         });
     }
 }
 
-/// How a pump ended: with the halves to reset when the fault was a reset.
-type PumpEnd = (Option<OwnedReadHalf>, Option<OwnedWriteHalf>);
+/// How a pump ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// EOF or an error: the connection closes.
+    Closed,
+    /// A reset fault: both sides get a TCP reset.
+    Reset,
+}
 
 /// Copies `from` to `to` under `fault`; `other` is the opposite direction's fault (a reset there
 /// ends this pump too).
 async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    mut fault: watch::Receiver<Fault>,
-    mut other: watch::Receiver<Fault>,
-) -> PumpEnd {
+    from: &mut OwnedReadHalf,
+    to: &mut OwnedWriteHalf,
+    fault_of: &watch::Sender<Fault>,
+    other_of: &watch::Sender<Fault>,
+) -> End {
+    let (mut fault, mut other) = (fault_of.subscribe(), other_of.subscribe());
     let mut held: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     let mut buf = vec![0u8; 16 * 1024];
     let mut open = true;
     loop {
         let now_fault = *fault.borrow_and_update();
         if now_fault == Fault::Reset || *other.borrow_and_update() == Fault::Reset {
-            return (Some(from), Some(to));
+            return End::Reset;
+        }
+        // Bytes held by a stall, when the fault turns to a lost reply: lost, and reset.
+        if now_fault == Fault::LoseNextAndReset && !held.is_empty() && take_one_shot(fault_of) {
+            return End::Reset;
         }
         // Send what is due.
         while let Some((due, _)) = held.front() {
             let release = match now_fault {
-                Fault::Pass => true,
+                Fault::Pass | Fault::LoseNextAndReset => true,
                 Fault::Delay(_) => *due <= Instant::now(),
                 Fault::Stall | Fault::Blackhole | Fault::Reset => false,
             };
@@ -212,13 +257,13 @@ async fn pump(
             }
             let (_, chunk) = held.pop_front().expect("front exists");
             if to.write_all(&chunk).await.is_err() {
-                return (None, None);
+                return End::Closed;
             }
         }
         if !open && held.is_empty() {
             // The peer may be gone already; the connection ends either way.
             to.shutdown().await.ok();
-            return (None, None);
+            return End::Closed;
         }
         let next_due = match now_fault {
             Fault::Delay(_) => held.front().map(|(due, _)| *due),
@@ -230,15 +275,31 @@ async fn pump(
                 Ok(0) | Err(_) => open = false,
                 Ok(n) => match now_fault {
                     Fault::Blackhole => {}
+                    // Only the first connection to see a chunk takes the one-shot fault.
+                    Fault::LoseNextAndReset if take_one_shot(fault_of) => {
+                        return End::Reset;
+                    }
                     Fault::Delay(d) => held.push_back((Instant::now() + d, buf[..n].to_vec())),
                     _ => held.push_back((Instant::now(), buf[..n].to_vec())),
                 },
             },
             () = sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {}
-            changed = fault.changed() => if changed.is_err() { return (None, None) },
-            changed = other.changed() => if changed.is_err() { return (None, None) },
+            changed = fault.changed() => if changed.is_err() { return End::Closed },
+            changed = other.changed() => if changed.is_err() { return End::Closed },
         }
     }
+}
+
+/// Takes the one-shot [`Fault::LoseNextAndReset`] (back to pass): true for the one connection
+/// that got it first.
+fn take_one_shot(fault: &watch::Sender<Fault>) -> bool {
+    fault.send_if_modified(|f| {
+        let mine = *f == Fault::LoseNextAndReset;
+        if mine {
+            *f = Fault::Pass;
+        }
+        mine
+    })
 }
 
 /// Closes `stream` with a reset (linger 0) instead of an orderly FIN.

@@ -93,7 +93,10 @@ Commands:
                                 processes lock through each backend and write
                                 through a fenced resource; faults: SIGSTOP,
                                 SIGKILL, a fault proxy, early expiry, Redis
-                                restart. One table (scenario x backend: ops,
+                                restart, a paused server, a starved runtime,
+                                dropped acquires, 1,000 waiters, cluster
+                                members killed (13 scenarios). One table
+                                (scenario x backend: ops,
                                 faults, stale writes accepted, overlaps,
                                 latency p50/p99, verdict); exits 1 on any
                                 violation. `--short`: 1 round on Redis and

@@ -6,7 +6,7 @@ use lock_core::testing::{free_port, unique, RedisServer};
 use lock_harness::chaos::report::{table, Outcome, Row};
 use lock_harness::chaos::scenarios::{Chaos, Settings, CATALOGUE};
 use lock_harness::chaos::target::Target;
-use lock_harness::chaos::worker;
+use lock_harness::chaos::{starve, worker};
 use lock_harness::{
     etcd_url, mysql_url, postgres_url, redis_url, usage_error, zookeeper_url, BackendKind, Flags,
 };
@@ -21,6 +21,7 @@ const FLAGS: &[&str] = &[
     "unsafe-no-fence",
     "unsafe-ignore-lost",
     "unsafe-long-lease",
+    "unsafe-poll",
     "help",
 ];
 
@@ -28,29 +29,35 @@ const HELP: &str = "\
 chaos: the fault catalogue (issue 15) run against the lock backends. Each scenario starts
 worker processes (this program, `chaos worker ...`) that lock through the backend and write
 through a fenced resource (a RedisFencedStore value on the stack's Redis) with their guard's
-fencing token; faults are SIGSTOP/SIGCONT, SIGKILL, a fault proxy (blackhole/stall) between a
-worker and its server, an early expiry from outside, and a restart of the run's own Redis.
-Verdicts come from the resource's counters and the workers' events, never from the library's
-own view. Ends with one table; exits 1 on any violation.
+fencing token. Faults: SIGSTOP/SIGCONT and SIGKILL of workers and of the lock server, a fault
+proxy (delay, stall, blackhole, lost reply) between a worker and its server, an early expiry
+from outside, a restart of the run's own Redis, a starved runtime with both cores busy, acquire
+futures dropped at random points, a crowd of 1,000 waiters, and cluster members killed.
+Verdicts come from the resource's counters, the workers' events and the servers' own counters,
+never from the library's own view. Ends with one table; exits 1 on any violation.
 
 Usage: chaos [--backend B|all] [--scenario N|all] [--short] [--rounds N] [--ttl-ms T]
-             [--unsafe-no-fence] [--unsafe-ignore-lost] [--unsafe-long-lease]
+             [--unsafe-no-fence] [--unsafe-ignore-lost] [--unsafe-long-lease] [--unsafe-poll]
 
   --backend B           redis, zookeeper, etcd, postgres, mysql, a comma list, or all (default)
-  --scenario N          a catalogue number, a comma list, or all (default)
-  --short               1 round, Redis and ZooKeeper only (unless --backend says otherwise):
-                        what `cargo xtask ci` runs
+  --scenario N          a catalogue number (1..=13), a comma list, or all (default)
+  --short               1 round, smaller sizes (1,000 drops, 200 waiters), Redis and ZooKeeper
+                        only (unless --backend says otherwise): what `cargo xtask ci` runs
   --rounds N            rounds per scenario and backend (default 3)
   --ttl-ms T            the lease every holder takes (default 2000)
   --redis-url URL       the resource's Redis (default LOCK_TEST_REDIS_URL)
   --unsafe-no-fence     workers write without the fencing check (shows stale writes get in)
   --unsafe-ignore-lost  faulted holders keep writing for 3 x TTL after lost()
-  --unsafe-long-lease   scenario 7's killed holder takes a 10x lease
+  --unsafe-long-lease   the killed holder (7) takes a 10x lease; grants are abandoned with a
+                        10x lease (8, 9)
+  --unsafe-poll         the crowd's waiters (10) poll instead of waiting for wake-ups
 
-Scenarios built: 1 holder paused past its lease, 7 client killed while holding, 13 key expired
-early on the server, 5 client-server partition (blackhole/stall) past the lease, 4 write
-delayed past the lease, 6 Redis killed and restarted without persistence, 3 acquire reply
-delayed past the lease. Not built: 2, 8, 9, 10, 11, 12 (listed as such in the table).
+Scenarios: 1 holder paused past its lease, 2 lock server paused past the lease, 3 acquire
+reply delayed past the lease, 4 write delayed past the lease, 5 client-server partition
+(blackhole/stall), 6 Redis killed and restarted without persistence, 7 client killed while
+holding, 8 acquire futures dropped at random points, 9 acquire applied but its reply lost,
+10 1,000 waiters on one key, 11 watchdog starved, 12 cluster member and leader killed
+(ZooKeeper, etcd: clusters of the run's own), 13 key expired early on the server.
 The lock Redis is a redis-server of the run's own (needs redis-server on PATH); ZooKeeper,
 etcd, PostgreSQL and MySQL are the stack's (LOCK_TEST_*_URL, as `cargo xtask stack up` sets).
 ";
@@ -62,6 +69,14 @@ async fn main() {
         args.next();
         let flags = Flags::parse(args, worker::FLAGS).unwrap_or_else(|e| usage_error(&e));
         std::process::exit(worker::run(&flags).await);
+    }
+    if args.peek().map(String::as_str) == Some("hog") {
+        args.next();
+        let ms = args.next().and_then(|ms| ms.parse().ok()).unwrap_or(1000);
+        tokio::task::spawn_blocking(move || starve::hog(ms))
+            .await
+            .ok();
+        return;
     }
     let flags = Flags::parse(args, FLAGS).unwrap_or_else(|e| usage_error(&e));
     if flags.get("help").is_some() {
@@ -79,6 +94,8 @@ async fn main() {
         unsafe_no_fence: flags.get("unsafe-no-fence").is_some(),
         unsafe_ignore_lost: flags.get("unsafe-ignore-lost").is_some(),
         unsafe_long_lease: flags.get("unsafe-long-lease").is_some(),
+        unsafe_poll: flags.get("unsafe-poll").is_some(),
+        short,
     };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/chaos")
@@ -92,8 +109,17 @@ async fn main() {
         redis: std::sync::Mutex::new(redis),
         run: unique("run").replace('-', ""),
     };
+    let unsafe_switches: Vec<&str> = [
+        (settings.unsafe_no_fence, "no fence"),
+        (settings.unsafe_ignore_lost, "lost() ignored"),
+        (settings.unsafe_long_lease, "long lease"),
+        (settings.unsafe_poll, "polling waiters"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
     println!(
-        "chaos: scenarios {scenarios:?} on {} ({} round(s), lease {:?}{}{}{})",
+        "chaos: scenarios {scenarios:?} on {} ({} round(s), lease {:?}{})",
         backends
             .iter()
             .map(|b| b.name())
@@ -101,21 +127,11 @@ async fn main() {
             .join(", "),
         settings.rounds,
         settings.ttl,
-        if settings.unsafe_no_fence {
-            ", UNSAFE: no fence"
+        if unsafe_switches.is_empty() {
+            String::new()
         } else {
-            ""
-        },
-        if settings.unsafe_ignore_lost {
-            ", UNSAFE: lost() ignored"
-        } else {
-            ""
-        },
-        if settings.unsafe_long_lease {
-            ", UNSAFE: long lease"
-        } else {
-            ""
-        },
+            format!(", UNSAFE: {}", unsafe_switches.join(", "))
+        }
     );
     let started = Instant::now();
     let mut rows = Vec::new();

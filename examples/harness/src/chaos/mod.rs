@@ -7,18 +7,33 @@
 //!   on the stack's Redis, with overlap and stale-write counters beside it).
 //! - [`worker`]: a lock client in a process of its own (`chaos worker ...`), to pause with
 //!   SIGSTOP and kill with SIGKILL; [`process`] is the coordinator's handle on one.
-//! - [`target`]: the lock server per backend, reached straight or through a proxy.
+//! - [`drops`], [`crowd`], [`starve`]: what a worker runs in scenarios 8, 10 and 11 (acquires
+//!   dropped at random points, a crowd of waiters on one key, a starved runtime).
+//! - [`target`]: the lock server per backend, reached straight or through a proxy, and the
+//!   operator's hand on it; [`server_process`]: its processes, paused in scenario 2.
 //! - [`scenarios`]: the catalogue; [`report`]: the table.
 
 #[cfg(feature = "servers")]
+pub mod cluster_workload;
+#[cfg(feature = "servers")]
+pub mod crowd;
+#[cfg(feature = "servers")]
+pub mod drops;
+#[cfg(feature = "servers")]
 pub mod process;
 pub mod proxy;
+#[cfg(feature = "servers")]
+pub mod random;
 #[cfg(feature = "servers")]
 pub mod report;
 #[cfg(feature = "servers")]
 pub mod resource;
 #[cfg(feature = "servers")]
 pub mod scenarios;
+#[cfg(feature = "servers")]
+pub mod server_process;
+#[cfg(feature = "servers")]
+pub mod starve;
 #[cfg(feature = "servers")]
 pub mod target;
 #[cfg(feature = "servers")]

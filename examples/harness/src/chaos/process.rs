@@ -32,8 +32,17 @@ pub struct Worker {
 impl Worker {
     /// Starts `exe worker <args>`, labelled `label` in messages.
     pub fn spawn(exe: &Path, label: &str, args: &[String]) -> Result<Self, String> {
+        Self::start(exe, "worker", label, args)
+    }
+
+    /// Starts `exe <subcommand> <args>` (`hog`, say), labelled with the subcommand.
+    pub fn spawn_command(exe: &Path, subcommand: &str, args: &[String]) -> Result<Self, String> {
+        Self::start(exe, subcommand, subcommand, args)
+    }
+
+    fn start(exe: &Path, subcommand: &str, label: &str, args: &[String]) -> Result<Self, String> {
         let mut child = Command::new(exe)
-            .arg("worker")
+            .arg(subcommand)
             .args(args)
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -105,6 +114,16 @@ impl Worker {
             self.seen.push(event);
         }
         self.seen.iter().find(|e| e.name == name).cloned()
+    }
+
+    /// Every event called `name` that has arrived so far.
+    pub fn all(&mut self, name: &str) -> Vec<Event> {
+        self.seen(name);
+        self.seen
+            .iter()
+            .filter(|e| e.name == name)
+            .cloned()
+            .collect()
     }
 
     fn errors(&self) -> String {

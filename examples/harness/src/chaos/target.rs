@@ -154,6 +154,84 @@ impl Target {
         }
     }
 
+    /// The server's count of requests it has handled so far, for commands per handoff
+    /// (scenario 10): Redis `total_commands_processed`, ZooKeeper's `Received` packets (`srvr`),
+    /// etcd's gRPC messages received (`/metrics`), PostgreSQL's transactions of the database,
+    /// MySQL's `Questions`. Each counts this call's own request too (one or two).
+    pub async fn commands(&self) -> Result<u64, String> {
+        match self.kind {
+            BackendKind::Redis => {
+                let mut c = self.redis().await?;
+                let info: String = redis::cmd("INFO")
+                    .arg("stats")
+                    .query_async(&mut c)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                field(&info, "total_commands_processed:")
+            }
+            BackendKind::Zookeeper => {
+                let reply = self.plain_request(b"srvr").await?;
+                field(&reply, "Received:")
+            }
+            BackendKind::Etcd => {
+                let request = "GET /metrics HTTP/1.0\r\n\r\n";
+                let reply = self.plain_request(request.as_bytes()).await?;
+                let total: f64 = reply
+                    .lines()
+                    .filter(|l| l.starts_with("grpc_server_msg_received_total"))
+                    .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                    .sum();
+                Ok(total as u64)
+            }
+            BackendKind::Postgres => {
+                use sqlx::Connection;
+                let mut c = sqlx::PgConnection::connect(&self.url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let (n,): (i64,) = sqlx::query_as(
+                    "SELECT (xact_commit + xact_rollback)::bigint FROM pg_stat_database \
+                     WHERE datname = current_database()",
+                )
+                .fetch_one(&mut c)
+                .await
+                .map_err(|e| e.to_string())?;
+                c.close().await.ok();
+                Ok(n as u64)
+            }
+            BackendKind::Mysql => {
+                use sqlx::Connection;
+                let mut c = sqlx::MySqlConnection::connect(&self.url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let (_, n): (String, String) =
+                    sqlx::query_as("SHOW GLOBAL STATUS LIKE 'Questions'")
+                        .fetch_one(&mut c)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                c.close().await.ok();
+                n.parse().map_err(|_| format!("Questions: {n:?}"))
+            }
+            BackendKind::Memory => Err("no server to count on memory".into()),
+        }
+    }
+
+    /// Sends `request` over a fresh TCP connection to the server and reads to EOF.
+    async fn plain_request(&self, request: &[u8]) -> Result<String, String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.upstream()?;
+        let exchange = async {
+            let mut stream = tokio::net::TcpStream::connect(addr).await?;
+            stream.write_all(request).await?;
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).await?;
+            std::io::Result::Ok(reply)
+        };
+        tokio::time::timeout(Duration::from_secs(5), exchange)
+            .await
+            .map_err(|_| format!("{addr}: no reply within 5 s"))?
+            .map_err(|e| format!("{addr}: {e}"))
+    }
+
     async fn redis(&self) -> Result<redis::aio::MultiplexedConnection, String> {
         redis::Client::open(self.url.as_str())
             .map_err(|e| e.to_string())?
@@ -178,6 +256,13 @@ impl Target {
             .await
             .map_err(|e| e.to_string())
     }
+}
+
+/// The number after `name` on its line of `text`.
+fn field(text: &str, name: &str) -> Result<u64, String> {
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix(name)?.trim().parse().ok())
+        .ok_or_else(|| format!("no {name} in the server's answer"))
 }
 
 #[cfg(test)]

@@ -3,7 +3,11 @@
 //! sections through the fenced [`Resource`] with its guard's fencing token, and prints one
 //! line per event on stdout: `EV <name> <wall-clock µs> [fields...]` (`ready`, `acquired
 //! <fence>`, `lost <reason>`, `late-write <accepted|refused|stale>`, `acquire-result ...`,
-//! `released <true|false|error>`, `done`, `error <message>`).
+//! `starve-start`, `starve-end`, `last-write <µs>`, `released <true|false|error>`, `done`,
+//! `error <message>`).
+//!
+//! Scenarios 8 and 10 run a workload of their own instead (`--drop-acquires`, `--waiters`: see
+//! [`drops`](super::drops) and [`crowd`](super::crowd)).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +35,15 @@ pub const FLAGS: &[&str] = &[
     "acquire-only",
     "start-delay-ms",
     "response-timeout-ms",
+    "stay-ms",
+    "abandon",
+    "starve-after-ms",
+    "starve-ms",
+    "drop-acquires",
+    "waiters",
+    "clients",
+    "hold-us",
+    "unsafe-poll",
 ];
 
 /// Wall-clock µs since the epoch: the one clock the coordinator and every worker share (one
@@ -42,14 +55,16 @@ pub fn wall_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-fn event(name: &str, fields: &str) {
+/// Prints one event line.
+pub(super) fn event(name: &str, fields: &str) {
     // Rust's stdout is line-buffered: each event leaves at once, even into a pipe.
     println!("EV {name} {} {fields}", wall_us());
 }
 
 /// The lock client of `kind` on `url`, under the namespace `chaos`. ZooKeeper's session
-/// timeout is set to `ttl`, so that a holder that stops answering loses the lock after about
-/// one lease there as on the lease-based backends. `response` is how long one command may
+/// timeout and etcd's session TTL (what keeps waiting entries) are set to `ttl`, so that a
+/// client that stops answering leaves the queue after about one lease there as on the
+/// lease-based backends. `response` is how long one command may
 /// take (the backends' default, 2 s, when `None`).
 pub async fn connect(
     kind: BackendKind,
@@ -75,6 +90,7 @@ pub async fn connect(
         BackendKind::Etcd => LockClient::builder(
             lock_core::EtcdBackend::builder(url)
                 .response_timeout(response)
+                .session_ttl(ttl)
                 .connect()
                 .await?,
         ),
@@ -104,6 +120,9 @@ struct Plan {
     give_up: Duration,
     fixed: bool,
     fenced: bool,
+    /// `--starve-after-ms` and `--starve-ms`: when, into the hold, the runtime is blocked, and
+    /// for how long (scenario 11).
+    starve: Option<(Duration, Duration)>,
 }
 
 /// Runs the worker with the flags after `worker`; returns the exit code.
@@ -120,6 +139,7 @@ pub async fn run(flags: &Flags) -> i32 {
         give_up: ms("give-up-ms", 30_000),
         fixed: flags.get("fixed").is_some(),
         fenced: flags.get("no-fence").is_none(),
+        starve: optional_ms("starve-ms").map(|d| (ms("starve-after-ms", 0), d)),
     };
     let kind = flags.backend_or_exit();
     let required = |name: &str| {
@@ -132,6 +152,33 @@ pub async fn run(flags: &Flags) -> i32 {
     let response = flags
         .get("response-timeout-ms")
         .map(|_| ms("response-timeout-ms", 0));
+    if let Some(count) = flags
+        .get("drop-acquires")
+        .map(|_| flags.number_or_exit("drop-acquires", 0))
+    {
+        return super::drops::run(
+            kind,
+            &url,
+            &round,
+            plan.ttl,
+            count,
+            flags.get("abandon").is_some(),
+        )
+        .await;
+    }
+    if let Some(waiters) = flags
+        .get("waiters")
+        .map(|_| flags.number_or_exit("waiters", 0))
+    {
+        let crowd = super::crowd::Crowd {
+            waiters: waiters as usize,
+            clients: flags.number_or_exit("clients", 10).max(1) as usize,
+            hold: Duration::from_micros(flags.number_or_exit("hold-us", 500)),
+            ttl: plan.ttl,
+            poll: flags.get("unsafe-poll").is_some(),
+        };
+        return super::crowd::run(kind, &url, &round, &crowd, ms("start-delay-ms", 0)).await;
+    }
     let locks = match connect(kind, &url, plan.ttl, response).await {
         Ok(locks) => locks,
         Err(e) => {
@@ -154,7 +201,12 @@ pub async fn run(flags: &Flags) -> i32 {
     };
     if flags.get("acquire-only").is_some() {
         sleep(ms("start-delay-ms", 0)).await;
-        return acquire_once(&locks, &round, mode).await;
+        let abandon = flags.get("abandon").is_some();
+        let code = acquire_once(&locks, &round, mode, abandon).await;
+        // Stay connected (a session-bound backend keeps what this process left behind).
+        sleep(ms("stay-ms", 0)).await;
+        event("exit", "");
+        return code;
     }
     let Some(guard) = acquire(&locks, &round, mode, &plan).await else {
         event("gave-up", "");
@@ -190,7 +242,17 @@ pub async fn run(flags: &Flags) -> i32 {
 async fn hold(resource: &Resource, guard: &LockGuard, plan: &Plan, value: &str) {
     let started = Instant::now();
     let mut lost_at: Option<Instant> = None;
+    let mut last_write = None;
+    let mut starve = plan.starve;
     loop {
+        if let Some((after, length)) = starve {
+            if started.elapsed() >= after {
+                starve = None;
+                event("starve-start", "");
+                super::starve::block_runtime(length).await;
+                event("starve-end", "");
+            }
+        }
         if guard.is_lost() {
             let Some(linger) = plan.linger else { break };
             if lost_at.get_or_insert_with(Instant::now).elapsed() >= linger {
@@ -200,8 +262,12 @@ async fn hold(resource: &Resource, guard: &LockGuard, plan: &Plan, value: &str) 
         if plan.hold.is_some_and(|hold| started.elapsed() >= hold) {
             break;
         }
+        last_write = Some(wall_us());
         critical_section(resource, guard, plan, value).await;
         sleep(plan.period).await;
+    }
+    if let Some(at) = last_write {
+        event("last-write", &at.to_string());
     }
 }
 
@@ -253,8 +319,11 @@ async fn acquire(locks: &LockClient, key: &str, mode: LeaseMode, plan: &Plan) ->
 }
 
 /// One `try_acquire`: `acquire-result none`, `acquire-result error <e>`, or
-/// `acquire-result granted <remaining ms> <lost>`; a grant is then released.
-async fn acquire_once(locks: &LockClient, key: &str, mode: LeaseMode) -> i32 {
+/// `acquire-result granted <remaining ms> <lost> <fence>`; a grant is then released, or, with
+/// `abandon` (`--unsafe-long-lease` in scenario 9), forgotten as a client that lost track of
+/// it would.
+async fn acquire_once(locks: &LockClient, key: &str, mode: LeaseMode, abandon: bool) -> i32 {
+    event("acquiring", "");
     match locks.lock(key).lease(mode).try_acquire().await {
         Ok(None) => event("acquire-result", "none"),
         Err(e) => event("acquire-result", &format!("error {}", e.with_causes())),
@@ -268,11 +337,16 @@ async fn acquire_once(locks: &LockClient, key: &str, mode: LeaseMode) -> i32 {
                     guard.fencing_token().get()
                 ),
             );
-            let released = guard
-                .release()
-                .await
-                .map_or_else(|_| "error".to_owned(), |b| b.to_string());
-            event("released", &released);
+            if abandon {
+                guard.abandon();
+                event("released", "abandoned");
+            } else {
+                let released = guard
+                    .release()
+                    .await
+                    .map_or_else(|_| "error".to_owned(), |b| b.to_string());
+                event("released", &released);
+            }
         }
     }
     event("done", "");

@@ -5,13 +5,19 @@
 //! Every round uses a lock key and a resource value of its own, so fencing tokens of one
 //! round never meet another's.
 
+mod crowd;
 mod delayed_reply;
+mod dropped;
 mod expiry;
 mod kill;
 mod late_write;
+mod lost_reply;
+mod member_kill;
 mod partition;
 mod pause;
 mod restart;
+mod server_paused;
+mod starved;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,12 +39,12 @@ pub const CATALOGUE: &[(u32, &str, bool)] = &[
     (3, "reply delayed", true),
     (4, "write delayed", true),
     (6, "redis restarted", true),
-    (9, "reply lost", false),
-    (2, "server paused", false),
-    (8, "acquire dropped", false),
-    (10, "1000 waiters", false),
-    (11, "watchdog starved", false),
-    (12, "member killed", false),
+    (9, "reply lost", true),
+    (2, "server paused", true),
+    (8, "acquires dropped", true),
+    (10, "1000 waiters", true),
+    (11, "watchdog starved", true),
+    (12, "member killed", true),
 ];
 
 /// How a run is set up.
@@ -48,12 +54,17 @@ pub struct Settings {
     pub ttl: Duration,
     /// Rounds per scenario and backend.
     pub rounds: u32,
+    /// `--short`: the smaller sizes of scenarios 8 and 10 (1,000 drops, 200 waiters).
+    pub short: bool,
     /// `--unsafe-no-fence`: workers write without the fencing check.
     pub unsafe_no_fence: bool,
     /// `--unsafe-ignore-lost`: faulted holders keep writing for 3 × TTL after `lost()`.
     pub unsafe_ignore_lost: bool,
-    /// `--unsafe-long-lease`: the holder killed in scenario 7 takes a 10× lease.
+    /// `--unsafe-long-lease`: the holder killed in scenario 7 takes a 10× lease; in scenarios 8
+    /// and 9 grants are abandoned (not released) with a 10× lease.
     pub unsafe_long_lease: bool,
+    /// `--unsafe-poll`: scenario 10's waiters poll instead of waiting for wake-ups.
+    pub unsafe_poll: bool,
 }
 
 /// Everything the scenarios share: settings, the worker binary, the resource's Redis, the
@@ -85,6 +96,7 @@ impl Chaos {
         }
         let measured = match scenario {
             1 => pause::run(self, target).await,
+            2 => server_paused::run(self, target).await,
             3 => delayed_reply::run(self, target).await,
             4 => late_write::run(self, target).await,
             5 => partition::run(self, target).await,
@@ -95,12 +107,22 @@ impl Chaos {
             }
             6 => restart::run(self, target).await,
             7 => kill::run(self, target).await,
+            8 => dropped::run(self, target).await,
+            9 => lost_reply::run(self, target).await,
+            10 => crowd::run(self, target).await,
+            11 => starved::run(self, target).await,
             13 if !target.can_expire_early() => {
                 return Outcome::NotApplicable(
                     "no outside expiry built for the SQL lock tables".into(),
                 )
             }
             13 => expiry::run(self, target).await,
+            12 if !matches!(target.kind, BackendKind::Zookeeper | BackendKind::Etcd) => {
+                return Outcome::NotApplicable(
+                    "no cluster of this server is run (ZooKeeper and etcd only)".into(),
+                )
+            }
+            12 => member_kill::run(self, target).await,
             _ => return Outcome::NotBuilt,
         };
         Outcome::Ran(measured)

@@ -180,7 +180,7 @@ impl EtcdBackend {
     /// Waits for `watch` or the recheck timer, then claims (the exact entry we waited for,
     /// `ahead`, is gone: the claim confirms the admission at its own revision) or looks again.
     /// Waiting for one entry, the recheck timer (should an event be lost) checks that entry
-    /// alone, one count-only read, and waits on while it exists: a look at the whole queue
+    /// and our own, one request of two count-only reads, and waits on while both exist: a look at the whole queue
     /// on that timer made a crowd cost etcd O(waiters²) (500 waiters: timeouts and 640 ms
     /// handoffs, `cargo xtask chaos --scenario 10`).
     async fn wait(
@@ -198,7 +198,13 @@ impl EtcdBackend {
             };
             match (fired, ahead) {
                 (None, Some(ahead)) if !spec.request.deadline_passed() => {
-                    if !self.exists(ahead).await? {
+                    let (ahead_there, ours_there) = self.both_exist(ahead, &queued.key).await?;
+                    if !ours_there {
+                        // Deleted behind our back (its session lease gone): the look finds
+                        // it gone, and the caller queues again.
+                        break None;
+                    }
+                    if !ahead_there {
                         break Some(Fired::Event);
                     }
                     recheck_at =
@@ -222,18 +228,28 @@ impl EtcdBackend {
         })
     }
 
-    /// Whether `key` exists (a count-only read).
-    async fn exists(&self, key: &[u8]) -> Result<bool> {
-        let found = self
+    /// Whether `ahead` and `ours` exist (two count-only reads in one request).
+    async fn both_exist(&self, ahead: &[u8], ours: &str) -> Result<(bool, bool)> {
+        let count_only = || Some(etcd_client::GetOptions::new().with_count_only());
+        let txn = etcd_client::Txn::new().and_then([
+            etcd_client::TxnOp::get(ahead.to_vec(), count_only()),
+            etcd_client::TxnOp::get(ours, count_only()),
+        ]);
+        let reply = self
             .call("acquire", |mut c| {
-                let key = key.to_vec();
-                async move {
-                    c.get(key, Some(etcd_client::GetOptions::new().with_count_only()))
-                        .await
-                }
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
             })
             .await?;
-        Ok(found.count() > 0)
+        let counts: Vec<bool> = reply
+            .op_responses()
+            .into_iter()
+            .map(|op| match op {
+                etcd_client::TxnOpResponse::Get(get) => get.count() > 0,
+                _ => false,
+            })
+            .collect();
+        Ok((counts.first() == Some(&true), counts.get(1) == Some(&true)))
     }
 
     /// Keeps `lease_id` alive once: `false` when etcd no longer has it.

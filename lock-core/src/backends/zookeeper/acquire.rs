@@ -128,7 +128,8 @@ impl ZooKeeperBackend {
                     }
                     match place {
                         Place::Behind(ahead) => {
-                            self.wait_for(&session, &dir, &ahead, request.deadline)
+                            let ours = queued.node.name.as_str();
+                            self.wait_for(&session, &dir, (&ahead, ours), request.deadline)
                                 .await?;
                         }
                         _ => {

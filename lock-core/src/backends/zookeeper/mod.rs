@@ -72,8 +72,8 @@
 //! An uncontended acquire is a create and a children listing (plus a create of the lock node
 //! the first time); a release is one delete. A waiter adds a listing and an `exists` watch per
 //! wake-up: a release wakes only the waiter behind it. Should a watch event be lost, a waiter
-//! also checks the one node it waits for on a capped, jittered timer ([`poll_cap`]): one
-//! `exists`, whatever the queue's length (a semaphore's waiters, which watch the whole queue,
+//! also checks the node it waits for and its own on a capped, jittered timer ([`poll_cap`]):
+//! two `exists`, whatever the queue's length (a semaphore's waiters, which watch the whole queue,
 //! list it again).
 //!
 //! A semaphore acquire adds a read of the size (one multi-read with the listing) and a
@@ -186,8 +186,8 @@ impl ZooKeeperBackendBuilder {
     }
 
     /// The longest a waiter goes without checking what it waits for again, in case a watch
-    /// event is lost (default 1 s). A lock waiter checks the one node ahead of it (one `exists`);
-    /// a semaphore waiter lists the queue.
+    /// event is lost (default 1 s). A lock waiter checks the node ahead of it and its own (two
+    /// `exists`); a semaphore waiter lists the queue.
     pub fn poll_cap(mut self, cap: Duration) -> Self {
         self.config.poll_cap = cap;
         self

@@ -318,8 +318,8 @@ impl ZooKeeperBackend {
 
     /// Waits until `ahead` (a node in `dir`) is deleted, `deadline` passes, or the session
     /// reports something; the caller then looks at the queue again. Should a watch event be
-    /// lost, the waiter checks that one node again every [`poll_cap`] (jittered): one `exists`,
-    /// whatever the queue's length. Listing the whole queue on that timer instead made a crowd
+    /// lost, the waiter checks that node and its own again every [`poll_cap`] (jittered): two
+    /// `exists`, whatever the queue's length. Listing the whole queue on that timer instead made a crowd
     /// of waiters cost the server O(waiters²) (1,000 waiters: 367 requests per handoff and
     /// lock timeouts, `cargo xtask chaos --scenario 10`).
     ///
@@ -328,11 +328,24 @@ impl ZooKeeperBackend {
         &self,
         session: &Session,
         dir: &str,
-        ahead: &str,
+        (ahead, ours): (&str, &str),
         deadline: Option<Instant>,
     ) -> Result<()> {
         let path = format!("{dir}/{ahead}");
+        let mut first = true;
         loop {
+            // After the first wait: ours may have been deleted behind our back (the caller's
+            // look then finds it gone and queues again).
+            if !std::mem::take(&mut first) {
+                let own = format!("{dir}/{ours}");
+                let stat = self
+                    .retry(|| session.client.check_stat(&own))
+                    .await
+                    .map_err(to_lock_error)?;
+                if stat.is_none() {
+                    return Ok(());
+                }
+            }
             let (stat, watcher) = self
                 .retry(|| session.client.check_and_watch_stat(&path))
                 .await

@@ -139,6 +139,8 @@ impl EtcdBackendBuilder {
                 watches: Watches::start(client.clone(), config.response_timeout),
                 spares: Spares::default(),
                 in_flight: crate::backends::in_flight::InFlight::default(),
+                acquiring: super::queue::LocalAcquires::default(),
+                enqueues: tokio::sync::Semaphore::new(super::queue::ENQUEUES_IN_FLIGHT),
                 client,
                 endpoints: self.endpoints,
                 prefix: self.prefix,

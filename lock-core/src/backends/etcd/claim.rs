@@ -33,14 +33,15 @@ pub(super) enum Claim {
 }
 
 impl EtcdBackend {
-    /// Puts our entry. On an empty queue (not for semaphores, whose size must be read) the
-    /// entry goes in holding, under a per-lock lease, in the same transaction.
-    pub(super) async fn enqueue(&self, spec: &Spec<'_, '_>) -> Result<Enqueued> {
+    /// Puts our entry. On an empty queue (not for semaphores, whose size must be read, nor
+    /// when this backend has other acquisitions of the queue under way: not `alone`) the entry
+    /// goes in holding, under a per-lock lease, in the same transaction.
+    pub(super) async fn enqueue(&self, spec: &Spec<'_, '_>, alone: bool) -> Result<Enqueued> {
         let mut attempts = 0;
         loop {
             attempts += 1;
             let session = self.session().await?;
-            let fast = if spec.is_semaphore() {
+            let fast = if spec.is_semaphore() || !alone {
                 None
             } else {
                 Some(self.lock_lease(spec.request.ttl).await?)

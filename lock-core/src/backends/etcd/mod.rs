@@ -131,6 +131,10 @@ struct Shared {
     spares: Spares,
     /// Entry puts in flight, which run to their end even if their caller goes away.
     in_flight: crate::backends::in_flight::InFlight,
+    /// Acquisitions under way, per queue.
+    acquiring: queue::LocalAcquires,
+    /// Turns to put an entry (`queue::ENQUEUES_IN_FLIGHT`).
+    enqueues: tokio::sync::Semaphore,
 }
 
 impl Drop for Shared {

@@ -76,6 +76,50 @@ impl Drop for Queued {
     }
 }
 
+/// How many entry puts one backend has in flight at most (see [`EtcdBackend::take_turn`]).
+pub(super) const ENQUEUES_IN_FLIGHT: usize = 32;
+
+/// How many acquisitions of this backend are under way, per queue prefix. While others of ours
+/// are, a new entry is bound to wait behind them, so it is put waiting without first granting
+/// a per-lock lease for the empty-queue fast path: that grant, one Raft write per waiter,
+/// doubled what a crowd arriving at once cost etcd (`cargo xtask chaos --scenario 10`).
+#[derive(Default)]
+pub(super) struct LocalAcquires(std::sync::Mutex<std::collections::HashMap<String, usize>>);
+
+/// One acquisition under way (counted until dropped).
+pub(super) struct Acquiring<'a> {
+    local: &'a LocalAcquires,
+    prefix: String,
+    /// The other acquisitions of this backend under way for the same queue when this began.
+    pub(super) others: usize,
+}
+
+impl LocalAcquires {
+    /// Counts an acquisition on `prefix` until the returned value is dropped.
+    pub(super) fn enter(&self, prefix: &str) -> Acquiring<'_> {
+        let mut counts = crate::lock::held::lock(&self.0);
+        let count = counts.entry(prefix.to_owned()).or_insert(0);
+        *count += 1;
+        Acquiring {
+            local: self,
+            prefix: prefix.to_owned(),
+            others: *count - 1,
+        }
+    }
+}
+
+impl Drop for Acquiring<'_> {
+    fn drop(&mut self) {
+        let mut counts = crate::lock::held::lock(&self.local.0);
+        if let Some(count) = counts.get_mut(&self.prefix) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.prefix);
+            }
+        }
+    }
+}
+
 /// What waiting came to.
 pub(super) enum Turn {
     /// Our entry holds under `lease`, trusted from `sent`, as of `revision`.
@@ -94,7 +138,19 @@ pub(super) enum Turn {
 impl EtcdBackend {
     /// Puts our entry and waits until it holds, the deadline passes, or it is gone.
     pub(super) async fn take_turn(&self, spec: &Spec<'_, '_>) -> Result<Turn> {
-        let (queued, mut look) = match self.enqueue(spec).await? {
+        // While other acquisitions of ours are under way for this queue, ours is bound to wait
+        // behind them: no empty-queue fast path.
+        let acquiring = self.shared.acquiring.enter(&spec.prefix);
+        // At most `ENQUEUES_IN_FLIGHT` puts of this backend at a time: a crowd arriving at once
+        // otherwise queues a thousand writes in etcd, and the last ones outlive the response
+        // timeout (`cargo xtask chaos --scenario 10`); the rest wait here, where no timeout runs.
+        let enqueued = {
+            let _turn = self.shared.enqueues.acquire().await.map_err(|_| {
+                crate::LockError::unavailable(super::BACKEND, "the backend is shutting down")
+            })?;
+            self.enqueue(spec, acquiring.others == 0).await?
+        };
+        let (queued, mut look) = match enqueued {
             Enqueued::Holds(turn) => return Ok(turn),
             Enqueued::Waits(queued, look) => (queued, look),
         };

@@ -270,6 +270,25 @@ async fn check_handover_releases(
     Ok(())
 }
 
+/// Checks the holder `a` began no write after its `lost` event (its `last-write`, waited for
+/// up to `within`, says when its last one began).
+async fn check_no_write_after_lost(
+    m: &mut Measured,
+    a: &mut Worker,
+    lost: &Event,
+    within: Duration,
+) -> Result<(), String> {
+    let last_write = a.wait_for("last-write", within).await?;
+    let last_write_at: u64 = last_write.fields.parse().unwrap_or(u64::MAX);
+    if last_write_at > lost.at {
+        m.violation(format!(
+            "A began a write {:.0} ms after its lost()",
+            ms_between(lost.at, last_write_at)
+        ));
+    }
+    Ok(())
+}
+
 /// The fencing token of an `acquired` event.
 fn fence_of(event: &Event) -> Result<u64, String> {
     event

@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use super::{
-    check_fences, check_handover_releases, fence_of, ms, ms_between, rounds, Chaos, START,
+    check_fences, check_handover_releases, check_no_write_after_lost, fence_of, ms, ms_between,
+    rounds, Chaos, START,
 };
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
@@ -55,14 +56,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
                     "lost() came {latency:.0} ms after the starvation ended"
                 ));
             }
-            let last_write = a.wait_for("last-write", START + ttl * 3).await?;
-            let last_write_at: u64 = last_write.fields.parse().unwrap_or(u64::MAX);
-            if last_write_at > lost.at {
-                m.violation(format!(
-                    "A began a write {:.0} ms after its lost()",
-                    ms_between(lost.at, last_write_at)
-                ));
-            }
+            check_no_write_after_lost(m, &mut a, &lost, START + ttl * 3).await?;
             let taken = b.wait_for("acquired", START).await?;
             check_fences(m, a_fence, fence_of(&taken)?);
             for hog in hogs {

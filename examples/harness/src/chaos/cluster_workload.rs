@@ -86,6 +86,9 @@ struct Shared {
     seen: Mutex<Seen>,
     probe: Mutex<Probe>,
     victim: Mutex<Victim>,
+    /// Sent on whenever a section completes or the victim gets the lock: what the
+    /// coordinator's waits wake on.
+    changed: tokio::sync::watch::Sender<()>,
 }
 
 /// The running workload.
@@ -125,14 +128,27 @@ impl Workload {
 
     /// Waits (up to `limit`) until `n` sections have completed; whether they did.
     pub async fn wait_sections(&self, n: u64, limit: Duration) -> bool {
-        let until = Instant::now() + limit;
-        while self.sections() < n {
-            if Instant::now() >= until {
-                return false;
+        self.wait_until(Instant::now() + limit, |shared| {
+            shared.sections.load(Ordering::SeqCst) >= n
+        })
+        .await
+    }
+
+    /// Waits until `done` holds of the shared state, waking on each change, or `until` passes;
+    /// whether it held.
+    async fn wait_until(&self, until: Instant, done: impl Fn(&Shared) -> bool) -> bool {
+        let mut changed = self.shared.changed.subscribe();
+        loop {
+            if done(&self.shared) {
+                return true;
             }
-            sleep(Duration::from_millis(20)).await;
+            if tokio::time::timeout_at(until, changed.changed())
+                .await
+                .is_err()
+            {
+                return done(&self.shared);
+            }
         }
-        true
     }
 
     /// Makes the next task of client 0 to get the lock the victim (see the module docs).
@@ -145,17 +161,15 @@ impl Workload {
 
     /// Waits (up to `limit`) until the victim holds the lock; whether it does.
     pub async fn wait_victim_holding(&self, limit: Duration) -> bool {
-        let until = Instant::now() + limit;
-        loop {
-            if self.shared.victim.lock().unwrap().granted.is_some() {
-                return true;
-            }
-            if Instant::now() >= until {
-                self.shared.victim.lock().unwrap().armed = false;
-                return false;
-            }
-            sleep(Duration::from_millis(5)).await;
+        let holding = self
+            .wait_until(Instant::now() + limit, |shared| {
+                shared.victim.lock().unwrap().granted.is_some()
+            })
+            .await;
+        if !holding {
+            self.shared.victim.lock().unwrap().armed = false;
         }
+        holding
     }
 
     /// When the victim's `lost()` fired, if it did.
@@ -178,15 +192,10 @@ impl Workload {
     /// the probe's start it came.
     pub async fn wait_progress(&self, limit: Duration) -> Option<Duration> {
         let since = self.shared.probe.lock().unwrap().since?;
-        loop {
-            if let Some(first) = self.shared.probe.lock().unwrap().first {
-                return Some(first - since);
-            }
-            if since.elapsed() >= limit {
-                return None;
-            }
-            sleep(Duration::from_millis(10)).await;
-        }
+        let first = |shared: &Shared| shared.probe.lock().unwrap().first;
+        self.wait_until(since + limit, |shared| first(shared).is_some())
+            .await;
+        first(&self.shared).map(|first| first - since)
     }
 
     /// Stops every task (waiting up to `limit` for them to end, aborting the rest) and returns
@@ -263,6 +272,7 @@ impl Holder {
         }
         victim.armed = false;
         victim.granted = Some(granted);
+        self.shared.changed.send_replace(());
         let (lost, shared) = (guard.lost(), Arc::clone(&self.shared));
         tokio::spawn(async move {
             lost.await;
@@ -348,6 +358,8 @@ impl Holder {
                 if counts && probe.first.is_none() {
                     probe.first = Some(Instant::now());
                 }
+                drop(probe);
+                self.shared.changed.send_replace(());
             }
             Ok(Err(e)) => self.shared.seen.lock().unwrap().resource_errors.push(e),
             Err(e) => self

@@ -215,21 +215,18 @@ impl Target {
         }
     }
 
-    /// Sends `request` over a fresh TCP connection to the server and reads to EOF.
+    /// Sends `request` over a fresh TCP connection to the server and reads to EOF (the
+    /// cluster launchers' [`tcp_request`](lock_core::testing::cluster::tcp_request)).
     async fn plain_request(&self, request: &[u8]) -> Result<String, String> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let addr = self.upstream()?;
-        let exchange = async {
-            let mut stream = tokio::net::TcpStream::connect(addr).await?;
-            stream.write_all(request).await?;
-            let mut reply = String::new();
-            stream.read_to_string(&mut reply).await?;
-            std::io::Result::Ok(reply)
-        };
-        tokio::time::timeout(Duration::from_secs(5), exchange)
-            .await
-            .map_err(|_| format!("{addr}: no reply within 5 s"))?
-            .map_err(|e| format!("{addr}: {e}"))
+        let request = request.to_vec();
+        tokio::task::spawn_blocking(move || {
+            lock_core::testing::cluster::tcp_request(addr.port(), &request)
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| format!("{addr}: no answer"))
     }
 
     async fn redis(&self) -> Result<redis::aio::MultiplexedConnection, String> {

@@ -121,6 +121,8 @@ pub(crate) use self::builder::{Source, SqlConfig};
 pub use self::mysql::{MySqlBackend, MySqlLease};
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PostgresBackend, PostgresLease};
+#[cfg(feature = "postgres")]
+pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
 pub(crate) use self::wait::{fence_from_i64, protocol};

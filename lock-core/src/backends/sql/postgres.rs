@@ -208,7 +208,13 @@ impl SqlBackendBuilder<PostgresBackend> {
                 _stop_tasks: stop.clone().drop_guard(),
             }),
         };
-        spawn_sweeper(BACKEND, stop, Arc::downgrade(&backend.shared), sweep_rows);
+        spawn_sweeper(
+            BACKEND,
+            "rows of locks unused for a day",
+            stop,
+            Arc::downgrade(&backend.shared),
+            sweep_rows,
+        );
         Ok(backend)
     }
 }

@@ -49,9 +49,10 @@ where
 
 /// Spawns the task that runs `sweep` on the backend's shared state every [`SWEEP_EVERY`],
 /// until `stop` or until the backend is gone (it holds the state weakly, so it never keeps a
-/// dropped backend alive).
+/// dropped backend alive). `what` names the rows in its log lines.
 pub(crate) fn spawn_sweeper<S, Fut>(
     backend: &'static str,
+    what: &'static str,
     stop: CancellationToken,
     shared: Weak<S>,
     sweep: fn(Arc<S>) -> Fut,
@@ -70,9 +71,9 @@ pub(crate) fn spawn_sweeper<S, Fut>(
             };
             match sweep(shared).await {
                 Ok(0) => {}
-                Ok(rows) => tracing::debug!(backend, rows, "swept rows of locks unused for a day"),
+                Ok(rows) => tracing::debug!(backend, rows, what, "swept old rows"),
                 Err(error) => {
-                    tracing::warn!(backend, error = %error.with_causes(), "sweeping old lock rows failed; the next sweep tries again")
+                    tracing::warn!(backend, what, error = %error.with_causes(), "sweeping old rows failed; the next sweep tries again")
                 }
             }
         }

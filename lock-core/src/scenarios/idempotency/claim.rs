@@ -52,7 +52,7 @@ pub enum Begin {
 /// let info = ClaimInfo::new("alice", "key-1", FencingToken::new(9));
 /// assert_eq!((info.scope.as_str(), info.key.as_str(), info.fence.get()), ("alice", "key-1", 9));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ClaimInfo {
     /// The scope (principal) the key belongs to.
@@ -61,6 +61,10 @@ pub struct ClaimInfo {
     pub key: String,
     /// The claim's fencing token: strictly larger than any earlier claim's on this key.
     pub fence: FencingToken,
+    /// What [`commit_in`](Self::commit_in) needs; `None` for an info made by hand, or when the
+    /// idempotency's records cannot be completed in a transaction.
+    #[cfg(feature = "postgres")]
+    pub(crate) commit: Option<std::sync::Arc<super::commit::ClaimCommit>>,
 }
 
 impl ClaimInfo {
@@ -71,7 +75,28 @@ impl ClaimInfo {
             scope: scope.into(),
             key: key.into(),
             fence,
+            #[cfg(feature = "postgres")]
+            commit: None,
         }
+    }
+}
+
+/// Two infos are equal when they name the same claim (scope, key, fencing token).
+impl PartialEq for ClaimInfo {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.scope, &self.key, self.fence) == (&other.scope, &other.key, other.fence)
+    }
+}
+
+impl Eq for ClaimInfo {}
+
+impl std::fmt::Debug for ClaimInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaimInfo")
+            .field("scope", &self.scope)
+            .field("key", &self.key)
+            .field("fence", &self.fence)
+            .finish_non_exhaustive()
     }
 }
 
@@ -152,14 +177,18 @@ impl Claim {
             }
             Ok(false) => {
                 drop(guard);
+                let there = match idempotency.read(&key).await? {
+                    Some(Record::Completed { completed, .. }) => Some(completed),
+                    _ => None,
+                };
+                // Completed under this very claim: by the handler, in its own transaction
+                // (`ClaimInfo::commit_in`), together with its effect.
+                if let Some(mine) = there.as_ref().filter(|there| there.fence == info.fence) {
+                    return Ok(Completion::Stored(mine.clone()));
+                }
                 Counters::add(&idempotency.inner.counters.superseded);
                 tracing::warn!(key = %key, fence = %info.fence, "a newer claim took the key over; this response is discarded");
-                Ok(Completion::Superseded(
-                    match idempotency.read(&key).await? {
-                        Some(Record::Completed { completed, .. }) => Some(completed),
-                        _ => None,
-                    },
-                ))
+                Ok(Completion::Superseded(there))
             }
             Err(error) => {
                 Counters::add(&idempotency.inner.counters.store_failed);
@@ -196,6 +225,54 @@ impl Claim {
         let released = guard.release().await;
         marked?;
         released.map(drop)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Claim {
+    /// With [`RecoveryPoints`](super::RecoveryPoints): the answer an earlier execution of this
+    /// request committed together with its effect, before its process died without completing
+    /// the record. The record is completed with it (under this claim) and it is replayed:
+    /// nothing runs again. Without a point, the claim runs.
+    async fn recovered(self) -> Result<Begin> {
+        let inner = &self.idempotency.inner;
+        let Some(super::commit::CommitPlace::Recovery(points)) = inner.commit_place.as_deref()
+        else {
+            return Ok(Begin::Run(self));
+        };
+        let Some(point) = points.find(self.key.full()).await? else {
+            return Ok(Begin::Run(self));
+        };
+        let (theirs, completed) = match Record::decode(&point)? {
+            Record::Completed {
+                fingerprint,
+                completed,
+            } => (fingerprint, completed),
+            // Points are written completed; anything else is not an answer.
+            _ => return Ok(Begin::Run(self)),
+        };
+        if theirs != self.fingerprint {
+            self.release().await?;
+            return Ok(Begin::Mismatch);
+        }
+        tracing::info!(key = %self.key, fence = %completed.fence, "replaying the answer an earlier execution committed with its effect (recovery point)");
+        let entry = Record::encode_completed(&theirs, &completed);
+        let stored = inner
+            .store
+            .put(
+                &self.key,
+                &fence_digits(self.info.fence),
+                &entry,
+                inner.retention,
+                Replace::OlderOrSame,
+            )
+            .await;
+        if let Err(error) = stored {
+            // The answer is known all the same; the next duplicate finds the point again.
+            tracing::warn!(key = %self.key, error = %error.with_causes(), "completing a record from its recovery point failed");
+        }
+        drop(self.guard);
+        Ok(Begin::Replay(completed))
     }
 }
 
@@ -306,14 +383,23 @@ async fn claim(
         .await?;
     if stored {
         let (scope, client_key) = split_record_name(key.name());
-        let info = ClaimInfo::new(scope, client_key, fence);
-        return Ok(Begin::Run(Claim {
+        #[allow(unused_mut)] // without `postgres`, nothing more to fill in
+        let mut info = ClaimInfo::new(scope, client_key, fence);
+        #[cfg(feature = "postgres")]
+        {
+            info.commit = idempotency.commit_handle(&key, fingerprint);
+        }
+        let claim = Claim {
             idempotency: idempotency.clone(),
             key,
             fingerprint,
             guard,
             info,
-        }));
+        };
+        #[cfg(feature = "postgres")]
+        return claim.recovered().await;
+        #[cfg(not(feature = "postgres"))]
+        return Ok(Begin::Run(claim));
     }
     // A request completed between our read and our claim (or a newer claim wrote, and this
     // lease is already lost).

@@ -66,6 +66,9 @@ pub(crate) struct Inner {
     pub(crate) namespace: String,
     pub(crate) retention: Duration,
     pub(crate) counters: Counters,
+    /// Where a claim's handler can complete it in its own transaction, if anywhere.
+    #[cfg(feature = "postgres")]
+    pub(crate) commit_place: Option<Arc<super::commit::CommitPlace>>,
 }
 
 impl Idempotency {
@@ -78,6 +81,8 @@ impl Idempotency {
             namespace: String::new(),
             retention: DEFAULT_RETENTION,
             lease: LeaseMode::default(),
+            #[cfg(feature = "postgres")]
+            recovery_points: None,
         }
     }
 
@@ -175,6 +180,22 @@ impl Idempotency {
         LockKey::new(&self.inner.namespace, &format!("{scope_part}:{key}"))
     }
 
+    /// What a claim on `key` carries to complete in the application's transaction.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn commit_handle(
+        &self,
+        key: &LockKey,
+        fingerprint: Fingerprint,
+    ) -> Option<Arc<super::commit::ClaimCommit>> {
+        let place = self.inner.commit_place.clone()?;
+        Some(Arc::new(super::commit::ClaimCommit {
+            place,
+            key: key.full().to_owned(),
+            fingerprint,
+            retention: self.inner.retention,
+        }))
+    }
+
     pub(crate) async fn read(&self, key: &LockKey) -> Result<Option<Record>> {
         match self.inner.store.get(key).await? {
             Some(bytes) => Record::decode(&bytes).map(Some),
@@ -201,6 +222,8 @@ pub struct IdempotencyBuilder {
     namespace: String,
     retention: Duration,
     lease: LeaseMode,
+    #[cfg(feature = "postgres")]
+    recovery_points: Option<super::RecoveryPoints>,
 }
 
 impl IdempotencyBuilder {
@@ -225,6 +248,31 @@ impl IdempotencyBuilder {
         self
     }
 
+    /// Keeps a recovery point of each completed request in the database the handlers write
+    /// their effects to, written by the handler in its own transaction
+    /// ([`ClaimInfo::commit_in`](super::ClaimInfo::commit_in)): what makes a request exactly
+    /// once when the records are in another store (Redis, say). A claim that finds a point
+    /// replays it instead of running. Not needed when the records are in a
+    /// `PostgresResultStore` on the effects' database: the record itself commits with the
+    /// effect then.
+    ///
+    /// ```no_run
+    /// use lock_core::idempotency::{Idempotency, RecoveryPoints};
+    /// use lock_core::results::RedisResultStore;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example(pool: sqlx::PgPool, backend: RedisBackend) -> Result<(), lock_core::LockError> {
+    /// let payments = Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)
+    ///     .recovery_points(RecoveryPoints::postgres(pool).await?)
+    ///     .build()?;
+    /// # let _ = payments; Ok(()) }
+    /// ```
+    #[cfg(feature = "postgres")]
+    pub fn recovery_points(mut self, points: super::RecoveryPoints) -> Self {
+        self.recovery_points = Some(points);
+        self
+    }
+
     /// Checks the settings and builds.
     pub fn build(self) -> Result<Idempotency> {
         validate_namespace(&self.namespace)?;
@@ -243,6 +291,14 @@ impl IdempotencyBuilder {
             });
         }
         let locks = LockClient::from_parts(self.backend, namespace.clone(), self.lease)?;
+        #[cfg(feature = "postgres")]
+        let commit_place = match (self.recovery_points, self.store.postgres_table()) {
+            (Some(points), _) => Some(super::commit::CommitPlace::Recovery(points)),
+            (None, Some(table)) => Some(super::commit::CommitPlace::Record(
+                crate::results::postgres::in_transaction::InTransaction::new(table),
+            )),
+            (None, None) => None,
+        };
         Ok(Idempotency {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -250,6 +306,8 @@ impl IdempotencyBuilder {
                 namespace,
                 retention: self.retention,
                 counters: Counters::default(),
+                #[cfg(feature = "postgres")]
+                commit_place: commit_place.map(Arc::new),
             }),
         })
     }

@@ -40,25 +40,45 @@
 //! - The completion is stored only while the claim's fencing token is the current one: a
 //!   request whose lease was lost (paused, partitioned) and taken over cannot overwrite what
 //!   the newer request completed.
-//! - A request that runs past the loss of its lease can still have made its effect: nothing
-//!   outside the effect's own store can stop that. Make the effect conditional on
-//!   [`ClaimInfo::fence`] (with the [`results`](crate::results) PostgreSQL store, in the same
-//!   database) to close that window.
+//! - **Exactly once needs the effect and the answer in one commit.** A process that dies
+//!   after its effect and before its record is completed leaves the record in flight; its
+//!   claim expires and the retry runs the effect again. A fencing token does not prevent that
+//!   (the retry's token is the *newer* one; a fence refuses only older writers). Write the
+//!   answer in the effect's own transaction with [`ClaimInfo::commit_in`] (feature
+//!   `postgres`):
+//!
+//!   | records in | effect in | what `commit_in` writes | guarantee |
+//!   |---|---|---|---|
+//!   | `PostgresResultStore` | the same PostgreSQL database | the completed record itself, fence-checked | exactly once |
+//!   | Redis (or memory) | PostgreSQL, with [`RecoveryPoints`] there | a recovery point, which a retry replays | exactly once |
+//!   | anywhere | an effect written without `commit_in` | nothing | at most once per claim; a crash between the effect and the record runs it again |
+//!
+//!   Two executions that overlap (a holder paused past its lease and the retry that took
+//!   over) cannot both commit: the row they both write serializes them, and the loser is told
+//!   to roll back ([`Committed`]).
 //! - The store failing is never a silent double execution: [`Idempotency::begin`] fails
 //!   before anything runs (the HTTP layers answer 503), and a completion that cannot be
 //!   stored leaves the claim to expire rather than marking it done.
 
 mod claim;
 mod client;
+#[cfg(feature = "postgres")]
+mod commit;
 mod fingerprint;
 pub mod http;
 mod record;
+#[cfg(feature = "postgres")]
+mod recovery;
 mod stats;
 
 pub use self::claim::{Begin, Claim, ClaimInfo, Completion, InFlight};
 pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
+#[cfg(feature = "postgres")]
+pub use self::commit::Committed;
 pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
 pub use self::record::Completed;
+#[cfg(feature = "postgres")]
+pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
 pub use self::stats::IdempotencyStats;
 // The stores are shared with the stampede cache; here too for convenience.
 #[cfg(feature = "postgres")]

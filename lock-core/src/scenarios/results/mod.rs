@@ -30,7 +30,7 @@
 
 mod memory;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
 mod store;

@@ -47,6 +47,15 @@ pub trait ResultStore: Send + Sync + 'static {
     /// Deletes the entry of `key`.
     #[doc(hidden)]
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>>;
+
+    /// The PostgreSQL table the entries are kept in, when they are (`PostgresResultStore`):
+    /// an idempotency claim then completes its record inside the application's own
+    /// transaction ([`ClaimInfo::commit_in`](crate::idempotency::ClaimInfo::commit_in)).
+    #[cfg(feature = "postgres")]
+    #[doc(hidden)]
+    fn postgres_table(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Which entries a [`ResultStore::put`] replaces, by the fencing token of the claim that

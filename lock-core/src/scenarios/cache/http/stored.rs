@@ -74,6 +74,26 @@ pub enum StoredResponseError {
 }
 
 impl StoredResponse {
+    /// A response to replay as it is: no age when stored, no freshness (what idempotency
+    /// records keep).
+    ///
+    /// ```
+    /// use lock_core::cache::http::StoredResponse;
+    ///
+    /// let receipt = StoredResponse::new(201, vec![("content-type".into(), b"application/json".to_vec())], b"{}".to_vec());
+    /// assert_eq!((receipt.status, receipt.initial_age.as_secs(), receipt.fresh.as_secs()), (201, 0, 0));
+    /// ```
+    #[must_use]
+    pub fn new(status: u16, headers: Vec<(String, Vec<u8>)>, body: Vec<u8>) -> Self {
+        Self {
+            status,
+            headers,
+            body,
+            initial_age: Duration::ZERO,
+            fresh: Duration::ZERO,
+        }
+    }
+
     /// The bytes to store. Header names and values longer than the format's length fields
     /// (64 KiB, 4 GiB) are not sent by any HTTP implementation; should one be, it is left
     /// out rather than stored cut.

@@ -447,7 +447,7 @@ fn too_large_response(rules: &IdempotencyRules, status: u16, outcome: Outcome) -
 }
 
 /// The headers kept for replay: lower-case names, without those of one transmission.
-fn replayable(headers: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn replayable(headers: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
     headers
         .iter()
         .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))

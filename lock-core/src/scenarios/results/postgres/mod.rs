@@ -2,6 +2,7 @@
 //! `NOTIFY`. See [`PostgresResultStore`].
 
 mod builder;
+pub(crate) mod in_transaction;
 mod push;
 mod statements;
 
@@ -23,7 +24,7 @@ const STORE: &str = "postgres";
 
 /// Serializes concurrent table creation (`CREATE ... IF NOT EXISTS` can still collide); the
 /// lock backend's schema creation takes the same lock.
-const SCHEMA_LOCK: i64 = 0x6c6f_636b_636f_7265; // "lockcore"
+pub(crate) const SCHEMA_LOCK: i64 = 0x6c6f_636b_636f_7265; // "lockcore"
 
 /// The longest an entry is kept (a century); a longer `keep` is cut to it, as the database's
 /// timestamps end in the year 294276.
@@ -375,6 +376,10 @@ impl ResultStore for PostgresResultStore {
             let (stored, _pushed): (i64, i64) = db.timed("put", statement).await?;
             Ok(stored > 0)
         })
+    }
+
+    fn postgres_table(&self) -> Option<&str> {
+        Some(&self.shared.table)
     }
 
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {

@@ -1,0 +1,160 @@
+//! Completing a claim in the application's own transaction (feature `postgres`): the effect
+//! and the request's answer commit together, or neither does, so a crash between the two
+//! cannot make a retry run the effect again.
+//!
+//! Where the answer goes depends on where the records are:
+//! - records in PostgreSQL ([`PostgresResultStore`](crate::results::PostgresResultStore) on
+//!   the effect's database): the claim's in-flight record itself becomes the completed one,
+//!   fence-checked, in the transaction;
+//! - records elsewhere (Redis, memory) with [`RecoveryPoints`] in the effect's database: a
+//!   recovery point keyed by the record's key, which a later claim finds and replays.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::{Postgres, Transaction};
+
+use super::record::Record;
+use super::{ClaimInfo, Completed, Fingerprint, RecoveryPoints};
+use crate::cache::http::StoredResponse;
+use crate::results::postgres::in_transaction::{Completion, InTransaction};
+use crate::results::FENCE_DIGITS;
+use crate::{LockError, Result};
+
+/// What [`ClaimInfo::commit_in`] came to. Only [`Recorded`](Self::Recorded) lets the
+/// transaction commit: every other answer means another execution owns the key's effect, and
+/// this one's must be rolled back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Committed {
+    /// The answer is written in the transaction: commit it, then send the response. A retry
+    /// replays it, whatever happens to this process after the commit.
+    Recorded,
+    /// Another execution of this request made the effect first (a retry that ran while this
+    /// one was paused past its claim's lease), or a newer claim owns the key: roll back, and
+    /// answer with its response when it has one (`Some`: replay it), or as still in progress
+    /// (`None`: a 409).
+    Superseded(Option<Completed>),
+    /// The key was used by another request (another method, path or body) that made its
+    /// effect: roll back and refuse (422).
+    KeyReused,
+}
+
+/// Where a claim's in-transaction completion is written, for one [`Idempotency`]: decided
+/// when it is built, from its store and settings.
+///
+/// [`Idempotency`]: super::Idempotency
+#[derive(Debug)]
+pub(crate) enum CommitPlace {
+    /// The result table of a `PostgresResultStore`.
+    Record(InTransaction),
+    /// Recovery points in the effect's database.
+    Recovery(RecoveryPoints),
+}
+
+/// What a claim's [`ClaimInfo`] carries to complete in a transaction.
+#[derive(Debug)]
+pub(crate) struct ClaimCommit {
+    pub(crate) place: Arc<CommitPlace>,
+    /// The record's full key (namespace, scope and key).
+    pub(crate) key: String,
+    pub(crate) fingerprint: Fingerprint,
+    pub(crate) retention: Duration,
+}
+
+impl ClaimInfo {
+    /// Writes `response` as this request's answer inside `transaction`, the one that writes
+    /// the request's effect, so that the effect and the answer commit together: a process
+    /// that dies after the commit has its answer replayed to the retry, and one that dies
+    /// before it made no effect. Call it last in the transaction, then commit on
+    /// [`Committed::Recorded`] and roll back on anything else (see [`Committed`]). The
+    /// response you send must be the one written here: duplicates are answered with it.
+    ///
+    /// Needs an [`Idempotency`](super::Idempotency) whose records are in a
+    /// [`PostgresResultStore`](crate::results::PostgresResultStore) *on the transaction's
+    /// database*, or one with [`RecoveryPoints`] there
+    /// ([`IdempotencyBuilder::recovery_points`](super::IdempotencyBuilder::recovery_points));
+    /// otherwise, or when the claim's record is not in the transaction's database, an
+    /// [`LockError::InvalidConfig`] (roll back: nothing is recorded). Database errors are
+    /// [`LockError::Unavailable`]; roll back on them too.
+    ///
+    /// ```no_run
+    /// use lock_core::cache::http::StoredResponse;
+    /// use lock_core::idempotency::{ClaimInfo, Committed};
+    ///
+    /// # async fn pay(pool: sqlx::PgPool, claim: ClaimInfo) -> Result<StoredResponse, Box<dyn std::error::Error>> {
+    /// let mut transaction = pool.begin().await?;
+    /// sqlx::query("UPDATE accounts SET balance = balance - 100 WHERE id = 'alice'")
+    ///     .execute(&mut *transaction)
+    ///     .await?;
+    /// let receipt = StoredResponse::new(201, vec![], b"paid".to_vec());
+    /// match claim.commit_in(&mut transaction, &receipt).await? {
+    ///     Committed::Recorded => {
+    ///         transaction.commit().await?;
+    ///         Ok(receipt)
+    ///     }
+    ///     Committed::Superseded(Some(first)) => Ok(first.response), // dropped: rolled back
+    ///     _ => Ok(StoredResponse::new(409, vec![], b"in progress".to_vec())),
+    /// }
+    /// # }
+    /// ```
+    pub async fn commit_in(
+        &self,
+        transaction: &mut Transaction<'_, Postgres>,
+        response: &StoredResponse,
+    ) -> Result<Committed> {
+        let Some(commit) = &self.commit else {
+            return Err(LockError::InvalidConfig(
+                "this claim's idempotency records cannot be completed in a transaction: keep them \
+                 in a PostgresResultStore on the transaction's database, or give the Idempotency \
+                 RecoveryPoints there"
+                    .into(),
+            ));
+        };
+        let response = StoredResponse {
+            headers: super::http::replayable(&response.headers),
+            initial_age: Duration::ZERO,
+            fresh: Duration::ZERO,
+            ..response.clone()
+        };
+        let completed = Completed::new(self.fence, response);
+        let entry = Record::encode_completed(&commit.fingerprint, &completed);
+        let there =
+            match commit.place.as_ref() {
+                CommitPlace::Record(sql) => {
+                    let fence = format!("{:0width$}", self.fence.get(), width = FENCE_DIGITS);
+                    let done = sql
+                        .complete(transaction, &commit.key, &fence, &entry, commit.retention)
+                        .await?;
+                    match done {
+                        Completion::Completed => return Ok(Committed::Recorded),
+                        Completion::NotInFlight(Some(there)) => there,
+                        Completion::NotInFlight(None) => return Err(LockError::InvalidConfig(
+                            "no idempotency record of this claim in the transaction's database: \
+                             the PostgresResultStore must be on the database the transaction \
+                             writes to (else give the Idempotency RecoveryPoints there), and the \
+                             record must not have been forgotten or expired meanwhile"
+                                .into(),
+                        )),
+                    }
+                }
+                CommitPlace::Recovery(points) => {
+                    match points
+                        .record_in(transaction, &commit.key, &entry, commit.retention)
+                        .await?
+                    {
+                        None => return Ok(Committed::Recorded),
+                        Some(there) => there,
+                    }
+                }
+            };
+        Ok(match Record::decode(&there)? {
+            Record::Completed {
+                fingerprint,
+                completed,
+            } if fingerprint == commit.fingerprint => Committed::Superseded(Some(completed)),
+            Record::Completed { .. } => Committed::KeyReused,
+            Record::InFlight { .. } | Record::Abandoned { .. } => Committed::Superseded(None),
+        })
+    }
+}

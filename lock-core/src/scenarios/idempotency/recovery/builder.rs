@@ -1,0 +1,117 @@
+//! The settings of [`RecoveryPoints`].
+
+use std::time::Duration;
+
+use sqlx::postgres::PgPool;
+
+use super::RecoveryPoints;
+use crate::backends::sql::validate_table;
+use crate::{LockError, Result};
+
+/// Settings of [`RecoveryPoints`]; start from [`RecoveryPoints::postgres_builder`].
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use lock_core::idempotency::RecoveryPoints;
+///
+/// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
+/// let points = RecoveryPoints::postgres_builder(pool)
+///     .table("payments_recovery")
+///     .response_timeout(Duration::from_secs(1))
+///     .build()
+///     .await?;
+/// # let _ = points; Ok(()) }
+/// ```
+#[must_use]
+pub struct RecoveryPointsBuilder {
+    pool: PgPool,
+    table: String,
+    create_table: bool,
+    response_timeout: Duration,
+}
+
+impl RecoveryPointsBuilder {
+    pub(super) fn new(pool: PgPool) -> Self {
+        Self {
+            pool,
+            table: RecoveryPoints::DEFAULT_TABLE.to_owned(),
+            create_table: true,
+            response_timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The table (default `lock_core_recovery_points`): a plain identifier, ASCII letters,
+    /// digits and `_`, not starting with a digit, at most 48 bytes.
+    ///
+    /// ```no_run
+    /// # fn example(pool: sqlx::PgPool) {
+    /// let builder = lock_core::idempotency::RecoveryPoints::postgres_builder(pool).table("payments_recovery");
+    /// # let _ = builder; }
+    /// ```
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// Whether `build` creates the table when it is missing (default true). Turn it off when
+    /// migrations create it ([`RecoveryPoints::migration`]).
+    ///
+    /// ```no_run
+    /// # fn example(pool: sqlx::PgPool) {
+    /// let builder = lock_core::idempotency::RecoveryPoints::postgres_builder(pool).create_table(false);
+    /// # let _ = builder; }
+    /// ```
+    pub fn create_table(mut self, create: bool) -> Self {
+        self.create_table = create;
+        self
+    }
+
+    /// How long a read of a point (with the wait for a pooled connection) may take before it
+    /// fails with [`LockError::Timeout`] (default 2 s). Writes run on the application's
+    /// transaction and take its timeouts.
+    ///
+    /// ```no_run
+    /// # fn example(pool: sqlx::PgPool) {
+    /// let builder = lock_core::idempotency::RecoveryPoints::postgres_builder(pool)
+    ///     .response_timeout(std::time::Duration::from_millis(500));
+    /// # let _ = builder; }
+    /// ```
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// Checks the settings, creates the table unless turned off, and starts the hourly purge
+    /// of expired points.
+    ///
+    /// ```no_run
+    /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
+    /// let points = lock_core::idempotency::RecoveryPoints::postgres_builder(pool).build().await?;
+    /// # let _ = points; Ok(()) }
+    /// ```
+    pub async fn build(self) -> Result<RecoveryPoints> {
+        validate_table(&self.table)?;
+        if self.response_timeout.is_zero() {
+            return Err(LockError::InvalidConfig(
+                "the recovery points' response timeout must be positive".into(),
+            ));
+        }
+        RecoveryPoints::start(
+            self.pool,
+            self.table,
+            self.create_table,
+            self.response_timeout,
+        )
+        .await
+    }
+}
+
+impl std::fmt::Debug for RecoveryPointsBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecoveryPointsBuilder")
+            .field("table", &self.table)
+            .field("create_table", &self.create_table)
+            .field("response_timeout", &self.response_timeout)
+            .finish_non_exhaustive()
+    }
+}

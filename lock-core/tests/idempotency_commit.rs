@@ -1,0 +1,546 @@
+//! An idempotent request's effect and its answer committed together
+//! (`ClaimInfo::commit_in`), in both configurations:
+//!
+//! - records in a `PostgresResultStore` on the effect's database: the in-flight record becomes
+//!   the completed one in the handler's transaction;
+//! - records on Redis, `RecoveryPoints` in the effect's PostgreSQL.
+//!
+//! Each test makes an effect (a row in a table of its own) and then ends the claim *without*
+//! completing it through the layer, as a process that dies right after its commit would: the
+//! retry must replay the committed answer, and the effect table must hold one row.
+//! Overlapping executions (a holder paused past its lease) must not both commit.
+//!
+//! Needs `LOCK_TEST_POSTGRES_URL` (and `LOCK_TEST_REDIS_URL`); `cargo xtask test` sets them
+//! and makes a missing server a failure.
+#![cfg(all(feature = "postgres", feature = "redis"))]
+
+use std::time::Duration;
+
+use lock_core::cache::http::StoredResponse;
+use lock_core::idempotency::{
+    Begin, ClaimInfo, Committed, Completion, Fingerprint, Idempotency, InFlight, RecoveryPoints,
+};
+use lock_core::results::{PostgresResultStore, RedisResultStore};
+use lock_core::testing::{server_url, unique};
+use lock_core::{FencingToken, LeaseMode, LockError, PostgresBackend, RedisBackend};
+use sqlx::PgPool;
+use tokio::time::timeout;
+
+const BOUND: Duration = Duration::from_secs(30);
+const EFFECTS: &str = "idempotency_commit_effects";
+
+/// Where the records are.
+#[derive(Clone, Copy, Debug)]
+enum Records {
+    /// In a `PostgresResultStore` on the effect's database.
+    Postgres,
+    /// On Redis, with recovery points in the effect's database.
+    RedisWithRecoveryPoints,
+}
+
+struct Setup {
+    pool: PgPool,
+    records: Records,
+    namespace: String,
+}
+
+impl Setup {
+    async fn new(records: Records) -> Option<Self> {
+        let url = server_url("LOCK_TEST_POSTGRES_URL").unwrap()?;
+        if matches!(records, Records::RedisWithRecoveryPoints) {
+            server_url("LOCK_TEST_REDIS_URL").unwrap()?;
+        }
+        let pool = PgPool::connect(&url).await.unwrap();
+        sqlx::raw_sql(&format!(
+            "SELECT pg_advisory_xact_lock(7101); CREATE TABLE IF NOT EXISTS {EFFECTS} (key text NOT NULL, fence bigint NOT NULL)"
+        ))
+        .execute(&pool)
+        .await
+        .unwrap();
+        Some(Self {
+            pool,
+            records,
+            namespace: unique("commit"),
+        })
+    }
+
+    /// One more instance (its own connections) holding claims with `lease`.
+    async fn instance(&self, lease: LeaseMode) -> Idempotency {
+        match self.records {
+            Records::Postgres => {
+                let backend = PostgresBackend::from_pool(self.pool.clone()).await.unwrap();
+                let store = PostgresResultStore::from_pool(self.pool.clone())
+                    .await
+                    .unwrap();
+                Idempotency::builder(store, backend)
+                    .namespace(&self.namespace)
+                    .lease(lease)
+                    .build()
+                    .unwrap()
+            }
+            Records::RedisWithRecoveryPoints => {
+                let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
+                let backend = RedisBackend::connect(&url).await.unwrap();
+                let store = RedisResultStore::connect(&backend).await.unwrap();
+                Idempotency::builder(store, backend)
+                    .namespace(&self.namespace)
+                    .lease(lease)
+                    .recovery_points(RecoveryPoints::postgres(self.pool.clone()).await.unwrap())
+                    .build()
+                    .unwrap()
+            }
+        }
+    }
+
+    /// The effect of `claim` and its answer in one transaction; commits only when the answer
+    /// was recorded. Returns what `commit_in` said.
+    async fn pay(&self, claim: &ClaimInfo, body: &str) -> Committed {
+        let mut transaction = self.pool.begin().await.unwrap();
+        sqlx::query(&format!(
+            "INSERT INTO {EFFECTS} (key, fence) VALUES ($1, $2)"
+        ))
+        .bind(self.effect_key(&claim.key))
+        .bind(i64::try_from(claim.fence.get()).unwrap())
+        .execute(&mut *transaction)
+        .await
+        .unwrap();
+        let committed = claim
+            .commit_in(&mut transaction, &receipt(body))
+            .await
+            .unwrap();
+        if committed == Committed::Recorded {
+            transaction.commit().await.unwrap();
+        }
+        committed
+    }
+
+    fn effect_key(&self, key: &str) -> String {
+        format!("{}/{key}", self.namespace)
+    }
+
+    async fn effects(&self, key: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT count(*) FROM {EFFECTS} WHERE key = $1"))
+            .bind(self.effect_key(key))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+}
+
+fn receipt(body: &str) -> StoredResponse {
+    StoredResponse::new(
+        201,
+        vec![
+            ("content-type".into(), b"text/plain".to_vec()),
+            ("content-length".into(), b"99".to_vec()),
+        ],
+        body.as_bytes().to_vec(),
+    )
+}
+
+fn payment(cents: u32) -> Fingerprint {
+    Fingerprint::builder("POST", "/payments")
+        .body(cents.to_string().as_bytes())
+        .finish()
+}
+
+async fn run(idempotency: &Idempotency, key: &str, cents: u32) -> lock_core::idempotency::Claim {
+    match idempotency
+        .begin("alice", key, payment(cents), InFlight::Conflict)
+        .await
+        .unwrap()
+    {
+        Begin::Run(claim) => claim,
+        other => panic!("the request runs, got {other:?}"),
+    }
+}
+
+/// The effect committed with its answer; the process then ends the claim without completing
+/// it through the layer (dropped here: it died, or was cancelled, right after the commit).
+/// The retry replays the committed answer; one effect.
+async fn a_retry_after_the_commit_replays(records: Records) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let instance = setup.instance(LeaseMode::default()).await;
+    let key = unique("after-commit");
+    let claim = run(&instance, &key, 100).await;
+    assert_eq!(
+        setup.pay(claim.info(), "paid once").await,
+        Committed::Recorded
+    );
+    drop(claim);
+    let retry = setup.instance(LeaseMode::default()).await;
+    // Waits for the dropped claim's lease (released in the background, as a dead process's
+    // would run out), then claims.
+    match retry
+        .begin(
+            "alice",
+            &key,
+            payment(100),
+            InFlight::Wait(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap()
+    {
+        Begin::Replay(done) => {
+            assert_eq!(done.response.body, b"paid once");
+            let names: Vec<&str> = done
+                .response
+                .headers
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect();
+            assert_eq!(names, ["content-type"], "no content-length replayed");
+        }
+        other => panic!("the retry replays, got {other:?}"),
+    }
+    // Once more, from the record this time (completed by the recovery on Redis).
+    assert!(matches!(
+        retry
+            .begin("alice", &key, payment(100), InFlight::Conflict)
+            .await
+            .unwrap(),
+        Begin::Replay(_)
+    ));
+    // Another body under the key is refused, not run.
+    assert!(matches!(
+        retry
+            .begin("alice", &key, payment(999), InFlight::Conflict)
+            .await
+            .unwrap(),
+        Begin::Mismatch
+    ));
+    assert_eq!(setup.effects(&key).await, 1);
+}
+
+/// The layer's completion after the handler committed (the process lived on) finds the
+/// committed answer and reports it as this claim's, not as a newer claim's.
+async fn the_completion_after_a_commit_is_the_committed_answer(records: Records) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let instance = setup.instance(LeaseMode::default()).await;
+    let key = unique("then-complete");
+    let claim = run(&instance, &key, 11).await;
+    assert_eq!(
+        setup.pay(claim.info(), "committed").await,
+        Committed::Recorded
+    );
+    match claim.complete(receipt("committed")).await.unwrap() {
+        Completion::Stored(done) => assert_eq!(done.response.body, b"committed"),
+        other => panic!("stored as this claim's answer, got {other:?}"),
+    }
+    assert_eq!(instance.stats().superseded, 0);
+    assert!(matches!(
+        instance
+            .begin("alice", &key, payment(11), InFlight::Conflict)
+            .await
+            .unwrap(),
+        Begin::Replay(_)
+    ));
+    assert_eq!(setup.effects(&key).await, 1);
+}
+
+/// The transaction rolled back: nothing was recorded, and the retry runs.
+async fn a_rolled_back_transaction_records_nothing(records: Records) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let instance = setup.instance(LeaseMode::default()).await;
+    let key = unique("rolled-back");
+    let claim = run(&instance, &key, 5).await;
+    let mut transaction = setup.pool.begin().await.unwrap();
+    assert_eq!(
+        claim
+            .info()
+            .commit_in(&mut transaction, &receipt("never"))
+            .await
+            .unwrap(),
+        Committed::Recorded
+    );
+    drop(transaction);
+    // The handler failed: the layer gives the key back.
+    claim.release().await.unwrap();
+    let claim = run(&instance, &key, 5).await;
+    assert_eq!(setup.pay(claim.info(), "second").await, Committed::Recorded);
+    assert_eq!(setup.effects(&key).await, 1);
+}
+
+/// A holder paused past its lease, and the retry that took over: whichever commits first
+/// makes the one effect; the other is told to roll back.
+async fn overlapping_executions_commit_once(records: Records, paused_commits_first: bool) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let paused = setup
+        .instance(LeaseMode::fixed(Duration::from_millis(300)))
+        .await;
+    let retrying = setup.instance(LeaseMode::default()).await;
+    let key = unique("overlap");
+    let zombie = run(&paused, &key, 7).await;
+    let Begin::Run(retry) = retrying
+        .begin(
+            "alice",
+            &key,
+            payment(7),
+            InFlight::Wait(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("the retry takes over once the paused holder's lease ran out");
+    };
+    assert!(retry.info().fence > zombie.info().fence);
+    let (first, second) = if paused_commits_first {
+        (&zombie, &retry)
+    } else {
+        (&retry, &zombie)
+    };
+    let first_said = setup.pay(first.info(), "first").await;
+    let second_said = setup.pay(second.info(), "second").await;
+    match records {
+        // The record's fence decides: the retry's claim replaced the paused one's record.
+        Records::Postgres => {
+            let (zombie_said, retry_said) = if paused_commits_first {
+                (first_said, second_said)
+            } else {
+                (second_said, first_said)
+            };
+            assert_eq!(retry_said, Committed::Recorded);
+            match (paused_commits_first, zombie_said) {
+                // The record was the retry's in-flight one.
+                (true, Committed::Superseded(None)) => {}
+                // The record was already the retry's completed one.
+                (false, Committed::Superseded(Some(done))) => {
+                    assert_eq!(done.response.body, b"first");
+                }
+                (_, other) => panic!("the paused holder is told to roll back, got {other:?}"),
+            }
+        }
+        // The recovery point's key decides: the first commit wins.
+        Records::RedisWithRecoveryPoints => {
+            assert_eq!(first_said, Committed::Recorded);
+            match second_said {
+                Committed::Superseded(Some(done)) => assert_eq!(done.response.body, b"first"),
+                other => panic!("the second execution is told to roll back, got {other:?}"),
+            }
+        }
+    }
+    assert_eq!(setup.effects(&key).await, 1);
+}
+
+async fn paused_holder_commits_first(records: Records) {
+    overlapping_executions_commit_once(records, true).await;
+}
+
+async fn retry_commits_first(records: Records) {
+    overlapping_executions_commit_once(records, false).await;
+}
+
+/// The first execution's transaction is still open when the second one's write comes: the
+/// second waits for it, then learns it lost.
+async fn a_commit_waits_for_the_open_one(records: Records) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let instance = setup.instance(LeaseMode::default()).await;
+    let key = unique("open");
+    let claim = run(&instance, &key, 3).await;
+    let mut open = setup.pool.begin().await.unwrap();
+    assert_eq!(
+        claim
+            .info()
+            .commit_in(&mut open, &receipt("open"))
+            .await
+            .unwrap(),
+        Committed::Recorded
+    );
+    // A second execution: the same info, through the recovery point's key or the record row.
+    let (session, second_session) = tokio::sync::oneshot::channel();
+    let second = {
+        let (pool, info) = (setup.pool.clone(), claim.info().clone());
+        tokio::spawn(async move {
+            let mut transaction = pool.begin().await.unwrap();
+            let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+                .fetch_one(&mut *transaction)
+                .await
+                .unwrap();
+            session.send(pid).unwrap();
+            info.commit_in(&mut transaction, &receipt("second"))
+                .await
+                .unwrap()
+        })
+    };
+    // The second write waits for the open transaction: its session shows a lock wait.
+    let pid = second_session.await.unwrap();
+    let waiting =
+        "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1";
+    while !sqlx::query_scalar::<_, bool>(waiting)
+        .bind(pid)
+        .fetch_one(&setup.pool)
+        .await
+        .unwrap()
+    {
+        assert!(
+            !second.is_finished(),
+            "the second write must wait for the open one"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    open.commit().await.unwrap();
+    match second.await.unwrap() {
+        Committed::Superseded(Some(done)) => assert_eq!(done.response.body, b"open"),
+        other => panic!("the second learns the first committed, got {other:?}"),
+    }
+}
+
+macro_rules! both_configurations {
+    ($($name:ident => $body:ident;)*) => {
+        mod postgres_records {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let records = Records::Postgres;
+                    timeout(BOUND, super::$body(records)).await.unwrap();
+                }
+            )*
+        }
+        mod redis_records_with_recovery_points {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let records = Records::RedisWithRecoveryPoints;
+                    timeout(BOUND, super::$body(records)).await.unwrap();
+                }
+            )*
+        }
+    };
+}
+
+both_configurations! {
+    a_retry_after_the_commit_replays => a_retry_after_the_commit_replays;
+    a_rolled_back_transaction_records_nothing => a_rolled_back_transaction_records_nothing;
+    the_completion_after_a_commit_is_the_committed_answer => the_completion_after_a_commit_is_the_committed_answer;
+    the_paused_holder_commits_first_and_once => paused_holder_commits_first;
+    the_retry_commits_first_and_once => retry_commits_first;
+    a_commit_waits_for_the_open_one => a_commit_waits_for_the_open_one;
+}
+
+/// Records on Redis lost (a restart without persistence, a `forget`): the recovery point still
+/// answers for the request, and refuses another request under the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_record_is_recovered_from_its_point() {
+    let Some(setup) = Setup::new(Records::RedisWithRecoveryPoints).await else {
+        return;
+    };
+    timeout(BOUND, async {
+        let instance = setup.instance(LeaseMode::default()).await;
+        let key = unique("lost-record");
+        let claim = run(&instance, &key, 42).await;
+        assert_eq!(setup.pay(claim.info(), "kept").await, Committed::Recorded);
+        claim.release().await.unwrap();
+        instance.forget("alice", &key).await.unwrap();
+        assert!(matches!(
+            instance
+                .begin("alice", &key, payment(43), InFlight::Conflict)
+                .await
+                .unwrap(),
+            Begin::Mismatch
+        ));
+        instance.forget("alice", &key).await.unwrap();
+        match instance
+            .begin("alice", &key, payment(42), InFlight::Conflict)
+            .await
+            .unwrap()
+        {
+            Begin::Replay(done) => assert_eq!(done.response.body, b"kept"),
+            other => panic!("replayed from the point, got {other:?}"),
+        }
+        assert_eq!(setup.effects(&key).await, 1);
+        assert!(instance.stats().replayed >= 1);
+    })
+    .await
+    .unwrap();
+}
+
+/// Without a place to write to, or with an info made by hand, `commit_in` is a typed error,
+/// and the caller rolls back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_place_to_commit_is_a_typed_error() {
+    let Some(setup) = Setup::new(Records::Postgres).await else {
+        return;
+    };
+    timeout(BOUND, async {
+        let memory = Idempotency::memory("commit-memory").unwrap();
+        let claim = run(&memory, "k", 1).await;
+        let mut transaction = setup.pool.begin().await.unwrap();
+        let refused = claim
+            .info()
+            .commit_in(&mut transaction, &receipt("x"))
+            .await;
+        assert!(
+            matches!(refused, Err(LockError::InvalidConfig(_))),
+            "{refused:?}"
+        );
+        let by_hand = ClaimInfo::new("alice", "k", FencingToken::new(1));
+        let refused = by_hand.commit_in(&mut transaction, &receipt("x")).await;
+        assert!(
+            matches!(refused, Err(LockError::InvalidConfig(_))),
+            "{refused:?}"
+        );
+        // A PostgreSQL store whose record is not there (forgotten): refused, nothing written.
+        let instance = setup.instance(LeaseMode::default()).await;
+        let key = unique("forgotten");
+        let claim = run(&instance, &key, 1).await;
+        instance.forget("alice", &key).await.unwrap();
+        let refused = claim
+            .info()
+            .commit_in(&mut transaction, &receipt("x"))
+            .await;
+        assert!(
+            matches!(refused, Err(LockError::InvalidConfig(_))),
+            "{refused:?}"
+        );
+    })
+    .await
+    .unwrap();
+}
+
+/// Expired points are purged; live ones stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_points_are_purged() {
+    let Some(setup) = Setup::new(Records::RedisWithRecoveryPoints).await else {
+        return;
+    };
+    timeout(BOUND, async {
+        let table = unique("points").replace('-', "_");
+        let points = RecoveryPoints::postgres_builder(setup.pool.clone())
+            .table(&table)
+            .build()
+            .await
+            .unwrap();
+        let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
+        let backend = RedisBackend::connect(&url).await.unwrap();
+        let store = RedisResultStore::connect(&backend).await.unwrap();
+        let short = Idempotency::builder(store, backend)
+            .namespace(&setup.namespace)
+            .retention(Duration::from_millis(50))
+            .recovery_points(points.clone())
+            .build()
+            .unwrap();
+        let claim = run(&short, &unique("short"), 1).await;
+        assert_eq!(setup.pay(claim.info(), "brief").await, Committed::Recorded);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(points.purge_expired().await.unwrap(), 1);
+        assert_eq!(points.purge_expired().await.unwrap(), 0);
+        sqlx::query(&format!("DROP TABLE {table}"))
+            .execute(&setup.pool)
+            .await
+            .unwrap();
+    })
+    .await
+    .unwrap();
+}

@@ -12,6 +12,18 @@ pub const UNAUTHORIZED: &str = "urn:payments:unauthorized";
 /// (this handler's claim was taken over: it must not move it again).
 pub const SUPERSEDED: &str = "urn:payments:superseded";
 
+/// The problem type of a 409 when a newer claim on the key took it over and is making the
+/// payment (this execution rolled its payment back).
+pub const IN_PROGRESS: &str = "urn:payments:in-progress";
+
+/// The problem type of a 422 when the key's payment was made by another request (found when
+/// the payment was committed: the idempotency record of that request was lost).
+pub const KEY_REUSED: &str = "urn:payments:key-reused";
+
+/// The problem type of a 500 when the payment's answer cannot be committed with it (the app's
+/// idempotency records cannot complete in the ledger's transaction).
+pub const UNWIRED: &str = "urn:payments:unwired";
+
 /// The problem type of a 503 when the ledger could not be written.
 pub const LEDGER_UNAVAILABLE: &str = "urn:payments:ledger-unavailable";
 
@@ -100,6 +112,40 @@ impl PaymentAnswer {
             ),
             &[],
         )
+    }
+
+    /// A 409 with `Retry-After: 1`: a newer claim on the key is making the payment.
+    #[must_use]
+    pub fn in_progress() -> Self {
+        let mut answer = problem(
+            409,
+            IN_PROGRESS,
+            "Payment in progress",
+            "this request's claim was taken over by a newer one that is making the payment; it \
+             was not made here",
+            &[],
+        );
+        answer.headers.push(("retry-after", "1".to_owned()));
+        answer
+    }
+
+    /// A 422: the key's payment was made by another request.
+    #[must_use]
+    pub fn key_reused() -> Self {
+        problem(
+            422,
+            KEY_REUSED,
+            "Idempotency key reused",
+            "a payment with another body was made under this idempotency key",
+            &[],
+        )
+    }
+
+    /// A 500: the payment's answer cannot be committed with it (a wiring error; nothing was
+    /// recorded).
+    #[must_use]
+    pub fn unwired(detail: &str) -> Self {
+        problem(500, UNWIRED, "Payment not recorded", detail, &[])
     }
 
     /// A 503 with `Retry-After: 1`: the ledger is unreachable; nothing was recorded.

@@ -1,11 +1,11 @@
 //! Where one or more payments instances keep their idempotency records, claim their keys and
 //! record their payments, per backend:
 //!
-//! | backend    | records                | claims (fenced leases) | ledger                  |
-//! |------------|------------------------|------------------------|-------------------------|
-//! | `memory`   | `MemoryResultStore`    | `MemoryBackend`        | in process memory       |
-//! | `redis`    | `RedisResultStore`     | `RedisBackend`         | PostgreSQL table        |
-//! | `postgres` | `PostgresResultStore`  | `PostgresBackend`      | the same PostgreSQL     |
+//! | backend    | records                | claims (fenced leases) | ledger                  | exactly once by |
+//! |------------|------------------------|------------------------|-------------------------|-----------------|
+//! | `memory`   | `MemoryResultStore`    | `MemoryBackend`        | in process memory       | one process: records and ledger die together |
+//! | `redis`    | `RedisResultStore`     | `RedisBackend`         | PostgreSQL tables       | `RecoveryPoints` in the ledger's database, written with the payment |
+//! | `postgres` | `PostgresResultStore`  | `PostgresBackend`      | the same PostgreSQL     | the record itself, completed in the payment's transaction |
 //!
 //! The server-backed ones need lock-harness's `postgres` feature (part of `servers`).
 
@@ -43,8 +43,12 @@ pub enum PaymentsBackend {
     },
     /// Records, claims and ledger in one PostgreSQL database.
     Postgres {
-        /// Its URL.
+        /// Its URL, for records and claims.
         postgres_url: String,
+        /// The URL the ledger connects with (the same database, perhaps by another route:
+        /// the tests put a fault proxy on the records' route only); `None`: the records'
+        /// pool.
+        ledger_url: Option<String>,
     },
 }
 
@@ -68,12 +72,16 @@ impl PaymentsBackend {
     /// The backend `config` names (memory: a fresh one).
     #[must_use]
     pub fn of_config(config: &PaymentsConfig) -> Self {
-        Self::for_kind(
+        let mut backend = Self::for_kind(
             config.backend,
             &config.redis_url,
             &config.postgres_url,
             &config.namespace,
-        )
+        );
+        if let Self::Postgres { ledger_url, .. } = &mut backend {
+            ledger_url.clone_from(&config.ledger_url);
+        }
+        backend
     }
 
     /// `memory`, `redis` or `postgres` (other kinds are refused by [`PaymentsConfig`] and
@@ -92,6 +100,7 @@ impl PaymentsBackend {
             },
             BackendKind::Postgres => Self::Postgres {
                 postgres_url: postgres_url.to_owned(),
+                ledger_url: None,
             },
             _ => Self::memory(namespace),
         }
@@ -148,16 +157,29 @@ impl PaymentsBackend {
                 let ledger = Ledger::connect(postgres_url, namespace)
                     .await
                     .map_err(|e| format!("the ledger at {postgres_url}: {e}"))?;
+                // The records cannot commit with the payment: a recovery point in the
+                // ledger's database does, written by the payment's transaction.
+                let pool = ledger
+                    .pool()
+                    .cloned()
+                    .ok_or("a PostgreSQL ledger has a pool")?;
+                let points = lock_core::idempotency::RecoveryPoints::postgres(pool)
+                    .await
+                    .map_err(|e| format!("recovery points at {postgres_url}: {e}"))?;
                 let idempotency = built(
                     Idempotency::builder(store, backend)
                         .namespace(&records)
                         .lease(lease)
+                        .recovery_points(points)
                         .build(),
                 )?;
                 Ok((idempotency, ledger))
             }
             #[cfg(feature = "postgres")]
-            Self::Postgres { postgres_url } => {
+            Self::Postgres {
+                postgres_url,
+                ledger_url,
+            } => {
                 let unreachable = |e: lock_core::LockError| {
                     format!("cannot reach PostgreSQL at {postgres_url}: {e}")
                 };
@@ -172,9 +194,12 @@ impl PaymentsBackend {
                     lock_core::results::PostgresResultStore::from_pool(backend.pool().clone())
                         .await
                         .map_err(unreachable)?;
-                let ledger = Ledger::postgres(backend.pool().clone(), namespace)
-                    .await
-                    .map_err(|e| format!("the ledger at {postgres_url}: {e}"))?;
+                // The payment's transaction completes the record (same database).
+                let ledger = match ledger_url {
+                    None => Ledger::postgres(backend.pool().clone(), namespace).await,
+                    Some(url) => Ledger::connect(url, namespace).await,
+                }
+                .map_err(|e| format!("the ledger at {postgres_url}: {e}"))?;
                 let idempotency = built(
                     Idempotency::builder(store, backend)
                         .namespace(&records)

@@ -20,6 +20,10 @@ pub struct PaymentsConfig {
     pub redis_url: String,
     /// `--postgres-url` (else `LOCK_TEST_POSTGRES_URL`, else the stack's default).
     pub postgres_url: String,
+    /// `--ledger-url`: with `--backend postgres`, another route to the same database for the
+    /// ledger (a test puts a fault proxy on the records' route only); default: the records'
+    /// connections.
+    pub ledger_url: Option<String>,
     /// `--namespace`: instances share idempotency records and ledger rows only under the same
     /// one.
     pub namespace: String,
@@ -30,7 +34,8 @@ pub struct PaymentsConfig {
     /// `--lease-ms`: the claim's lease, renewed by the watchdog while the handler runs; a
     /// killed process's claim ends this long after its last renewal.
     pub lease: Duration,
-    /// `--announce`: print `handling <user> <key> fence <n>` on stdout when a handler starts
+    /// `--announce`: print `handling <user> <key> fence <n>` on stdout when a handler starts,
+    /// and `paid <user> <key> payment <id>` once its payment committed
     /// (for tests that must act while it runs).
     pub announce: bool,
 }
@@ -41,6 +46,7 @@ pub const APP_FLAGS: &[&str] = &[
     "backend",
     "redis-url",
     "postgres-url",
+    "ledger-url",
     "namespace",
     "name",
     "handler-ms",
@@ -95,6 +101,7 @@ impl PaymentsConfig {
             postgres_url: flags
                 .get("postgres-url")
                 .map_or_else(postgres_url, str::to_owned),
+            ledger_url: flags.get("ledger-url").map(str::to_owned),
             namespace: flags.get("namespace").unwrap_or("payments").to_owned(),
             name: flags.get("name").unwrap_or("payments").to_owned(),
             handler_delay: Duration::from_millis(

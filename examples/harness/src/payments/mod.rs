@@ -49,14 +49,15 @@ use lock_core::idempotency::{ClaimInfo, Idempotency, IdempotencyStats};
 use serde_json::json;
 
 pub use self::answer::{
-    PaymentAnswer, Receipt, LEDGER_UNAVAILABLE, NO_CLAIM, SUPERSEDED, UNAUTHORIZED,
+    PaymentAnswer, Receipt, IN_PROGRESS, KEY_REUSED, LEDGER_UNAVAILABLE, NO_CLAIM, SUPERSEDED,
+    UNAUTHORIZED, UNWIRED,
 };
 pub use self::auth::{scope, User, MAX_USER_LEN};
 pub use self::backend::PaymentsBackend;
 pub use self::client::{client, get, post_payment, PaymentClient, Posted, IDEMPOTENT_REPLAYED};
 pub use self::config::{PaymentsConfig, APP_FLAGS, DEFAULT_HANDLER_DELAY};
 pub use self::input::{BadInput, Payment, BAD_INPUT, MAX_ACCOUNT_LEN, MAX_CENTS};
-pub use self::ledger::{Effect, Ledger, LedgerError, LEDGER_TABLE};
+pub use self::ledger::{Effect, Ledger, LedgerError, Recorded, ACCOUNTS_TABLE, LEDGER_TABLE};
 pub use self::process::AppProcess;
 
 /// The payment route.
@@ -186,20 +187,24 @@ impl PaymentService {
         };
         tokio::time::sleep(self.inner.handler_delay).await;
         match self.inner.ledger.record(claim, &payment).await {
-            Ok(effect) => {
+            Ok(Recorded::Made(effect)) => {
                 self.inner.recorded.fetch_add(1, Ordering::SeqCst);
-                PaymentAnswer::receipt(&Receipt {
-                    payment_id: effect.id,
-                    from: effect.from,
-                    to: effect.to,
-                    cents: effect.cents,
-                    fence: effect.fence,
-                })
+                if self.inner.announce {
+                    // After the commit: the payment and its answer are in the database.
+                    println!("paid {} {} payment {}", claim.scope, claim.key, effect.id);
+                }
+                PaymentAnswer::receipt(&effect.receipt())
             }
+            // An earlier execution of this request paid and committed its receipt: that is
+            // the answer (the same bytes a replay gets).
+            Ok(Recorded::Earlier(receipt)) => PaymentAnswer::receipt(&receipt),
             Err(LedgerError::Superseded { newer }) => {
                 PaymentAnswer::superseded(claim.fence.get(), newer)
             }
+            Err(LedgerError::InProgress) => PaymentAnswer::in_progress(),
+            Err(LedgerError::KeyReused) => PaymentAnswer::key_reused(),
             Err(LedgerError::Unavailable(detail)) => PaymentAnswer::ledger_unavailable(&detail),
+            Err(error @ LedgerError::Unwired(_)) => PaymentAnswer::unwired(&error.to_string()),
         }
     }
 

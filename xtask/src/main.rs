@@ -84,6 +84,14 @@ Commands:
                                 keys sent as concurrent duplicates, retried
                                 after completion, reused with another amount.
                                 PASS when each payment ran and moved money once.
+  demo crash [--backend redis|postgres|all] [--rounds N] [--per-round M] [--proxied P]
+             [--unsafe-separate-commit]
+                                Payments killed at their end (release build):
+                                a kill -9 sweep across the handler's end, and a
+                                process stalled from its records after its
+                                payment committed, then killed; per store
+                                configuration. PASS when every key was paid
+                                once and answered with that payment.
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS

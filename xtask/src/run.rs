@@ -36,8 +36,15 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
         .map(String::as_str)
         .filter(|_| bin == HarnessBin::Demo);
     let idempotency = scenario == Some(IDEMPOTENCY);
+    let crash = scenario == Some(CRASH);
     let mut needed: Vec<&'static dyn Server> = if bin == HarnessBin::Chaos {
         chaos_servers(args)
+    } else if crash {
+        // Both store configurations need both servers (the ledger is in PostgreSQL).
+        ["redis", "postgres"]
+            .into_iter()
+            .filter_map(stack::by_name)
+            .collect()
     } else {
         backends(args)
             .into_iter()
@@ -53,7 +60,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     if has_flag(args, "--redis-url") {
         needed.retain(|s| s.name() != "redis");
     }
-    if idempotency && has_flag(args, "--postgres-url") {
+    if (idempotency || crash) && has_flag(args, "--postgres-url") {
         needed.retain(|s| s.name() != "postgres");
     }
     // Stress keeps its shared counters in Redis whichever backend it locks with.
@@ -74,6 +81,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
         (HarnessBin::Demo, Some(INVENTORY)) => run_inventory(&args[1..]),
         (HarnessBin::Demo, Some(STAMPEDE)) => run_stampede(&args[1..]),
         (HarnessBin::Demo, Some(IDEMPOTENCY)) => run_idempotency(&args[1..]),
+        (HarnessBin::Demo, Some(CRASH)) => run_crash(&args[1..]),
         // `cargo xtask demo` alone: the quick scenarios, on memory.
         (HarnessBin::Demo, None) => run_quick_demo(),
         _ => run_bin(bin, args),
@@ -220,6 +228,32 @@ fn run_idempotency(args: &[String]) -> Result<()> {
     }
     cargo.arg("--");
     run_with_stack(cargo, args)
+}
+
+/// The `demo` scenario of payments killed at their end (`demo crash [ARGS...]`).
+const CRASH: &str = "crash";
+
+/// `demo crash`: builds the `payments` app binary and the `crash` driver of
+/// `examples/payments-demo` (release), then runs the driver, which starts and kills
+/// `payments` processes next to it.
+fn run_crash(args: &[String]) -> Result<()> {
+    let mut build = cmd::cargo();
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "payments-demo",
+        "--bin",
+        "payments",
+        "--bin",
+        CRASH,
+    ]);
+    cmd::run(&mut build)?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || cmd::project_root().join("target"),
+        std::path::PathBuf::from,
+    );
+    run_with_stack(Command::new(target.join("release").join(CRASH)), args)
 }
 
 /// Whether `args` (before a bare `--`) has `--name` or `--name=...`.

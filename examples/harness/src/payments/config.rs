@@ -34,6 +34,10 @@ pub struct PaymentsConfig {
     /// `--lease-ms`: the claim's lease, renewed by the watchdog while the handler runs; a
     /// killed process's claim ends this long after its last renewal.
     pub lease: Duration,
+    /// `--unsafe-separate-commit`: the payment commits without its answer, which the layer
+    /// records after the handler (as before `ClaimInfo::commit_in`): a process killed
+    /// between the two pays twice. Only to show that the crash checks can fail.
+    pub unsafe_separate_commit: bool,
     /// `--announce`: print `handling <user> <key> fence <n>` on stdout when a handler starts,
     /// and `paid <user> <key> payment <id>` once its payment committed
     /// (for tests that must act while it runs).
@@ -52,6 +56,7 @@ pub const APP_FLAGS: &[&str] = &[
     "handler-ms",
     "lease-ms",
     "announce",
+    "unsafe-separate-commit",
 ];
 
 /// The handler's default work time.
@@ -108,11 +113,8 @@ impl PaymentsConfig {
                 flags.number("handler-ms", DEFAULT_HANDLER_DELAY.as_millis() as u64)?,
             ),
             lease,
-            announce: match flags.get("announce") {
-                None | Some("false") => false,
-                Some("true") => true,
-                Some(other) => return Err(format!("--announce takes no value, got {other:?}")),
-            },
+            announce: switch(flags, "announce")?,
+            unsafe_separate_commit: switch(flags, "unsafe-separate-commit")?,
         })
     }
 
@@ -120,6 +122,15 @@ impl PaymentsConfig {
     #[must_use]
     pub fn memory() -> Self {
         Self::from_args(Vec::new()).expect("the defaults parse")
+    }
+}
+
+/// A flag that takes no value.
+fn switch(flags: &Flags, name: &str) -> Result<bool, String> {
+    match flags.get(name) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(format!("--{name} takes no value, got {other:?}")),
     }
 }
 

@@ -36,6 +36,8 @@ mod backend;
 pub mod checks;
 mod client;
 mod config;
+#[cfg(feature = "postgres")]
+pub mod crash;
 pub mod demo;
 mod input;
 mod ledger;
@@ -97,7 +99,10 @@ impl PaymentService {
     /// One more instance on `backend` (instances of one process on a shared backend, as the
     /// demo runs them): its own connections, `config`'s namespace, lease and handler.
     pub async fn on(backend: &PaymentsBackend, config: &PaymentsConfig) -> Result<Self, String> {
-        let (idempotency, ledger) = backend.instance(&config.namespace, config.lease).await?;
+        let (idempotency, mut ledger) = backend.instance(&config.namespace, config.lease).await?;
+        if config.unsafe_separate_commit {
+            ledger = ledger.unsafe_separate_commit();
+        }
         Ok(Self::new(
             &config.name,
             backend.name(),

@@ -111,6 +111,9 @@ pub enum LedgerError {
 pub struct Ledger {
     namespace: String,
     kind: Kind,
+    /// Whether a PostgreSQL payment commits its answer with it (always, but to show what
+    /// goes wrong without: [`unsafe_separate_commit`](Ledger::unsafe_separate_commit)).
+    answer_with_payment: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -146,6 +149,7 @@ impl Ledger {
         Self {
             namespace: namespace.to_owned(),
             kind: Kind::Memory(Arc::default()),
+            answer_with_payment: true,
         }
     }
 
@@ -157,6 +161,7 @@ impl Ledger {
         Ok(Self {
             namespace: namespace.to_owned(),
             kind: Kind::Postgres(pool),
+            answer_with_payment: true,
         })
     }
 
@@ -170,6 +175,15 @@ impl Ledger {
             .await
             .map_err(postgres::unavailable)?;
         Self::postgres(pool, namespace).await
+    }
+
+    /// The same ledger, committing payments *without* their answer (the idempotency layer
+    /// records it after the handler): a process killed between the two pays twice. For the
+    /// crash checks' `--unsafe-separate-commit`, to show they can fail; never in an app.
+    #[must_use]
+    pub fn unsafe_separate_commit(mut self) -> Self {
+        self.answer_with_payment = false;
+        self
     }
 
     /// The pool of a PostgreSQL ledger (recovery points go in its database).
@@ -210,7 +224,10 @@ impl Ledger {
         match &self.kind {
             Kind::Memory(books) => memory::record(books, claim, payment),
             #[cfg(feature = "postgres")]
-            Kind::Postgres(pool) => postgres::record(pool, &self.namespace, claim, payment).await,
+            Kind::Postgres(pool) => {
+                let answer = self.answer_with_payment;
+                postgres::record(pool, &self.namespace, claim, payment, answer).await
+            }
         }
     }
 

@@ -54,6 +54,7 @@ pub(super) async fn record(
     namespace: &str,
     claim: &ClaimInfo,
     payment: &Payment,
+    answer_with_payment: bool,
 ) -> Result<Recorded, LedgerError> {
     let fence = i64::try_from(claim.fence.get())
         .map_err(|_| LedgerError::Unavailable("fence out of range".into()))?;
@@ -116,6 +117,10 @@ pub(super) async fn record(
         cents: payment.cents,
         created_at_ms: row.try_get::<i64, _>("created_ms").map_err(unavailable)? as u64,
     };
+    if !answer_with_payment {
+        tx.commit().await.map_err(unavailable)?;
+        return Ok(Recorded::Made(effect));
+    }
     // The answer this request is replayed with, committed with the payment.
     let answer = PaymentAnswer::receipt(&effect.receipt());
     let stored = StoredResponse::new(

@@ -105,6 +105,10 @@ impl RequestHead for Head<'_> {
         self.0.headers().get(name).map(|value| value.as_bytes())
     }
 
+    fn header_count(&self, name: &str) -> usize {
+        self.0.headers().get_all(name).count()
+    }
+
     /// actix computes the pattern from the app's resource map, so it is known in app-level
     /// `wrap` too (scope prefixes included); no resource matched: a 404 on its way.
     fn matched_route(&self) -> MatchedRoute<'_> {

@@ -152,6 +152,10 @@ impl<B> RequestHead for Head<'_, B> {
         self.0.headers().get(name).map(|value| value.as_bytes())
     }
 
+    fn header_count(&self, name: &str) -> usize {
+        self.0.headers().get_all(name).iter().count()
+    }
+
     fn matched_route(&self) -> MatchedRoute<'_> {
         matched_route(self.0.extensions())
     }

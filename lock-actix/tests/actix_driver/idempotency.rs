@@ -63,7 +63,7 @@ pub fn to_request(request: Request) -> actix_http::Request {
         .uri(&request.path)
         .set_payload(request.body);
     for (name, value) in request.headers {
-        test = test.insert_header((name, value));
+        test = test.append_header((name, value));
     }
     test.to_request()
 }

@@ -244,6 +244,10 @@ impl RequestHead for PartsHead<'_> {
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.0.headers.get(name).map(HeaderValue::as_bytes)
     }
+
+    fn header_count(&self, name: &str) -> usize {
+        self.0.headers.get_all(name).iter().count()
+    }
 }
 
 /// A reply of lock-core's as a response; its outcome recorded in the span.

@@ -33,6 +33,34 @@ pub trait RequestHead {
     /// The first value of header `name` (matched case-insensitively), as raw bytes.
     fn header(&self, name: &str) -> Option<&[u8]>;
 
+    /// How many lines of header `name` the request carries. A header a key or an
+    /// idempotency key is read from must come once: a request that repeats it is refused (400)
+    /// rather than answered by whichever line came first. The default sees only
+    /// [`header`](Self::header) (0 or 1); adapters that can see every line override it.
+    ///
+    /// ```
+    /// use lock_core::http::RequestHead;
+    ///
+    /// struct Head(Vec<(&'static str, &'static [u8])>);
+    /// impl RequestHead for Head {
+    ///     fn method(&self) -> &str { "POST" }
+    ///     fn path(&self) -> &str { "/" }
+    ///     fn query(&self) -> Option<&str> { None }
+    ///     fn header(&self, name: &str) -> Option<&[u8]> {
+    ///         self.0.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+    ///     }
+    ///     fn header_count(&self, name: &str) -> usize {
+    ///         self.0.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).count()
+    ///     }
+    /// }
+    ///
+    /// let twice = Head(vec![("idempotency-key", b"a"), ("Idempotency-Key", b"b")]);
+    /// assert_eq!(twice.header_count("idempotency-key"), 2);
+    /// ```
+    fn header_count(&self, name: &str) -> usize {
+        usize::from(self.header(name).is_some())
+    }
+
     /// The route the framework's router matched, for [`KeySource::route_param`]. The default,
     /// [`MatchedRoute::Unknown`], is for adapters that cannot see routing: route parameters
     /// then fail closed (400) instead of silently locking nothing.
@@ -165,6 +193,8 @@ impl KeySource {
                 MatchedRoute::Unknown | MatchedRoute::NoMatch => return None,
             },
             Self::PathSegment(segment) => path_segment(head.path(), segment)?,
+            // A repeated header or parameter names no single key: refused, not guessed.
+            Self::Header(name) if head.header_count(name) > 1 => return None,
             Self::Header(name) => String::from_utf8(head.header(name)?.to_vec()).ok()?,
             Self::Query(name) => query_param(head.query()?, name)?,
         };
@@ -258,8 +288,8 @@ impl KeySource {
                 format!("path parameter `{name}` of `{template}`")
             }
             Self::PathSegment(PathSegment::Route { name }) => format!("route parameter `{name}`"),
-            Self::Header(name) => format!("header `{name}`"),
-            Self::Query(name) => format!("query parameter `{name}`"),
+            Self::Header(name) => format!("header `{name}` (once)"),
+            Self::Query(name) => format!("query parameter `{name}` (once)"),
         }
     }
 }
@@ -273,13 +303,17 @@ fn path_segment(path: &str, which: &PathSegment) -> Option<String> {
     }
 }
 
+/// The value of query parameter `name`, when it appears exactly once.
 fn query_param(query: &str, name: &str) -> Option<String> {
-    query.split('&').find_map(|pair| {
+    let mut values = query.split('&').filter_map(|pair| {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        (decode_query_component(key).ok()? == name)
-            .then(|| decode_query_component(value).ok())
-            .flatten()
-    })
+        (decode_query_component(key).ok()? == name).then_some(value)
+    });
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    decode_query_component(value).ok()
 }
 
 #[cfg(test)]
@@ -305,7 +339,14 @@ mod tests {
             match name.to_ascii_lowercase().as_str() {
                 "x-key" => Some(b"caf\xc3\xa9"),
                 "x-bad" => Some(b"\xff"),
+                "x-twice" => Some(b"one"),
                 _ => None,
+            }
+        }
+        fn header_count(&self, name: &str) -> usize {
+            match name.to_ascii_lowercase().as_str() {
+                "x-twice" => 2,
+                _ => usize::from(self.header(name).is_some()),
             }
         }
     }
@@ -386,10 +427,15 @@ mod tests {
 
     #[test]
     fn headers_and_queries() {
-        let h = head("/", Some("a=1&sku=red+shoe%21&sku=other&flag"));
+        let h = head("/", Some("a=1&sku=red+shoe%21&b=2&b=3&flag"));
         assert_eq!(
             KeySource::query("sku").extract(&h).as_deref(),
             Some("red shoe!")
+        );
+        assert_eq!(
+            KeySource::query("b").extract(&h),
+            None,
+            "repeated: no single key"
         );
         assert_eq!(KeySource::query("flag").extract(&h), None, "empty");
         assert_eq!(KeySource::query("nope").extract(&h), None);
@@ -399,5 +445,6 @@ mod tests {
             Some("café")
         );
         assert_eq!(KeySource::header("x-bad").extract(&h), None, "not UTF-8");
+        assert_eq!(KeySource::header("x-twice").extract(&h), None, "repeated");
     }
 }

@@ -54,7 +54,8 @@ fn assert_replay(replay: &Answer, first: &Answer) {
 }
 
 /// 400 `bad-key` problems for a missing key (required by default), an empty one, a
-/// non-ASCII one, one of 256 characters and a malformed quoted string, before anything runs;
+/// non-ASCII one, one of 256 characters, a malformed quoted string and a repeated header (two
+/// `Idempotency-Key` lines, even of one value), before anything runs;
 /// a key of 255 characters is accepted, and so is the draft's structured-field string form
 /// (`"q-1"`), the same key as plain `q-1`.
 ///
@@ -72,13 +73,18 @@ pub async fn keys_are_checked_before_anything_runs<D: Driver>() {
         ("256 characters", Request::post("/pay").key("k".repeat(256))),
         ("unterminated quoted", Request::post("/pay").key("\"abc")),
         ("bad escape", Request::post("/pay").key(r#""a\nb""#)),
+        ("repeated", Request::post("/pay").key("k-1").key("k-2")),
+        (
+            "repeated, same",
+            Request::post("/pay").key("k-1").key("k-1"),
+        ),
     ];
     for (what, request) in refused {
         let answer = send::<D>(&app, request).await;
         assert_problem(&answer, 400, "urn:distributed-lock:bad-key", what);
     }
     assert_eq!(handler.runs(), 0, "nothing ran");
-    assert_eq!(idempotency.stats().rejected, 6, "every refusal is counted");
+    assert_eq!(idempotency.stats().rejected, 8, "every refusal is counted");
     let longest = Request::post("/pay").key("k".repeat(255));
     assert_ran(&send::<D>(&app, longest).await, 1, "POST", "/pay", "");
     let quoted = send::<D>(&app, Request::post("/pay").key("\"q-1\"").body("a")).await;

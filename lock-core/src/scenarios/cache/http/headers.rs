@@ -138,6 +138,12 @@ impl RequestHead for RequestParts {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_slice())
     }
+    fn header_count(&self, name: &str) -> usize {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .count()
+    }
 }
 
 impl HeaderPairs for RequestParts {

@@ -46,6 +46,18 @@ impl Plan {
         {
             return Self::Pass;
         }
+        let lines = head.header_count(&rules.header);
+        if lines > 1 {
+            // An Item structured field: two lines are one invalid value, and answering with
+            // either key would be a guess (RFC 9651 §3.3; the IETF Idempotency-Key draft).
+            return Self::Reject(bad_key(
+                "Repeated idempotency key",
+                &format!(
+                    "the {} header must appear once; this request has {lines}",
+                    rules.header
+                ),
+            ));
+        }
         match head.header(&rules.header) {
             None if rules.required => Self::Reject(bad_key(
                 "Missing idempotency key",

@@ -17,9 +17,9 @@ use lock_core::idempotency::ClaimInfo;
 /// use lock_actix::IdempotencyClaim;
 ///
 /// async fn pay(claim: IdempotencyClaim) -> String {
-///     // Write the payment conditionally on the fencing token (bound as a parameter, with the
-///     // key), so that a request whose claim was lost and taken over cannot overwrite the
-///     // newer one's.
+///     // Write the payment and its answer in one transaction with `claim.commit_in` (lock-core's
+///     // `postgres` feature), so that a crash after the payment replays it instead of paying
+///     // again.
 ///     format!("paid under key {:?}, fence {}", claim.key, claim.fence)
 /// }
 /// # let _ = pay;

@@ -34,8 +34,8 @@
 //! use lock_core::idempotency::Idempotency;
 //!
 //! async fn pay(claim: IdempotencyClaim, body: String) -> HttpResponse {
-//!     // Write the payment conditionally on `claim.fence`: a request whose claim was lost and
-//!     // taken over cannot overwrite the newer one's.
+//!     // Write the payment and this answer in one transaction (`claim.commit_in`, lock-core's
+//!     // `postgres` feature): a crash after the payment then replays it, never pays twice.
 //!     HttpResponse::Created().body(format!("paid {body} under fence {}", claim.fence))
 //! }
 //!

@@ -32,8 +32,8 @@
 //! use lock_tower::IdempotencyLayer;
 //!
 //! async fn pay(Extension(claim): Extension<ClaimInfo>, body: String) -> (http::StatusCode, String) {
-//!     // Write the payment conditionally on `claim.fence`: a request whose claim was lost and
-//!     // taken over cannot overwrite the newer one's.
+//!     // Write the payment and this answer in one transaction (`claim.commit_in`, lock-core's
+//!     // `postgres` feature): a crash after the payment then replays it, never pays twice.
 //!     (http::StatusCode::CREATED, format!("paid {body} under fence {}", claim.fence))
 //! }
 //!

@@ -42,8 +42,9 @@ pub enum Begin {
 }
 
 /// What the handler of a claimed request can know of its claim; the HTTP layers put it in the
-/// request (extensions in tower, an extractor in actix) so that the handler's own writes can
-/// be conditional on the fencing token.
+/// request (extensions in tower, an extractor in actix). With the `postgres` feature the
+/// handler writes its answer in its effect's own transaction with `commit_in`, which makes
+/// the request exactly once across crashes (see the [module docs](super)).
 ///
 /// ```
 /// use lock_core::idempotency::ClaimInfo;

@@ -40,7 +40,7 @@ pub const MAX_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// let Begin::Run(claim) = payments.begin("alice", "key-1", fingerprint, InFlight::Conflict).await? else {
 ///     unreachable!("the first request runs");
 /// };
-/// // ... move the money, conditionally on claim.info().fence ...
+/// // ... move the money; with PostgreSQL, commit the answer with it (`claim.info().commit_in`) ...
 /// let paid = StoredResponse {
 ///     status: 201,
 ///     headers: vec![],

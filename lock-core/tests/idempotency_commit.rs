@@ -509,6 +509,44 @@ async fn no_place_to_commit_is_a_typed_error() {
     .unwrap();
 }
 
+/// Records in PostgreSQL: the completed record is pushed when the transaction commits, so a
+/// duplicate waiting for it gets the replay while the claim is still held (before the layer's
+/// own completion).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_duplicate_gets_the_committed_answer_pushed() {
+    let Some(setup) = Setup::new(Records::Postgres).await else {
+        return;
+    };
+    timeout(BOUND, async {
+        let instance = setup.instance(LeaseMode::default()).await;
+        let other = setup.instance(LeaseMode::default()).await;
+        let key = unique("pushed");
+        let claim = run(&instance, &key, 77).await;
+        let duplicate = {
+            let key = key.clone();
+            tokio::spawn(async move {
+                other
+                    .begin(
+                        "alice",
+                        &key,
+                        payment(77),
+                        InFlight::Wait(Duration::from_secs(20)),
+                    )
+                    .await
+                    .unwrap()
+            })
+        };
+        assert_eq!(setup.pay(claim.info(), "pushed").await, Committed::Recorded);
+        match duplicate.await.unwrap() {
+            Begin::Replay(done) => assert_eq!(done.response.body, b"pushed"),
+            other => panic!("the duplicate gets the committed answer, got {other:?}"),
+        }
+        drop(claim);
+    })
+    .await
+    .unwrap();
+}
+
 /// Expired points are purged; live ones stay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_points_are_purged() {

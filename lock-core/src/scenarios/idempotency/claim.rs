@@ -231,17 +231,13 @@ impl Claim {
 
 #[cfg(feature = "postgres")]
 impl Claim {
-    /// With [`RecoveryPoints`](super::RecoveryPoints): the answer an earlier execution of this
-    /// request committed together with its effect, before its process died without completing
-    /// the record. The record is completed with it (under this claim) and it is replayed:
-    /// nothing runs again. Without a point, the claim runs.
-    async fn recovered(self) -> Result<Begin> {
+    /// With [`RecoveryPoints`](super::RecoveryPoints): `point` is the answer an earlier
+    /// execution of this request committed together with its effect, before its process died
+    /// without completing the record. The record is completed with it (under this claim) and
+    /// it is replayed: nothing runs again. Without a point, the claim runs.
+    async fn recovered(self, point: Option<Vec<u8>>) -> Result<Begin> {
         let inner = &self.idempotency.inner;
-        let Some(super::commit::CommitPlace::Recovery(points)) = inner.commit_place.as_deref()
-        else {
-            return Ok(Begin::Run(self));
-        };
-        let Some(point) = points.find(self.key.full()).await? else {
+        let Some(point) = point else {
             return Ok(Begin::Run(self));
         };
         let (theirs, completed) = match Record::decode(&point)? {
@@ -371,17 +367,29 @@ async fn claim(
     guard: LockGuard,
 ) -> Result<Begin> {
     let fence = guard.fencing_token();
-    let stored = idempotency
-        .inner
-        .store
-        .put(
-            &key,
-            &fence_digits(fence),
-            &Record::encode_in_flight(fence, &fingerprint),
-            idempotency.inner.retention,
-            Replace::Older,
-        )
-        .await?;
+    let (digits, in_flight) = (
+        fence_digits(fence),
+        Record::encode_in_flight(fence, &fingerprint),
+    );
+    let put = idempotency.inner.store.put(
+        &key,
+        &digits,
+        &in_flight,
+        idempotency.inner.retention,
+        Replace::Older,
+    );
+    // With recovery points, the look for one goes with the in-flight put (two stores, one
+    // round trip's wait); it is only used once the put has made the claim this request's.
+    #[cfg(feature = "postgres")]
+    let (stored, point) = match idempotency.recovery_points() {
+        Some(points) => {
+            let (stored, point) = tokio::join!(put, points.find(key.full()));
+            (stored?, point?)
+        }
+        None => (put.await?, None),
+    };
+    #[cfg(not(feature = "postgres"))]
+    let stored = put.await?;
     if stored {
         let (scope, client_key) = split_record_name(key.name());
         #[allow(unused_mut)] // without `postgres`, nothing more to fill in
@@ -398,7 +406,7 @@ async fn claim(
             info,
         };
         #[cfg(feature = "postgres")]
-        return claim.recovered().await;
+        return claim.recovered(point).await;
         #[cfg(not(feature = "postgres"))]
         return Ok(Begin::Run(claim));
     }

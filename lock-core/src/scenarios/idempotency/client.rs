@@ -180,6 +180,15 @@ impl Idempotency {
         LockKey::new(&self.inner.namespace, &format!("{scope_part}:{key}"))
     }
 
+    /// The recovery points claims look for an earlier execution's answer in, if any.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn recovery_points(&self) -> Option<&super::RecoveryPoints> {
+        match self.inner.commit_place.as_deref()? {
+            super::commit::CommitPlace::Recovery(points) => Some(points),
+            super::commit::CommitPlace::Record(_) => None,
+        }
+    }
+
     /// What a claim on `key` carries to complete in the application's transaction.
     #[cfg(feature = "postgres")]
     pub(crate) fn commit_handle(

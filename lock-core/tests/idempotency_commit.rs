@@ -1,21 +1,25 @@
 //! An idempotent request's effect and its answer committed together
-//! (`ClaimInfo::commit_in`), in both configurations:
+//! (`ClaimInfo::commit_in`), in each configuration:
 //!
 //! - records in a `PostgresResultStore` on the effect's database: the in-flight record becomes
 //!   the completed one in the handler's transaction;
-//! - records on Redis, `RecoveryPoints` in the effect's PostgreSQL.
+//! - records on Redis, `RecoveryPoints` in the effect's PostgreSQL;
+//! - records on Redis, `RecoveryPoints` in the effect's MySQL.
 //!
 //! Each test makes an effect (a row in a table of its own) and then ends the claim *without*
 //! completing it through the layer, as a process that dies right after its commit would: the
 //! retry must replay the committed answer, and the effect table must hold one row.
 //! Overlapping executions (a holder paused past its lease) must not both commit.
 //!
-//! Needs `LOCK_TEST_POSTGRES_URL` (and `LOCK_TEST_REDIS_URL`); `cargo xtask test` sets them
-//! and makes a missing server a failure.
-#![cfg(all(feature = "postgres", feature = "redis"))]
+//! Needs `LOCK_TEST_POSTGRES_URL`, `LOCK_TEST_MYSQL_URL` and `LOCK_TEST_REDIS_URL`;
+//! `cargo xtask test` sets them and makes a missing server a failure.
+#![cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]
+
+mod commit_support;
 
 use std::time::Duration;
 
+use commit_support::Effects;
 use lock_core::cache::http::StoredResponse;
 use lock_core::idempotency::{
     Begin, ClaimInfo, Committed, Completion, Fingerprint, Idempotency, InFlight, RecoveryPoints,
@@ -23,42 +27,35 @@ use lock_core::idempotency::{
 use lock_core::results::{PostgresResultStore, RedisResultStore};
 use lock_core::testing::{server_url, unique};
 use lock_core::{FencingToken, LeaseMode, LockError, PostgresBackend, RedisBackend};
-use sqlx::PgPool;
 use tokio::time::timeout;
 
 const BOUND: Duration = Duration::from_secs(30);
-const EFFECTS: &str = "idempotency_commit_effects";
 
 /// Where the records are.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Records {
-    /// In a `PostgresResultStore` on the effect's database.
+    /// In a `PostgresResultStore` on the effect's database (PostgreSQL).
     Postgres,
-    /// On Redis, with recovery points in the effect's database.
-    RedisWithRecoveryPoints,
+    /// On Redis, with recovery points in the effect's PostgreSQL.
+    RedisWithPostgresPoints,
+    /// On Redis, with recovery points in the effect's MySQL.
+    RedisWithMySqlPoints,
 }
 
 struct Setup {
-    pool: PgPool,
+    effects: Effects,
     records: Records,
     namespace: String,
 }
 
 impl Setup {
     async fn new(records: Records) -> Option<Self> {
-        let url = server_url("LOCK_TEST_POSTGRES_URL").unwrap()?;
-        if matches!(records, Records::RedisWithRecoveryPoints) {
+        if records != Records::Postgres {
             server_url("LOCK_TEST_REDIS_URL").unwrap()?;
         }
-        let pool = PgPool::connect(&url).await.unwrap();
-        sqlx::raw_sql(&format!(
-            "SELECT pg_advisory_xact_lock(7101); CREATE TABLE IF NOT EXISTS {EFFECTS} (key text NOT NULL, fence bigint NOT NULL)"
-        ))
-        .execute(&pool)
-        .await
-        .unwrap();
+        let effects = Effects::connect(records == Records::RedisWithMySqlPoints).await?;
         Some(Self {
-            pool,
+            effects,
             records,
             namespace: unique("commit"),
         })
@@ -66,50 +63,37 @@ impl Setup {
 
     /// One more instance (its own connections) holding claims with `lease`.
     async fn instance(&self, lease: LeaseMode) -> Idempotency {
-        match self.records {
-            Records::Postgres => {
-                let backend = PostgresBackend::from_pool(self.pool.clone()).await.unwrap();
-                let store = PostgresResultStore::from_pool(self.pool.clone())
-                    .await
-                    .unwrap();
-                Idempotency::builder(store, backend)
-                    .namespace(&self.namespace)
-                    .lease(lease)
-                    .build()
-                    .unwrap()
-            }
-            Records::RedisWithRecoveryPoints => {
-                let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
-                let backend = RedisBackend::connect(&url).await.unwrap();
-                let store = RedisResultStore::connect(&backend).await.unwrap();
-                Idempotency::builder(store, backend)
-                    .namespace(&self.namespace)
-                    .lease(lease)
-                    .recovery_points(RecoveryPoints::postgres(self.pool.clone()).await.unwrap())
-                    .build()
-                    .unwrap()
-            }
+        if self.records == Records::Postgres {
+            let pool = self.effects.postgres();
+            let backend = PostgresBackend::from_pool(pool.clone()).await.unwrap();
+            let store = PostgresResultStore::from_pool(pool.clone()).await.unwrap();
+            return Idempotency::builder(store, backend)
+                .namespace(&self.namespace)
+                .lease(lease)
+                .build()
+                .unwrap();
         }
+        let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
+        let backend = RedisBackend::connect(&url).await.unwrap();
+        let store = RedisResultStore::connect(&backend).await.unwrap();
+        Idempotency::builder(store, backend)
+            .namespace(&self.namespace)
+            .lease(lease)
+            .recovery_points(self.effects.recovery_points().await)
+            .build()
+            .unwrap()
     }
 
     /// The effect of `claim` and its answer in one transaction; commits only when the answer
     /// was recorded. Returns what `commit_in` said.
     async fn pay(&self, claim: &ClaimInfo, body: &str) -> Committed {
-        let mut transaction = self.pool.begin().await.unwrap();
-        sqlx::query(&format!(
-            "INSERT INTO {EFFECTS} (key, fence) VALUES ($1, $2)"
-        ))
-        .bind(self.effect_key(&claim.key))
-        .bind(i64::try_from(claim.fence.get()).unwrap())
-        .execute(&mut *transaction)
-        .await
-        .unwrap();
-        let committed = claim
-            .commit_in(&mut transaction, &receipt(body))
-            .await
-            .unwrap();
+        let mut transaction = self.effects.begin().await;
+        transaction
+            .insert_effect(&self.effect_key(&claim.key), claim.fence.get())
+            .await;
+        let committed = transaction.commit_in(claim, &receipt(body)).await.unwrap();
         if committed == Committed::Recorded {
-            transaction.commit().await.unwrap();
+            transaction.commit().await;
         }
         committed
     }
@@ -119,11 +103,7 @@ impl Setup {
     }
 
     async fn effects(&self, key: &str) -> i64 {
-        sqlx::query_scalar(&format!("SELECT count(*) FROM {EFFECTS} WHERE key = $1"))
-            .bind(self.effect_key(key))
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
+        self.effects.count(&self.effect_key(key)).await
     }
 }
 
@@ -250,11 +230,10 @@ async fn a_rolled_back_transaction_records_nothing(records: Records) {
     let instance = setup.instance(LeaseMode::default()).await;
     let key = unique("rolled-back");
     let claim = run(&instance, &key, 5).await;
-    let mut transaction = setup.pool.begin().await.unwrap();
+    let mut transaction = setup.effects.begin().await;
     assert_eq!(
-        claim
-            .info()
-            .commit_in(&mut transaction, &receipt("never"))
+        transaction
+            .commit_in(claim.info(), &receipt("never"))
             .await
             .unwrap(),
         Committed::Recorded
@@ -319,7 +298,7 @@ async fn overlapping_executions_commit_once(records: Records, paused_commits_fir
             }
         }
         // The recovery point's key decides: the first commit wins.
-        Records::RedisWithRecoveryPoints => {
+        Records::RedisWithPostgresPoints | Records::RedisWithMySqlPoints => {
             assert_eq!(first_said, Committed::Recorded);
             match second_said {
                 Committed::Superseded(Some(done)) => assert_eq!(done.response.body, b"first"),
@@ -347,11 +326,9 @@ async fn a_commit_waits_for_the_open_one(records: Records) {
     let instance = setup.instance(LeaseMode::default()).await;
     let key = unique("open");
     let claim = run(&instance, &key, 3).await;
-    let mut open = setup.pool.begin().await.unwrap();
+    let mut open = setup.effects.begin().await;
     assert_eq!(
-        claim
-            .info()
-            .commit_in(&mut open, &receipt("open"))
+        open.commit_in(claim.info(), &receipt("open"))
             .await
             .unwrap(),
         Committed::Recorded
@@ -359,68 +336,65 @@ async fn a_commit_waits_for_the_open_one(records: Records) {
     // A second execution: the same info, through the recovery point's key or the record row.
     let (session, second_session) = tokio::sync::oneshot::channel();
     let second = {
-        let (pool, info) = (setup.pool.clone(), claim.info().clone());
+        let (effects, info) = (setup.effects.clone(), claim.info().clone());
         tokio::spawn(async move {
-            let mut transaction = pool.begin().await.unwrap();
-            let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-                .fetch_one(&mut *transaction)
-                .await
-                .unwrap();
-            session.send(pid).unwrap();
-            info.commit_in(&mut transaction, &receipt("second"))
+            let mut transaction = effects.begin().await;
+            session.send(transaction.session().await).unwrap();
+            transaction
+                .commit_in(&info, &receipt("second"))
                 .await
                 .unwrap()
         })
     };
     // The second write waits for the open transaction: its session shows a lock wait.
-    let pid = second_session.await.unwrap();
-    let waiting =
-        "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1";
-    while !sqlx::query_scalar::<_, bool>(waiting)
-        .bind(pid)
-        .fetch_one(&setup.pool)
-        .await
-        .unwrap()
-    {
+    let id = second_session.await.unwrap();
+    while !setup.effects.waits_for_a_lock(id).await {
         assert!(
             !second.is_finished(),
             "the second write must wait for the open one"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    open.commit().await.unwrap();
+    open.commit().await;
     match second.await.unwrap() {
         Committed::Superseded(Some(done)) => assert_eq!(done.response.body, b"open"),
         other => panic!("the second learns the first committed, got {other:?}"),
     }
 }
 
-macro_rules! both_configurations {
+macro_rules! every_configuration {
     ($($name:ident => $body:ident;)*) => {
         mod postgres_records {
             use super::*;
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let records = Records::Postgres;
-                    timeout(BOUND, super::$body(records)).await.unwrap();
+                    timeout(BOUND, super::$body(Records::Postgres)).await.unwrap();
                 }
             )*
         }
-        mod redis_records_with_recovery_points {
+        mod redis_records_with_postgres_points {
             use super::*;
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let records = Records::RedisWithRecoveryPoints;
-                    timeout(BOUND, super::$body(records)).await.unwrap();
+                    timeout(BOUND, super::$body(Records::RedisWithPostgresPoints)).await.unwrap();
+                }
+            )*
+        }
+        mod redis_records_with_mysql_points {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    timeout(BOUND, super::$body(Records::RedisWithMySqlPoints)).await.unwrap();
                 }
             )*
         }
     };
 }
 
-both_configurations! {
+every_configuration! {
     a_retry_after_the_commit_replays => a_retry_after_the_commit_replays;
     a_rolled_back_transaction_records_nothing => a_rolled_back_transaction_records_nothing;
     the_completion_after_a_commit_is_the_committed_answer => the_completion_after_a_commit_is_the_committed_answer;
@@ -433,7 +407,7 @@ both_configurations! {
 /// answers for the request, and refuses another request under the key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_record_is_recovered_from_its_point() {
-    let Some(setup) = Setup::new(Records::RedisWithRecoveryPoints).await else {
+    let Some(setup) = Setup::new(Records::RedisWithPostgresPoints).await else {
         return;
     };
     timeout(BOUND, async {
@@ -476,7 +450,7 @@ async fn no_place_to_commit_is_a_typed_error() {
     timeout(BOUND, async {
         let memory = Idempotency::memory("commit-memory").unwrap();
         let claim = run(&memory, "k", 1).await;
-        let mut transaction = setup.pool.begin().await.unwrap();
+        let mut transaction = setup.effects.postgres().begin().await.unwrap();
         let refused = claim
             .info()
             .commit_in(&mut transaction, &receipt("x"))
@@ -547,38 +521,92 @@ async fn a_waiting_duplicate_gets_the_committed_answer_pushed() {
     .unwrap();
 }
 
-/// Expired points are purged; live ones stay.
+/// Recovery points in one database and the effect's transaction in another: refused, as are
+/// records in PostgreSQL with a MySQL transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_points_are_purged() {
-    let Some(setup) = Setup::new(Records::RedisWithRecoveryPoints).await else {
+async fn a_transaction_on_another_database_is_refused() {
+    let (Some(mysql), Some(postgres)) = (
+        Setup::new(Records::RedisWithMySqlPoints).await,
+        Setup::new(Records::Postgres).await,
+    ) else {
         return;
     };
     timeout(BOUND, async {
-        let table = unique("points").replace('-', "_");
-        let points = RecoveryPoints::postgres_builder(setup.pool.clone())
-            .table(&table)
-            .build()
-            .await
-            .unwrap();
-        let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
-        let backend = RedisBackend::connect(&url).await.unwrap();
-        let store = RedisResultStore::connect(&backend).await.unwrap();
-        let short = Idempotency::builder(store, backend)
-            .namespace(&setup.namespace)
-            .retention(Duration::from_millis(50))
-            .recovery_points(points.clone())
-            .build()
-            .unwrap();
-        let claim = run(&short, &unique("short"), 1).await;
-        assert_eq!(setup.pay(claim.info(), "brief").await, Committed::Recorded);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(points.purge_expired().await.unwrap(), 1);
-        assert_eq!(points.purge_expired().await.unwrap(), 0);
-        sqlx::query(&format!("DROP TABLE {table}"))
-            .execute(&setup.pool)
-            .await
-            .unwrap();
+        let on_mysql = mysql.instance(LeaseMode::default()).await;
+        let claim = run(&on_mysql, &unique("crossed"), 1).await;
+        let mut transaction = postgres.effects.begin().await;
+        let refused = transaction.commit_in(claim.info(), &receipt("x")).await;
+        assert!(
+            matches!(refused, Err(LockError::InvalidConfig(_))),
+            "{refused:?}"
+        );
+        let on_postgres = postgres.instance(LeaseMode::default()).await;
+        let claim = run(&on_postgres, &unique("crossed"), 1).await;
+        let mut transaction = mysql.effects.begin().await;
+        let refused = transaction.commit_in(claim.info(), &receipt("x")).await;
+        assert!(
+            matches!(refused, Err(LockError::InvalidConfig(_))),
+            "{refused:?}"
+        );
     })
+    .await
+    .unwrap();
+}
+
+/// Expired points are purged; live ones stay.
+async fn expired_points_are_purged(records: Records) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let table = unique("points").replace('-', "_");
+    let points = match &setup.effects {
+        Effects::Postgres(pool) => RecoveryPoints::postgres_builder(pool.clone()),
+        Effects::MySql(pool) => RecoveryPoints::mysql_builder(pool.clone()),
+    }
+    .table(&table)
+    .build()
+    .await
+    .unwrap();
+    let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
+    let backend = RedisBackend::connect(&url).await.unwrap();
+    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let short = Idempotency::builder(store, backend)
+        .namespace(&setup.namespace)
+        .retention(Duration::from_millis(50))
+        .recovery_points(points.clone())
+        .build()
+        .unwrap();
+    let claim = run(&short, &unique("short"), 1).await;
+    assert_eq!(setup.pay(claim.info(), "brief").await, Committed::Recorded);
+    let live = setup.instance(LeaseMode::default()).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(points.purge_expired().await.unwrap(), 1);
+    assert_eq!(points.purge_expired().await.unwrap(), 0);
+    drop(live);
+    let drop_table = format!("DROP TABLE {table}");
+    match &setup.effects {
+        Effects::Postgres(pool) => sqlx::query(&drop_table).execute(pool).await.map(drop),
+        Effects::MySql(pool) => sqlx::query(&drop_table).execute(pool).await.map(drop),
+    }
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_postgres_points_are_purged() {
+    timeout(
+        BOUND,
+        expired_points_are_purged(Records::RedisWithPostgresPoints),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_mysql_points_are_purged() {
+    timeout(
+        BOUND,
+        expired_points_are_purged(Records::RedisWithMySqlPoints),
+    )
     .await
     .unwrap();
 }

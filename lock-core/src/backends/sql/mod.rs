@@ -109,7 +109,6 @@ use sha2::{Digest, Sha256};
 
 #[cfg(feature = "postgres")]
 pub use self::advisory::{PostgresAdvisoryBackend, PostgresAdvisoryLease};
-#[cfg(feature = "postgres")]
 pub(crate) use self::builder::validate_table;
 #[cfg(feature = "mysql")]
 pub use self::builder::MySqlBackendBuilder;
@@ -121,7 +120,6 @@ pub(crate) use self::builder::{Source, SqlConfig};
 pub use self::mysql::{MySqlBackend, MySqlLease};
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PostgresBackend, PostgresLease};
-#[cfg(feature = "postgres")]
 pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]

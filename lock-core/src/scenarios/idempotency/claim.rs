@@ -64,7 +64,7 @@ pub struct ClaimInfo {
     pub fence: FencingToken,
     /// What [`commit_in`](Self::commit_in) needs; `None` for an info made by hand, or when the
     /// idempotency's records cannot be completed in a transaction.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) commit: Option<std::sync::Arc<super::commit::ClaimCommit>>,
 }
 
@@ -76,7 +76,7 @@ impl ClaimInfo {
             scope: scope.into(),
             key: key.into(),
             fence,
-            #[cfg(feature = "postgres")]
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
             commit: None,
         }
     }
@@ -229,7 +229,7 @@ impl Claim {
     }
 }
 
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 impl Claim {
     /// With [`RecoveryPoints`](super::RecoveryPoints): `point` is the answer an earlier
     /// execution of this request committed together with its effect, before its process died
@@ -380,7 +380,7 @@ async fn claim(
     );
     // With recovery points, the look for one goes with the in-flight put (two stores, one
     // round trip's wait); it is only used once the put has made the claim this request's.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     let (stored, point) = match idempotency.recovery_points() {
         Some(points) => {
             let (stored, point) = tokio::join!(put, points.find(key.full()));
@@ -388,13 +388,13 @@ async fn claim(
         }
         None => (put.await?, None),
     };
-    #[cfg(not(feature = "postgres"))]
+    #[cfg(not(any(feature = "postgres", feature = "mysql")))]
     let stored = put.await?;
     if stored {
         let (scope, client_key) = split_record_name(key.name());
         #[allow(unused_mut)] // without `postgres`, nothing more to fill in
         let mut info = ClaimInfo::new(scope, client_key, fence);
-        #[cfg(feature = "postgres")]
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         {
             info.commit = idempotency.commit_handle(&key, fingerprint);
         }
@@ -405,9 +405,9 @@ async fn claim(
             guard,
             info,
         };
-        #[cfg(feature = "postgres")]
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         return claim.recovered(point).await;
-        #[cfg(not(feature = "postgres"))]
+        #[cfg(not(any(feature = "postgres", feature = "mysql")))]
         return Ok(Begin::Run(claim));
     }
     // A request completed between our read and our claim (or a newer claim wrote, and this

@@ -67,7 +67,7 @@ pub(crate) struct Inner {
     pub(crate) retention: Duration,
     pub(crate) counters: Counters,
     /// Where a claim's handler can complete it in its own transaction, if anywhere.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) commit_place: Option<Arc<super::commit::CommitPlace>>,
 }
 
@@ -81,7 +81,7 @@ impl Idempotency {
             namespace: String::new(),
             retention: DEFAULT_RETENTION,
             lease: LeaseMode::default(),
-            #[cfg(feature = "postgres")]
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
             recovery_points: None,
         }
     }
@@ -181,16 +181,17 @@ impl Idempotency {
     }
 
     /// The recovery points claims look for an earlier execution's answer in, if any.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) fn recovery_points(&self) -> Option<&super::RecoveryPoints> {
         match self.inner.commit_place.as_deref()? {
             super::commit::CommitPlace::Recovery(points) => Some(points),
+            #[cfg(feature = "postgres")]
             super::commit::CommitPlace::Record(_) => None,
         }
     }
 
     /// What a claim on `key` carries to complete in the application's transaction.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) fn commit_handle(
         &self,
         key: &LockKey,
@@ -231,7 +232,7 @@ pub struct IdempotencyBuilder {
     namespace: String,
     retention: Duration,
     lease: LeaseMode,
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     recovery_points: Option<super::RecoveryPoints>,
 }
 
@@ -276,7 +277,7 @@ impl IdempotencyBuilder {
     ///     .build()?;
     /// # let _ = payments; Ok(()) }
     /// ```
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub fn recovery_points(mut self, points: super::RecoveryPoints) -> Self {
         self.recovery_points = Some(points);
         self
@@ -300,13 +301,19 @@ impl IdempotencyBuilder {
             });
         }
         let locks = LockClient::from_parts(self.backend, namespace.clone(), self.lease)?;
-        #[cfg(feature = "postgres")]
-        let commit_place = match (self.recovery_points, self.store.postgres_table()) {
-            (Some(points), _) => Some(super::commit::CommitPlace::Recovery(points)),
-            (None, Some(table)) => Some(super::commit::CommitPlace::Record(
-                crate::results::postgres::in_transaction::InTransaction::new(table),
-            )),
-            (None, None) => None,
+        // Recovery points when given (the effect's database), else the records themselves
+        // when they are in PostgreSQL.
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        let commit_place = match self.recovery_points {
+            Some(points) => Some(super::commit::CommitPlace::Recovery(points)),
+            #[cfg(feature = "postgres")]
+            None => self.store.postgres_table().map(|table| {
+                super::commit::CommitPlace::Record(
+                    crate::results::postgres::in_transaction::InTransaction::new(table),
+                )
+            }),
+            #[cfg(not(feature = "postgres"))]
+            None => None,
         };
         Ok(Idempotency {
             inner: Arc::new(Inner {
@@ -315,7 +322,7 @@ impl IdempotencyBuilder {
                 namespace,
                 retention: self.retention,
                 counters: Counters::default(),
-                #[cfg(feature = "postgres")]
+                #[cfg(any(feature = "postgres", feature = "mysql"))]
                 commit_place: commit_place.map(Arc::new),
             }),
         })

@@ -1,25 +1,90 @@
-//! Completing a claim in the application's own transaction (feature `postgres`): the effect
-//! and the request's answer commit together, or neither does, so a crash between the two
-//! cannot make a retry run the effect again.
+//! Completing a claim in the application's own transaction (feature `postgres` or `mysql`):
+//! the effect and the request's answer commit together, or neither does, so a crash between
+//! the two cannot make a retry run the effect again.
 //!
 //! Where the answer goes depends on where the records are:
 //! - records in PostgreSQL ([`PostgresResultStore`](crate::results::PostgresResultStore) on
 //!   the effect's database): the claim's in-flight record itself becomes the completed one,
 //!   fence-checked, in the transaction;
-//! - records elsewhere (Redis, memory) with [`RecoveryPoints`] in the effect's database: a
-//!   recovery point keyed by the record's key, which a later claim finds and replays.
+//! - records elsewhere (Redis, memory) with [`RecoveryPoints`] in the effect's database
+//!   (PostgreSQL or MySQL): a recovery point keyed by the record's key, which a later claim
+//!   finds and replays.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::{Postgres, Transaction};
-
 use super::record::Record;
 use super::{ClaimInfo, Completed, Fingerprint, RecoveryPoints};
 use crate::cache::http::StoredResponse;
+#[cfg(feature = "postgres")]
 use crate::results::postgres::in_transaction::{Completion, InTransaction};
+#[cfg(feature = "postgres")]
 use crate::results::FENCE_DIGITS;
 use crate::{LockError, Result};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A transaction [`ClaimInfo::commit_in`] writes the answer in: sqlx's `Transaction` on
+/// PostgreSQL (feature `postgres`) or on MySQL (feature `mysql`), the one the request's effect
+/// is written in. Sealed: implemented for those two only.
+///
+/// ```no_run
+/// # async fn example(pool: sqlx::PgPool, claim: lock_core::idempotency::ClaimInfo) -> Result<(), Box<dyn std::error::Error>> {
+/// use lock_core::cache::http::StoredResponse;
+///
+/// let mut transaction = pool.begin().await?; // a `sqlx::Transaction<'_, Postgres>`
+/// claim.commit_in(&mut transaction, &StoredResponse::new(204, vec![], vec![])).await?;
+/// # Ok(()) }
+/// ```
+pub trait EffectTransaction<'c>: sealed::Sealed + Send {
+    /// The transaction as lock-core writes in it.
+    #[doc(hidden)]
+    fn dialect(&mut self) -> Dialect<'_, 'c>;
+}
+
+/// A transaction by its database (not part of the API: see [`EffectTransaction`]).
+#[doc(hidden)]
+pub enum Dialect<'a, 'c> {
+    /// A PostgreSQL transaction.
+    #[cfg(feature = "postgres")]
+    Postgres(&'a mut sqlx::Transaction<'c, sqlx::Postgres>),
+    /// A MySQL transaction.
+    #[cfg(feature = "mysql")]
+    MySql(&'a mut sqlx::Transaction<'c, sqlx::MySql>),
+}
+
+impl Dialect<'_, '_> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => "postgres",
+            #[cfg(feature = "mysql")]
+            Self::MySql(_) => "mysql",
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl sealed::Sealed for sqlx::Transaction<'_, sqlx::Postgres> {}
+
+#[cfg(feature = "postgres")]
+impl<'c> EffectTransaction<'c> for sqlx::Transaction<'c, sqlx::Postgres> {
+    fn dialect(&mut self) -> Dialect<'_, 'c> {
+        Dialect::Postgres(self)
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl sealed::Sealed for sqlx::Transaction<'_, sqlx::MySql> {}
+
+#[cfg(feature = "mysql")]
+impl<'c> EffectTransaction<'c> for sqlx::Transaction<'c, sqlx::MySql> {
+    fn dialect(&mut self) -> Dialect<'_, 'c> {
+        Dialect::MySql(self)
+    }
+}
 
 /// What [`ClaimInfo::commit_in`] came to. Only [`Recorded`](Self::Recorded) lets the
 /// transaction commit: every other answer means another execution owns the key's effect, and
@@ -47,6 +112,7 @@ pub enum Committed {
 #[derive(Debug)]
 pub(crate) enum CommitPlace {
     /// The result table of a `PostgresResultStore`.
+    #[cfg(feature = "postgres")]
     Record(InTransaction),
     /// Recovery points in the effect's database.
     Recovery(RecoveryPoints),
@@ -98,9 +164,9 @@ impl ClaimInfo {
     /// }
     /// # }
     /// ```
-    pub async fn commit_in(
+    pub async fn commit_in<'c>(
         &self,
-        transaction: &mut Transaction<'_, Postgres>,
+        transaction: &mut impl EffectTransaction<'c>,
         response: &StoredResponse,
     ) -> Result<Committed> {
         let Some(commit) = &self.commit else {
@@ -120,8 +186,9 @@ impl ClaimInfo {
         let completed = Completed::new(self.fence, response);
         let entry = Record::encode_completed(&commit.fingerprint, &completed);
         let there =
-            match commit.place.as_ref() {
-                CommitPlace::Record(sql) => {
+            match (commit.place.as_ref(), transaction.dialect()) {
+                #[cfg(feature = "postgres")]
+                (CommitPlace::Record(sql), Dialect::Postgres(transaction)) => {
                     let fence = format!("{:0width$}", self.fence.get(), width = FENCE_DIGITS);
                     let done = sql
                         .complete(transaction, &commit.key, &fence, &entry, commit.retention)
@@ -138,7 +205,15 @@ impl ClaimInfo {
                         )),
                     }
                 }
-                CommitPlace::Recovery(points) => {
+                #[cfg(all(feature = "postgres", feature = "mysql"))]
+                (CommitPlace::Record(_), transaction) => {
+                    return Err(LockError::InvalidConfig(format!(
+                    "the idempotency records are in PostgreSQL, the transaction is on {}: give \
+                     the Idempotency RecoveryPoints in the transaction's database",
+                    transaction.name()
+                )))
+                }
+                (CommitPlace::Recovery(points), transaction) => {
                     match points
                         .record_in(transaction, &commit.key, &entry, commit.retention)
                         .await?

@@ -45,12 +45,12 @@
 //!   claim expires and the retry runs the effect again. A fencing token does not prevent that
 //!   (the retry's token is the *newer* one; a fence refuses only older writers). Write the
 //!   answer in the effect's own transaction with [`ClaimInfo::commit_in`] (feature
-//!   `postgres`):
+//!   `postgres` or `mysql`):
 //!
 //!   | records in | effect in | what `commit_in` writes | guarantee |
 //!   |---|---|---|---|
 //!   | `PostgresResultStore` | the same PostgreSQL database | the completed record itself, fence-checked | exactly once |
-//!   | Redis (or memory) | PostgreSQL, with [`RecoveryPoints`] there | a recovery point, which a retry replays | exactly once |
+//!   | Redis (or memory) | PostgreSQL or MySQL, with [`RecoveryPoints`] there | a recovery point, which a retry replays | exactly once |
 //!   | anywhere | an effect written without `commit_in` | nothing | at most once per claim; a crash between the effect and the record runs it again |
 //!
 //!   Two executions that overlap (a holder paused past its lease and the retry that took
@@ -62,22 +62,22 @@
 
 mod claim;
 mod client;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod commit;
 mod fingerprint;
 pub mod http;
 mod record;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod recovery;
 mod stats;
 
 pub use self::claim::{Begin, Claim, ClaimInfo, Completion, InFlight};
 pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
-#[cfg(feature = "postgres")]
-pub use self::commit::Committed;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use self::commit::{Committed, EffectTransaction};
 pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
 pub use self::record::Completed;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
 pub use self::stats::IdempotencyStats;
 // The stores are shared with the stampede cache; here too for convenience.

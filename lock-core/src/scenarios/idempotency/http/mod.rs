@@ -48,7 +48,7 @@ pub use plan::Plan;
 pub use rules::{
     default_store_status, IdempotencyRules, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_KEY_LEN,
 };
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) use serve::replayable;
 pub use serve::{
     begin, finish, give_back, lost, reject, request_too_large, response_not_sent,

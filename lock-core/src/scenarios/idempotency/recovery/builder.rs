@@ -2,13 +2,20 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::PgPool;
-
-use super::RecoveryPoints;
+use super::{Db, RecoveryPoints};
 use crate::backends::sql::validate_table;
 use crate::{LockError, Result};
 
-/// Settings of [`RecoveryPoints`]; start from [`RecoveryPoints::postgres_builder`].
+/// The database the points go to.
+pub(super) enum Source {
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool),
+    #[cfg(feature = "mysql")]
+    MySql(sqlx::MySqlPool),
+}
+
+/// Settings of [`RecoveryPoints`]; start from [`RecoveryPoints::postgres_builder`] or
+/// [`RecoveryPoints::mysql_builder`].
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -24,16 +31,16 @@ use crate::{LockError, Result};
 /// ```
 #[must_use]
 pub struct RecoveryPointsBuilder {
-    pool: PgPool,
+    source: Source,
     table: String,
     create_table: bool,
     response_timeout: Duration,
 }
 
 impl RecoveryPointsBuilder {
-    pub(super) fn new(pool: PgPool) -> Self {
+    pub(super) fn new(source: Source) -> Self {
         Self {
-            pool,
+            source,
             table: RecoveryPoints::DEFAULT_TABLE.to_owned(),
             create_table: true,
             response_timeout: Duration::from_secs(2),
@@ -54,7 +61,7 @@ impl RecoveryPointsBuilder {
     }
 
     /// Whether `build` creates the table when it is missing (default true). Turn it off when
-    /// migrations create it ([`RecoveryPoints::migration`]).
+    /// migrations create it.
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
@@ -96,13 +103,19 @@ impl RecoveryPointsBuilder {
                 "the recovery points' response timeout must be positive".into(),
             ));
         }
-        RecoveryPoints::start(
-            self.pool,
-            self.table,
-            self.create_table,
-            self.response_timeout,
-        )
-        .await
+        let db = match self.source {
+            #[cfg(feature = "postgres")]
+            Source::Postgres(pool) => Db::Postgres {
+                pool,
+                sql: super::postgres::Statements::new(&self.table),
+            },
+            #[cfg(feature = "mysql")]
+            Source::MySql(pool) => Db::MySql {
+                pool,
+                sql: super::mysql::Statements::new(&self.table),
+            },
+        };
+        RecoveryPoints::start(db, self.table, self.create_table, self.response_timeout).await
     }
 }
 

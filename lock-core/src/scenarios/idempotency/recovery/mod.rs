@@ -1,34 +1,36 @@
-//! Recovery points (feature `postgres`): where an idempotent request's effect records its
-//! answer when the idempotency records are kept elsewhere (on Redis, say). See
+//! Recovery points (feature `postgres` or `mysql`): where an idempotent request's effect
+//! records its answer when the idempotency records are kept elsewhere (on Redis, say). See
 //! [`RecoveryPoints`].
 
 mod builder;
-mod statements;
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::PgPool;
-use sqlx::{Postgres, Transaction};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::RecoveryPointsBuilder;
-use self::statements::Statements;
-use crate::backends::sql::{micros, sweep, to_lock_error, validate_table};
+use super::commit::Dialect;
+use crate::backends::sql::{sweep, validate_table};
 use crate::{LockError, Result};
 
-const STORE: &str = "postgres";
+/// The default table.
+const DEFAULT_TABLE: &str = "lock_core_recovery_points";
 
-/// The longest a point is kept (a century), as the database's timestamps end in 294276.
+/// The longest a point is kept (a century), as the databases' timestamps end not far after.
 const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Recovery points in the database your effects are written to: the one thing that makes a
 /// request **exactly once** when its idempotency record lives in another store.
 ///
 /// An idempotency record on Redis cannot commit together with a payment written to
-/// PostgreSQL: a process that dies after the payment committed and before its record was
-/// completed leaves a record that says "in flight", its claim expires, and the retry runs the
-/// payment again (a fencing token cannot stop it: the retry's token is the newer one). A
+/// PostgreSQL or MySQL: a process that dies after the payment committed and before its record
+/// was completed leaves a record that says "in flight", its claim expires, and the retry runs
+/// the payment again (a fencing token cannot stop it: the retry's token is the newer one). A
 /// recovery point closes that gap. The handler writes it in its own transaction with
 /// [`ClaimInfo::commit_in`](super::ClaimInfo::commit_in): one row per (scope, key), holding
 /// the answer, committed with the effect or not at all. A retry whose claim finds a recovery
@@ -53,13 +55,14 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 ///
 /// # The table
 /// `lock_core_recovery_points` by default, created when missing unless
-/// [`create_table(false)`](RecoveryPointsBuilder::create_table); its
-/// [`MIGRATION`](Self::MIGRATION) (or [`migration`](Self::migration) for another name) is
-/// there for teams that create tables in migrations.
+/// [`create_table(false)`](RecoveryPointsBuilder::create_table); its migration
+/// ([`MIGRATION`](Self::MIGRATION) / [`MYSQL_MIGRATION`](Self::MYSQL_MIGRATION), or
+/// [`migration`](Self::migration) for another name) is there for teams that create tables in
+/// migrations.
 ///
 /// | column | meaning |
 /// |---|---|
-/// | `key` | primary key: the idempotency record's key (namespace, scope and key) |
+/// | `key` (PostgreSQL) / `point_key` (MySQL, SHA-256 past 128 bytes) | primary key: the idempotency record's key (namespace, scope and key) |
 /// | `entry` | the completed record: fencing token, request fingerprint, response |
 /// | `expires_at` | the record's retention, by the **database's** clock |
 ///
@@ -72,11 +75,35 @@ pub struct RecoveryPoints {
 }
 
 struct Shared {
-    pool: PgPool,
+    db: Db,
     table: String,
-    sql: Statements,
     timeout: Duration,
     _stop: DropGuard,
+}
+
+/// The database and its statements.
+enum Db {
+    #[cfg(feature = "postgres")]
+    Postgres {
+        pool: sqlx::PgPool,
+        sql: postgres::Statements,
+    },
+    #[cfg(feature = "mysql")]
+    MySql {
+        pool: sqlx::MySqlPool,
+        sql: mysql::Statements,
+    },
+}
+
+impl Db {
+    fn name(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "postgres")]
+            Self::Postgres { .. } => "postgres",
+            #[cfg(feature = "mysql")]
+            Self::MySql { .. } => "mysql",
+        }
+    }
 }
 
 impl RecoveryPoints {
@@ -87,29 +114,43 @@ impl RecoveryPoints {
     ///
     /// assert_eq!(RecoveryPoints::DEFAULT_TABLE, "lock_core_recovery_points");
     /// ```
-    pub const DEFAULT_TABLE: &'static str = statements::DEFAULT_TABLE;
+    pub const DEFAULT_TABLE: &'static str = DEFAULT_TABLE;
 
-    /// The `CREATE TABLE IF NOT EXISTS` (and its index) of the default table, for migrations.
+    /// The PostgreSQL `CREATE TABLE IF NOT EXISTS` (and its index) of the default table, for
+    /// migrations.
     ///
     /// ```
     /// use lock_core::idempotency::RecoveryPoints;
     ///
     /// assert!(RecoveryPoints::MIGRATION.starts_with("CREATE TABLE IF NOT EXISTS lock_core_recovery_points ("));
     /// ```
-    pub const MIGRATION: &'static str = statements::MIGRATION;
+    #[cfg(feature = "postgres")]
+    pub const MIGRATION: &'static str = postgres::MIGRATION;
 
-    /// Recovery points in the default table of `pool`'s database, created when missing.
+    /// The MySQL `CREATE TABLE IF NOT EXISTS` of the default table, for migrations.
+    ///
+    /// ```
+    /// use lock_core::idempotency::RecoveryPoints;
+    ///
+    /// assert!(RecoveryPoints::MYSQL_MIGRATION.contains("point_key  VARBINARY(128) NOT NULL PRIMARY KEY"));
+    /// ```
+    #[cfg(feature = "mysql")]
+    pub const MYSQL_MIGRATION: &'static str = mysql::MIGRATION;
+
+    /// Recovery points in the default table of `pool`'s PostgreSQL database, created when
+    /// missing.
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
     /// let points = lock_core::idempotency::RecoveryPoints::postgres(pool).await?;
     /// # let _ = points; Ok(()) }
     /// ```
-    pub async fn postgres(pool: PgPool) -> Result<Self> {
+    #[cfg(feature = "postgres")]
+    pub async fn postgres(pool: sqlx::PgPool) -> Result<Self> {
         Self::postgres_builder(pool).build().await
     }
 
-    /// Starts configuring recovery points in `pool`'s database.
+    /// Starts configuring recovery points in `pool`'s PostgreSQL database.
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
@@ -120,13 +161,42 @@ impl RecoveryPoints {
     ///     .await?;
     /// # let _ = points; Ok(()) }
     /// ```
-    pub fn postgres_builder(pool: PgPool) -> RecoveryPointsBuilder {
-        RecoveryPointsBuilder::new(pool)
+    #[cfg(feature = "postgres")]
+    pub fn postgres_builder(pool: sqlx::PgPool) -> RecoveryPointsBuilder {
+        RecoveryPointsBuilder::new(builder::Source::Postgres(pool))
     }
 
-    /// The migration of a recovery-point table named `table`; an error when `table` is not a
-    /// plain identifier (ASCII letters, digits and `_`, not starting with a digit, at most 48
-    /// bytes).
+    /// Recovery points in the default table of `pool`'s MySQL (or MariaDB) database, created
+    /// when missing.
+    ///
+    /// ```no_run
+    /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
+    /// let points = lock_core::idempotency::RecoveryPoints::mysql(pool).await?;
+    /// # let _ = points; Ok(()) }
+    /// ```
+    #[cfg(feature = "mysql")]
+    pub async fn mysql(pool: sqlx::MySqlPool) -> Result<Self> {
+        Self::mysql_builder(pool).build().await
+    }
+
+    /// Starts configuring recovery points in `pool`'s MySQL (or MariaDB) database.
+    ///
+    /// ```no_run
+    /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
+    /// let points = lock_core::idempotency::RecoveryPoints::mysql_builder(pool)
+    ///     .table("payments_recovery")
+    ///     .build()
+    ///     .await?;
+    /// # let _ = points; Ok(()) }
+    /// ```
+    #[cfg(feature = "mysql")]
+    pub fn mysql_builder(pool: sqlx::MySqlPool) -> RecoveryPointsBuilder {
+        RecoveryPointsBuilder::new(builder::Source::MySql(pool))
+    }
+
+    /// The PostgreSQL migration of a recovery-point table named `table`; an error when
+    /// `table` is not a plain identifier (ASCII letters, digits and `_`, not starting with a
+    /// digit, at most 48 bytes).
     ///
     /// ```
     /// use lock_core::idempotency::RecoveryPoints;
@@ -136,9 +206,26 @@ impl RecoveryPoints {
     /// assert!(RecoveryPoints::migration("x; DROP TABLE y").is_err());
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
+    #[cfg(feature = "postgres")]
     pub fn migration(table: &str) -> Result<String> {
         validate_table(table)?;
-        Ok(statements::migration(table))
+        Ok(postgres::migration(table))
+    }
+
+    /// The MySQL migration of a recovery-point table named `table` (checked as
+    /// [`migration`](Self::migration) checks it).
+    ///
+    /// ```
+    /// use lock_core::idempotency::RecoveryPoints;
+    ///
+    /// let sql = RecoveryPoints::mysql_migration("payments_recovery")?;
+    /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS payments_recovery ("));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[cfg(feature = "mysql")]
+    pub fn mysql_migration(table: &str) -> Result<String> {
+        validate_table(table)?;
+        Ok(mysql::migration(table))
     }
 
     /// Deletes the expired points (in batches of 1,000) and returns how many.
@@ -164,44 +251,41 @@ impl RecoveryPoints {
         &self.shared.table
     }
 
-    /// The pool the points are read with (the one they were built on).
+    /// `"postgres"` or `"mysql"`.
     ///
     /// ```no_run
-    /// # async fn example(points: lock_core::idempotency::RecoveryPoints) -> Result<(), sqlx::Error> {
-    /// let mut transaction = points.pool().begin().await?;
-    /// # let _ = &mut transaction; Ok(()) }
+    /// # fn example(points: lock_core::idempotency::RecoveryPoints) {
+    /// assert_eq!(points.database(), "postgres");
+    /// # }
     /// ```
     #[must_use]
-    pub fn pool(&self) -> &PgPool {
-        &self.shared.pool
+    pub fn database(&self) -> &'static str {
+        self.shared.db.name()
     }
 
     /// Creates the table if asked and starts the hourly purge.
-    async fn start(pool: PgPool, table: String, create: bool, timeout: Duration) -> Result<Self> {
+    async fn start(db: Db, table: String, create: bool, timeout: Duration) -> Result<Self> {
         if create {
-            let batch = format!(
-                "SELECT pg_advisory_xact_lock({}); {};",
-                crate::results::postgres::SCHEMA_LOCK,
-                statements::migration(&table)
-            );
-            // One simple-protocol batch: one transaction, holding the advisory lock.
-            timed(
-                timeout,
-                "create table",
-                sqlx::raw_sql(&batch).execute(&pool),
-            )
-            .await?;
+            let created = async {
+                match &db {
+                    #[cfg(feature = "postgres")]
+                    Db::Postgres { pool, .. } => postgres::Statements::create(pool, &table).await,
+                    #[cfg(feature = "mysql")]
+                    Db::MySql { pool, .. } => mysql::Statements::create(pool, &table).await,
+                }
+            };
+            timed(timeout, db.name(), "create table", created).await?;
         }
         let stop = CancellationToken::new();
+        let backend = db.name();
         let shared = Arc::new(Shared {
-            sql: Statements::new(&table),
-            pool,
+            db,
             table,
             timeout,
             _stop: stop.clone().drop_guard(),
         });
         crate::backends::sql::spawn_sweeper(
-            STORE,
+            backend,
             "expired recovery points",
             stop,
             Arc::downgrade(&shared),
@@ -213,51 +297,71 @@ impl RecoveryPoints {
     /// The live point of `key` (the record's full key), if any.
     pub(crate) async fn find(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let shared = &self.shared;
-        let read = sqlx::query_scalar(&shared.sql.find)
-            .bind(key)
-            .fetch_optional(&shared.pool);
-        timed(shared.timeout, "read recovery point", read).await
+        let found = async {
+            match &shared.db {
+                #[cfg(feature = "postgres")]
+                Db::Postgres { pool, sql } => sql.find(pool, key).await,
+                #[cfg(feature = "mysql")]
+                Db::MySql { pool, sql } => sql.find(pool, key).await,
+            }
+        };
+        timed(
+            shared.timeout,
+            shared.db.name(),
+            "read recovery point",
+            found,
+        )
+        .await
     }
 
     /// Writes `entry` as the point of `key` inside `transaction`; `Ok(None)` when written,
     /// `Ok(Some(there))` when another execution's point is there (committed), in which case
     /// the transaction must not commit this execution's effect. No time limit of its own: the
-    /// statement runs on the application's transaction, under the application's timeouts.
+    /// statements run on the application's transaction, under the application's timeouts.
     pub(crate) async fn record_in(
         &self,
-        transaction: &mut Transaction<'_, Postgres>,
+        transaction: Dialect<'_, '_>,
         key: &str,
         entry: &[u8],
         keep: Duration,
     ) -> Result<Option<Vec<u8>>> {
-        let sql = &self.shared.sql;
-        let written: Option<i32> = sqlx::query_scalar(&sql.record)
-            .bind(key)
-            .bind(entry)
-            .bind(micros(keep.min(MAX_KEEP)))
-            .fetch_optional(&mut **transaction)
-            .await
-            .map_err(|e| to_lock_error(STORE, e))?;
-        if written.is_some() {
-            return Ok(None);
+        let there = match (&self.shared.db, transaction) {
+            #[cfg(feature = "postgres")]
+            (Db::Postgres { sql, .. }, Dialect::Postgres(transaction)) => {
+                sql.record_in(transaction, key, entry, keep).await?
+            }
+            #[cfg(feature = "mysql")]
+            (Db::MySql { sql, .. }, Dialect::MySql(transaction)) => {
+                sql.record_in(transaction, key, entry, keep).await?
+            }
+            #[allow(unreachable_patterns)] // with one SQL feature, the only pair
+            (db, transaction) => {
+                return Err(LockError::InvalidConfig(format!(
+                    "the recovery points are in {}, the transaction is on {}: they must be in \
+                     the database the effect is written to",
+                    db.name(),
+                    transaction.name()
+                )))
+            }
+        };
+        match there {
+            None => Ok(None),
+            Some(Some(point)) => Ok(Some(point)),
+            // Gone between the statements (it expired just then): no other point stands in
+            // the way, but this execution's was not written either; it must not commit.
+            Some(None) => Err(LockError::Protocol {
+                backend: self.shared.db.name(),
+                detail: "a recovery point expired while this one was written; retry the request"
+                    .into(),
+            }),
         }
-        let there: Option<Vec<u8>> = sqlx::query_scalar(&sql.find)
-            .bind(key)
-            .fetch_optional(&mut **transaction)
-            .await
-            .map_err(|e| to_lock_error(STORE, e))?;
-        // Gone between the two statements (it expired just then): no other point stands in the
-        // way, but this execution's was not written either; the caller must not commit.
-        there.map(Some).ok_or_else(|| LockError::Protocol {
-            backend: STORE,
-            detail: "a recovery point expired while this one was written; retry the request".into(),
-        })
     }
 }
 
 impl std::fmt::Debug for RecoveryPoints {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecoveryPoints")
+            .field("database", &self.shared.db.name())
             .field("table", &self.shared.table)
             .finish_non_exhaustive()
     }
@@ -266,11 +370,12 @@ impl std::fmt::Debug for RecoveryPoints {
 /// Deletes expired points in bounded batches.
 async fn purge(shared: Arc<Shared>) -> Result<u64> {
     sweep(|| async {
-        sqlx::query(&shared.sql.purge_batch)
-            .execute(&shared.pool)
-            .await
-            .map(|done| done.rows_affected())
-            .map_err(|e| to_lock_error(STORE, e))
+        match &shared.db {
+            #[cfg(feature = "postgres")]
+            Db::Postgres { pool, sql } => sql.purge_batch(pool).await,
+            #[cfg(feature = "mysql")]
+            Db::MySql { pool, sql } => sql.purge_batch(pool).await,
+        }
     })
     .await
 }
@@ -278,15 +383,15 @@ async fn purge(shared: Arc<Shared>) -> Result<u64> {
 /// Runs `statement`, giving up after `timeout`.
 async fn timed<T>(
     timeout: Duration,
+    backend: &'static str,
     operation: &'static str,
-    statement: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+    statement: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
-    match tokio::time::timeout(timeout, statement).await {
-        Ok(done) => done.map_err(|e| to_lock_error(STORE, e)),
-        Err(_elapsed) => Err(LockError::Timeout {
-            backend: STORE,
+    tokio::time::timeout(timeout, statement)
+        .await
+        .unwrap_or(Err(LockError::Timeout {
+            backend,
             operation,
             after: timeout,
-        }),
-    }
+        }))
 }

@@ -143,10 +143,7 @@ fn run_quick_demo() -> Result<()> {
         build.args(["--bin", bin]);
     }
     cmd::run(&mut build)?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || cmd::project_root().join("target"),
-        std::path::PathBuf::from,
-    );
+    let target = target_dir();
     for bin in QUICK_DEMO {
         run_with_stack(Command::new(target.join("debug").join(bin)), &[])?;
     }
@@ -249,11 +246,16 @@ fn run_crash(args: &[String]) -> Result<()> {
         CRASH,
     ]);
     cmd::run(&mut build)?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+    let target = target_dir();
+    run_with_stack(Command::new(target.join("release").join(CRASH)), args)
+}
+
+/// Where cargo puts what it builds: `CARGO_TARGET_DIR`, else `target/` at the root.
+fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || cmd::project_root().join("target"),
         std::path::PathBuf::from,
-    );
-    run_with_stack(Command::new(target.join("release").join(CRASH)), args)
+    )
 }
 
 /// Whether `args` (before a bare `--`) has `--name` or `--name=...`.

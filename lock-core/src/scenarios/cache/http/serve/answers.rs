@@ -31,26 +31,38 @@ impl CacheCall {
         // a second has -1.
         let left = stored.fresh.as_millis() as i128 - in_store.as_millis() as i128;
         let ttl = i64::try_from(left.div_euclid(1000)).unwrap_or(i64::MIN);
+        let age = stored.initial_age.saturating_add(in_store);
+        let member = header.ttl(ttl).header_value(self.http.rules().cache_name());
+        let answer = self.answer(stored, in_store, member, Some(cached.status));
+        Some((answer, age))
+    }
+
+    /// `stored`, `in_store` for so long, as this request's answer with this cache's `member`.
+    pub(super) fn answer(
+        &self,
+        stored: StoredResponse,
+        in_store: Duration,
+        member: String,
+        outcome: Option<CacheStatus>,
+    ) -> Answer {
         let mut headers = stored.headers;
         headers.push((
             "age".to_owned(),
             age_value(stored.initial_age, in_store).into_bytes(),
         ));
-        let member = header.ttl(ttl).header_value(self.http.rules().cache_name());
         headers.push((CACHE_STATUS.to_owned(), member.into_bytes()));
         let head_only = self.head();
         if head_only && !headers.iter().any(|(n, _)| n == "content-length") {
             let length = stored.body.len().to_string().into_bytes();
             headers.push(("content-length".to_owned(), length));
         }
-        let answer = Answer {
+        Answer {
             status: stored.status,
             headers,
             body: stored.body,
             head_only,
-            outcome: Some(cached.status),
-        };
-        Some((answer, stored.initial_age.saturating_add(in_store)))
+            outcome,
+        }
     }
 
     /// The header for `outcome`, forwarded for `fwd` where the outcome says "miss".
@@ -144,6 +156,7 @@ fn cache_status_outcome(member: &str, name: &str) -> &'static str {
     }
     match (hit, fwd, detail) {
         (true, _, "stale-while-revalidate") => "stale",
+        (true, _, "negative") => "negative",
         (true, ..) => "hit",
         (_, _, "stale-if-error") => "stale_if_error",
         _ if collapsed => "collapsed",
@@ -151,6 +164,7 @@ fn cache_status_outcome(member: &str, name: &str) -> &'static str {
         (_, _, "fail-open") => "fail_open",
         (_, _, "wait-timed-out") => "wait_timed_out",
         (_, _, "only-if-cached") => "not_cached",
+        (_, _, "hit-for-pass") => "pass_through",
         (_, _, "unavailable") => "unavailable",
         (_, _, "internal") => "error",
         (_, "request", _) => "refresh",
@@ -177,6 +191,15 @@ mod metric_tests {
             ),
             ("lock-core; fwd=miss; fwd-status=200; stored", "miss"),
             ("lock-core; fwd=miss; ttl=9; collapsed", "collapsed"),
+            (
+                "lock-core; fwd=miss; fwd-status=503; collapsed",
+                "collapsed",
+            ),
+            ("lock-core; hit; ttl=0; detail=negative", "negative"),
+            (
+                "lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass",
+                "pass_through",
+            ),
             (
                 "lock-core; fwd=miss; fwd-status=200; detail=fail-open",
                 "fail_open",

@@ -232,7 +232,11 @@ pub async fn a_failing_origin_is_called_once_and_its_answer_shared<A: Adapter>()
     let count = |status: &str| statuses.iter().filter(|s| *s == status).count();
     let own = count("lock-core; fwd=miss; fwd-status=503; detail=status");
     let collapsed = count("lock-core; fwd=miss; fwd-status=503; collapsed");
-    assert_eq!(calls.count(), 1, "{own} answered its own, {collapsed} collapsed");
+    assert_eq!(
+        calls.count(),
+        1,
+        "{own} answered its own, {collapsed} collapsed"
+    );
     assert_eq!((own, collapsed), (1, 199), "{:?}", statuses.first());
     for answer in &answers {
         let seen = (

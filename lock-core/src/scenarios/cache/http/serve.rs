@@ -48,17 +48,16 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use self::fetch::{fetch, Fetched, Leader, OriginFailed};
+use self::fetch::{Leader, OriginFailed};
 use super::{
     Answer, CacheKey, CacheStatusHeader, Forward, ForwardAs, FromOrigin, HttpCache, OriginResponse,
     RefreshReason, RequestDecision, Served,
 };
-use crate::cache::computed::{Compute, Computed, Failure};
-use crate::cache::{CacheStatus, Cached, Freshness};
+use crate::cache::computed::CallError;
+use crate::cache::{CacheError, CacheStatus, Cached, Freshness};
 use crate::lock::held::lock;
 
 mod answers;
-mod failures;
 mod fetch;
 
 /// A slot shared between the request and the computation it hands the primitive.
@@ -212,47 +211,6 @@ impl CacheCall {
         }
     }
 
-    /// The computation handed to the primitive.
-    fn computation<O, Fut, R, E>(
-        &self,
-        slot: Slot<O>,
-        side: Slot<Leader<R, E>>,
-    ) -> Compute<OriginFailed>
-    where
-        O: FnOnce(ForwardAs) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: OriginResponse,
-        E: Send + 'static,
-    {
-        let http = self.http.clone();
-        let decision = self.decision.clone();
-        let forward_as = if self.head() {
-            ForwardAs::Get
-        } else {
-            ForwardAs::AsSent
-        };
-        let only_if_cached = matches!(&decision, RequestDecision::Lookup(l) if l.only_if_cached);
-        Box::new(move || {
-            Box::pin(async move {
-                if only_if_cached {
-                    *lock(&side) = Some(Leader::NotForwarded);
-                    // Says nothing about the key: no pass-through mark.
-                    return Ok(Computed::Unshared {
-                        value: Vec::new(),
-                        mark: false,
-                    });
-                }
-                let Some(origin) = take(&slot) else {
-                    return Err(Failure::Alone(OriginFailed::Gone));
-                };
-                let (leader, computed): (_, Fetched) =
-                    fetch(&http, &decision, origin, forward_as).await;
-                *lock(&side) = Some(leader);
-                computed
-            })
-        })
-    }
-
     /// What the primitive returned, as the answer.
     async fn settle<O, Fut, R, E>(
         &self,
@@ -296,6 +254,79 @@ impl CacheCall {
         match self.replay(&cached, header) {
             Some((answer, age)) => (Served::Answer(answer), Some(age)),
             None => (self.alone(slot, fwd, Some("unreadable-entry")).await, None),
+        }
+    }
+
+    /// The primitive gave no value.
+    async fn failed<O, Fut, R, E>(
+        &self,
+        error: CallError<OriginFailed>,
+        side: &Slot<Leader<R, E>>,
+        slot: &Slot<O>,
+        fwd: Forward,
+    ) -> Served<R, E>
+    where
+        O: FnOnce(ForwardAs) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: OriginResponse,
+        E: Send + 'static,
+    {
+        let key = self.key.as_str();
+        let member = |detail: &str| {
+            CacheStatusHeader::forward(fwd)
+                .detail(detail)
+                .header_value(self.http.rules().cache_name())
+        };
+        let error = match error {
+            CallError::Shared(failure) => {
+                return Served::Answer(self.replay_failure(&failure, fwd))
+            }
+            CallError::Own { error, .. } | CallError::Cache(error) => error,
+        };
+        match error {
+            CacheError::Compute(_) | CacheError::TooLarge { .. } => match take(side) {
+                Some(leader) => self.leader(leader, CacheStatus::Uncacheable, fwd),
+                None => {
+                    tracing::error!(key, %error, "response cache: a computation ended without a response");
+                    Served::Answer(self.internal(&member("internal")))
+                }
+            },
+            CacheError::Shared(message) => {
+                tracing::debug!(key, %message, "the request this one waited on failed; calling the application");
+                self.alone(slot, fwd, Some("shared-failure")).await
+            }
+            CacheError::WaitTimedOut(waited) => {
+                tracing::info!(
+                    key,
+                    ?waited,
+                    "response cache: the wait for another request's response ran out"
+                );
+                Served::Answer(Answer::problem(
+                    504,
+                    "cache-timeout",
+                    "Gateway Timeout",
+                    "the response being computed for this request did not arrive in time",
+                    member("wait-timed-out"),
+                ))
+            }
+            CacheError::Lock(error) if error.is_unavailable() => {
+                tracing::warn!(key, error = %error.with_causes(), "response cache backend unavailable (fail closed)");
+                Served::Answer(Answer::problem(
+                    503,
+                    "cache-unavailable",
+                    "Service Unavailable",
+                    "the response cache is unavailable; try again shortly",
+                    member("unavailable"),
+                ))
+            }
+            CacheError::Lock(error) => {
+                tracing::error!(key, error = %error.with_causes(), "response cache failed");
+                Served::Answer(self.internal(&member("internal")))
+            }
+            CacheError::Decode(error) => {
+                tracing::error!(key, %error, "response cache failed");
+                Served::Answer(self.internal(&member("internal")))
+            }
         }
     }
 

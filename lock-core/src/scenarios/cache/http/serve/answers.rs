@@ -1,4 +1,5 @@
-//! The answers a call makes itself: replays of stored responses, and its `Cache-Status`.
+//! The answers a call makes itself: replays of stored responses and of failures handed on,
+//! and its `Cache-Status`.
 
 use std::time::{Duration, SystemTime};
 
@@ -7,6 +8,7 @@ use super::super::{
     CACHE_STATUS,
 };
 use super::CacheCall;
+use crate::cache::computed::SharedFailure;
 use crate::cache::{CacheStatus, Cached};
 
 impl CacheCall {
@@ -37,8 +39,58 @@ impl CacheCall {
         Some((answer, age))
     }
 
+    /// Another request's failure as this request's answer: the failing response it replays,
+    /// or, for a failure that cannot be replayed (an error of the application, a body that
+    /// failed or was too large), a `502` problem. `Cache-Status`: `hit; detail=negative`
+    /// when it was remembered, else `fwd=miss; fwd-status=503; collapsed` (`detail=origin-error`
+    /// for the problem).
+    pub(super) fn replay_failure(&self, failure: &SharedFailure, fwd: Forward) -> Answer {
+        let name = self.http.rules().cache_name();
+        let now = SystemTime::now();
+        let left = failure.remembered_for(now);
+        let remembered = || {
+            let seconds = i64::try_from(left.as_secs()).unwrap_or(i64::MAX);
+            CacheStatusHeader::hit().ttl(seconds).detail("negative")
+        };
+        let in_store = now.duration_since(failure.failed_at).unwrap_or_default();
+        match StoredResponse::decode(&failure.payload) {
+            Ok(stored) => {
+                let header = if failure.remembered {
+                    remembered()
+                } else {
+                    CacheStatusHeader::forward(fwd)
+                        .fwd_status(stored.status)
+                        .collapsed()
+                };
+                self.answer(stored, in_store, header.header_value(name), None)
+            }
+            Err(_) => {
+                let header = if failure.remembered {
+                    remembered()
+                } else {
+                    CacheStatusHeader::forward(fwd)
+                        .collapsed()
+                        .detail("origin-error")
+                };
+                let mut answer = Answer::problem(
+                    502,
+                    "origin-failed",
+                    "Bad Gateway",
+                    "the application failed to answer a request for this resource; try again shortly",
+                    header.header_value(name),
+                );
+                // Until the failure is forgotten, in whole seconds (at least 1).
+                let retry = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+                answer.headers.push((
+                    "retry-after".to_owned(),
+                    retry.max(1).to_string().into_bytes(),
+                ));
+                answer
+            }
+        }
+    }
     /// `stored`, `in_store` for so long, as this request's answer with this cache's `member`.
-    pub(super) fn answer(
+    fn answer(
         &self,
         stored: StoredResponse,
         in_store: Duration,

@@ -10,7 +10,8 @@ use super::super::{
     ForwardAs, HttpCache, NotStored, OriginResponse, RequestDecision, ResponseDecision,
     StoredResponse,
 };
-use crate::cache::computed::{Computed, Failure};
+use super::{lock, take, CacheCall, Slot};
+use crate::cache::computed::{Compute, Computed, Failure};
 
 /// What the computation gives the primitive.
 pub(super) type Fetched = Result<Computed, Failure<OriginFailed>>;
@@ -50,6 +51,49 @@ pub(super) enum OriginFailed {
 /// The statuses that are failures rather than answers (RFC 5861's, for `stale-if-error`):
 /// shared with the waiting requests and remembered for the negative TTL, unless stored.
 const FAILURES: [u16; 4] = [500, 502, 503, 504];
+
+impl CacheCall {
+    /// The computation handed to the primitive.
+    pub(super) fn computation<O, Fut, R, E>(
+        &self,
+        slot: Slot<O>,
+        side: Slot<Leader<R, E>>,
+    ) -> Compute<OriginFailed>
+    where
+        O: FnOnce(ForwardAs) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: OriginResponse,
+        E: Send + 'static,
+    {
+        let http = self.http.clone();
+        let decision = self.decision.clone();
+        let forward_as = if self.head() {
+            ForwardAs::Get
+        } else {
+            ForwardAs::AsSent
+        };
+        let only_if_cached = matches!(&decision, RequestDecision::Lookup(l) if l.only_if_cached);
+        Box::new(move || {
+            Box::pin(async move {
+                if only_if_cached {
+                    *lock(&side) = Some(Leader::NotForwarded);
+                    // Says nothing about the key: no pass-through mark.
+                    return Ok(Computed::Unshared {
+                        value: Vec::new(),
+                        mark: false,
+                    });
+                }
+                let Some(origin) = take(&slot) else {
+                    return Err(Failure::Alone(OriginFailed::Gone));
+                };
+                let (leader, computed): (_, Fetched) =
+                    fetch(&http, &decision, origin, forward_as).await;
+                *lock(&side) = Some(leader);
+                computed
+            })
+        })
+    }
+}
 
 /// Calls the application and decides what becomes of its response: the leader slot's
 /// content, and what the primitive stores and shares.

@@ -163,10 +163,16 @@ async fn the_fencing_counter_lives_as_long_as_asked() {
     guard.keep_fence_for(Duration::from_secs(60)).await.unwrap();
     guard.release().await.unwrap();
     let kept = pttl(&h, &fence_key).await;
-    assert!(kept > 50_000, "counter TTL {kept} ms after keep_fence_for(60 s)");
+    assert!(
+        kept > 50_000,
+        "counter TTL {kept} ms after keep_fence_for(60 s)"
+    );
     let again = client.lock(&key).await.unwrap();
     let after = pttl(&h, &fence_key).await;
-    assert!(after > 50_000, "a grant lowered the counter's TTL to {after} ms");
+    assert!(
+        after > 50_000,
+        "a grant lowered the counter's TTL to {after} ms"
+    );
     again.release().await.unwrap();
 }
 

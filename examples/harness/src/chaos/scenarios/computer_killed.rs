@@ -115,7 +115,7 @@ async fn one_round(
     );
     eprintln!("    {note}");
     m.notes.push(note);
-    if !(gap <= STORED_WITHIN.as_secs_f64() * 1e3) {
+    if gap > STORED_WITHIN.as_secs_f64() * 1e3 {
         m.violation(format!(
             "no response stored within {STORED_WITHIN:?} of the computer's kill ({})",
             if gap.is_finite() {

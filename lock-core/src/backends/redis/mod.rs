@@ -669,12 +669,18 @@ impl LockBackend for RedisBackend {
                     else {
                         return Ok(None);
                     };
-                    let poll = remaining
-                        .filter(|r| !r.is_zero())
-                        .map_or(Duration::from_millis(5), |r| {
-                            r.min(self.shared.config.poll_cap)
-                        });
-                    let mut recheck_at = Instant::now() + crate::backends::jitter(poll);
+                    let remaining = remaining.filter(|r| !r.is_zero());
+                    let poll = remaining.map_or(Duration::from_millis(5), |r| {
+                        r.min(self.shared.config.poll_cap)
+                    });
+                    // Jittered, but never past the holder's lease: a holder that died frees
+                    // the key when its lease runs out, and the waiter looks then (as the SQL
+                    // backends' waiters do).
+                    let mut pause = crate::backends::jitter(poll);
+                    if let Some(left) = remaining {
+                        pause = pause.min(left + Duration::from_millis(1));
+                    }
+                    let mut recheck_at = Instant::now() + pause;
                     if let Some(deadline) = request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }

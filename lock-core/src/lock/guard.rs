@@ -165,7 +165,7 @@ impl LockGuard {
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
     /// let locks = LockClient::new(MemoryBackend::new());
-    /// let guard = locks.lock("report").acquire().await?;
+    /// let guard = locks.lock("report").await?;
     /// guard.keep_fence_for(Duration::from_secs(3600)).await?;
     /// guard.release().await?;
     /// # Ok(()) }

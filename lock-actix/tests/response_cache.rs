@@ -46,6 +46,16 @@ async fn other_methods_pass_through() {
 }
 
 #[actix_web::test]
+async fn a_failing_origin_is_called_once_and_its_answer_shared() {
+    suite::a_failing_origin_is_called_once_and_its_answer_shared::<Actix>().await;
+}
+
+#[actix_web::test]
+async fn an_uncacheable_answer_marks_the_key_pass_through() {
+    suite::an_uncacheable_answer_marks_the_key_pass_through::<Actix>().await;
+}
+
+#[actix_web::test]
 async fn bodies_over_the_limit_reach_the_client_whole_and_are_not_stored() {
     suite::bodies_over_the_limit_reach_the_client_whole_and_are_not_stored::<Actix>().await;
 }

@@ -1,6 +1,7 @@
 //! The stampede-protection cache on memory and on a real Redis: one computation per miss across
-//! callers, values handed over by push, stale windows, failures handed over, stale writers
-//! refused by fencing token, typed errors.
+//! callers, values handed over by push, stale windows, failures handed over (and the stale
+//! value kept through them), stale writers refused by fencing token, typed errors; on Redis,
+//! the fencing counter of a cache key lives as long as its entry.
 //!
 //! Each check takes a factory that makes caches on one shared store and backend, as separate
 //! instances of a service would have (no shared in-process state between them).
@@ -186,6 +187,98 @@ async fn stale_if_error_serves_the_old_value<I: Instances>(i: &I) {
         (served.status, served.value.as_slice()),
         (CacheStatus::StaleIfError, &b"kept"[..])
     );
+}
+
+/// A read of `key` fresh for 100 ms, then served within stale-if-error for 30 s.
+fn stale_if_error<'a>(cache: &'a Cache, key: &str) -> lock_core::cache::CacheRequest<'a> {
+    cache
+        .entry(key)
+        .fresh_for(Duration::from_millis(100))
+        .stale_if_error(Duration::from_secs(30))
+}
+
+/// Negative TTL and stale-if-error together: a failed refresh keeps the stale value, served
+/// for the negative TTL without computing again (in this instance and the others).
+async fn a_failure_keeps_the_stale_value_for_the_negative_window<I: Instances>(i: &I) {
+    let (a, b) = (i.instance(plain).await, i.instance(plain).await);
+    let key = unique("sie-negative");
+    let origin = Origin::default();
+    stale_if_error(&a, &key)
+        .try_get_with(|| async { Ok::<_, String>(b"kept".to_vec()) })
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    for cache in [&a, &b, &a] {
+        let calls = origin.calls.clone();
+        let served = stale_if_error(cache, &key)
+            .negative_ttl(Duration::from_secs(10))
+            .try_get_with(move || async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err::<Vec<u8>, _>("origin down".to_owned())
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            (served.status, served.value.as_slice()),
+            (CacheStatus::StaleIfError, &b"kept"[..])
+        );
+    }
+    assert_eq!(origin.calls(), 1, "computed once per negative window");
+}
+
+/// A computation that fails is handed to every caller waiting for it, in every instance:
+/// with nothing to fall back on they get the failure, with a value within stale-if-error they
+/// get that value; nobody computes it again in turn (no negative TTL is set: later callers do).
+async fn waiters_are_handed_a_failure_instead_of_computing_it_again<I: Instances>(i: &I) {
+    let caches = [
+        i.instance(plain).await,
+        i.instance(plain).await,
+        i.instance(plain).await,
+    ];
+    for stale in [false, true] {
+        let key = unique("failing-crowd");
+        if stale {
+            stale_if_error(&caches[0], &key)
+                .try_get_with(|| async { Ok::<_, String>(b"kept".to_vec()) })
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        let origin = Origin::default();
+        let tasks: Vec<_> = (0..30)
+            .map(|n| {
+                let (cache, key) = (caches[n % 3].clone(), key.clone());
+                let calls = origin.calls.clone();
+                async move {
+                    stale_if_error(&cache, &key)
+                        .try_get_with(move || async move {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            Err::<Vec<u8>, _>("origin down".to_owned())
+                        })
+                        .await
+                }
+            })
+            .map(tokio::spawn)
+            .collect();
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(served) if stale => assert_eq!(
+                    (served.status, served.value.as_slice()),
+                    (CacheStatus::StaleIfError, &b"kept"[..])
+                ),
+                Err(failed) if !stale => {
+                    assert!(failed.to_string().contains("origin down"), "{failed}")
+                }
+                other => panic!("stale {stale}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            origin.calls(),
+            1,
+            "stale {stale}: one computation for 30 callers"
+        );
+    }
 }
 
 /// A computing caller that is cancelled mid-compute hands over at once: a waiting caller (in
@@ -482,6 +575,8 @@ macro_rules! cache_suite {
             use super::*;
 
             cache_suite!(@tests $make; cold_misses_collapse, errors_are_cached_only_when_asked,
+                a_failure_keeps_the_stale_value_for_the_negative_window,
+                waiters_are_handed_a_failure_instead_of_computing_it_again,
                 stale_is_served_while_one_refresh_runs, stale_if_error_serves_the_old_value,
                 a_cancelled_computation_hands_over, a_stale_writer_is_refused,
                 the_wait_deadline_follows_its_policy, uncacheable_values_are_not_shared,
@@ -601,3 +696,84 @@ async fn postgres() -> Option<Postgres> {
 
 #[cfg(feature = "postgres")]
 cache_suite!(on_postgres, postgres());
+
+/// A cache key's fencing counter on Redis goes with its entry (and lease), not a day later:
+/// a scan of random URLs leaves nothing behind once their entries are gone.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_keys_fencing_counter_lives_as_long_as_its_entry() {
+    let Some(redis) = redis().await else { return };
+    let cache = redis.instance(plain).await;
+    let key = unique("counter");
+    let fresh = Duration::from_secs(2);
+    cache
+        .entry(&key)
+        .fresh_for(fresh)
+        .try_get_with(|| async { Ok::<_, String>(b"v".to_vec()) })
+        .await
+        .unwrap();
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let counter = format!("lock:{{#{}}}:fence", cache_support::lease_key(&key));
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg(&counter)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let lease = lock_core::cache::DEFAULT_COMPUTE_LEASE.ttl();
+    assert!(
+        pttl > 0 && pttl <= (fresh + lease).as_millis() as i64,
+        "the counter {counter} expires in {pttl} ms; its entry in {fresh:?}"
+    );
+}
+
+/// A cache key's lock row on PostgreSQL is swept once its short lease has ended, not a day
+/// later: a scan of random URLs leaves no rows behind after the next sweep.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_keys_lock_row_is_swept_soon_after_its_lease() {
+    let Some(url) = lock_core::testing::server_url("LOCK_TEST_POSTGRES_URL").expect("test server")
+    else {
+        return;
+    };
+    let backend = lock_core::PostgresBackend::connect(&url).await.unwrap();
+    let store = lock_core::results::PostgresResultStore::connect(&url)
+        .await
+        .unwrap();
+    let cache = Cache::builder(store, backend.clone())
+        .namespace(NAMESPACE)
+        .build()
+        .unwrap();
+    let key = unique("row");
+    cache
+        .entry(&key)
+        .try_get_with(|| async { Ok::<_, String>(b"v".to_vec()) })
+        .await
+        .unwrap();
+    let rows = |free: bool| {
+        let (pool, name) = (backend.pool().clone(), cache_support::lease_key(&key));
+        async move {
+            let sql = if free {
+                "SELECT count(*) FROM lock_core_locks WHERE name = $1 AND owner = ''"
+            } else {
+                "SELECT count(*) FROM lock_core_locks WHERE name = $1"
+            };
+            sqlx::query_scalar::<_, i64>(sql)
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    // The lease is released in a task of its own.
+    timeout(BOUND, async {
+        while rows(true).await == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("released");
+    tokio::time::sleep(lock_core::cache::DEFAULT_COMPUTE_LEASE.ttl()).await;
+    backend.sweep_expired().await.unwrap();
+    assert_eq!(rows(false).await, 0, "the lock row outlived its retention");
+}

@@ -1,7 +1,9 @@
 //! The stampede-protection cache across processes on a real Redis: a cold key hit by 1,000
 //! callers in two processes calls the origin once; a computing process killed mid-compute
-//! hands over within its lease; Redis down means fail open, and collapsing resumes when it is
-//! back.
+//! hands over within its lease, and with the default settings the caller that takes over
+//! stores its value (on Redis and on PostgreSQL); a computing process paused past its lease
+//! cannot overwrite the value of the caller that took over; Redis down means fail open, and
+//! collapsing resumes when it is back.
 //!
 //! The test binary starts itself again as the second process (`LOCK_TEST_CACHE_CHILD` set), as
 //! the SQL kill tests do.
@@ -169,8 +171,225 @@ async fn child_process() {
                 .await;
             panic!("the computer was meant to be killed, not to finish: {never:?}");
         }
+        "takeover-redis" | "takeover-postgres" | "paused-redis" => {
+            let store = if role.ends_with("postgres") {
+                Store::Postgres
+            } else {
+                Store::Redis
+            };
+            let (cache, _) = store.instance().await;
+            let took = if role.starts_with("paused") {
+                Duration::from_secs(2)
+            } else {
+                Duration::from_secs(60)
+            };
+            let got = cache
+                .entry(key)
+                .try_get_with(move || async move {
+                    println!("COMPUTING");
+                    tokio::time::sleep(took).await;
+                    Ok::<_, String>(b"old".to_vec())
+                })
+                .await
+                .unwrap();
+            println!("DONE {:?}", got.status);
+        }
         other => panic!("unknown child role {other}"),
     }
+}
+
+/// Where a default cache keeps its values and leases, across processes.
+#[derive(Clone, Copy, Debug)]
+enum Store {
+    /// `RedisResultStore` and `RedisBackend`.
+    Redis,
+    /// `PostgresResultStore` and `PostgresBackend`.
+    Postgres,
+}
+
+/// What tells how many callers of this process queue for a computation's lease.
+enum Queue {
+    Redis {
+        url: String,
+        names: RedisBackend,
+    },
+    #[cfg(feature = "postgres")]
+    Postgres(lock_core::PostgresBackend),
+}
+
+impl Queue {
+    async fn waiting(&self, key: &str) -> usize {
+        match self {
+            Self::Redis { url, names } => cache_support::redis_lease_waiters(url, names, key).await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(backend) => backend.waiters(&cache_support::lease_key(key)),
+        }
+    }
+}
+
+impl Store {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Redis => "redis",
+            Self::Postgres => "postgres",
+        }
+    }
+
+    /// The store's server; `None` when there is none.
+    fn url(self) -> Option<String> {
+        let var = match self {
+            Self::Redis => "LOCK_TEST_REDIS_URL",
+            Self::Postgres => "LOCK_TEST_POSTGRES_URL",
+        };
+        lock_core::testing::server_url(var).expect("test server")
+    }
+
+    /// A cache with the default settings on this store, and its waiter count.
+    async fn instance(self) -> (Cache, Queue) {
+        let url = self.url().expect("the store's server");
+        match self {
+            Self::Redis => {
+                let backend = RedisBackend::connect(&url).await.unwrap();
+                let cache = cache_support::on_redis(backend).await.build().unwrap();
+                let names = RedisBackend::connect(&url).await.unwrap();
+                (cache, Queue::Redis { url, names })
+            }
+            #[cfg(feature = "postgres")]
+            Self::Postgres => {
+                let backend = lock_core::PostgresBackend::connect(&url).await.unwrap();
+                let store = lock_core::cache::PostgresResultStore::connect(&url)
+                    .await
+                    .unwrap();
+                let cache = Cache::builder(store, backend.clone())
+                    .namespace(cache_support::NAMESPACE)
+                    .build()
+                    .unwrap();
+                (cache, Queue::Postgres(backend))
+            }
+            #[cfg(not(feature = "postgres"))]
+            Self::Postgres => panic!("the postgres feature is off"),
+        }
+    }
+}
+
+/// With the default settings, the process computing a cold key is killed (SIGKILL): a caller
+/// waiting in another process takes over within the computation's short lease, computes, and
+/// stores (the next read is a hit): two origin calls in all, the killed one's and its own.
+async fn a_killed_computer_is_taken_over_and_the_value_stored(store: Store) {
+    if std::env::var(CHILD_ENV).is_ok() || store.url().is_none() {
+        return;
+    }
+    timeout(BOUND, async {
+        let key = unique("takeover");
+        let (here, queue) = store.instance().await;
+        let role = format!("takeover-{}", store.name());
+        let mut computer = Child::start(&role, &key, "COMPUTING").await;
+        let origin = Origin::default();
+        let origin_time = Duration::from_secs(1);
+        let waiter = tokio::spawn({
+            let (here, key, origin) = (here.clone(), key.clone(), origin.clone());
+            async move {
+                here.entry(&key)
+                    .try_get_with(move || origin.call(origin_time, "taken over"))
+                    .await
+                    .unwrap()
+            }
+        });
+        cache_support::until_queued(|| queue.waiting(&key)).await;
+        computer.process.kill().await.unwrap();
+        let killed_at = Instant::now();
+        let got = waiter.await.unwrap();
+        let took = killed_at.elapsed();
+        eprintln!("{store:?}: the value was stored {took:?} after the computer's kill");
+        assert_eq!(
+            (got.status, got.value.as_slice()),
+            (CacheStatus::Computed, &b"taken over"[..])
+        );
+        let lease = lock_core::cache::DEFAULT_COMPUTE_LEASE.ttl();
+        let slack = Duration::from_millis(1_500);
+        assert!(took <= lease + origin_time + slack, "{took:?}");
+        assert_eq!(
+            origin.calls(),
+            1,
+            "the takeover's, beside the killed computer's"
+        );
+        let again = here
+            .entry(&key)
+            .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
+            .await
+            .unwrap();
+        assert_eq!(
+            (again.status, again.value.as_slice()),
+            (CacheStatus::Hit, &b"taken over"[..])
+        );
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_computer_is_taken_over_and_the_value_stored_on_redis() {
+    a_killed_computer_is_taken_over_and_the_value_stored(Store::Redis).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_computer_is_taken_over_and_the_value_stored_on_postgres() {
+    a_killed_computer_is_taken_over_and_the_value_stored(Store::Postgres).await;
+}
+
+/// A computing process is paused (SIGSTOP) past its lease: a caller in another process takes
+/// over and stores `new`; resumed, the paused one finishes computing `old`, and its store is
+/// refused by the fencing token: `new` stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_computer_cannot_overwrite_the_value_that_took_over() {
+    let store = Store::Redis;
+    if std::env::var(CHILD_ENV).is_ok() || store.url().is_none() {
+        return;
+    }
+    timeout(BOUND, async {
+        let key = unique("paused");
+        let (here, queue) = store.instance().await;
+        let mut computer = Child::start("paused-redis", &key, "COMPUTING").await;
+        let pid = computer.process.id().unwrap().to_string();
+        let signal = |name: &str| {
+            let sent = std::process::Command::new("kill")
+                .args([name, pid.as_str()])
+                .status()
+                .unwrap();
+            assert!(sent.success(), "kill {name}");
+        };
+        signal("-STOP");
+        let got = here
+            .entry(&key)
+            .try_get_with(|| async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok::<_, String>(b"new".to_vec())
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            (got.status, got.value.as_slice()),
+            (CacheStatus::Computed, &b"new"[..])
+        );
+        assert_eq!(queue.waiting(&key).await, 0);
+        signal("-CONT");
+        let done = computer.line_starting("DONE").await;
+        eprintln!("the paused computer, resumed: {done}");
+        computer.process.wait().await.unwrap();
+        let now = here
+            .entry(&key)
+            .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
+            .await
+            .unwrap();
+        assert_eq!(
+            (now.status, now.value.as_slice()),
+            (CacheStatus::Hit, &b"new"[..]),
+            "the paused computer overwrote the newer value"
+        );
+    })
+    .await
+    .expect("bounded");
 }
 
 /// 1,000 concurrent cold requests, 500 in each of two processes: one origin call.

@@ -142,6 +142,40 @@ async fn no_lock_key_lives_forever() {
     }
 }
 
+/// A client's fence retention bounds how long the fencing counter outlives each grant;
+/// `keep_fence_for` raises it for data kept under the token, and a later grant never lowers
+/// it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fencing_counter_lives_as_long_as_asked() {
+    let Some(h) = redis().await else { return };
+    let backend = RedisBackend::connect(&h.url).await.unwrap();
+    let short = Duration::from_secs(2);
+    let client = LockClient::builder(backend)
+        .namespace("conformance")
+        .fence_retention(short)
+        .build()
+        .unwrap();
+    let key = unique_key("retention");
+    let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    let guard = client.lock(&key).await.unwrap();
+    let granted = pttl(&h, &fence_key).await;
+    assert!(0 < granted && granted <= 2_000, "counter TTL {granted} ms");
+    guard.keep_fence_for(Duration::from_secs(60)).await.unwrap();
+    guard.release().await.unwrap();
+    let kept = pttl(&h, &fence_key).await;
+    assert!(
+        kept > 50_000,
+        "counter TTL {kept} ms after keep_fence_for(60 s)"
+    );
+    let again = client.lock(&key).await.unwrap();
+    let after = pttl(&h, &fence_key).await;
+    assert!(
+        after > 50_000,
+        "a grant lowered the counter's TTL to {after} ms"
+    );
+    again.release().await.unwrap();
+}
+
 /// Fencing tokens keep increasing when the counter is gone: expired after its retention, or
 /// lost in a restart without persistence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

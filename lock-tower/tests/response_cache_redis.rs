@@ -1,6 +1,6 @@
 //! The response cache layer on a real Redis, through the adapters' conformance suite
 //! (`lock_core::testing::response_cache`): two instances (two caches on two connections)
-//! call the handler once for a crowd of cold requests; with Redis stopped, requests are
+//! call the handler once for a crowd of cold requests, and once for a failing one; with Redis stopped, requests are
 //! answered fail-open (or a generic 503 when the cache fails closed).
 //!
 //! Needs `LOCK_TEST_REDIS_URL` (set by `cargo xtask test`); the outage test also starts a
@@ -14,6 +14,11 @@ use lock_core::testing::response_cache as suite;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_call_the_handler_once() {
     suite::two_instances_call_the_handler_once::<Axum>().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_a_failure() {
+    suite::two_instances_share_a_failure::<Axum>().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

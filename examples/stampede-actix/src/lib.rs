@@ -1,9 +1,10 @@
 //! The stampede app on actix-web; the same routes and answers as the axum app:
 //!
-//! - `GET /products/{id}`: the product as JSON through lock-core's stampede-proof cache, with
-//!   `x-cache-status: hit | computed | collapsed | stale | ...`; a cold or expired product is
-//!   read from the slow origin once across every instance sharing the cache backend.
-//! - `GET /stats`: the origin's calls (per product, per expiry) and this instance's answers.
+//! - `GET /products/{id}`: the product as JSON, through lock-core's response cache
+//!   ([`ResponseCache`]) with the service's freshness: a cold or expired product is read from
+//!   the slow origin once across every instance sharing the cache backend, and every answer
+//!   says how in an RFC 9211 `Cache-Status`.
+//! - `GET /stats`: the origin's calls (per product, per expiry).
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`lock_harness::prometheus`]).
 //!
@@ -26,6 +27,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use lock_actix::ResponseCache;
 use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
 use lock_harness::prometheus;
 
@@ -36,11 +38,16 @@ pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
         for route in ProductRoute::ALL {
             let handler = move |service, request| handle(route, service, request);
             // HEAD as well, as axum's `get` answers it.
-            config.service(
-                web::resource(route.template())
-                    .route(web::get().to(handler))
-                    .route(web::head().to(handler)),
-            );
+            let resource = web::resource(route.template())
+                .route(web::get().to(handler))
+                .route(web::head().to(handler));
+            match route {
+                // The product pages only go through the cache.
+                ProductRoute::Product => {
+                    config.service(resource.wrap(ResponseCache::new(service.http_cache().clone())))
+                }
+                ProductRoute::Stats => config.service(resource),
+            };
         }
         config.service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
         config.app_data(web::Data::new(service));

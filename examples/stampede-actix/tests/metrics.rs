@@ -1,6 +1,6 @@
-//! `GET /metrics` after a cold product: the cache computed it under the key's lease, so the
-//! lock's acquisition and the cache call are on the page, in the Prometheus text format (the
-//! app calls lock-core's cache primitive itself: it has no HTTP layer of lock-core's).
+//! `GET /metrics` after a cold product: the response cache computed it under the key's lease,
+//! so the lock's acquisition, the cache call and the layer's answer are on the page, in the
+//! Prometheus text format.
 
 use std::time::Duration;
 
@@ -31,6 +31,11 @@ async fn metrics_show_the_computed_product() {
     let computed = [("result", "computed")];
     assert!(
         has_sample(&page, "lock_cache_requests_total", &computed),
+        "{page}"
+    );
+    let answered = [("layer", "response_cache"), ("outcome", "miss")];
+    assert!(
+        has_sample(&page, "lock_http_responses_total", &answered),
         "{page}"
     );
 }

@@ -1,9 +1,11 @@
 //! The stampede app on axum. Routes:
 //!
-//! - `GET /products/{id}`: the product as JSON through lock-core's stampede-proof cache, with
-//!   `x-cache-status: hit | computed | collapsed | stale | ...`; a cold or expired product is
-//!   read from the slow origin once across every instance sharing the cache backend.
-//! - `GET /stats`: the origin's calls (per product, per expiry) and this instance's answers.
+//! - `GET /products/{id}`: the product as JSON, through lock-core's response cache
+//!   ([`ResponseCacheLayer`]) with the service's freshness: a cold or expired product is read
+//!   from the slow origin once across every instance sharing the cache backend, and every
+//!   answer says how in an RFC 9211 `Cache-Status` (`lock-core; hit; ttl=0`,
+//!   `lock-core; fwd=miss; fwd-status=200; stored`, `lock-core; fwd=miss; collapsed`, ...).
+//! - `GET /stats`: the origin's calls (per product, per expiry).
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`lock_harness::prometheus`]).
 //!
@@ -29,24 +31,38 @@ use axum::routing::get;
 use axum::Router;
 use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
 use lock_harness::prometheus;
+use lock_tower::ResponseCacheLayer;
 
 /// The app's routes for `service`.
 pub fn router(service: ProductService) -> Router {
     prometheus::install();
-    ProductRoute::ALL
-        .into_iter()
-        .fold(Router::new(), |router, route| {
-            router.route(
-                route.template(),
-                get(
-                    move |State(service): State<ProductService>, uri: Uri| async move {
-                        respond(service.handle(route, uri.path(), uri.query()).await)
-                    },
-                ),
-            )
-        })
+    let cache = ResponseCacheLayer::new(service.http_cache().clone());
+    Router::new()
+        .route(ProductRoute::Product.template(), get(product))
+        // The product pages only: `route_layer` leaves the routes added after it, and the
+        // fallback 404 of paths no route matches, out of the cache.
+        .route_layer(cache)
+        .route(ProductRoute::Stats.template(), get(stats))
         .route(prometheus::PATH, get(metrics))
         .with_state(service)
+}
+
+/// `GET /products/{id}`.
+async fn product(State(service): State<ProductService>, uri: Uri) -> Response<Body> {
+    respond(
+        service
+            .handle(ProductRoute::Product, uri.path(), uri.query())
+            .await,
+    )
+}
+
+/// `GET /stats`.
+async fn stats(State(service): State<ProductService>, uri: Uri) -> Response<Body> {
+    respond(
+        service
+            .handle(ProductRoute::Stats, uri.path(), uri.query())
+            .await,
+    )
 }
 
 /// `GET /metrics`: lock-core's metrics in the Prometheus text format.

@@ -69,7 +69,8 @@ async fn main() {
             cache,
             origin.clone(),
             policy,
-        );
+        )
+        .unwrap_or_else(|e| usage_error(&format!("instance {index}: {e}")));
         let base = match framework {
             "axum" => stampede_axum::spawn(service).await,
             _ => stampede_actix::spawn(service, 1),
@@ -97,6 +98,8 @@ async fn main() {
         targets,
         origin,
         policy,
+        // The actix-web instances: odd indexes.
+        refreshing_instances: instances / 2,
         progress: true,
     };
     println!("\nphase 1, cold key: {clients} clients at once ask for one product nobody has read");
@@ -126,10 +129,12 @@ async fn main() {
             ),
             _ => format!(
                 "{} expiries under load, at most {} origin call(s) per expiry;\n      \
-                 {} requests waited for the origin, p99 {:.1} ms against a {} ms origin",
+                 {} requests waited for the origin ({} answered with the refresh they \
+                 started, on actix-web), p99 {:.1} ms against a {} ms origin",
                 report.per_expiry.len().saturating_sub(1),
                 report.max_per_expiry(),
                 report.waited(),
+                report.count("refreshed"),
                 report.latency.p99.as_secs_f64() * 1e3,
                 policy.origin_delay.as_millis()
             ),

@@ -30,6 +30,11 @@
 //! # }
 //! ```
 //!
+//! Failures of the handler are handed to the requests waiting for them and remembered for
+//! the `negative_ttl` (1 s by default), and a response that is not stored marks its key
+//! pass-through for the `pass_through_ttl` (30 s), as with the tower adapter (see
+//! [`lock_core::cache::http::CacheCall::serve`]).
+//!
 //! What differs from the tower adapter, because an actix `ServiceRequest` is consumed by
 //! calling the handler and its futures are not `Send`:
 //! - The cache's computation (which must be `Send` and may outlive the request) does not call

@@ -217,6 +217,11 @@ pub struct AcquireRequest<'a> {
     /// For a [`LeaseKind::Read`] request: the owner token of the caller's own write lease on
     /// the same key, which must not block it (a writer taking a read lock, to downgrade).
     pub downgrade_from: Option<OwnerToken>,
+    /// How long, at least, after this grant the store keeps what makes the key's next token
+    /// larger than this one's (Redis: the fencing counter; PostgreSQL: the lock row once the
+    /// lease ends), when shorter than the backend's own retention (a day); `None`: the
+    /// backend's. See [`LockClientBuilder::fence_retention`](crate::LockClientBuilder::fence_retention).
+    pub fence_retention: Option<Duration>,
 }
 
 impl<'a> AcquireRequest<'a> {
@@ -235,7 +240,16 @@ impl<'a> AcquireRequest<'a> {
             deadline,
             kind: LeaseKind::Exclusive,
             downgrade_from: None,
+            fence_retention: None,
         }
+    }
+
+    /// The same request, with the key's fencing state kept at least `retention` after the
+    /// grant (see [`fence_retention`](Self::fence_retention)).
+    #[must_use]
+    pub fn retaining_fence(mut self, retention: Duration) -> Self {
+        self.fence_retention = Some(retention);
+        self
     }
 
     /// The same request for a lease of `kind`.
@@ -347,6 +361,19 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
     /// Releases the lease if, and only if, it is still held by its owner (`Ok(true)`); a late
     /// or repeated release finds another owner or none and changes nothing (`Ok(false)`).
     fn release(&self, lease: &Self::Lease) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Keeps what makes the key's next fencing token larger than `lease`'s at least
+    /// `at_least` from now (never shorter than it is), for data written under this token that
+    /// outlives the lease. The default does nothing: for a backend whose tokens come from a
+    /// source kept for good (a sequence, a revision) or for longer than any such data.
+    fn keep_fence(
+        &self,
+        lease: &Self::Lease,
+        at_least: Duration,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let (_, _) = (lease, at_least);
+        std::future::ready(Ok(()))
+    }
 
     /// Cleans up after an acquisition under `owner` that ended without handing a grant to its
     /// caller: its future was dropped (a timeout, `select!`, an aborted task) or it failed
@@ -469,6 +496,8 @@ pub trait DynLease: Send + Sync {
     fn renew(&self, ttl: Option<Duration>) -> BoxFuture<'_, Result<bool>>;
     /// See [`LockBackend::release`].
     fn release(&self) -> BoxFuture<'_, Result<bool>>;
+    /// See [`LockBackend::keep_fence`].
+    fn keep_fence(&self, at_least: Duration) -> BoxFuture<'_, Result<()>>;
 }
 
 /// A grant whose lease is bound to its backend, as [`DynLockBackend::acquire`] returns it.
@@ -531,6 +560,10 @@ impl<B: LockBackend> DynLease for BoundLease<B> {
 
     fn release(&self) -> BoxFuture<'_, Result<bool>> {
         Box::pin(self.backend.release(&self.lease))
+    }
+
+    fn keep_fence(&self, at_least: Duration) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.backend.keep_fence(&self.lease, at_least))
     }
 }
 

@@ -1,13 +1,15 @@
 //! The client users hold: a backend, a namespace and the re-entrant holds of this process.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::backend::{Capabilities, DynLockBackend, LeaseKind, LockBackend};
+use crate::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
 use crate::lock::held::HeldRegistry;
 use crate::lock::key::validate_namespace;
 use crate::lock::request::LockRequest;
 use crate::lock::watchdog::Watchdog;
-use crate::{LeaseMode, LockKey, Result};
+use crate::{LeaseMode, LockError, LockKey, Result};
 
 /// A handle to distributed locks on one backend. Cheap to clone; clones share everything.
 ///
@@ -47,6 +49,8 @@ pub(crate) struct ClientInner {
     pub(crate) backend: Arc<dyn DynLockBackend>,
     pub(crate) namespace: String,
     pub(crate) default_lease: LeaseMode,
+    /// See [`LockClientBuilder::fence_retention`].
+    pub(crate) fence_retention: Option<Duration>,
     pub(crate) held: HeldRegistry,
     pub(crate) watchdog: Arc<Watchdog>,
 }
@@ -71,6 +75,7 @@ impl LockClient {
                 backend,
                 namespace: String::new(),
                 default_lease: LeaseMode::default(),
+                fence_retention: None,
                 held: HeldRegistry::default(),
                 watchdog: Arc::default(),
             }),
@@ -83,6 +88,7 @@ impl LockClient {
             backend: Arc::new(backend),
             namespace: String::new(),
             default_lease: LeaseMode::default(),
+            fence_retention: None,
         }
     }
 
@@ -148,12 +154,21 @@ impl LockClient {
         namespace: String,
         default_lease: LeaseMode,
     ) -> Result<Self> {
+        Self::parts_builder(backend, namespace, default_lease).build()
+    }
+
+    /// The builder [`from_parts`](Self::from_parts) builds, for more settings.
+    pub(crate) fn parts_builder(
+        backend: Arc<dyn DynLockBackend>,
+        namespace: String,
+        default_lease: LeaseMode,
+    ) -> LockClientBuilder {
         LockClientBuilder {
             backend,
             namespace,
             default_lease,
+            fence_retention: None,
         }
-        .build()
     }
 }
 
@@ -163,6 +178,7 @@ pub struct LockClientBuilder {
     backend: Arc<dyn DynLockBackend>,
     namespace: String,
     default_lease: LeaseMode,
+    fence_retention: Option<Duration>,
 }
 
 impl LockClientBuilder {
@@ -180,15 +196,50 @@ impl LockClientBuilder {
         self
     }
 
+    /// How long after each grant, at least, the store keeps what makes the key's next fencing
+    /// token larger (within `MIN_LEASE_TTL..=MAX_LEASE_TTL`; default: the backend's own, a
+    /// day on Redis and PostgreSQL). For locks on keys that anonymous requests make up (a
+    /// cache's URLs), so each leaves nothing behind for long: a Redis fencing counter expires
+    /// this long after the last grant (or later: see [`LockGuard::keep_fence_for`]), a
+    /// PostgreSQL lock row is swept this long after its lease ended (at the next sweep). A
+    /// counter that is gone starts again from the server's clock, past every token it gave;
+    /// what the retention adds is room for the server's clock to be stepped back meanwhile.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// let locks = LockClient::builder(MemoryBackend::new())
+    ///     .fence_retention(Duration::from_secs(60))
+    ///     .build();
+    /// assert!(locks.is_ok());
+    /// ```
+    ///
+    /// [`LockGuard::keep_fence_for`]: crate::LockGuard::keep_fence_for
+    pub fn fence_retention(mut self, retention: Duration) -> Self {
+        self.fence_retention = Some(retention);
+        self
+    }
+
     /// Checks the settings and builds the client.
     pub fn build(self) -> Result<LockClient> {
         validate_namespace(&self.namespace)?;
         self.default_lease.validate()?;
+        if let Some(retention) = self.fence_retention {
+            crate::lease::validate_ttl(retention).map_err(|_| LockError::InvalidDuration {
+                what: "fence retention",
+                reason: format!(
+                    "{retention:?} is outside {:?}..={:?}",
+                    MIN_LEASE_TTL, MAX_LEASE_TTL
+                ),
+            })?;
+        }
         Ok(LockClient {
             inner: Arc::new(ClientInner {
                 backend: self.backend,
                 namespace: self.namespace,
                 default_lease: self.default_lease,
+                fence_retention: self.fence_retention,
                 held: HeldRegistry::default(),
                 watchdog: Arc::default(),
             }),

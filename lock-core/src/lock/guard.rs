@@ -153,6 +153,27 @@ impl LockGuard {
         Ok(held)
     }
 
+    /// Keeps what makes this key's next fencing token larger than this lease's at least
+    /// `at_least` from now, for data written under this token that outlives the lease (a cache
+    /// entry, say): on Redis the fencing counter's TTL is raised to it (never lowered); most
+    /// backends need nothing, their tokens coming from a source that is kept for good. Useful
+    /// with a short [`fence_retention`](crate::LockClientBuilder::fence_retention).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// let locks = LockClient::new(MemoryBackend::new());
+    /// let guard = locks.lock("report").await?;
+    /// guard.keep_fence_for(Duration::from_secs(3600)).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn keep_fence_for(&self, at_least: Duration) -> Result<()> {
+        self.lease.lease.keep_fence(at_least).await
+    }
+
     /// Gives this hold back. The last hold of a lease releases it in the backend, owner-checked:
     /// `Ok(true)` when the backend still had the lock under this owner, `Ok(false)` when it was
     /// gone (expired, deleted, taken over) and nothing was released. (Just after `lost()` fired

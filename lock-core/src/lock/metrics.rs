@@ -10,12 +10,14 @@
 //! | [`LOST_TOTAL`] | counter | `backend`, `reason` | leases lost: `expired`, `renewal_failed`, `not_owner`, `session_lost` |
 //! | [`RENEWALS_TOTAL`] | counter | `backend`, `result` | watchdog renewals (or checks): `ok`, `failed` (retried while the lease lasts) |
 //! | [`HTTP_RESPONSES_TOTAL`] | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below) |
-//! | [`CACHE_REQUESTS_TOTAL`] | counter | `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, or a failure: `compute_failed`, `shared_failure`, `too_large`, `timeout`, `unavailable`, `error` |
-//! | [`CACHE_COMPUTE_SECONDS`] | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`) took; background refreshes are not timed |
+//! | [`CACHE_REQUESTS_TOTAL`] | counter | `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
+//! | [`CACHE_COMPUTE_SECONDS`] | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
 //!
 //! The response cache's `outcome`s, from its `Cache-Status` member: `hit`, `stale` (within
-//! stale-while-revalidate), `stale_if_error`, `collapsed` (another request's response),
-//! `miss` (this request's response, stored), `uncacheable` (forwarded, not stored), `refresh`
+//! stale-while-revalidate), `stale_if_error`, `collapsed` (another request's response, or its
+//! failure), `negative` (a failure remembered for the negative TTL), `miss` (this request's
+//! response, stored), `uncacheable` (forwarded, not stored), `pass_through` (forwarded at once
+//! for a key marked pass-through), `refresh`
 //! (`fwd=request`: `no-cache`, `max-age=0`, `Authorization`), `bypass` (not cacheable: no
 //! `status`, the application answers), `fail_open`, `wait_timed_out`, `not_cached` (504 for
 //! `only-if-cached`), `unavailable` (503, failing closed), `error` (500), and `origin_error`
@@ -30,7 +32,7 @@
 
 use std::time::Duration;
 
-use crate::cache::{CacheError, CacheStatus, Cached};
+use crate::cache::{CacheError, CacheStatus};
 use crate::{LockError, LostReason};
 
 /// Acquisitions by outcome (counter; labels `backend`, `outcome`).
@@ -75,45 +77,45 @@ pub(crate) fn http_response(layer: &'static str, status: Option<u16>, outcome: &
     let _ = (layer, status, outcome);
 }
 
-/// The `result` label of a cache call.
-pub(crate) fn cache_result<V, E>(result: &Result<Cached<V>, CacheError<E>>) -> &'static str {
-    match result {
-        Ok(cached) => match cached.status {
-            CacheStatus::Hit => "hit",
-            CacheStatus::Stale => "stale",
-            CacheStatus::Computed => "computed",
-            CacheStatus::Collapsed => "collapsed",
-            CacheStatus::StaleIfError => "stale_if_error",
-            CacheStatus::FailOpen => "fail_open",
-            CacheStatus::WaitTimedOut => "wait_timed_out",
-            CacheStatus::Uncacheable => "uncacheable",
-        },
-        Err(CacheError::Compute(_)) => "compute_failed",
-        Err(CacheError::Shared(_)) => "shared_failure",
-        Err(CacheError::TooLarge { .. }) => "too_large",
-        Err(CacheError::WaitTimedOut(_)) => "timeout",
-        Err(CacheError::Lock(error)) if error.is_unavailable() => "unavailable",
-        Err(_) => "error",
+/// The `result` label of a cache call that gave a value.
+pub(crate) fn cache_status_label(status: CacheStatus) -> &'static str {
+    match status {
+        CacheStatus::Hit => "hit",
+        CacheStatus::Stale => "stale",
+        CacheStatus::Computed => "computed",
+        CacheStatus::Collapsed => "collapsed",
+        CacheStatus::StaleIfError => "stale_if_error",
+        CacheStatus::FailOpen => "fail_open",
+        CacheStatus::WaitTimedOut => "wait_timed_out",
+        CacheStatus::Uncacheable => "uncacheable",
+        CacheStatus::PassThrough => "pass_through",
     }
 }
 
-/// Records one call of the cache primitive, and how long its computation took when this
-/// call computed.
-pub(crate) fn cache_call<V, E>(result: &Result<Cached<V>, CacheError<E>>) {
+/// The `result` label of a cache call that failed.
+pub(crate) fn cache_error_label<E>(error: &CacheError<E>) -> &'static str {
+    match error {
+        CacheError::Compute(_) => "compute_failed",
+        CacheError::Shared(_) => "shared_failure",
+        CacheError::TooLarge { .. } => "too_large",
+        CacheError::WaitTimedOut(_) => "timeout",
+        CacheError::Lock(error) if error.is_unavailable() => "unavailable",
+        _ => "error",
+    }
+}
+
+/// Records one call of the cache primitive by its `result` label, and how long its
+/// computation took when this call computed (`computed_in`).
+pub(crate) fn cache_call(result: &'static str, computed_in: Option<Duration>) {
     #[cfg(feature = "metrics")]
     {
-        metrics::counter!(CACHE_REQUESTS_TOTAL, "result" => cache_result(result)).increment(1);
-        if let Ok(cached) = result {
-            if matches!(
-                cached.status,
-                CacheStatus::Computed | CacheStatus::Uncacheable
-            ) {
-                metrics::histogram!(CACHE_COMPUTE_SECONDS).record(cached.computed_in.as_secs_f64());
-            }
+        metrics::counter!(CACHE_REQUESTS_TOTAL, "result" => result).increment(1);
+        if let Some(took) = computed_in {
+            metrics::histogram!(CACHE_COMPUTE_SECONDS).record(took.as_secs_f64());
         }
     }
     #[cfg(not(feature = "metrics"))]
-    let _ = cache_result(result);
+    let _ = (result, computed_in);
 }
 
 /// The `outcome` label of an acquisition's result.
@@ -187,8 +189,8 @@ mod tests {
         let down = LockError::unavailable("redis", "refused");
         assert_eq!(acquire_outcome::<()>(&Err(down)), "unavailable");
         assert_eq!(lost_reason(&LostReason::NotOwner), "not_owner");
-        let timed_out: Result<Cached<()>, CacheError<()>> =
-            Err(CacheError::WaitTimedOut(Duration::from_secs(1)));
-        assert_eq!(cache_result(&timed_out), "timeout");
+        let timed_out: CacheError<()> = CacheError::WaitTimedOut(Duration::from_secs(1));
+        assert_eq!(cache_error_label(&timed_out), "timeout");
+        assert_eq!(cache_status_label(CacheStatus::PassThrough), "pass_through");
     }
 }

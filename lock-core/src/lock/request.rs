@@ -161,6 +161,9 @@ impl<'a> LockRequest<'a> {
             if let Some(writer) = downgrade_from {
                 request = request.downgrading(writer);
             }
+            if let Some(retention) = inner.fence_retention {
+                request = request.retaining_fence(retention);
+            }
             let Some(grant) = inner.backend.acquire(request).await? else {
                 pending.settle();
                 tracing::debug!(parent: &span, waited_ms = started.elapsed().as_millis() as u64, "busy");

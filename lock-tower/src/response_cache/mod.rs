@@ -20,7 +20,7 @@
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {
 //! let cache = Cache::memory("web")?; // `Cache::builder(RedisResultStore, RedisBackend)` across instances
-//! let app: Router = Router::new().route("/products/{id}", get(product)).layer(
+//! let app: Router = Router::new().route("/products/{id}", get(product)).route_layer(
 //!     ResponseCacheLayer::builder(cache)
 //!         .default_freshness(Freshness::fresh_for(Duration::from_secs(30)))
 //!         .vary("Accept-Language")
@@ -40,7 +40,14 @@
 //! - **What is stored**: statuses of [`DEFAULT_STATUSES`](lock_core::cache::http::DEFAULT_STATUSES)
 //!   with a freshness (`s-maxage`, `max-age`, or the default freshness), not `private`,
 //!   `no-store` or `no-cache`. A response that is not stored goes to its own request only:
-//!   the requests that waited for it call the application themselves.
+//!   the requests that waited for it call the application themselves, and its key is passed
+//!   through for the `pass_through_ttl` (30 s by default: no lease, no waiting).
+//! - **Failures** (500, 502, 503, 504, a body that failed, an error of the application) are
+//!   handed to the requests waiting for them (the response replayed, or a `502` problem) and
+//!   remembered for the `negative_ttl` (1 s by default); a stored response within its
+//!   `stale-if-error` window is served instead.
+//! - **Mount it with `route_layer`**, so the fallback 404 of paths no route matches is not
+//!   cached for every path a client makes up.
 //! - **Large bodies** are never buffered whole: a `Content-Length` over the limit passes at
 //!   once; a body of unknown length is read up to the limit, then streamed on to its own
 //!   request (the bytes read first, then the rest) and not stored.

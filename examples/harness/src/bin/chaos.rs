@@ -6,7 +6,7 @@ use lock_core::testing::{free_port, unique, RedisServer};
 use lock_harness::chaos::report::{table, Outcome, Row};
 use lock_harness::chaos::scenarios::{Chaos, Settings, CATALOGUE};
 use lock_harness::chaos::target::Target;
-use lock_harness::chaos::{starve, worker};
+use lock_harness::chaos::{cache_worker, starve, worker};
 use lock_harness::{
     etcd_url, mysql_url, postgres_url, redis_url, usage_error, zookeeper_url, BackendKind, Flags,
 };
@@ -32,7 +32,8 @@ through a fenced resource (a RedisFencedStore value on the stack's Redis) with t
 fencing token. Faults: SIGSTOP/SIGCONT and SIGKILL of workers and of the lock server, a fault
 proxy (delay, stall, blackhole, lost reply) between a worker and its server, an early expiry
 from outside, a restart of the run's own Redis, a starved runtime with both cores busy, acquire
-futures dropped at random points, a crowd of 1,000 waiters, and cluster members killed.
+futures dropped at random points, a crowd of 1,000 waiters, cluster members killed, and, for
+the response cache, a failing application and a killed instance (the cache's computations).
 Verdicts come from the resource's counters, the workers' events and the servers' own counters,
 never from the library's own view. Ends with one table; exits 1 on any violation.
 
@@ -40,7 +41,7 @@ Usage: chaos [--backend B|all] [--scenario N|all] [--short] [--rounds N] [--ttl-
              [--unsafe-no-fence] [--unsafe-ignore-lost] [--unsafe-long-lease] [--unsafe-poll]
 
   --backend B           redis, zookeeper, etcd, postgres, mysql, a comma list, or all (default)
-  --scenario N          a catalogue number (1..=13), a comma list, or all (default)
+  --scenario N          a catalogue number (1..=16), a comma list, or all (default)
   --short               1 round, smaller sizes (1,000 drops, 200 waiters), Redis and ZooKeeper
                         only (unless --backend says otherwise): what `cargo xtask ci` runs
   --rounds N            rounds per scenario and backend (default 3)
@@ -57,7 +58,10 @@ reply delayed past the lease, 4 write delayed past the lease, 5 client-server pa
 (blackhole/stall), 6 Redis killed and restarted without persistence, 7 client killed while
 holding, 8 acquire futures dropped at random points, 9 acquire applied but its reply lost,
 10 1,000 waiters on one key, 11 watchdog starved, 12 cluster member and leader killed
-(ZooKeeper, etcd: clusters of the run's own), 13 key expired early on the server.
+(ZooKeeper, etcd: clusters of the run's own), 13 key expired early on the server,
+15 the response cache's application failing (503) or answering uncacheable responses, 200
+cold requests over two instances, 16 the instance computing a cold response killed (two
+processes); 15 and 16 run on the cache's stores, Redis and PostgreSQL.
 The lock Redis is a redis-server of the run's own (needs redis-server on PATH); ZooKeeper,
 etcd, PostgreSQL and MySQL are the stack's (LOCK_TEST_*_URL, as `cargo xtask stack up` sets).
 ";
@@ -69,6 +73,11 @@ async fn main() {
         args.next();
         let flags = Flags::parse(args, worker::FLAGS).unwrap_or_else(|e| usage_error(&e));
         std::process::exit(worker::run(&flags).await);
+    }
+    if args.peek().map(String::as_str) == Some("cache-worker") {
+        args.next();
+        let flags = Flags::parse(args, cache_worker::FLAGS).unwrap_or_else(|e| usage_error(&e));
+        std::process::exit(cache_worker::run(&flags).await);
     }
     if args.peek().map(String::as_str) == Some("hog") {
         args.next();
@@ -210,7 +219,7 @@ fn scenarios(raw: Option<&str>) -> Vec<u32> {
                     .ok()
                     .filter(|n| CATALOGUE.iter().any(|(c, ..)| c == n))
                     .unwrap_or_else(|| {
-                        usage_error(&format!("unknown scenario {n:?} (1..=13 or all)"))
+                        usage_error(&format!("unknown scenario {n:?} (1..=16 or all)"))
                     })
             })
             .collect(),

@@ -11,8 +11,14 @@
 //!   dropped at random points, a crowd of waiters on one key, a starved runtime).
 //! - [`target`]: the lock server per backend, reached straight or through a proxy, and the
 //!   operator's hand on it; [`server_process`]: its processes, paused in scenario 2.
+//! - [`cache_app`]: an instance of a service behind the response cache, for the cache
+//!   scenarios (15, 16); [`cache_worker`]: one in a process of its own, killed in scenario 16.
 //! - [`scenarios`]: the catalogue; [`report`]: the table.
 
+#[cfg(feature = "servers")]
+pub mod cache_app;
+#[cfg(feature = "servers")]
+pub mod cache_worker;
 #[cfg(feature = "servers")]
 pub mod cluster_workload;
 #[cfg(feature = "servers")]

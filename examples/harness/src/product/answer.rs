@@ -1,17 +1,54 @@
-//! What the product service answers over HTTP, decided once for both frameworks.
+//! What the product service answers over HTTP, decided once for both frameworks, and how the
+//! demo reads the response cache's `Cache-Status` in front of it.
 
-use lock_core::cache::{CacheError, CacheStatus, Cached};
-use lock_core::http::{problem_body, KeyedLockOptions, Rejection, PROBLEM_JSON};
+use lock_core::http::{problem_body, PROBLEM_JSON};
 
 use super::input::{BadInput, BAD_INPUT};
-use super::origin::{OriginError, Product};
 
-/// The response header that says how the cache produced the answer (`hit`, `computed`,
-/// `collapsed`, `stale`, ...; see [`status_name`]).
-pub const CACHE_STATUS_HEADER: &str = "x-cache-status";
+/// The response header that says how the response cache answered (RFC 9211), as the layer in
+/// front of the product route writes it.
+pub const CACHE_STATUS_HEADER: &str = "cache-status";
 
-/// The problem type of a 503 when the origin failed and no stale value could stand in.
+/// The problem type of a 503 when the origin failed (and no stale product could stand in).
 pub const ORIGIN_UNAVAILABLE: &str = "urn:stampede:origin-unavailable";
+
+/// A short name for how the response cache answered, from its `Cache-Status` member: `hit`,
+/// `stale` (stale-while-revalidate), `computed` (this request's response, stored),
+/// `collapsed` (another request's), `stale-if-error`, `negative` (a failure remembered),
+/// `refreshed` (the refresh this request started, on actix-web), `fail-open`,
+/// `wait-timed-out`, `pass` (a pass-through key), or `uncacheable`.
+///
+/// ```
+/// use lock_harness::product::outcome_of;
+///
+/// assert_eq!(outcome_of("lock-core; fwd=miss; fwd-status=200; stored"), "computed");
+/// assert_eq!(outcome_of("lock-core; hit; ttl=-1; detail=stale-while-revalidate"), "stale");
+/// assert_eq!(outcome_of("lock-core; fwd=miss; ttl=0; collapsed"), "collapsed");
+/// ```
+#[must_use]
+pub fn outcome_of(cache_status: &str) -> &'static str {
+    // This cache's member is the last one (nearest the client).
+    let member = cache_status.rsplit(", ").next().unwrap_or_default();
+    let params: Vec<&str> = member.split(';').map(str::trim).collect();
+    let has = |param: &str| params.contains(&param);
+    let detail = params
+        .iter()
+        .find_map(|p| p.strip_prefix("detail="))
+        .unwrap_or_default();
+    match detail {
+        "stale-while-revalidate" => "stale",
+        "stale-if-error" => "stale-if-error",
+        "negative" => "negative",
+        "fail-open" => "fail-open",
+        "wait-timed-out" => "wait-timed-out",
+        "hit-for-pass" => "pass",
+        _ if has("hit") => "hit",
+        _ if has("collapsed") => "collapsed",
+        _ if has("stored") => "computed",
+        _ if has("fwd=stale") => "refreshed",
+        _ => "uncacheable",
+    }
+}
 
 /// An HTTP answer: status, content type, body, and the headers the apps add.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,8 +59,6 @@ pub struct ProductAnswer {
     pub content_type: &'static str,
     /// The body.
     pub body: Vec<u8>,
-    /// The [`CACHE_STATUS_HEADER`] value, when the cache was asked.
-    pub cache_status: Option<&'static str>,
     /// `Retry-After` seconds.
     pub retry_after: Option<u64>,
 }
@@ -36,7 +71,6 @@ impl ProductAnswer {
             status: 200,
             content_type: "application/json",
             body: body.to_string().into_bytes(),
-            cache_status: None,
             retry_after: None,
         }
     }
@@ -44,14 +78,10 @@ impl ProductAnswer {
     /// The headers to send besides `content-type`.
     #[must_use]
     pub fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut headers = Vec::new();
-        if let Some(status) = self.cache_status {
-            headers.push((CACHE_STATUS_HEADER, status.to_owned()));
-        }
-        if let Some(secs) = self.retry_after {
-            headers.push(("retry-after", secs.to_string()));
-        }
-        headers
+        self.retry_after
+            .map(|secs| ("retry-after", secs.to_string()))
+            .into_iter()
+            .collect()
     }
 
     /// A 400 for `bad`.
@@ -66,68 +96,20 @@ impl ProductAnswer {
         )
     }
 
-    /// The answer to one cache call for a product.
+    /// A 503 when the origin failed: the response cache shares it with the requests waiting
+    /// for it and remembers it for its negative TTL.
     #[must_use]
-    pub fn from_cache(outcome: &Result<Cached<Product>, CacheError<OriginError>>) -> Self {
-        match outcome {
-            Ok(cached) => Self {
-                cache_status: Some(status_name(cached.status)),
-                ..Self::json(&serde_json::to_value(&cached.value).unwrap_or_default())
-            },
-            Err(CacheError::Compute(error)) => origin_unavailable(&error.to_string()),
-            Err(CacheError::Shared(message)) => origin_unavailable(message),
-            Err(CacheError::WaitTimedOut(waited)) => origin_unavailable(&format!(
-                "waited {} ms for another request to read the product",
-                waited.as_millis()
-            )),
-            // The lock's own mapping: an unreachable backend is a 503 (with fail-open, the
-            // default, the cache does not get here), bad input a 400.
-            Err(CacheError::Lock(error)) => {
-                let rejection = Rejection::from_error(error, &KeyedLockOptions::new());
-                Self {
-                    status: rejection.status,
-                    content_type: PROBLEM_JSON,
-                    body: rejection.body,
-                    cache_status: None,
-                    retry_after: rejection.retry_after,
-                }
-            }
-            Err(error) => problem(
-                500,
-                "urn:stampede:cache-error",
-                "Cache error",
-                &error.to_string(),
+    pub fn origin_unavailable(detail: &str) -> Self {
+        Self {
+            retry_after: Some(1),
+            ..problem(
+                503,
+                ORIGIN_UNAVAILABLE,
+                "Product database unavailable",
+                detail,
                 &[],
-            ),
+            )
         }
-    }
-}
-
-/// The [`CACHE_STATUS_HEADER`] value of a cache status.
-#[must_use]
-pub fn status_name(status: CacheStatus) -> &'static str {
-    match status {
-        CacheStatus::Hit => "hit",
-        CacheStatus::Computed => "computed",
-        CacheStatus::Collapsed => "collapsed",
-        CacheStatus::Stale => "stale",
-        CacheStatus::StaleIfError => "stale-if-error",
-        CacheStatus::FailOpen => "fail-open",
-        CacheStatus::WaitTimedOut => "wait-timed-out",
-        _ => "other",
-    }
-}
-
-fn origin_unavailable(detail: &str) -> ProductAnswer {
-    ProductAnswer {
-        retry_after: Some(1),
-        ..problem(
-            503,
-            ORIGIN_UNAVAILABLE,
-            "Product database unavailable",
-            detail,
-            &[],
-        )
     }
 }
 
@@ -142,7 +124,42 @@ fn problem(
         status,
         content_type: PROBLEM_JSON,
         body: problem_body(type_uri, title, status, detail, extra),
-        cache_status: None,
         retry_after: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outcome_of;
+
+    #[test]
+    fn outcomes_read_like_the_layer_writes_them() {
+        for (member, outcome) in [
+            ("lock-core; hit; ttl=30", "hit"),
+            (
+                "origin; hit, lock-core; fwd=miss; fwd-status=200; stored",
+                "computed",
+            ),
+            ("lock-core; fwd=stale; fwd-status=200", "refreshed"),
+            (
+                "lock-core; fwd=stale; fwd-status=503; detail=stale-if-error",
+                "stale-if-error",
+            ),
+            ("lock-core; hit; ttl=0; detail=negative", "negative"),
+            (
+                "lock-core; fwd=miss; fwd-status=503; collapsed",
+                "collapsed",
+            ),
+            (
+                "lock-core; fwd=miss; fwd-status=400; detail=status",
+                "uncacheable",
+            ),
+            (
+                "lock-core; fwd=miss; fwd-status=400; detail=hit-for-pass",
+                "pass",
+            ),
+        ] {
+            assert_eq!(outcome_of(member), outcome, "{member}");
+        }
     }
 }

@@ -66,12 +66,6 @@ impl ProductId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// The cache key of the product: `product:{id}`.
-    #[must_use]
-    pub fn cache_key(&self) -> String {
-        format!("product:{}", self.0)
-    }
 }
 
 impl fmt::Display for ProductId {

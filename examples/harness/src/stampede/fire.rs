@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::load::{exchange, HttpClient};
-use crate::product::CACHE_STATUS_HEADER;
+use crate::product::{outcome_of, CACHE_STATUS_HEADER};
 use crate::progress::Live;
 
 /// One timed `GET`.
@@ -18,7 +18,7 @@ use crate::progress::Live;
 pub struct Sample {
     /// The status (0 when the request failed before an answer).
     pub status: u16,
-    /// The `x-cache-status` header, when there was one.
+    /// How the response cache answered ([`outcome_of`] its `Cache-Status`), when it said.
     pub cache_status: Option<String>,
     /// The `content-type` header.
     pub content_type: Option<String>,
@@ -53,8 +53,8 @@ pub async fn get(client: &HttpClient, url: &str) -> Sample {
                     .and_then(|value| value.to_str().ok())
                     .map(str::to_owned)
             };
-            let (cache_status, content_type) =
-                (header(CACHE_STATUS_HEADER), header("content-type"));
+            let cache_status = header(CACHE_STATUS_HEADER).map(|m| outcome_of(&m).to_owned());
+            let content_type = header("content-type");
             Sample {
                 status: response.status().as_u16(),
                 cache_status,

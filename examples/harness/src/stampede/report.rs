@@ -13,7 +13,8 @@ pub struct PhaseReport {
     pub name: &'static str,
     /// Requests sent.
     pub requests: u64,
-    /// 200 answers by `x-cache-status`.
+    /// 200 answers by how the response cache answered (see
+    /// [`outcome_of`](crate::product::outcome_of)).
     pub by_status: BTreeMap<String, u64>,
     /// Answers other than 200, and requests without an answer.
     pub errors: u64,
@@ -60,7 +61,7 @@ impl PhaseReport {
         report
     }
 
-    /// 200 answers with this `x-cache-status`.
+    /// 200 answers the response cache answered this way.
     #[must_use]
     pub fn count(&self, status: &str) -> u64 {
         self.by_status.get(status).copied().unwrap_or(0)
@@ -91,7 +92,8 @@ impl PhaseReport {
         }
     }
 
-    /// 200 answers that are not `hit` or `stale`: requests that waited for an origin call.
+    /// 200 answers that are not `hit` or `stale`: requests that waited for an origin call
+    /// (`refreshed` ones included).
     #[must_use]
     pub fn waited(&self) -> u64 {
         self.by_status

@@ -7,7 +7,8 @@
 pub(super) struct LockKeys {
     /// Hash `{owner, fence}` with the lease as its TTL.
     pub(super) lock: String,
-    /// The fencing counter; kept for a day after the last grant (see `FENCE_RETENTION`).
+    /// The fencing counter; kept for a day after the last grant (see `FENCE_RETENTION`), or
+    /// as long as the grants' `fence_retention` and `keep_fence` ask.
     pub(super) fence: String,
     /// Sorted set of waiter ids by arrival time.
     pub(super) waiters: String,

@@ -38,7 +38,10 @@
 //! For the lock `shop:sku:42` with the default prefix `lock`:
 //! - `lock:{#shop:sku:42}`: the string `<owner token>:<fence>`, its TTL is the lease;
 //! - `lock:{#shop:sku:42}:fence`: the fencing counter, seeded from the server clock and kept
-//!   for [`FENCE_RETENTION`] after the last grant;
+//!   for [`FENCE_RETENTION`] after the last grant (or as long as the client's
+//!   [`fence_retention`](crate::LockClientBuilder::fence_retention) and
+//!   [`keep_fence_for`](crate::LockGuard::keep_fence_for) ask: a response cache's keys keep
+//!   theirs as long as their entries);
 //! - `lock:{#shop:sku:42}:waiters`: sorted set of waiter ids by arrival (expires with its
 //!   last waiter's interest).
 //!
@@ -529,6 +532,7 @@ impl RedisBackend {
         ttl: Duration,
         waiter_id: &str,
         queued_before: bool,
+        fence_retention: Duration,
     ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
         let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
         let mut invocation = scripts::ACQUIRE.prepare_invoke();
@@ -541,7 +545,7 @@ impl RedisBackend {
             .arg(waiter_id)
             .arg(if queued_before { "1" } else { "0" })
             .arg(millis(queue_lifetime))
-            .arg(millis(FENCE_RETENTION));
+            .arg(millis(fence_retention));
         let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
         match granted {
             1 => u64::try_from(value)
@@ -632,8 +636,16 @@ impl LockBackend for RedisBackend {
             }
             let waiter_id = waiting.as_ref().map_or("", |w| w.id.as_str());
             let sent = Instant::now();
+            let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
             match self
-                .attempt(&keys, request.owner, request.ttl, waiter_id, queued_before)
+                .attempt(
+                    &keys,
+                    request.owner,
+                    request.ttl,
+                    waiter_id,
+                    queued_before,
+                    retention,
+                )
                 .await?
             {
                 Ok(fence) => {
@@ -657,12 +669,18 @@ impl LockBackend for RedisBackend {
                     else {
                         return Ok(None);
                     };
-                    let poll = remaining
-                        .filter(|r| !r.is_zero())
-                        .map_or(Duration::from_millis(5), |r| {
-                            r.min(self.shared.config.poll_cap)
-                        });
-                    let mut recheck_at = Instant::now() + crate::backends::jitter(poll);
+                    let remaining = remaining.filter(|r| !r.is_zero());
+                    let poll = remaining.map_or(Duration::from_millis(5), |r| {
+                        r.min(self.shared.config.poll_cap)
+                    });
+                    // Jittered, but never past the holder's lease: a holder that died frees
+                    // the key when its lease runs out, and the waiter looks then (as the SQL
+                    // backends' waiters do).
+                    let mut pause = crate::backends::jitter(poll);
+                    if let Some(left) = remaining {
+                        pause = pause.min(left + Duration::from_millis(1));
+                    }
+                    let mut recheck_at = Instant::now() + pause;
                     if let Some(deadline) = request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }
@@ -689,6 +707,17 @@ impl LockBackend for RedisBackend {
             .arg(ttl.map_or(0, millis));
         let held: i64 = self.run("renew", &invocation).await?;
         Ok(held == 1)
+    }
+
+    async fn keep_fence(&self, lease: &RedisLease, at_least: Duration) -> Result<()> {
+        // A primitive's counter is kept for FENCE_RETENTION after each grant.
+        let Held::Lock { keys, .. } = &lease.held else {
+            return Ok(());
+        };
+        let mut invocation = scripts::KEEP_FENCE.prepare_invoke();
+        invocation.key(&keys.fence).arg(millis(at_least));
+        let _: i64 = self.run("keep fence", &invocation).await?;
+        Ok(())
     }
 
     async fn release(&self, lease: &RedisLease) -> Result<bool> {

@@ -23,6 +23,10 @@ pub(super) static RELEASE_ABANDONED: LazyLock<Script> = LazyLock::new(|| {
     ))
 });
 
+/// Raises a lock's fencing counter's TTL (`keep_fence`).
+pub(super) static KEEP_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/keep_fence.lua")));
+
 /// Owner-checked renewal or check.
 pub(super) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/renew.lua")));
@@ -75,11 +79,12 @@ pub(super) static LATCH_WAIT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/latch_wait.lua")));
 
 /// Every script, for loading them up front.
-pub(super) fn all() -> [&'static Script; 14] {
+pub(super) fn all() -> [&'static Script; 15] {
     [
         &ACQUIRE,
         &RELEASE,
         &RELEASE_ABANDONED,
+        &KEEP_FENCE,
         &RENEW,
         &WAKE,
         &PRIMITIVE_ACQUIRE,

@@ -66,7 +66,10 @@
 //! # Retention
 //! Rows do not live forever: each backend sweeps, every [`SWEEP_EVERY`] (an hour), the rows of
 //! locks whose lease ended more than [`ROW_RETENTION`] (a day) ago, and on MySQL the counter
-//! rows of names not granted for as long (`sweep_expired` runs one sweep now). Tokens still
+//! rows of names not granted for as long (`sweep_expired` runs one sweep now). On PostgreSQL a
+//! client with a shorter [`fence_retention`](crate::LockClientBuilder::fence_retention) (the
+//! response cache's, for keys that anonymous requests make up) has its released rows swept
+//! that long after the release, at the next sweep, instead of a day after it. Tokens still
 //! only increase: PostgreSQL's sequence is shared by every name, and a MySQL counter created
 //! again starts from the clock, past every token the old one gave. A day is far longer than
 //! any statement that could still be in flight for a swept name.

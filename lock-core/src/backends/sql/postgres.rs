@@ -109,9 +109,13 @@ impl Statements {
                 "UPDATE {t} SET expires_at = now() + $4::float8 * interval '1 microsecond' \
                  WHERE {held}"
             ),
+            // $5: how far back to date the free row (µs), so the sweep takes it after the
+            // grant's fence retention rather than after ROW_RETENTION.
             release: format!(
                 "WITH freed AS (
-                   UPDATE {t} SET owner = '', expires_at = now() WHERE {held}
+                   UPDATE {t} SET owner = '',
+                     expires_at = now() - $5::float8 * interval '1 microsecond'
+                   WHERE {held}
                    RETURNING 1 AS one
                  )
                  SELECT count(*) FROM freed f,
@@ -150,6 +154,9 @@ pub struct PostgresLease {
     /// The owner token's hex form, as stored.
     owner: String,
     fence: i64,
+    /// How far back the release dates the free row (µs): `ROW_RETENTION` less the grant's
+    /// fence retention, 0 without one.
+    backdate: i64,
 }
 
 impl SqlBackendBuilder<PostgresBackend> {
@@ -345,6 +352,7 @@ impl PostgresBackend {
         name: &str,
         (token, owner): (OwnerToken, &str),
         ttl: i64,
+        backdate: i64,
     ) -> Result<Attempt<PostgresLease>> {
         // The statement runs in a task of its own, to its end: the clean-up after a caller that
         // went away waits for it (`release_abandoned`), so it cannot land after the clean-up.
@@ -384,6 +392,7 @@ impl PostgresBackend {
             lock_key: lock_key.to_owned(),
             owner: owner.to_owned(),
             fence,
+            backdate,
         };
         Ok(Attempt::Granted(Grant::new(
             lease,
@@ -432,9 +441,15 @@ impl LockBackend for PostgresBackend {
         let lock_key = storage_key(name);
         let owner = request.owner.to_hex();
         let ttl = micros(request.ttl);
+        // A short fence retention: the row may go that long after the lease ends (a grant
+        // statement in flight longer than that, if one drew its token before the row went,
+        // could be granted an older token: the price of a short retention).
+        let backdate = request.fence_retention.map_or(0, |retention| {
+            micros(super::ROW_RETENTION.saturating_sub(retention))
+        });
         let shared = &*self.shared;
         wait_for_grant(&shared.hub, &lock_key, &request, &shared.config, |_| {
-            self.attempt(&lock_key, name, (request.owner, &owner), ttl)
+            self.attempt(&lock_key, name, (request.owner, &owner), ttl, backdate)
         })
         .await
     }
@@ -474,6 +489,7 @@ impl LockBackend for PostgresBackend {
                 .bind(&lease.owner)
                 .bind(lease.fence)
                 .bind(&shared.config.table)
+                .bind(lease.backdate as f64)
                 .fetch_one(&shared.pool)
                 .await?;
             Ok(freed == 1)

@@ -17,6 +17,12 @@ pub const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
 /// How long a caller waits for another's computation by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
+/// The lease a computation holds by default: 750 ms, renewed every third of it (250 ms)
+/// while the computation runs. A computing process that dies frees its key within 750 ms, and
+/// one waiter takes over (a computation of 4 s is stored again under 5 s after the kill); each
+/// key being computed costs four renewals a second.
+pub const DEFAULT_COMPUTE_LEASE: LeaseMode = LeaseMode::watchdog(Duration::from_millis(750));
+
 /// A stampede-proof cache: on a miss, exactly one caller across all instances computes the
 /// value, under a fenced lease; the others are handed the value by push when it is stored.
 /// Cheap to clone; clones share everything.
@@ -68,7 +74,7 @@ impl Cache {
             on_wait_timeout: OnWaitTimeout::default(),
             on_backend_error: OnBackendError::default(),
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
-            lease: LeaseMode::default(),
+            lease: DEFAULT_COMPUTE_LEASE,
         }
     }
 
@@ -183,7 +189,11 @@ impl CacheBuilder {
         self
     }
 
-    /// The lease a computation holds (default: a 30 s watchdog lease).
+    /// The lease a computation holds (default [`DEFAULT_COMPUTE_LEASE`]: 750 ms, renewed while
+    /// it computes). It bounds how long a computing process that died blocks its key: the
+    /// callers waiting for it take over once the lease runs out. A longer lease costs fewer
+    /// renewals and blocks longer; a computation whose lease is lost anyway (a process paused
+    /// past it) still cannot overwrite what the caller that took over stored.
     pub fn compute_lease(mut self, lease: LeaseMode) -> Self {
         self.lease = lease;
         self
@@ -204,7 +214,12 @@ impl CacheBuilder {
                 "the cache's max value size must be positive".into(),
             ));
         }
-        let locks = LockClient::from_parts(self.backend, lock_namespace, self.lease)?;
+        // Each key's fencing state goes with its lease, or with its entry: `keep_fence_for`
+        // after a store (see `call/compute.rs`), so keys made up by requests leave nothing for
+        // long.
+        let locks = LockClient::parts_builder(self.backend, lock_namespace, self.lease)
+            .fence_retention(self.lease.ttl())
+            .build()?;
         Ok(Cache {
             inner: Arc::new(Inner {
                 store: self.store,

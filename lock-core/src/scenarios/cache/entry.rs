@@ -10,9 +10,21 @@
 //!  │  │ │                    │             └ compute time µs
 //!  │  │ │                    └ stored at, ms since the Unix epoch
 //!  │  │ └ fencing token of the computation, 20 digits (compares as text in the store)
-//!  │  └ V value, E error (the payload is its message), P pass (not storable; pushed only)
+//!  │  └ kind: V value, E failure, P pass, F failed over (below)
 //!  └ version
 //! ```
+//!
+//! - **V**: a value; its windows are those of the policy it was computed with.
+//! - **E**: a failed computation, remembered for the negative TTL (`fresh`); the payload is
+//!   what the callers who meet it are handed (the error's message; for the response cache,
+//!   maybe the encoded response).
+//! - **P**: a value that must not be shared: pushed to the waiting callers so each computes its
+//!   own, and kept for the pass-through TTL (`fresh`, maybe 0) so later callers compute their
+//!   own at once, without a lease. The payload is always empty: only the decision is stored.
+//! - **F**: a failed computation that left the value before it in place: the payload is that
+//!   value's entry, served in its stead (by its own windows, without computing) while the
+//!   F entry is fresh (the negative TTL, at most as long as the value lives); the entry lives as
+//!   long as the value would have.
 //!
 //! Times are wall-clock, since instances read each other's entries; a few ms of clock skew
 //! between instances shift a window by as much, which a cache can afford.
@@ -29,9 +41,11 @@ pub(crate) enum Kind {
     Value,
     /// A failed computation, remembered for its negative TTL.
     Error,
-    /// A value that must not be shared (not storable): pushed to waiters, never stored, so
-    /// each computes its own.
+    /// A value that must not be shared: the waiters compute their own, and so do later callers
+    /// while it is fresh (its pass-through TTL).
     Pass,
+    /// A failed computation that left the value before it (the payload) in place.
+    FailedOver,
 }
 
 /// A value (or a remembered failure) as stored and as pushed to waiters.
@@ -64,12 +78,27 @@ impl crate::results::ValueWatch {
     pub(crate) async fn next(&mut self) -> Option<StoredEntry> {
         loop {
             let bytes = self.next_bytes().await?;
-            match StoredEntry::decode(&bytes) {
-                Ok(entry) => return Some(entry),
-                Err(error) => tracing::warn!(%error, "ignoring a malformed pushed cache entry"),
+            if let Some(entry) = pushed(&bytes) {
+                return Some(entry);
             }
         }
     }
+
+    /// A pushed cache entry that has already arrived, without waiting.
+    pub(crate) fn arrived(&mut self) -> Option<StoredEntry> {
+        loop {
+            let bytes = self.try_next_bytes()?;
+            if let Some(entry) = pushed(&bytes) {
+                return Some(entry);
+            }
+        }
+    }
+}
+
+fn pushed(bytes: &[u8]) -> Option<StoredEntry> {
+    StoredEntry::decode(bytes)
+        .map_err(|error| tracing::warn!(%error, "ignoring a malformed pushed cache entry"))
+        .ok()
 }
 
 impl StoredEntry {
@@ -88,7 +117,9 @@ impl StoredEntry {
                 policy.stale_if_error,
             ),
             Kind::Error => (policy.negative, Duration::ZERO, Duration::ZERO),
-            Kind::Pass => (Duration::ZERO, Duration::ZERO, Duration::ZERO),
+            Kind::Pass => (policy.pass_through, Duration::ZERO, Duration::ZERO),
+            // Made by `failed_over`, which knows the value it keeps.
+            Kind::FailedOver => (Duration::ZERO, Duration::ZERO, Duration::ZERO),
         };
         Self {
             kind,
@@ -100,6 +131,58 @@ impl StoredEntry {
             stale_if_error: sie,
             payload,
         }
+    }
+
+    /// A failure of the computation under `fence` that keeps `value` (a value entry not gone
+    /// at `now`): fresh for `negative` (at most as long as `value` lives on), kept as long as
+    /// `value` would have been.
+    pub(crate) fn failed_over(
+        fence: FencingToken,
+        computed_in: Duration,
+        negative: Duration,
+        value: &StoredEntry,
+        now: SystemTime,
+    ) -> Self {
+        let lives_on = value.gone_at().duration_since(now).unwrap_or_default();
+        let fresh = negative.min(lives_on);
+        Self {
+            kind: Kind::FailedOver,
+            fence,
+            stored_at: now,
+            computed_in,
+            fresh,
+            stale_while_revalidate: Duration::ZERO,
+            stale_if_error: lives_on - fresh,
+            payload: value.encode(),
+        }
+    }
+
+    /// The value this entry serves: itself for a value, the value it kept for a failure that
+    /// failed over; `None` for the other kinds (and for an unreadable kept value).
+    pub(crate) fn value(&self) -> Option<StoredEntry> {
+        match self.kind {
+            Kind::Value => Some(self.clone()),
+            Kind::FailedOver => StoredEntry::decode(&self.payload)
+                .ok()
+                .filter(|kept| kept.kind == Kind::Value),
+            Kind::Error | Kind::Pass => None,
+        }
+    }
+
+    /// When it is gone (past every window).
+    fn gone_at(&self) -> SystemTime {
+        self.stored_at + self.fresh + self.stale_while_revalidate.max(self.stale_if_error)
+    }
+
+    /// Whether a caller whose read found the entry with fence `seen` (or none) takes this one
+    /// as the outcome of the computation it waited for: stored since that read, and fresh, or a
+    /// failure kept only for the callers waiting for it (no negative TTL: never fresh, ignored
+    /// by later callers).
+    pub(crate) fn is_outcome_for(&self, seen: Option<FencingToken>, now: SystemTime) -> bool {
+        let since = seen.is_none_or(|seen| self.fence > seen);
+        let for_waiters =
+            matches!(self.kind, Kind::Error | Kind::FailedOver) && self.fresh.is_zero();
+        since && (for_waiters || self.age(now) == Age::Fresh)
     }
 
     /// How long the store must keep it.
@@ -152,6 +235,7 @@ impl StoredEntry {
                 Kind::Value => 'V',
                 Kind::Error => 'E',
                 Kind::Pass => 'P',
+                Kind::FailedOver => 'F',
             },
             self.fence.get(),
             millis_since_epoch(self.stored_at),
@@ -190,6 +274,7 @@ impl StoredEntry {
             "V" => Kind::Value,
             "E" => Kind::Error,
             "P" => Kind::Pass,
+            "F" => Kind::FailedOver,
             _ => return Err(malformed("kind")),
         };
         Ok(Self {
@@ -262,6 +347,39 @@ mod tests {
         assert!(!e.refresh_early(early, 1.0, 0.5));
         assert!(e.refresh_early(late, 1.0, 0.5));
         assert!(!e.refresh_early(late, 0.0, 0.5), "β = 0 is off");
+    }
+
+    #[test]
+    fn a_failure_fails_over_to_the_value_for_the_negative_window_at_most() {
+        let value = entry(1, 0, 10);
+        let now = value.stored_at + Duration::from_secs(2); // stale, 9 s of stale-if-error left
+        let policy = Freshness::fresh_for(Duration::from_secs(1));
+        let failed = |negative| {
+            StoredEntry::failed_over(FencingToken::new(43), Duration::ZERO, negative, &value, now)
+        };
+        let short = failed(Duration::from_secs(5));
+        assert_eq!(
+            (short.fresh, short.keep_for()),
+            (Duration::from_secs(5), Duration::from_secs(9))
+        );
+        let long = failed(Duration::from_secs(60));
+        assert_eq!(
+            (long.fresh, long.keep_for()),
+            (Duration::from_secs(9), Duration::from_secs(9))
+        );
+        let decoded = StoredEntry::decode(&short.encode()).unwrap();
+        assert_eq!(decoded.kind, Kind::FailedOver);
+        let mut kept = decoded.value().unwrap();
+        kept.stored_at = value.stored_at;
+        assert_eq!(kept, value);
+        let pass = StoredEntry::new(
+            Kind::Pass,
+            FencingToken::new(1),
+            Duration::ZERO,
+            &policy,
+            Vec::new(),
+        );
+        assert_eq!(pass.value(), None);
     }
 
     #[test]

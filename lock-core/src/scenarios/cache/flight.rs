@@ -6,11 +6,21 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use super::computed::SharedFailure;
 use super::Cached;
 use crate::lock::held::lock;
 
-/// What a flight ends with, as its followers receive it: the value, or the leader's failure.
-pub(crate) type Landing = Result<Cached<Vec<u8>>, String>;
+/// What a flight ends with, as its followers receive it: the value, or why there is none.
+pub(crate) type Landing = Result<Cached<Vec<u8>>, Landed>;
+
+/// Why a flight landed without a value.
+#[derive(Clone, Debug)]
+pub(crate) enum Landed {
+    /// A computation failed: its failure, as it is shared.
+    Failure(SharedFailure),
+    /// Anything else (a backend failing closed, a wait that ran out): its message.
+    Error(String),
+}
 
 type Slot = watch::Receiver<Option<Landing>>;
 

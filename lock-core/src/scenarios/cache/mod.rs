@@ -23,20 +23,27 @@
 //! - **Stale, within stale-while-revalidate**: served at once; one refresh runs in the
 //!   background, across every instance (whoever gets the key's lease).
 //! - **Missing or expired**: callers in one process share one flight; across processes one
-//!   caller gets the key's lease (a [`LockClient`](crate::LockClient) lease: watchdog, fencing
-//!   token, cancel-safe), computes, and stores the value *only if no value with a larger
-//!   fencing token is there* (a computation whose lease was lost and taken over cannot
-//!   overwrite the newer value). The store pushes the value to every waiting process; waiting
-//!   processes also queue for the lease, so when the computing caller fails, panics or is
-//!   cancelled its lease frees at once and one of them takes over.
-//! - **Errors** are not cached unless a negative TTL is set; with stale-if-error, a failed
-//!   computation serves the stale value instead.
+//!   caller gets the key's lease (a [`LockClient`](crate::LockClient) lease: short and renewed
+//!   while it computes ([`DEFAULT_COMPUTE_LEASE`]), fencing token, cancel-safe), computes, and
+//!   stores the value *only if no value with a larger fencing token is there* (a computation
+//!   whose lease was lost and taken over cannot overwrite the newer value). The store pushes
+//!   the value to every waiting process; waiting processes also queue for the lease, so when
+//!   the computing caller fails, panics or is cancelled its lease frees at once, and when its
+//!   process dies the lease runs out within 750 ms; one of them takes over, and stores.
+//! - **Errors** are handed to the callers waiting for the failed computation (they do not
+//!   compute it again), and remembered for the negative TTL if one is set (callers get the
+//!   error without computing). With a value still there (stale, within stale-if-error), a
+//!   failure serves that value instead, to the waiters too, and for the negative TTL.
+//! - **Values not to be shared** ([`CacheRequest::try_get_with_freshness`] with `None`): the
+//!   waiting callers compute their own; with a pass-through TTL, later callers too, at once,
+//!   without a lease.
 //! - **Backend down**: computed without collapsing across instances, not stored, status
 //!   [`CacheStatus::FailOpen`] (or an error with [`OnBackendError::FailClosed`]).
 
 mod call;
 mod client;
 mod codec;
+mod computed;
 mod entry;
 mod flight;
 mod global;
@@ -45,7 +52,9 @@ mod outcome;
 pub(crate) mod policy;
 mod request;
 
-pub use self::client::{Cache, CacheBuilder, DEFAULT_MAX_VALUE_BYTES, DEFAULT_WAIT};
+pub use self::client::{
+    Cache, CacheBuilder, DEFAULT_COMPUTE_LEASE, DEFAULT_MAX_VALUE_BYTES, DEFAULT_WAIT,
+};
 #[cfg(feature = "json")]
 pub use self::codec::Json;
 pub use self::codec::{Bytes, Codec, Utf8};

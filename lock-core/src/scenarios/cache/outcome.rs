@@ -27,6 +27,10 @@ pub enum CacheStatus {
     /// Computed here, and the computation said its value must not be stored or shared (an
     /// uncacheable HTTP response, say): callers that were waiting for it compute their own.
     Uncacheable,
+    /// The key is marked pass-through (a computation said, less than its pass-through TTL ago,
+    /// that its value must not be shared): computed here at once, without a lease or waiting
+    /// for anyone, not stored.
+    PassThrough,
 }
 
 impl CacheStatus {

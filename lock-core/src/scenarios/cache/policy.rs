@@ -19,7 +19,14 @@ pub const MAX_WINDOW: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 ///   one background refresh runs across all instances.
 /// - **stale-if-error** (RFC 5861): when computing a new value fails, a value stale by no more
 ///   than this is served instead of the error.
-/// - **negative**: a failed computation is remembered this long (0: errors are not cached).
+/// - **negative**: a failed computation is remembered this long and handed to the callers
+///   meanwhile, without computing (0: handed only to the callers waiting for it when it
+///   failed). A failure while a value is still there (stale, or within stale-if-error) keeps
+///   that value: it is served in the failure's stead, and not recomputed, for as long.
+/// - **pass-through**: a computation that says its value must not be shared (see
+///   [`CacheRequest::try_get_with_freshness`](super::CacheRequest::try_get_with_freshness))
+///   marks the key this long: callers compute their own at once, without a lease or waiting
+///   for anyone (0: only the callers waiting for it when it ended do).
 ///
 /// ```
 /// use std::time::Duration;
@@ -40,8 +47,12 @@ pub struct Freshness {
     pub stale_while_revalidate: Duration,
     /// How long after it stops being fresh it is served when a refresh fails.
     pub stale_if_error: Duration,
-    /// How long a failure is remembered and handed to callers (0: not at all).
+    /// How long a failure is remembered and handed to callers (0: only to those waiting for
+    /// it).
     pub negative: Duration,
+    /// How long a value that must not be shared marks its key, so callers compute their own
+    /// without a lease (0: not at all).
+    pub pass_through: Duration,
     /// XFetch's β (Vattani et al., VLDB 2015): a fresh value is refreshed early, in the
     /// background, when `now − Δ·β·ln(rand) ≥ fresh until` (Δ: how long it took to compute).
     /// 0 turns early refresh off; 1 is the paper's optimum.
@@ -49,7 +60,8 @@ pub struct Freshness {
 }
 
 impl Freshness {
-    /// Fresh for `fresh`, no stale windows, errors not cached, no early refresh.
+    /// Fresh for `fresh`, no stale windows, errors not cached, no pass-through marks, no early
+    /// refresh.
     #[must_use]
     pub const fn fresh_for(fresh: Duration) -> Self {
         Self {
@@ -57,6 +69,7 @@ impl Freshness {
             stale_while_revalidate: Duration::ZERO,
             stale_if_error: Duration::ZERO,
             negative: Duration::ZERO,
+            pass_through: Duration::ZERO,
             early_refresh_beta: 0.0,
         }
     }
@@ -82,6 +95,14 @@ impl Freshness {
         self
     }
 
+    /// Marks the key pass-through for `ttl` when a computation says its value must not be
+    /// shared: callers compute their own meanwhile, without a lease.
+    #[must_use]
+    pub const fn pass_through(mut self, ttl: Duration) -> Self {
+        self.pass_through = ttl;
+        self
+    }
+
     /// Refreshes fresh values early (XFetch) with this β; 0 turns it off.
     #[must_use]
     pub const fn early_refresh(mut self, beta: f64) -> Self {
@@ -104,6 +125,7 @@ impl Freshness {
             ("stale-while-revalidate", self.stale_while_revalidate),
             ("stale-if-error", self.stale_if_error),
             ("negative", self.negative),
+            ("pass-through", self.pass_through),
         ] {
             if window > MAX_WINDOW {
                 return Err(refuse(format!(

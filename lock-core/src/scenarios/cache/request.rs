@@ -3,8 +3,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::call::{Call, Compute, Failure};
+use super::call::Call;
 use super::codec::{Bytes, Codec};
+use super::computed::{Compute, Computed, Failure, Outcome};
 use super::{Cache, CacheError, Cached, Freshness};
 use crate::LockKey;
 
@@ -147,8 +148,9 @@ impl<'a, C> CacheRequest<'a, C> {
     /// As [`try_get_with`](Self::try_get_with), but the computation decides how the value is
     /// kept: `Some(freshness)` stores it with that policy (an HTTP response's own
     /// `Cache-Control`, say), `None` neither stores nor shares it ([`CacheStatus::Uncacheable`](super::CacheStatus::Uncacheable)):
-    /// callers that were waiting for it compute their own. The call's own freshness still
-    /// decides how a stored value is served.
+    /// callers that were waiting for it compute their own, and so do later callers, at once
+    /// and without a lease, for the call's pass-through TTL ([`Freshness::pass_through`];
+    /// 0 by default). The call's own freshness still decides how a stored value is served.
     pub async fn try_get_with_freshness<V, E, F, Fut>(
         self,
         compute: F,
@@ -160,10 +162,6 @@ impl<'a, C> CacheRequest<'a, C> {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<(V, Option<Freshness>), E>> + Send + 'static,
     {
-        let inner = &self.cache.inner;
-        let key = LockKey::new(&inner.namespace, &self.key)?;
-        let freshness = self.freshness.validate()?;
-        super::policy::validate_wait("cache wait", self.wait)?;
         let codec = self.codec.clone();
         let compute: Compute<E> = Box::new(move || {
             Box::pin(async move {
@@ -176,9 +174,36 @@ impl<'a, C> CacheRequest<'a, C> {
                     }
                 };
                 let bytes = codec.encode(&value).map_err(Failure::Encode)?;
-                Ok((bytes, keep))
+                Ok(match keep {
+                    Some(keep) => Computed::Value(bytes, keep),
+                    None => Computed::Unshared {
+                        value: bytes,
+                        mark: true,
+                    },
+                })
             })
         });
+        let codec = self.codec.clone();
+        let bytes = self
+            .computing(compute)
+            .await
+            .map_err(super::computed::CallError::into_cache_error)?;
+        let value = codec
+            .decode(&bytes.value)
+            .map_err(CacheError::<E>::Decode)?;
+        Ok(bytes.map(|_| value))
+    }
+
+    /// The call with a computation of the cache's own making (the response cache's, whose
+    /// failures carry the response to replay), its outcome as the cache has it.
+    pub(crate) async fn computing<E>(self, compute: Compute<E>) -> Outcome<E>
+    where
+        E: std::fmt::Display + Send + 'static,
+    {
+        let inner = &self.cache.inner;
+        let key = LockKey::new(&inner.namespace, &self.key)?;
+        let freshness = self.freshness.validate()?;
+        super::policy::validate_wait("cache wait", self.wait)?;
         let call = Call {
             cache: self.cache.clone(),
             key,
@@ -187,12 +212,8 @@ impl<'a, C> CacheRequest<'a, C> {
             recompute: self.recompute,
         };
         let ran = call.run(compute).await;
-        crate::metrics::cache_call(&ran);
-        let bytes = ran?;
-        let codec = self.codec;
-        let value = codec
-            .decode(&bytes.value)
-            .map_err(CacheError::<E>::Decode)?;
-        Ok(bytes.map(|_| value))
+        let (result, computed_in) = super::computed::metric(&ran);
+        crate::metrics::cache_call(result, computed_in);
+        ran
     }
 }

@@ -92,6 +92,19 @@ impl ValueWatch {
         }
     }
 
+    /// A pushed entry that has already arrived, without waiting; `None` when there is none
+    /// (yet) or the channel closed.
+    #[doc(hidden)]
+    pub fn try_next_bytes(&mut self) -> Option<Arc<Vec<u8>>> {
+        loop {
+            match self.receiver.try_recv() {
+                Ok(bytes) if self.is_news(&bytes) => return Some(bytes),
+                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// The same watch, ignoring pushes of `there` (what the watch read) and of entries older
     /// than it.
     #[cfg(feature = "postgres")]

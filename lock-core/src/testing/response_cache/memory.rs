@@ -7,7 +7,9 @@ use tokio::time::timeout;
 use super::origin::{Calls, Feeds, Origin};
 use super::table::rows;
 use super::{concurrent, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
-use crate::cache::Cache;
+use crate::cache::http::{HttpCache, Plan, RequestParts};
+use crate::cache::{Cache, MemoryResultStore};
+use crate::{LockClient, MemoryBackend};
 
 /// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.
 async fn app<A: Adapter>(name: &str, origin: Origin) -> A::App {
@@ -175,26 +177,26 @@ pub async fn other_methods_pass_through<A: Adapter>() {
 }
 
 /// Bodies over the 1 KiB limit are answered whole and not stored: a known length at once, an
-/// unknown one as soon as the limit is crossed, before the body ends.
+/// unknown one as soon as the limit is crossed, before the body ends. The second request for
+/// each passes through at once (`hit-for-pass`).
 ///
 /// # Panics
 /// When they are stored, cut, or held back.
 pub async fn bodies_over_the_limit_reach_the_client_whole_and_are_not_stored<A: Adapter>() {
     let (calls, feeds) = (Calls::default(), Feeds::default());
     let app = app::<A>("large", Origin::large(&calls, &feeds)).await;
+    let too_large = "lock-core; fwd=miss; fwd-status=200; detail=too-large";
+    let passed = "lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass";
     // Content-Length over the limit: passed at once, twice (nothing stored).
-    for _ in 0..2 {
+    for expected in [too_large, passed] {
         let answer = send::<A>(&app, Request::get("/length", &[])).await;
         assert_eq!((answer.status, answer.body.len()), (200, 3000));
-        assert_eq!(
-            answer.headers.cache_status(),
-            "lock-core; fwd=miss; fwd-status=200; detail=too-large"
-        );
+        assert_eq!(answer.headers.cache_status(), expected);
     }
     assert_eq!(calls.count(), 2);
     // Unknown length: the answer starts once the limit is crossed, before the body ends, and
     // goes on with the rest.
-    for _ in 0..2 {
+    for expected in [too_large, passed] {
         let feed = feeds.push();
         for _ in 0..3 {
             feed.send(vec![b'y'; 500]).await.unwrap();
@@ -202,10 +204,7 @@ pub async fn bodies_over_the_limit_reach_the_client_whole_and_are_not_stored<A: 
         let response = timeout(LIMIT, A::call(&app, Request::get("/chunked", &[])))
             .await
             .expect("answered before the body ended");
-        assert_eq!(
-            response.headers.cache_status(),
-            "lock-core; fwd=miss; fwd-status=200; detail=too-large"
-        );
+        assert_eq!(response.headers.cache_status(), expected);
         for _ in 0..4 {
             feed.send(vec![b'z'; 500]).await.unwrap();
         }
@@ -214,5 +213,100 @@ pub async fn bodies_over_the_limit_reach_the_client_whole_and_are_not_stored<A: 
         assert_eq!(body.len(), 3500);
         assert_eq!(&body[..1500], &[b'y'; 1500][..]);
         assert_eq!(&body[1500..], &[b'z'; 2000][..]);
+    }
+}
+
+/// A failing application (`503` with `Retry-After: 7`) under 200 concurrent cold `GET`s is
+/// called once: one request answers with its response, the 199 that waited replay it (status,
+/// `Retry-After`, body); a request within the negative TTL (1 s) gets it without a call.
+///
+/// # Panics
+/// When the application is called again, or an answer is not its response.
+pub async fn a_failing_origin_is_called_once_and_its_answer_shared<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::flaky(&calls, Duration::from_millis(200));
+    origin.fail(true);
+    let app = app::<A>("failing", origin).await;
+    let answers = concurrent::<A>(&app, 200, "/products/5").await;
+    let statuses: Vec<String> = answers.iter().map(|a| a.headers.cache_status()).collect();
+    let count = |status: &str| statuses.iter().filter(|s| *s == status).count();
+    let own = count("lock-core; fwd=miss; fwd-status=503; detail=status");
+    let collapsed = count("lock-core; fwd=miss; fwd-status=503; collapsed");
+    assert_eq!(
+        calls.count(),
+        1,
+        "{own} answered its own, {collapsed} collapsed"
+    );
+    assert_eq!((own, collapsed), (1, 199), "{:?}", statuses.first());
+    for answer in &answers {
+        let seen = (
+            answer.status,
+            answer.headers.get("retry-after"),
+            answer.text(),
+        );
+        assert_eq!(seen, (503, "7", "down".to_owned()));
+    }
+    let again = send::<A>(&app, Request::get("/products/5", &[])).await;
+    assert_eq!(
+        again.headers.cache_status(),
+        "lock-core; hit; detail=negative"
+    );
+    let seen = (again.status, again.headers.get("retry-after"), again.text());
+    assert_eq!(seen, (503, "7", "down".to_owned()));
+    assert_eq!(calls.count(), 1, "remembered for the negative TTL");
+}
+
+/// A response that is not stored (`private`) marks its key pass-through: while a computation
+/// holds the key's lease, 20 requests for it still go straight to the application, each
+/// answered with its own response (`detail=hit-for-pass`), none waiting for the lease.
+///
+/// # Panics
+/// When a request waits, or is handed another's response.
+pub async fn an_uncacheable_answer_marks_the_key_pass_through<A: Adapter>() {
+    let calls = Calls::default();
+    let origin = Origin::products(
+        &calls,
+        "private, max-age=60",
+        Duration::from_millis(100),
+        true,
+    );
+    let backend = MemoryBackend::new();
+    let cache = Cache::builder(MemoryResultStore::new(), backend.clone())
+        .namespace("pass")
+        .build()
+        .unwrap();
+    let app = A::app(cache.clone(), Some(1024), origin).await;
+    let first = send::<A>(&app, Request::get("/products/6", &[])).await;
+    assert_eq!(
+        first.headers.cache_status(),
+        "lock-core; fwd=miss; fwd-status=200; detail=private"
+    );
+    // A computation holds the key's lease (the first one's release runs on its own: wait for
+    // it): requests for a pass-through key do not queue behind it.
+    let http = HttpCache::builder(cache).build().unwrap();
+    let Plan::Cache(call) = http.plan(&RequestParts::get("/products/6")) else {
+        unreachable!("a GET is served through the cache");
+    };
+    let locks = LockClient::builder(backend)
+        .namespace("cache.pass")
+        .build()
+        .unwrap();
+    let held = locks.lock(call.key().as_str()).acquire_within(LIMIT).await;
+    let _held = held.unwrap().expect("the key's lease");
+    let answers = timeout(LIMIT, concurrent::<A>(&app, 20, "/products/6"))
+        .await
+        .unwrap();
+    assert_eq!(calls.count(), 21, "each request ran the handler");
+    for answer in &answers {
+        assert_eq!(
+            answer.headers.cache_status(),
+            "lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass"
+        );
+        assert_eq!(
+            answer.headers.get("set-cookie"),
+            "session=abc",
+            "its own response"
+        );
+        assert_eq!(answer.body, b"product 6");
     }
 }

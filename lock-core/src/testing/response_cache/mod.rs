@@ -1,6 +1,7 @@
 //! The response cache adapters' conformance suite: one set of HTTP scenarios (the
-//! `Cache-Control` semantics table, collapsing of cold misses, `Set-Cookie`, `HEAD`, large
-//! bodies, two instances on one Redis, a Redis outage) that every framework adapter runs, as
+//! `Cache-Control` semantics table, collapsing of cold misses, failures shared and remembered,
+//! pass-through keys, `Set-Cookie`, `HEAD`, large bodies, two instances on one Redis, a Redis
+//! outage) that every framework adapter runs, as
 //! `lock-core/tests/conformance` is run against every lock backend.
 //!
 //! An adapter's test file keeps only how to talk to its framework: an [`Adapter`] builds an
@@ -58,6 +59,8 @@ use tokio::time::timeout;
 use crate::cache::Cache;
 
 pub use memory::{
+    a_failing_origin_is_called_once_and_its_answer_shared,
+    an_uncacheable_answer_marks_the_key_pass_through,
     bodies_over_the_limit_reach_the_client_whole_and_are_not_stored,
     cache_control_semantics_over_http, head_is_served_from_the_get_entry,
     other_methods_pass_through, responses_not_to_share_are_not_handed_to_waiters,
@@ -67,6 +70,7 @@ pub use origin::{Calls, Feeds, Origin, Reply, ReplyBody};
 #[cfg(feature = "redis")]
 pub use redis::{
     redis_down_fails_open_or_answers_a_generic_503, two_instances_call_the_handler_once,
+    two_instances_share_a_failure,
 };
 
 /// How long the memory scenarios wait for an answer, and then for its body.

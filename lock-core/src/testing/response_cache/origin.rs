@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -97,6 +97,11 @@ enum Kind {
         calls: Calls,
         feeds: Feeds,
     },
+    Flaky {
+        calls: Calls,
+        delay: Duration,
+        failing: AtomicBool,
+    },
 }
 
 impl Origin {
@@ -126,6 +131,25 @@ impl Origin {
             calls: calls.clone(),
             feeds: feeds.clone(),
         }))
+    }
+
+    /// `GET /products/{id}`: counts the call, waits `delay`, answers `product {id}` with
+    /// `Cache-Control: max-age=1, stale-if-error=60`; once [`fail`](Self::fail) is on,
+    /// `503` with `Retry-After: 7` and the body `down` instead.
+    #[must_use]
+    pub fn flaky(calls: &Calls, delay: Duration) -> Self {
+        Self(Arc::new(Kind::Flaky {
+            calls: calls.clone(),
+            delay,
+            failing: AtomicBool::new(false),
+        }))
+    }
+
+    /// Makes a [`flaky`](Self::flaky) origin fail from now on (or answer again).
+    pub fn fail(&self, failing: bool) {
+        if let Kind::Flaky { failing: now, .. } = &*self.0 {
+            now.store(failing, Ordering::SeqCst);
+        }
     }
 
     /// `GET /t/{n}`: answers row `n`'s status and headers with `row {n}`.
@@ -195,6 +219,27 @@ impl Origin {
                     headers.push(("set-cookie", "session=abc".to_owned()));
                 }
                 full(200, headers, format!("product {id}").into())
+            }
+            (
+                Kind::Flaky {
+                    calls,
+                    delay,
+                    failing,
+                },
+                Some(("/products", id)),
+            ) if read => {
+                calls.record(method);
+                tokio::time::sleep(*delay).await;
+                if failing.load(Ordering::SeqCst) {
+                    let headers = vec![("retry-after", "7".to_owned())];
+                    return full(503, headers, b"down".to_vec());
+                }
+                let cache_control = "max-age=1, stale-if-error=60".to_owned();
+                full(
+                    200,
+                    vec![("cache-control", cache_control)],
+                    format!("product {id}").into(),
+                )
             }
             (Kind::Large { calls, .. }, Some(("", "length"))) if read => {
                 calls.record(method);

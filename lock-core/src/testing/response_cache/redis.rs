@@ -152,3 +152,64 @@ pub async fn redis_down_fails_open_or_answers_a_generic_503<A: Adapter>(tmp: &Pa
     }
     assert_eq!(calls.count(), 2, "fail closed never calls the handler");
 }
+
+/// Two instances on one Redis and a failing application: 100 cold requests spread over both
+/// call it once, and every request is answered with its `503` and `Retry-After`; with a stored
+/// response within its `stale-if-error` window, 100 requests over both call it once and every
+/// one is answered with the stored response (the requests that waited too).
+///
+/// # Panics
+/// When they are not, or when Redis is required but `LOCK_TEST_REDIS_URL` is unset.
+pub async fn two_instances_share_a_failure<A: Adapter>() {
+    let Some(url) = server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
+        return;
+    };
+    let namespace = unique(&format!("{}-failing", A::NAME));
+    let calls = Calls::default();
+    let origin = Origin::flaky(&calls, Duration::from_millis(300));
+    let apps = [
+        A::app(
+            cache(&url, &namespace, OnBackendError::FailOpen).await,
+            None,
+            origin.clone(),
+        )
+        .await,
+        A::app(
+            cache(&url, &namespace, OnBackendError::FailOpen).await,
+            None,
+            origin.clone(),
+        )
+        .await,
+    ];
+    // Stored, then stale within stale-if-error.
+    let (status, _, _) = send::<A>(&apps[0], "/products/2").await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    origin.fail(true);
+    let answers = together((0..100).map(|n| send::<A>(&apps[n % 2], "/products/1"))).await;
+    assert_eq!(
+        calls.count(),
+        2,
+        "one call for the stored response, one for the cold one"
+    );
+    for (status, cache_status, body) in answers {
+        assert_eq!((status, body.as_str()), (503, "down"), "{cache_status}");
+    }
+    let answers = together((0..100).map(|n| send::<A>(&apps[n % 2], "/products/2"))).await;
+    assert_eq!(
+        calls.count(),
+        3,
+        "one call for the 100 requests of a stale response"
+    );
+    for (status, cache_status, body) in answers {
+        assert_eq!(
+            (status, body.as_str()),
+            (200, "product 2"),
+            "{cache_status}"
+        );
+        assert!(
+            cache_status.contains("detail=stale-if-error"),
+            "{cache_status}"
+        );
+    }
+}

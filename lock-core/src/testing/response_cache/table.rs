@@ -26,6 +26,9 @@ pub(super) struct Row {
 /// `Cache-Status` of a response computed anew for the request, and stored.
 const REFRESHED: &str = "lock-core; fwd=request; fwd-status=200; stored";
 
+/// `Cache-Status` of a `200` forwarded at once for a key marked pass-through.
+const PASSED: &str = "lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass";
+
 /// The rows, in the order they are sent.
 pub(super) fn rows() -> Vec<Row> {
     let stored = |name, response, age, ttl| Row {
@@ -40,13 +43,14 @@ pub(super) fn rows() -> Vec<Row> {
         age: Some(age),
         ttl: Some(ttl),
     };
+    // Not stored: the second request passes through at once (the key is marked).
     let not_stored = |name, status, response, detail| Row {
         name,
         request: &[],
         status,
         response,
         first: detail,
-        second: detail,
+        second: PASSED,
         answered: None,
         calls: 2,
         age: None,
@@ -130,18 +134,26 @@ pub(super) fn rows() -> Vec<Row> {
             &[("cache-control", "max-age=60"), ("vary", "accept-encoding")],
             "lock-core; fwd=miss; fwd-status=200; detail=vary",
         ),
-        not_stored(
-            "500 is not stored",
-            500,
-            &[("cache-control", "max-age=60")],
-            "lock-core; fwd=miss; fwd-status=500; detail=status",
-        ),
-        not_stored(
-            "206 is not stored",
-            206,
-            &[("cache-control", "max-age=60")],
-            "lock-core; fwd=miss; fwd-status=206; detail=status",
-        ),
+        Row {
+            second: "lock-core; hit; detail=negative",
+            calls: 1,
+            age: Some("0"),
+            ..not_stored(
+                "500 is not stored; remembered for the negative TTL",
+                500,
+                &[("cache-control", "max-age=60")],
+                "lock-core; fwd=miss; fwd-status=500; detail=status",
+            )
+        },
+        Row {
+            second: "lock-core; fwd=miss; fwd-status=206; detail=hit-for-pass",
+            ..not_stored(
+                "206 is not stored",
+                206,
+                &[("cache-control", "max-age=60")],
+                "lock-core; fwd=miss; fwd-status=206; detail=status",
+            )
+        },
         asks(
             "request no-cache recomputes",
             &[("cache-control", "no-cache")],

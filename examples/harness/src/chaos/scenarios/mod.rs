@@ -5,6 +5,7 @@
 //! Every round uses a lock key and a resource value of its own, so fencing tokens of one
 //! round never meet another's.
 
+mod computer_killed;
 mod crowd;
 mod delayed_reply;
 mod dropped;
@@ -13,6 +14,7 @@ mod kill;
 mod late_write;
 mod lost_reply;
 mod member_kill;
+mod origin_failing;
 mod partition;
 mod pause;
 mod restart;
@@ -24,6 +26,7 @@ use std::time::Duration;
 
 use lock_core::testing::RedisServer;
 
+use super::cache_app;
 use super::process::{Event, Worker};
 use super::report::{Measured, Outcome};
 use super::resource::Resource;
@@ -45,6 +48,8 @@ pub const CATALOGUE: &[(u32, &str, bool)] = &[
     (10, "1000 waiters", true),
     (11, "watchdog starved", true),
     (12, "member killed", true),
+    (15, "origin failing", true),
+    (16, "computer killed", true),
 ];
 
 /// How a run is set up.
@@ -123,6 +128,13 @@ impl Chaos {
                 )
             }
             12 => member_kill::run(self, target).await,
+            15 | 16 if !cache_app::has_store(target.kind) => {
+                return Outcome::NotApplicable(
+                    "the response cache stores in Redis or PostgreSQL".into(),
+                )
+            }
+            15 => origin_failing::run(self, target).await,
+            16 => computer_killed::run(self, target).await,
             _ => return Outcome::NotBuilt,
         };
         Outcome::Ran(measured)

@@ -39,9 +39,10 @@ if fence == 1 then
   local now = redis.call('TIME')
   fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
   redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[6])
-else
+elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[6]) then
   -- The counter lives on for a while after the last grant, then goes: a re-seeded one starts
-  -- from the server's time, which is past every token it ever gave (see above).
+  -- from the server's time, which is past every token it ever gave (see above). A grant never
+  -- shortens what an earlier one (or keep_fence) asked for.
   redis.call('PEXPIRE', KEYS[2], ARGV[6])
 end
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])

@@ -285,6 +285,31 @@ impl<T> HttpCacheBuilder<T> {
         self.rules(|r| r.key_fn(key_fn))
     }
 
+    /// See [`CacheRulesBuilder::negative_ttl`]: how long a failure is remembered (default 1 s;
+    /// 0: handed to the waiting requests only).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::cache::Cache;
+    /// use lock_core::cache::http::HttpCache;
+    ///
+    /// let http = HttpCache::builder(Cache::memory("web").unwrap())
+    ///     .negative_ttl(Duration::from_millis(500))
+    ///     .pass_through_ttl(Duration::from_secs(120))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(http.rules().negative_ttl(), Duration::from_millis(500));
+    /// ```
+    pub fn negative_ttl(self, ttl: Duration) -> Self {
+        self.rules(|r| r.negative_ttl(ttl))
+    }
+
+    /// See [`CacheRulesBuilder::pass_through_ttl`]: how long a response that is not stored
+    /// marks its key pass-through (default 30 s; 0: no mark).
+    pub fn pass_through_ttl(self, ttl: Duration) -> Self {
+        self.rules(|r| r.pass_through_ttl(ttl))
+    }
+
     /// How long a request waits for the response another request (of any instance) is
     /// computing, before it is answered as the cache's wait policy says (default: the cache's
     /// [`wait`](crate::cache::CacheBuilder::wait)).

@@ -94,7 +94,7 @@ pub use request::{BypassReason, Lookup, Refresh, RefreshReason, RequestDecision}
 pub use response::{NotStored, ResponseDecision, Store};
 pub use rules::{
     CacheRules, CacheRulesBuilder, SetCookie, DEFAULT_CACHE_NAME, DEFAULT_MAX_BODY,
-    DEFAULT_STATUSES, NEVER_REPLAYED,
+    DEFAULT_NEGATIVE_TTL, DEFAULT_PASS_THROUGH_TTL, DEFAULT_STATUSES, NEVER_REPLAYED,
 };
 pub use serve::CacheCall;
 pub use served::{Answer, FromOrigin, Served};

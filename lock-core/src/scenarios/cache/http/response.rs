@@ -246,7 +246,7 @@ impl CacheRules {
 
     /// The header lines to store: all but those never replayed and those the response's
     /// `Connection` names (RFC 9110 §7.6.1).
-    fn replayed(&self, headers: &(impl HeaderPairs + ?Sized)) -> Vec<(String, Vec<u8>)> {
+    pub(super) fn replayed(&self, headers: &(impl HeaderPairs + ?Sized)) -> Vec<(String, Vec<u8>)> {
         let connection = lines(headers, "connection");
         let nominated: Vec<String> = list_members(&connection)
             .into_iter()

@@ -1,8 +1,10 @@
 //! The settings of a response cache layer, checked once when the layer is built.
 
+use std::time::Duration;
+
 use super::headers::is_token;
 use super::KeyFn;
-use crate::cache::{Freshness, OnBackendError};
+use crate::cache::{Freshness, OnBackendError, MAX_WINDOW};
 use crate::LockError;
 
 /// The statuses stored by default: RFC 9110 §15.1's heuristically cacheable statuses, without
@@ -14,6 +16,17 @@ pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
 
 /// The default cache name in `Cache-Status`.
 pub const DEFAULT_CACHE_NAME: &str = "lock-core";
+
+/// How long a failing response (500, 502, 503, 504, or a body that failed) or an error of the
+/// application is remembered by default: 1 s, nginx's microcaching. Within it, requests get
+/// the remembered failure without calling the application, so a failing application is called
+/// once a second per key, however many requests arrive.
+pub const DEFAULT_NEGATIVE_TTL: Duration = Duration::from_secs(1);
+
+/// How long a response that is not stored marks its key pass-through by default: 30 s
+/// (Varnish's hit-for-pass). Meanwhile requests for the key go straight to the application,
+/// without queueing behind a lease or waiting for one another.
+pub const DEFAULT_PASS_THROUGH_TTL: Duration = Duration::from_secs(30);
 
 /// Response headers never stored or replayed: hop-by-hop headers (RFC 9110 §7.6.1), which
 /// describe one connection, and `Age` / `Cache-Status`, which the cache computes for each
@@ -63,7 +76,9 @@ pub enum SetCookie {
 /// freshness), the statuses of [`DEFAULT_STATUSES`], bodies up to [`DEFAULT_MAX_BODY`], no
 /// `Vary` request headers in the key (so a response that varies is not stored), `Set-Cookie`
 /// stripped, fail open when the lock backend is down, honour a request's `no-cache`, cache
-/// name [`DEFAULT_CACHE_NAME`], key prefix `http:`.
+/// name [`DEFAULT_CACHE_NAME`], key prefix `http:`, failures remembered for
+/// [`DEFAULT_NEGATIVE_TTL`], keys whose response is not stored passed through for
+/// [`DEFAULT_PASS_THROUGH_TTL`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -94,6 +109,8 @@ pub struct CacheRules {
     pub(super) cache_name: String,
     pub(super) key_prefix: String,
     pub(super) key_fn: Option<KeyFn>,
+    pub(super) negative_ttl: Duration,
+    pub(super) pass_through_ttl: Duration,
 }
 
 impl Default for CacheRules {
@@ -110,6 +127,8 @@ impl Default for CacheRules {
             cache_name: DEFAULT_CACHE_NAME.to_owned(),
             key_prefix: "http:".to_owned(),
             key_fn: None,
+            negative_ttl: DEFAULT_NEGATIVE_TTL,
+            pass_through_ttl: DEFAULT_PASS_THROUGH_TTL,
         }
     }
 }
@@ -162,6 +181,18 @@ impl CacheRules {
         &self.cache_name
     }
 
+    /// How long a failure is remembered (0: handed only to the requests waiting for it).
+    #[must_use]
+    pub fn negative_ttl(&self) -> Duration {
+        self.negative_ttl
+    }
+
+    /// How long a response that is not stored marks its key pass-through (0: not at all).
+    #[must_use]
+    pub fn pass_through_ttl(&self) -> Duration {
+        self.pass_through_ttl
+    }
+
     /// Whether a stored response header `name` is replayed (case-insensitive). Headers the
     /// response's own `Connection` names are dropped as well; see
     /// [`CacheRules::decide_response`].
@@ -194,7 +225,8 @@ pub struct CacheRulesBuilder(CacheRules);
 impl CacheRulesBuilder {
     /// The freshness of responses that state none (no `max-age`, `s-maxage` or `Expires`).
     /// Its stale windows also apply to responses that give a lifetime but no windows of their
-    /// own, and its `negative` TTL and early-refresh β to every stored response.
+    /// own, and its early-refresh β to every stored response. (Failures are remembered for
+    /// [`negative_ttl`](Self::negative_ttl), not for its `negative` window.)
     pub fn default_freshness(mut self, freshness: Freshness) -> Self {
         self.0.default_freshness = Some(freshness);
         self
@@ -264,6 +296,31 @@ impl CacheRulesBuilder {
         self
     }
 
+    /// How long a failure is remembered (default [`DEFAULT_NEGATIVE_TTL`], 1 s): a response
+    /// with status 500, 502, 503 or 504, or whose body failed, or an error of the application.
+    /// The requests waiting for the request that met it are handed it at once (they replay the
+    /// response: status, replayable headers such as `Retry-After`, body; an error or a body
+    /// that failed, which cannot be replayed, is a `502` problem), and so are the requests
+    /// within this TTL, without calling the application. A stored response within its
+    /// `stale-if-error` window is served instead, to all of them. 0: handed to the waiting
+    /// requests only, nothing kept.
+    pub fn negative_ttl(mut self, ttl: Duration) -> Self {
+        self.0.negative_ttl = ttl;
+        self
+    }
+
+    /// How long a response that is not stored (`private`, `no-store`, `Set-Cookie` with
+    /// [`SetCookie::DontStore`], `Vary: *`, a status not stored, too large, ...) marks its key
+    /// pass-through (default [`DEFAULT_PASS_THROUGH_TTL`], 30 s): meanwhile every request for
+    /// the key calls the application at once, without queueing behind a lease or waiting for
+    /// another request (`Cache-Status: …; detail=hit-for-pass`); only the decision is stored,
+    /// never the response. The requests already waiting when it arrives call the application
+    /// themselves either way. 0: no mark.
+    pub fn pass_through_ttl(mut self, ttl: Duration) -> Self {
+        self.0.pass_through_ttl = ttl;
+        self
+    }
+
     /// Computes the key with `key_fn` instead of from method, path, query and `Vary` headers.
     pub fn key_fn(mut self, key_fn: KeyFn) -> Self {
         self.0.key_fn = Some(key_fn);
@@ -280,6 +337,14 @@ impl CacheRulesBuilder {
         };
         if let Some(freshness) = rules.default_freshness {
             freshness.validate()?;
+        }
+        for (name, ttl) in [
+            ("negative TTL", rules.negative_ttl),
+            ("pass-through TTL", rules.pass_through_ttl),
+        ] {
+            if ttl > MAX_WINDOW {
+                return refuse(format!("the {name} {ttl:?} is longer than {MAX_WINDOW:?}"));
+            }
         }
         if rules.statuses.is_empty() {
             return refuse("no status to store; remove the layer instead".into());
@@ -327,84 +392,4 @@ impl CacheRulesBuilder {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    #[test]
-    fn defaults_are_valid() {
-        let rules = CacheRules::builder().build().unwrap();
-        assert_eq!(rules.default_freshness(), None);
-        assert!(DEFAULT_STATUSES.iter().all(|&s| rules.stores_status(s)));
-        assert!(!rules.stores_status(206) && !rules.stores_status(500));
-        assert_eq!(rules.max_body(), 1 << 20);
-        assert_eq!(rules.on_backend_error(), OnBackendError::FailOpen);
-        assert_eq!(rules.cache_name(), "lock-core");
-        assert_eq!(rules.set_cookie(), SetCookie::Strip);
-    }
-
-    #[test]
-    fn invalid_settings_are_refused() {
-        let b = CacheRules::builder;
-        let rows: Vec<(CacheRulesBuilder, &str)> = vec![
-            (b().statuses([]), "no status"),
-            (b().statuses([200, 199]), "199"),
-            (b().statuses([206]), "206"),
-            (b().statuses([304]), "304"),
-            (b().statuses([600]), "600"),
-            (b().max_body(0), "positive"),
-            (b().vary("accept language"), "not a header name"),
-            (b().vary(""), "not a header name"),
-            (b().never_replay("x:y"), "not a header name"),
-            (b().vary("Cookie"), "credentials"),
-            (b().vary("authorization"), "credentials"),
-            (b().cache_name(""), "printable"),
-            (b().cache_name("caf\u{e9}"), "printable"),
-            (b().cache_name("x".repeat(65)), "printable"),
-            (b().key_prefix("a\0"), "NUL"),
-            (b().key_prefix("p".repeat(65)), "64 bytes"),
-        ];
-        for (builder, reason) in rows {
-            match builder.build() {
-                Err(LockError::InvalidConfig(message)) => {
-                    assert!(message.contains(reason), "{message} / {reason}");
-                }
-                other => panic!("{reason}: {other:?}"),
-            }
-        }
-        let zero = b().default_freshness(Freshness::fresh_for(Duration::ZERO));
-        assert!(matches!(
-            zero.build(),
-            Err(LockError::InvalidDuration { .. })
-        ));
-    }
-
-    #[test]
-    fn replayed_headers() {
-        let rules = CacheRules::builder()
-            .never_replay("X-Debug")
-            .build()
-            .unwrap();
-        for (name, replayed) in [
-            ("content-type", true),
-            ("ETag", true),
-            ("Set-Cookie", false),
-            ("set-cookie2", false),
-            ("X-DEBUG", false),
-            ("Keep-Alive", false),
-            ("Proxy-Foo", false),
-            ("TE", false),
-            ("Trailer", false),
-            ("Upgrade", false),
-            ("Cache-Status", false),
-        ] {
-            assert_eq!(rules.replays(name), replayed, "{name}");
-        }
-        let replay = CacheRules::builder()
-            .set_cookie(SetCookie::Replay)
-            .build()
-            .unwrap();
-        assert!(replay.replays("Set-Cookie"));
-    }
-}
+mod tests;

@@ -24,21 +24,36 @@
 //! the waiters call the application themselves (they cannot be handed a body that was never
 //! buffered).
 //!
-//! **Errors.** `5xx` statuses the rules do not store (500, 502, 503, 504) and failures of the
-//! application are the computation's *failure*, so a stored response within its
-//! `stale-if-error` window is served instead (RFC 5861); without one the request that computed
-//! answers with the application's own response or error, and the requests that waited on it
-//! call the application themselves. Failures are never stored (negative caching is off here).
+//! **Failures.** `5xx` statuses the rules do not store (500, 502, 503, 504), a body that
+//! failed and errors of the application are the computation's *failure*, handed to every
+//! request waiting for it and remembered for the rules' negative TTL (default 1 s), so a
+//! failing application is called once per key and window, not once per request:
+//! - a stored response within its `stale-if-error` window is served instead (RFC 5861), to
+//!   the request that computed (`fwd=stale; fwd-status=503; detail=stale-if-error`), to the
+//!   waiting requests and, within the negative TTL, to later ones (`…; detail=stale-if-error`);
+//! - otherwise the request that computed answers with the application's own response (or
+//!   error); the waiting requests replay that response, read whole up to the largest body
+//!   (status, replayable headers such as `Retry-After`, body: `fwd=miss; fwd-status=503;
+//!   collapsed`), and so do later requests within the negative TTL (`hit; detail=negative`,
+//!   `ttl` the seconds it is still remembered). An error of the application, or a body that
+//!   failed or was too large to read whole, cannot be replayed: they get a `502` problem
+//!   (`fwd=miss; collapsed; detail=origin-error`, then `hit; detail=negative`).
+//!
+//! **Pass-through.** A response that is not stored (for any other reason) marks its key
+//! pass-through for the rules' pass-through TTL (default 30 s): only the decision is stored.
+//! Meanwhile each request for the key calls the application at once, without a lease and
+//! without waiting for another (`fwd=miss; fwd-status=200; detail=hit-for-pass`).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use self::fetch::{fetch, Computed, Leader, OriginFailed};
+use self::fetch::{Leader, OriginFailed};
 use super::{
     Answer, CacheKey, CacheStatusHeader, Forward, ForwardAs, FromOrigin, HttpCache, OriginResponse,
     RefreshReason, RequestDecision, Served,
 };
+use crate::cache::computed::CallError;
 use crate::cache::{CacheError, CacheStatus, Cached, Freshness};
 use crate::lock::held::lock;
 
@@ -190,45 +205,9 @@ impl CacheCall {
             // Anew, still collapsed, with the stored response as the stale-if-error fallback.
             request = request.recompute();
         }
-        match request.try_get_with_freshness(compute).await {
+        match request.computing(compute).await {
             Ok(cached) => self.settle(cached, &side, slot, fwd).await,
             Err(error) => (self.failed(error, &side, slot, fwd).await, None),
-        }
-    }
-
-    /// The computation handed to the primitive.
-    fn computation<O, Fut, R, E>(
-        &self,
-        slot: Slot<O>,
-        side: Slot<Leader<R, E>>,
-    ) -> impl FnOnce() -> Computed + Send + 'static
-    where
-        O: FnOnce(ForwardAs) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: OriginResponse,
-        E: Send + 'static,
-    {
-        let http = self.http.clone();
-        let decision = self.decision.clone();
-        let forward_as = if self.head() {
-            ForwardAs::Get
-        } else {
-            ForwardAs::AsSent
-        };
-        let only_if_cached = matches!(&decision, RequestDecision::Lookup(l) if l.only_if_cached);
-        move || {
-            Box::pin(async move {
-                if only_if_cached {
-                    *lock(&side) = Some(Leader::NotForwarded);
-                    return Ok((Vec::new(), None));
-                }
-                let Some(origin) = take(&slot) else {
-                    return Err(OriginFailed::Gone);
-                };
-                let (leader, computed) = fetch(&http, &decision, origin, forward_as).await;
-                *lock(&side) = Some(leader);
-                computed
-            })
         }
     }
 
@@ -281,7 +260,7 @@ impl CacheCall {
     /// The primitive gave no value.
     async fn failed<O, Fut, R, E>(
         &self,
-        error: CacheError<OriginFailed>,
+        error: CallError<OriginFailed>,
         side: &Slot<Leader<R, E>>,
         slot: &Slot<O>,
         fwd: Forward,
@@ -297,6 +276,12 @@ impl CacheCall {
             CacheStatusHeader::forward(fwd)
                 .detail(detail)
                 .header_value(self.http.rules().cache_name())
+        };
+        let error = match error {
+            CallError::Shared(failure) => {
+                return Served::Answer(self.replay_failure(&failure, fwd))
+            }
+            CallError::Own { error, .. } | CallError::Cache(error) => error,
         };
         match error {
             CacheError::Compute(_) | CacheError::TooLarge { .. } => match take(side) {
@@ -426,15 +411,15 @@ impl CacheCall {
     }
 
     /// The primitive's freshness for this call: how stored responses are kept comes from each
-    /// response; this supplies early refresh, and turns negative caching off.
+    /// response; this supplies early refresh, and how long failures and pass-through marks
+    /// are kept.
     fn call_freshness(&self) -> Freshness {
-        let mut freshness = self
-            .http
-            .rules()
+        let rules = self.http.rules();
+        rules
             .default_freshness()
-            .unwrap_or(Freshness::fresh_for(Duration::from_secs(60)));
-        freshness.negative = Duration::ZERO;
-        freshness
+            .unwrap_or(Freshness::fresh_for(Duration::from_secs(60)))
+            .negative_ttl(rules.negative_ttl())
+            .pass_through(rules.pass_through_ttl())
     }
 
     fn head(&self) -> bool {

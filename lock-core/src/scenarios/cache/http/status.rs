@@ -158,6 +158,12 @@ impl CacheStatusHeader {
     /// | `StaleIfError` | `fwd=stale; detail=stale-if-error` |
     /// | `FailOpen` (lock backend down) | `fwd=miss; detail=fail-open` |
     /// | `WaitTimedOut` | `fwd=miss; detail=wait-timed-out` |
+    /// | `Uncacheable` | `fwd=miss; detail=uncacheable` (the adapter names the reason) |
+    /// | `PassThrough` (the key is marked pass-through) | `fwd=miss; detail=hit-for-pass` |
+    ///
+    /// A failure the cache hands on is not an outcome of these: see
+    /// [`CacheCall::serve`](super::CacheCall::serve) (`fwd=miss; fwd-status=503; collapsed`
+    /// for the requests that waited for it, `hit; detail=negative` while it is remembered).
     ///
     /// ```
     /// use lock_core::cache::CacheStatus;
@@ -177,6 +183,7 @@ impl CacheStatusHeader {
             CacheStatus::FailOpen => miss().fail_open(),
             CacheStatus::WaitTimedOut => miss().detail("wait-timed-out"),
             CacheStatus::Uncacheable => miss().detail("uncacheable"),
+            CacheStatus::PassThrough => miss().detail("hit-for-pass"),
         }
     }
 
@@ -376,6 +383,7 @@ mod tests {
                 CacheStatus::WaitTimedOut,
                 "c; fwd=miss; detail=wait-timed-out",
             ),
+            (CacheStatus::PassThrough, "c; fwd=miss; detail=hit-for-pass"),
         ] {
             assert_eq!(
                 CacheStatusHeader::from_outcome(outcome).header_value("c"),

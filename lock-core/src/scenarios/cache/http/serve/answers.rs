@@ -1,4 +1,5 @@
-//! The answers a call makes itself: replays of stored responses, and its `Cache-Status`.
+//! The answers a call makes itself: replays of stored responses and of failures handed on,
+//! and its `Cache-Status`.
 
 use std::time::{Duration, SystemTime};
 
@@ -7,6 +8,7 @@ use super::super::{
     CACHE_STATUS,
 };
 use super::CacheCall;
+use crate::cache::computed::SharedFailure;
 use crate::cache::{CacheStatus, Cached};
 
 impl CacheCall {
@@ -31,26 +33,88 @@ impl CacheCall {
         // a second has -1.
         let left = stored.fresh.as_millis() as i128 - in_store.as_millis() as i128;
         let ttl = i64::try_from(left.div_euclid(1000)).unwrap_or(i64::MIN);
+        let age = stored.initial_age.saturating_add(in_store);
+        let member = header.ttl(ttl).header_value(self.http.rules().cache_name());
+        let answer = self.answer(stored, in_store, member, Some(cached.status));
+        Some((answer, age))
+    }
+
+    /// Another request's failure as this request's answer: the failing response it replays,
+    /// or, for a failure that cannot be replayed (an error of the application, a body that
+    /// failed or was too large), a `502` problem. `Cache-Status`: `hit; detail=negative`
+    /// when it was remembered, else `fwd=miss; fwd-status=503; collapsed` (`detail=origin-error`
+    /// for the problem).
+    pub(super) fn replay_failure(&self, failure: &SharedFailure, fwd: Forward) -> Answer {
+        let name = self.http.rules().cache_name();
+        let now = SystemTime::now();
+        let left = failure.remembered_for(now);
+        let remembered = || {
+            let seconds = i64::try_from(left.as_secs()).unwrap_or(i64::MAX);
+            CacheStatusHeader::hit().ttl(seconds).detail("negative")
+        };
+        let in_store = now.duration_since(failure.failed_at).unwrap_or_default();
+        match StoredResponse::decode(&failure.payload) {
+            Ok(stored) => {
+                let header = if failure.remembered {
+                    remembered()
+                } else {
+                    CacheStatusHeader::forward(fwd)
+                        .fwd_status(stored.status)
+                        .collapsed()
+                };
+                self.answer(stored, in_store, header.header_value(name), None)
+            }
+            Err(_) => {
+                let header = if failure.remembered {
+                    remembered()
+                } else {
+                    CacheStatusHeader::forward(fwd)
+                        .collapsed()
+                        .detail("origin-error")
+                };
+                let mut answer = Answer::problem(
+                    502,
+                    "origin-failed",
+                    "Bad Gateway",
+                    "the application failed to answer a request for this resource; try again shortly",
+                    header.header_value(name),
+                );
+                // Until the failure is forgotten, in whole seconds (at least 1).
+                let retry = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+                answer.headers.push((
+                    "retry-after".to_owned(),
+                    retry.max(1).to_string().into_bytes(),
+                ));
+                answer
+            }
+        }
+    }
+    /// `stored`, `in_store` for so long, as this request's answer with this cache's `member`.
+    fn answer(
+        &self,
+        stored: StoredResponse,
+        in_store: Duration,
+        member: String,
+        outcome: Option<CacheStatus>,
+    ) -> Answer {
         let mut headers = stored.headers;
         headers.push((
             "age".to_owned(),
             age_value(stored.initial_age, in_store).into_bytes(),
         ));
-        let member = header.ttl(ttl).header_value(self.http.rules().cache_name());
         headers.push((CACHE_STATUS.to_owned(), member.into_bytes()));
         let head_only = self.head();
         if head_only && !headers.iter().any(|(n, _)| n == "content-length") {
             let length = stored.body.len().to_string().into_bytes();
             headers.push(("content-length".to_owned(), length));
         }
-        let answer = Answer {
+        Answer {
             status: stored.status,
             headers,
             body: stored.body,
             head_only,
-            outcome: Some(cached.status),
-        };
-        Some((answer, stored.initial_age.saturating_add(in_store)))
+            outcome,
+        }
     }
 
     /// The header for `outcome`, forwarded for `fwd` where the outcome says "miss".
@@ -144,6 +208,7 @@ fn cache_status_outcome(member: &str, name: &str) -> &'static str {
     }
     match (hit, fwd, detail) {
         (true, _, "stale-while-revalidate") => "stale",
+        (true, _, "negative") => "negative",
         (true, ..) => "hit",
         (_, _, "stale-if-error") => "stale_if_error",
         _ if collapsed => "collapsed",
@@ -151,6 +216,7 @@ fn cache_status_outcome(member: &str, name: &str) -> &'static str {
         (_, _, "fail-open") => "fail_open",
         (_, _, "wait-timed-out") => "wait_timed_out",
         (_, _, "only-if-cached") => "not_cached",
+        (_, _, "hit-for-pass") => "pass_through",
         (_, _, "unavailable") => "unavailable",
         (_, _, "internal") => "error",
         (_, "request", _) => "refresh",
@@ -177,6 +243,15 @@ mod metric_tests {
             ),
             ("lock-core; fwd=miss; fwd-status=200; stored", "miss"),
             ("lock-core; fwd=miss; ttl=9; collapsed", "collapsed"),
+            (
+                "lock-core; fwd=miss; fwd-status=503; collapsed",
+                "collapsed",
+            ),
+            ("lock-core; hit; ttl=0; detail=negative", "negative"),
+            (
+                "lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass",
+                "pass_through",
+            ),
             (
                 "lock-core; fwd=miss; fwd-status=200; detail=fail-open",
                 "fail_open",

@@ -1,20 +1,20 @@
 //! The computation's call of the application: what becomes of its response (stored and
-//! shared, or handed to its own request only), and what the primitive is told.
+//! shared, handed to its own request only, or a failure shared with the waiting requests),
+//! and what the primitive is told.
 
 use std::future::Future;
+use std::time::Duration;
 
 use super::super::origin::{read_body, ReadBody};
 use super::super::{
     ForwardAs, HttpCache, NotStored, OriginResponse, RequestDecision, ResponseDecision,
     StoredResponse,
 };
-use crate::cache::Freshness;
+use super::{lock, take, CacheCall, Slot};
+use crate::cache::computed::{Compute, Computed, Failure};
 
-/// What the computation gives the primitive: the stored response's bytes and freshness, or
-/// no freshness (not to be stored or shared).
-pub(super) type Computed = std::pin::Pin<
-    Box<dyn Future<Output = Result<(Vec<u8>, Option<Freshness>), OriginFailed>> + Send>,
->;
+/// What the computation gives the primitive.
+pub(super) type Fetched = Result<Computed, Failure<OriginFailed>>;
 
 /// What this request's computation leaves for the request itself.
 pub(super) enum Leader<R, E> {
@@ -35,15 +35,64 @@ pub(super) enum Leader<R, E> {
 }
 
 /// Why the computation failed, as the primitive sees it (the response or error itself goes
-/// through the leader slot).
+/// through the leader slot; what the waiting requests replay goes with the failure).
 #[derive(Debug, thiserror::Error)]
 pub(super) enum OriginFailed {
     #[error("the application failed")]
     Error,
     #[error("the application answered {0}")]
     Status(u16),
+    #[error("the application's response body failed")]
+    Body,
     #[error("the application was already called for this request")]
     Gone,
+}
+
+/// The statuses that are failures rather than answers (RFC 5861's, for `stale-if-error`):
+/// shared with the waiting requests and remembered for the negative TTL, unless stored.
+const FAILURES: [u16; 4] = [500, 502, 503, 504];
+
+impl CacheCall {
+    /// The computation handed to the primitive.
+    pub(super) fn computation<O, Fut, R, E>(
+        &self,
+        slot: Slot<O>,
+        side: Slot<Leader<R, E>>,
+    ) -> Compute<OriginFailed>
+    where
+        O: FnOnce(ForwardAs) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: OriginResponse,
+        E: Send + 'static,
+    {
+        let http = self.http.clone();
+        let decision = self.decision.clone();
+        let forward_as = if self.head() {
+            ForwardAs::Get
+        } else {
+            ForwardAs::AsSent
+        };
+        let only_if_cached = matches!(&decision, RequestDecision::Lookup(l) if l.only_if_cached);
+        Box::new(move || {
+            Box::pin(async move {
+                if only_if_cached {
+                    *lock(&side) = Some(Leader::NotForwarded);
+                    // Says nothing about the key: no pass-through mark.
+                    return Ok(Computed::Unshared {
+                        value: Vec::new(),
+                        mark: false,
+                    });
+                }
+                let Some(origin) = take(&slot) else {
+                    return Err(Failure::Alone(OriginFailed::Gone));
+                };
+                let (leader, computed): (_, Fetched) =
+                    fetch(&http, &decision, origin, forward_as).await;
+                *lock(&side) = Some(leader);
+                computed
+            })
+        })
+    }
 }
 
 /// Calls the application and decides what becomes of its response: the leader slot's
@@ -53,40 +102,44 @@ pub(super) async fn fetch<O, Fut, R, E>(
     decision: &RequestDecision,
     origin: O,
     forward_as: ForwardAs,
-) -> (
-    Leader<R, E>,
-    Result<(Vec<u8>, Option<Freshness>), OriginFailed>,
-)
+) -> (Leader<R, E>, Fetched)
 where
     O: FnOnce(ForwardAs) -> Fut,
     Fut: Future<Output = Result<R, E>>,
     R: OriginResponse,
 {
-    let not_shared = || Ok((Vec::new(), None));
+    let not_shared = || {
+        Ok(Computed::Unshared {
+            value: Vec::new(),
+            mark: true,
+        })
+    };
     let mut response = match origin(forward_as).await {
         Ok(response) => response,
-        Err(error) => return (Leader::Failed(error), Err(OriginFailed::Error)),
+        // An error is not a response: the waiting requests cannot replay it.
+        Err(error) => {
+            return (
+                Leader::Failed(error),
+                Err(Failure::User(OriginFailed::Error)),
+            )
+        }
     };
     let status = response.status();
     let rules = http.rules();
     let store = match rules.decide_response(status, &response, decision) {
         ResponseDecision::Store(store) => store,
+        ResponseDecision::DontStore(_) if FAILURES.contains(&status) => {
+            return failing(http, response).await;
+        }
         ResponseDecision::DontStore(reason) => {
-            let computed = if matches!(status, 500 | 502 | 503 | 504) {
-                Err(OriginFailed::Status(status))
-            } else {
-                not_shared()
-            };
             let detail = not_stored_detail(&reason);
-            return (
-                Leader::Passed {
-                    response,
-                    prefix: Vec::new(),
-                    complete: false,
-                    detail,
-                },
-                computed,
-            );
+            let leader = Leader::Passed {
+                response,
+                prefix: Vec::new(),
+                complete: false,
+                detail,
+            };
+            return (leader, not_shared());
         }
     };
     let passed = |response, prefix, complete, detail| Leader::Passed {
@@ -113,7 +166,7 @@ where
             let body = stored.body;
             (
                 Leader::Stored { response, body },
-                Ok((bytes, Some(store.freshness))),
+                Ok(Computed::Value(bytes, store.freshness)),
             )
         }
         ReadBody::TooLarge(prefix) => {
@@ -122,8 +175,57 @@ where
         }
         ReadBody::Failed(prefix) => {
             let leader = passed(response, prefix, false, "body-failed");
-            (leader, not_shared())
+            (leader, Err(Failure::User(OriginFailed::Body)))
         }
+    }
+}
+
+/// A failing response: read (up to the rules' largest body) so the waiting requests can
+/// replay it, status, replayable headers and body; one whose body is larger or fails is a
+/// failure they cannot replay.
+async fn failing<R: OriginResponse, E>(
+    http: &HttpCache,
+    mut response: R,
+) -> (Leader<R, E>, Fetched) {
+    let status = response.status();
+    let rules = http.rules();
+    let passed = |response, prefix, complete, detail| Leader::Passed {
+        response,
+        prefix,
+        complete,
+        detail,
+    };
+    match read_body(&mut response, rules.max_body()).await {
+        ReadBody::Complete(body) => {
+            let replayed = StoredResponse {
+                status,
+                headers: rules.replayed(&response),
+                body,
+                initial_age: Duration::ZERO,
+                fresh: rules.negative_ttl(),
+            };
+            let shared = replayed.encode();
+            let failure = if shared.len() > http.max_value_bytes() {
+                Failure::User(OriginFailed::Status(status))
+            } else {
+                Failure::Replayable {
+                    error: OriginFailed::Status(status),
+                    shared,
+                }
+            };
+            (
+                passed(response, replayed.body, true, "status"),
+                Err(failure),
+            )
+        }
+        ReadBody::TooLarge(prefix) => (
+            passed(response, prefix, false, "status"),
+            Err(Failure::User(OriginFailed::Status(status))),
+        ),
+        ReadBody::Failed(prefix) => (
+            passed(response, prefix, false, "body-failed"),
+            Err(Failure::User(OriginFailed::Body)),
+        ),
     }
 }
 

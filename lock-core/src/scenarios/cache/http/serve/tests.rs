@@ -174,14 +174,20 @@ async fn a_head_miss_is_forwarded_as_a_get_and_stored_for_gets() {
 #[tokio::test]
 async fn what_is_not_stored_reaches_its_own_request_only() {
     let http = http(|b| b);
-    let cases: Vec<(Respond, &str)> = vec![
+    let pass = "origin 200 lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass";
+    // The first answer, the second (within the pass-through or negative TTL), the calls.
+    let cases: Vec<(Respond, &str, String, usize)> = vec![
         (
             || Ok(ok("private, max-age=60", &["mine"])),
             "origin 200 lock-core; fwd=miss; fwd-status=200; detail=private body=mine",
+            format!("{pass} body=mine"),
+            2,
         ),
         (
             || Ok(ok("max-age=60", &["0123456789", "0123456789", "tail"])),
             "origin 200 lock-core; fwd=miss; fwd-status=200; detail=too-large body=01234567890123456789tail",
+            format!("{pass} body=01234567890123456789tail"),
+            2,
         ),
         (
             || {
@@ -190,26 +196,43 @@ async fn what_is_not_stored_reaches_its_own_request_only() {
                 Ok(canned)
             },
             "origin 200 lock-core; fwd=miss; fwd-status=200; detail=too-large body=x",
+            format!("{pass} body=x"),
+            2,
         ),
+        // A failure: remembered for the negative TTL (1 s), replayed without a call.
         (
             || Ok(Canned::new(503, &[], &["down"])),
             "origin 503 lock-core; fwd=miss; fwd-status=503; detail=status body=down",
+            "answer 503 lock-core; hit; detail=negative age=0 body=down".to_owned(),
+            1,
         ),
-        (|| Err("refused"), "error refused"),
     ];
-    for (n, (respond, expected)) in cases.into_iter().enumerate() {
+    for (n, (respond, first, second, calls_made)) in cases.into_iter().enumerate() {
         let calls = Arc::new(AtomicUsize::new(0));
         let path = format!("/n{n}");
-        for _ in 0..2 {
+        for expected in [first, second.as_str()] {
             let served = serve(&http, RequestParts::get(path.clone()), respond, &calls).await;
             assert_eq!(summary(served).await, expected);
         }
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            2,
-            "{expected}: nothing stored"
-        );
+        assert_eq!(calls.load(Ordering::SeqCst), calls_made, "{first}");
     }
+    // An error of the application is the request's own; it cannot be replayed to the next:
+    // a 502 problem while it is remembered.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let failed = serve(&http, RequestParts::get("/err"), || Err("refused"), &calls).await;
+    assert_eq!(summary(failed).await, "error refused");
+    let Served::Answer(problem) =
+        serve(&http, RequestParts::get("/err"), || Err("refused"), &calls).await
+    else {
+        panic!("answered by the cache");
+    };
+    assert_eq!(problem.status, 502);
+    assert_eq!(
+        String::from_utf8_lossy(problem.header("cache-status").unwrap()),
+        "lock-core; hit; ttl=0; detail=negative"
+    );
+    assert_eq!(problem.header("retry-after"), Some(&b"1"[..]));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -310,3 +333,5 @@ async fn a_failing_application_is_answered_from_stale_if_error() {
         "answer 200 lock-core; fwd=stale; fwd-status=503; detail=stale-if-error age=1 body=old"
     );
 }
+
+mod failures;

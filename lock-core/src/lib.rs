@@ -54,6 +54,7 @@ mod scenarios;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
+pub use backends::breaker;
 #[cfg(feature = "etcd")]
 pub use backends::etcd;
 #[cfg(feature = "redis")]

@@ -215,6 +215,24 @@ impl LockError {
         out
     }
 
+    /// The breaker's refusal behind an [`Unavailable`](Self::Unavailable) error: the call was
+    /// not sent, because its backend is known to be down (see [`crate::breaker`]). Its
+    /// [`retry_after`](crate::breaker::CircuitOpen::retry_after) says when the next probe is
+    /// due.
+    ///
+    /// ```
+    /// use lock_core::LockError;
+    ///
+    /// assert!(LockError::unavailable("redis", "connection refused").circuit_open().is_none());
+    /// ```
+    #[must_use]
+    pub fn circuit_open(&self) -> Option<&crate::breaker::CircuitOpen> {
+        match self {
+            Self::Unavailable { source, .. } => source.downcast_ref(),
+            _ => None,
+        }
+    }
+
     /// Wraps a backend client error.
     pub fn unavailable(
         backend: &'static str,

@@ -123,7 +123,7 @@ pub use self::mysql::{MySqlBackend, MySqlLease};
 pub use self::postgres::{PostgresBackend, PostgresLease};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
-pub(crate) use self::wait::{fence_from_i64, protocol};
+pub(crate) use self::wait::{fence_from_i64, is_unreachable, protocol};
 pub(crate) use self::wait::{run, to_lock_error, wait_for_grant, Attempt};
 
 /// The default lock table.

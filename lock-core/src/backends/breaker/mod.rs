@@ -66,10 +66,18 @@
 //!   others (idempotency, the keyed lock, a fail-closed cache, plain acquires) answer
 //!   "unavailable" (HTTP 503). An acquire refused before anything was sent needs no clean-up.
 //! - **Half-open**: after the cool-down (500 ms, doubled after every failed probe up to 5 s,
-//!   each spread by ±20% so that a fleet does not probe in step), exactly one call goes to
-//!   the server; the others keep failing fast. A probe unanswered for
+//!   each spread by ±20% so that a fleet does not probe in step), exactly one attempt goes to
+//!   the server; every call keeps failing fast. A probe unanswered for
 //!   [`BreakerOptions::probe_timeout`] (10 s) counts as failed; a probe dropped unanswered
-//!   (its caller was cancelled) lets the next call probe at once.
+//!   (its caller was cancelled) lets the next one probe at once.
+//!
+//!   Who probes: a backend with a background connection that must come back anyway (Redis's
+//!   wake-up and push subscriptions) probes with it, waiting in [`Breaker::admitted`]: no
+//!   request pays for a probe against a dead server (the connection manager's reconnect
+//!   attempts take about half a second), so every request in the outage is answered fast.
+//!   Calls probe only when no such loop waits, or when it let the probe lapse for a probe
+//!   timeout: backends without one (PostgreSQL, MySQL, ZooKeeper, etcd) probe with the first
+//!   call after the cool-down, which then takes as long as the server's client needs to fail.
 //! - **Closed**: the probe's answer closes it. So does any answer when the breaker does not
 //!   [fail fast](BreakerOptions::fail_fast).
 //!
@@ -101,7 +109,7 @@ mod report;
 mod tests;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -137,6 +145,34 @@ struct Shared {
     detail: Mutex<Detail>,
     /// Woken at every transition, for [`Breaker::admitted`].
     changed: Notify,
+    /// Background loops waiting in [`Breaker::admitted`]: while there are any, they probe
+    /// and calls do not.
+    background: AtomicUsize,
+}
+
+/// Who asks to be let through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Caller {
+    /// A call: probes only when no background loop waits to (or it let the probe lapse).
+    Call,
+    /// A background loop waiting in [`Breaker::admitted`]: probes as soon as it is due.
+    Background,
+}
+
+/// A background loop counted as waiting in [`Breaker::admitted`] until dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Everything but the state, behind the mutex that failures, refusals and transitions take.
@@ -240,6 +276,7 @@ impl Breaker {
                     last_error: Arc::from(""),
                 }),
                 changed: Notify::new(),
+                background: AtomicUsize::new(0),
             }),
         }
     }
@@ -292,7 +329,7 @@ impl Breaker {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn admit(&self) -> Result<Admission<'_>> {
-        self.try_admit(true)
+        self.try_admit(Caller::Call, true)
             .map_err(|refused| LockError::Unavailable {
                 backend: self.shared.backend,
                 source: Box::new(refused.error),
@@ -342,13 +379,16 @@ impl Breaker {
 
     /// Waits until a call would be let through (at once while closed; while open, until this
     /// caller can probe or another's probe closed it): for background work that would
-    /// otherwise retry against a server that is down.
+    /// otherwise retry against a server that is down. While such work waits here, it is the
+    /// one that probes when the probe is due, so that every call keeps failing fast; calls
+    /// probe only if it lets the probe lapse for a probe timeout.
     pub async fn admitted(&self) -> Admission<'_> {
+        let _waiting = Waiting::enter(&self.shared.background);
         loop {
             let changed = self.shared.changed.notified();
             let mut changed = std::pin::pin!(changed);
             changed.as_mut().enable();
-            let recheck_at = match self.try_admit(false) {
+            let recheck_at = match self.try_admit(Caller::Background, false) {
                 Ok(admission) => return admission,
                 Err(refused) => refused.recheck_at,
             };
@@ -366,19 +406,36 @@ impl Breaker {
         }
         let due = {
             let detail = lock(&self.shared.detail);
-            match self.shared.state.load(Ordering::Acquire) {
-                OPEN => Some(detail.probe_due),
-                HALF_OPEN => Some(detail.probe_started + self.shared.options.probe_timeout_after()),
-                _ => None,
-            }
+            let state = self.shared.state.load(Ordering::Acquire);
+            self.probe_at(&detail, state, Caller::Call)
         };
         match due {
-            Some(due) if Instant::now() < due => self.try_admit(counted).map(drop),
+            Some(due) if Instant::now() < due => self.try_admit(Caller::Call, counted).map(drop),
             _ => Ok(()),
         }
     }
 
-    fn try_admit(&self, counted: bool) -> std::result::Result<Admission<'_>, Refused> {
+    /// When `caller` may probe in `state` (`None`: closed). A call leaves the probe to a
+    /// background loop waiting for it, unless that loop let it lapse for a probe timeout.
+    fn probe_at(&self, detail: &Detail, state: u8, caller: Caller) -> Option<Instant> {
+        let timeout = self.shared.options.probe_timeout_after();
+        match state {
+            OPEN if caller == Caller::Call
+                && self.shared.background.load(Ordering::Acquire) > 0 =>
+            {
+                Some(detail.probe_due + timeout)
+            }
+            OPEN => Some(detail.probe_due),
+            HALF_OPEN => Some(detail.probe_started + timeout),
+            _ => None,
+        }
+    }
+
+    fn try_admit(
+        &self,
+        caller: Caller,
+        counted: bool,
+    ) -> std::result::Result<Admission<'_>, Refused> {
         // The hot path: while closed, one load decides.
         if self.shared.state.load(Ordering::Acquire) <= FAILING || !self.shared.options.fails_fast()
         {
@@ -390,21 +447,12 @@ impl Breaker {
         let shared = &self.shared;
         let now = Instant::now();
         let mut detail = lock(&shared.detail);
-        let (probe_at, retry_after) = match shared.state.load(Ordering::Acquire) {
-            OPEN => (
-                detail.probe_due,
-                detail.probe_due.saturating_duration_since(now),
-            ),
-            HALF_OPEN => (
-                detail.probe_started + shared.options.probe_timeout_after(),
-                Duration::ZERO,
-            ),
-            _ => {
-                return Ok(Admission {
-                    breaker: self,
-                    probe: None,
-                })
-            }
+        let state = shared.state.load(Ordering::Acquire);
+        let Some(probe_at) = self.probe_at(&detail, state, caller) else {
+            return Ok(Admission {
+                breaker: self,
+                probe: None,
+            });
         };
         if now >= probe_at {
             detail.probe += 1;
@@ -418,6 +466,11 @@ impl Breaker {
                 probe: Some(probe),
             });
         }
+        // When the next probe is due: zero once it is, or while one is under way.
+        let retry_after = match state {
+            OPEN => detail.probe_due.saturating_duration_since(now),
+            _ => Duration::ZERO,
+        };
         let error = CircuitOpen::new(
             shared.backend,
             now.saturating_duration_since(detail.down_since),

@@ -10,7 +10,7 @@ use super::*;
 const FIRST: Duration = Duration::from_millis(500);
 const MAX: Duration = Duration::from_secs(5);
 
-fn breaker() -> Breaker {
+fn test_breaker() -> Breaker {
     Breaker::new(
         "test",
         BreakerOptions::new()
@@ -44,7 +44,7 @@ fn assert_refused(breaker: &Breaker) -> CircuitOpen {
 
 #[tokio::test(start_paused = true)]
 async fn three_failures_in_a_row_open_it_and_calls_then_fail_fast() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     fail(&breaker);
     fail(&breaker);
     assert_eq!(breaker.state(), BreakerState::Closed, "two are not enough");
@@ -64,7 +64,7 @@ async fn three_failures_in_a_row_open_it_and_calls_then_fail_fast() {
 
 #[tokio::test(start_paused = true)]
 async fn an_answer_between_failures_or_a_stale_streak_starts_counting_again() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     fail(&breaker);
     fail(&breaker);
     breaker.admit().unwrap().answered();
@@ -85,7 +85,7 @@ async fn an_answer_between_failures_or_a_stale_streak_starts_counting_again() {
 
 #[tokio::test(start_paused = true)]
 async fn after_the_cool_down_exactly_one_probe_goes_and_its_answer_closes_it() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     for _ in 0..3 {
         fail(&breaker);
     }
@@ -117,7 +117,7 @@ async fn after_the_cool_down_exactly_one_probe_goes_and_its_answer_closes_it() {
 
 #[tokio::test(start_paused = true)]
 async fn failed_probes_double_the_cool_down_up_to_the_cap() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     for _ in 0..3 {
         fail(&breaker);
     }
@@ -139,7 +139,7 @@ async fn failed_probes_double_the_cool_down_up_to_the_cap() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_probe_lets_the_next_call_probe_and_a_hung_one_is_given_up_on() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     for _ in 0..3 {
         fail(&breaker);
     }
@@ -159,7 +159,7 @@ async fn a_dropped_probe_lets_the_next_call_probe_and_a_hung_one_is_given_up_on(
 
 #[tokio::test(start_paused = true)]
 async fn answers_of_calls_sent_before_it_opened_do_not_close_it() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     let straggler = breaker.admit().unwrap();
     for _ in 0..3 {
         fail(&breaker);
@@ -170,7 +170,7 @@ async fn answers_of_calls_sent_before_it_opened_do_not_close_it() {
 
 #[tokio::test(start_paused = true)]
 async fn admitted_waits_for_the_probe_or_for_another_probe_to_close_it() {
-    let breaker = breaker();
+    let breaker = test_breaker();
     for _ in 0..3 {
         fail(&breaker);
     }
@@ -212,4 +212,60 @@ async fn without_fail_fast_it_only_watches() {
     assert!(!admission.is_probe());
     admission.answered();
     assert_eq!(breaker.state(), BreakerState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_background_loop_waiting_to_probe_keeps_every_call_failing_fast() {
+    let breaker = test_breaker();
+    for _ in 0..3 {
+        fail(&breaker);
+    }
+    let due = open_retry_after(&breaker);
+    let background = tokio::spawn({
+        let breaker = breaker.clone();
+        async move {
+            let probe = breaker.admitted().await;
+            assert!(probe.is_probe());
+            Instant::now()
+        }
+    });
+    tokio::task::yield_now().await;
+    advance(due).await;
+    assert_refused(&breaker); // the background loop probes, not this call
+    let probed_at = background.await.unwrap();
+    assert!(probed_at.elapsed() <= Duration::from_millis(1));
+    // Its probe was dropped unanswered (the loop ended): the next one may go at once, and
+    // with no loop waiting, a call takes it.
+    assert!(breaker.admit().expect("probing").is_probe());
+
+    // A loop that lets the probe lapse for a probe timeout leaves it to the calls.
+    let lapsed = test_breaker();
+    for _ in 0..3 {
+        fail(&lapsed);
+    }
+    let due = open_retry_after(&lapsed);
+    let waiting = lapsed.clone();
+    let stuck = tokio::spawn(async move {
+        let admitted = std::pin::pin!(waiting.admitted());
+        // Polled once, so it counts as waiting, then never again.
+        assert!(poll_once(admitted).await.is_none());
+        std::future::pending::<()>().await;
+    });
+    tokio::task::yield_now().await;
+    advance(due).await;
+    assert_refused(&lapsed);
+    advance(Duration::from_secs(10)).await;
+    assert!(lapsed.admit().expect("the loop let it lapse").is_probe());
+    stuck.abort();
+}
+
+/// Polls `future` once.
+async fn poll_once<F: std::future::Future + Unpin>(mut future: F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut future).poll(cx) {
+            std::task::Poll::Ready(output) => Some(output),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
 }

@@ -1,7 +1,9 @@
-//! Redis down under the cache, the lock and the idempotency records, on a `redis-server` the
-//! test starts and kills: once the outage is known, fail-open cache calls are answered in the
-//! origin's time plus a few milliseconds, fail-closed calls fail at once, the process logs one
-//! WARN for the outage and one INFO when Redis is back, and collapsing resumes.
+//! Redis down under the cache, the lock, the keyed-lock answer and the idempotency records, on
+//! a `redis-server` the test starts and kills: once the outage is known (the connection's
+//! breaker open), fail-open cache calls are answered in the origin's time plus a few
+//! milliseconds, fail-closed calls fail at once (a keyed-lock 503 saying when the probe is
+//! due), the process logs one WARN for the outage and one INFO when Redis is back, and
+//! collapsing resumes.
 //!
 //! Its own test binary, as it installs a process-wide tracing subscriber to count log lines.
 #![cfg(feature = "redis")]
@@ -10,7 +12,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lock_core::breaker::BreakerState;
 use lock_core::cache::{Cache, CacheError, CacheStatus, OnBackendError, RedisResultStore};
+use lock_core::http::{KeyedLockOptions, RequestLock};
 use lock_core::idempotency::{Fingerprint, Idempotency, InFlight};
 use lock_core::testing::{free_port, server_url, unique, RedisServer};
 use lock_core::{LockClient, RedisBackend};
@@ -74,18 +78,16 @@ impl Subscriber for &'static Lines {
     fn exit(&self, _: &Id) {}
 }
 
-/// An origin that counts its calls and answers after [`ORIGIN`].
+/// One origin call.
+type Computation =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<u8>, String>> + Send>>;
+
+/// An origin that counts its calls and answers after a delay.
 #[derive(Clone, Default)]
 struct Origin(Arc<AtomicUsize>);
 
 impl Origin {
-    fn compute(
-        &self,
-        delay: Duration,
-    ) -> impl FnOnce() -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Vec<u8>, String>> + Send>,
-    > + Send
-           + 'static {
+    fn compute(&self, delay: Duration) -> impl FnOnce() -> Computation + Send + 'static {
         let calls = self.0.clone();
         move || {
             Box::pin(async move {
@@ -173,23 +175,18 @@ async fn outage(lines: &'static Lines) {
 
     server.kill();
     let down_at = Instant::now();
-    // Until the outage is known, calls wait for the connection's errors; then they are fast.
+    // Until the outage is known (the breaker open), calls wait for the connection's errors.
     let mut slow = 0;
-    loop {
-        let (cached, took) = timed(
-            caches[slow % 2]
-                .entry(format!("down:{slow}"))
-                .try_get_with(origin.compute(ORIGIN)),
-        )
-        .await;
+    while backend.breaker().state() == BreakerState::Closed {
+        let cached = caches[slow % 2]
+            .entry(format!("down:{slow}"))
+            .try_get_with(origin.compute(ORIGIN))
+            .await;
         assert_eq!(cached.unwrap().status, CacheStatus::FailOpen);
-        if took <= ORIGIN + SLACK {
-            break;
-        }
         slow += 1;
         assert!(
             down_at.elapsed() < Duration::from_secs(15),
-            "cache calls never got fast: {slow} calls, the last took {took:?}"
+            "the outage never became known ({slow} calls)"
         );
     }
     let known_after = down_at.elapsed();
@@ -216,11 +213,21 @@ async fn outage(lines: &'static Lines) {
         "a fail-open call took {slowest:?} for a {ORIGIN:?} origin"
     );
 
+    let keyed = KeyedLockOptions::new().retry_after(Duration::from_secs(30));
     let mut slowest_refusal = Duration::ZERO;
     for n in 0..20 {
         let (acquired, took) = timed(locks.lock(format!("sku:{n}")).try_acquire()).await;
         let error = acquired.expect_err("fail closed");
         assert!(error.is_unavailable(), "{error}");
+        slowest_refusal = slowest_refusal.max(took);
+        let (answered, took) = timed(RequestLock::acquire(&locks, "sku", &keyed)).await;
+        let rejection = answered.expect_err("fail closed");
+        assert_eq!(rejection.status, 503);
+        let retry_after = rejection.retry_after.expect("Retry-After");
+        assert!(
+            retry_after <= 5,
+            "Retry-After {retry_after}: the options' 30 s, not when the probe is due"
+        );
         slowest_refusal = slowest_refusal.max(took);
         let fingerprint = Fingerprint::builder("POST", "/pay").finish();
         let (begun, took) = timed(idempotency.begin(

@@ -11,6 +11,8 @@
 //!   dropped at random points, a crowd of waiters on one key, a starved runtime).
 //! - [`target`]: the lock server per backend, reached straight or through a proxy, and the
 //!   operator's hand on it; [`server_process`]: its processes, paused in scenario 2.
+//! - [`web`]: the service scenario 17 takes Redis away from (`chaos web ...`): the response
+//!   cache, idempotency and keyed-lock layers on one connection, its log lines as events.
 //! - [`scenarios`]: the catalogue; [`report`]: the table.
 
 #[cfg(feature = "servers")]
@@ -36,5 +38,7 @@ pub mod server_process;
 pub mod starve;
 #[cfg(feature = "servers")]
 pub mod target;
+#[cfg(feature = "servers")]
+pub mod web;
 #[cfg(feature = "servers")]
 pub mod worker;

@@ -32,7 +32,13 @@ impl Drop for LatchWaiter<'_> {
             self.keys.waiters.clone(),
             std::mem::take(&mut self.id),
         );
+        let breaker = self.backend.shared.breaker.clone();
         runtime.spawn(async move {
+            // While the server is known to be down nothing reaches it: the entry expires with
+            // the latch.
+            if breaker.check().is_err() {
+                return;
+            }
             let removed: redis::RedisResult<i64> = redis::cmd("ZREM")
                 .arg(&waiters)
                 .arg(&id)

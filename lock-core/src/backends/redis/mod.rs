@@ -660,6 +660,11 @@ impl Drop for Waiting<'_> {
             return;
         };
         runtime.spawn(async move {
+            // While the server is known to be down nothing reaches it: the entry ends with
+            // the queue's lifetime (or with the server's data, after a restart).
+            if backend.shared.breaker.check().is_err() {
+                return;
+            }
             let mut connection = backend.shared.connection.clone();
             backend.shared.commands.fetch_add(2, Ordering::Relaxed);
             let removed: redis::RedisResult<i64> = redis::cmd("ZREM").arg(&waiters).arg(&id).query_async(&mut connection).await;

@@ -71,6 +71,10 @@ pub(crate) fn spawn_sweeper<S, Fut>(
             match sweep(shared).await {
                 Ok(0) => {}
                 Ok(rows) => tracing::debug!(backend, rows, "swept rows of locks unused for a day"),
+                // The pool's breaker reports an outage once.
+                Err(error) if error.is_unavailable() => {
+                    tracing::debug!(backend, error = %error.with_causes(), "sweeping old lock rows failed; the next sweep tries again")
+                }
                 Err(error) => {
                     tracing::warn!(backend, error = %error.with_causes(), "sweeping old lock rows failed; the next sweep tries again")
                 }

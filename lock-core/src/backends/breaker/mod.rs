@@ -29,7 +29,7 @@
 //! # Scope: one breaker per server connection
 //! "The backend is known to be down" is a fact about one connection to one server, so a
 //! breaker belongs to what holds that connection, never to the process:
-//! - [`RedisBackend`]: one per backend (its clones share it), and the `RedisResultStore` made
+//! - `RedisBackend`: one per backend (its clones share it), and the `RedisResultStore` made
 //!   from it shares it too, as it shares the multiplexed connection. The backend's wake-up
 //!   subscription and the store's push subscription go through it as well.
 //! - `PostgresBackend`, `PostgresAdvisoryBackend`, `MySqlBackend`: one per backend (its pool).
@@ -81,9 +81,11 @@
 //! - **Closed**: the probe's answer closes it. So does any answer when the breaker does not
 //!   [fail fast](BreakerOptions::fail_fast).
 //!
-//! Background work follows the same rule: the Redis subscriptions, the PostgreSQL `LISTEN`
-//! connection and the clean-up of an abandoned acquire wait for [`Breaker::admitted`] before
-//! trying again, so while the server is down they send nothing but the probes.
+//! Background work follows the same rule: the Redis subscriptions wait for
+//! [`Breaker::admitted`] before subscribing again (and are the probes); the PostgreSQL `LISTEN`
+//! connections and the clean-up of an abandoned acquire wait for [`Breaker::ready`] (the
+//! breaker closed, or a probe due), so while the server is down they try no more often than
+//! the probes do.
 //!
 //! # Out of the hot path
 //! A closed breaker costs one atomic load to admit a call and one to settle it: no lock, no
@@ -99,8 +101,6 @@
 //! [`BREAKER_TRANSITIONS_TOTAL`](crate::metrics::BREAKER_TRANSITIONS_TOTAL) and
 //! [`BREAKER_REFUSED_TOTAL`](crate::metrics::BREAKER_REFUSED_TOTAL); and
 //! [`Breaker::state`] at any time (`LockClient::breaker`, `RedisBackend::breaker`, ...).
-//!
-//! [`RedisBackend`]: https://docs.rs/lock-core/latest/lock_core/redis/struct.RedisBackend.html
 
 mod circuit_open;
 mod options;

@@ -66,7 +66,8 @@
 //!   others (idempotency, the keyed lock, a fail-closed cache, plain acquires) answer
 //!   "unavailable" (HTTP 503). An acquire refused before anything was sent needs no clean-up.
 //! - **Half-open**: after the cool-down (500 ms, doubled after every failed probe up to 5 s,
-//!   each spread by ±20% so that a fleet does not probe in step), exactly one attempt goes to
+//!   each spread by ±20%, never past the 5 s, so that a fleet does not probe in step, and a
+//!   `Retry-After` is never later than 5 s), exactly one attempt goes to
 //!   the server; every call keeps failing fast. A probe unanswered for
 //!   [`BreakerOptions::probe_timeout`] (10 s) counts as failed; a probe dropped unanswered
 //!   (its caller was cancelled) lets the next one probe at once.
@@ -550,7 +551,7 @@ impl Breaker {
                     shared.state.store(FAILING, Ordering::Release);
                     None
                 } else {
-                    let probe_in = crate::backends::jitter(options.first_cool_down());
+                    let probe_in = spread(options.first_cool_down(), options);
                     detail.down_since = detail.streak_started;
                     detail.cool_down = options.first_cool_down();
                     detail.probe_due = now + probe_in;
@@ -567,7 +568,7 @@ impl Breaker {
             }
             HALF_OPEN if probe == Some(detail.probe) => {
                 detail.cool_down = (detail.cool_down * 2).min(options.max_cool_down());
-                let cool_down = crate::backends::jitter(detail.cool_down);
+                let cool_down = spread(detail.cool_down, options);
                 detail.probe_due = now + cool_down;
                 detail.last_error = error.clone();
                 shared.state.store(OPEN, Ordering::Release);
@@ -654,6 +655,12 @@ impl Breaker {
             Event::Closed { down_for, refused } => report::closed(backend, down_for, refused),
         }
     }
+}
+
+/// A cool-down spread by ±20% (so that a fleet does not probe in step), never past the
+/// longest one: a `Retry-After` is never later than the options say.
+fn spread(cool_down: Duration, options: BreakerOptions) -> Duration {
+    crate::backends::jitter(cool_down).min(options.max_cool_down())
 }
 
 impl fmt::Debug for Breaker {

@@ -10,7 +10,8 @@ use crate::{LockError, Result};
 ///
 /// The defaults: open after **3** availability failures in a row within **10 s**; then refuse
 /// calls for a cool-down of **500 ms**, doubled after each failed probe up to **5 s**, each
-/// spread by ±20% so that many processes do not probe together; a probe that has not answered
+/// spread by ±20% (never past the 5 s) so that many processes do not probe together; a probe
+/// that has not answered
 /// within **10 s** counts as failed and another may go; while open, at most one summary line
 /// every **30 s**.
 ///

@@ -26,3 +26,9 @@ async fn redis_down_fails_open_or_answers_a_generic_503() {
     let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     suite::redis_down_fails_open_or_answers_a_generic_503::<Actix>(tmp).await;
 }
+
+#[actix_web::test]
+async fn redis_down_answers_in_the_origins_time_and_collapses_again() {
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    suite::redis_down_answers_in_the_origins_time_and_collapses_again::<Actix>(tmp).await;
+}

@@ -31,6 +31,9 @@
 //! - [`LockBackend`]: what a store implements; [`MemoryBackend`] is always compiled,
 //!   `RedisBackend` comes with the `redis` feature.
 //! - [`LockError`]: one error type; contention is `Ok(None)`, not an error.
+//! - [`breaker`]: the circuit breaker of each server connection: once a backend is known to
+//!   be down, calls fail at once ([`LockError::circuit_open`]) and one probe finds out when it
+//!   is back; one log line each way.
 //! - [`KeyTemplate`]: keys from templates such as `"order:{id}:{user}"`, built as
 //!   `#[distributed_lock]` builds them (values percent-encoded so keys never collide).
 //!
@@ -54,6 +57,7 @@ mod scenarios;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
+pub use backends::breaker;
 #[cfg(feature = "etcd")]
 pub use backends::etcd;
 #[cfg(feature = "redis")]

@@ -1,23 +1,39 @@
 //! The lock's metrics (feature `metrics`), read back from an in-memory recorder: an
-//! acquisition, a busy try, a hold, a lost lease and renewals, each with its labels.
+//! acquisition, a busy try, a hold, a lost lease and renewals, each with its labels; a
+//! breaker's availability gauge, transitions and refused calls.
 #![cfg(feature = "metrics")]
 
 mod metrics_support;
 
 use std::time::Duration;
 
-use lock_core::metrics::{ACQUIRE_TOTAL, HOLD_SECONDS, LOST_TOTAL, RENEWALS_TOTAL};
+use std::sync::OnceLock;
+
+use lock_core::breaker::{Breaker, BreakerOptions};
+use lock_core::metrics::{
+    ACQUIRE_TOTAL, BACKEND_AVAILABLE, BREAKER_REFUSED_TOTAL, BREAKER_TRANSITIONS_TOTAL,
+    HOLD_SECONDS, LOST_TOTAL, RENEWALS_TOTAL,
+};
 use lock_core::{LeaseMode, LockClient, LockOwner, MemoryBackend};
-use metrics_support::{counter, histogram_samples};
-use metrics_util::debugging::DebuggingRecorder;
+use metrics_support::{counter, gauge, histogram_samples};
+use metrics_util::debugging::{DebuggingRecorder, Snapshotter};
+
+/// The recorder of this test binary, installed by the first test that needs it.
+fn snapshotter() -> &'static Snapshotter {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder
+            .install()
+            .expect("the only recorder of this test binary");
+        snapshotter
+    })
+}
 
 #[tokio::test]
 async fn the_lock_records_its_metrics() {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    recorder
-        .install()
-        .expect("the only recorder of this test binary");
+    let snapshotter = snapshotter();
     let backend = MemoryBackend::new();
     let locks = LockClient::new(backend.clone());
 
@@ -61,4 +77,41 @@ async fn the_lock_records_its_metrics() {
     let lost = [("backend", "memory"), ("reason", "not_owner")];
     assert_eq!(counter(&metrics, LOST_TOTAL, &lost), 1);
     assert_eq!(histogram_samples(&metrics, HOLD_SECONDS), 1);
+}
+
+#[tokio::test]
+async fn a_breaker_records_its_transitions_and_refusals() {
+    let snapshotter = snapshotter();
+    let backend = [("backend", "metrics-breaker")];
+    let breaker = Breaker::new("metrics-breaker", BreakerOptions::new().failures(1));
+    let available = || {
+        gauge(
+            &snapshotter.snapshot().into_vec(),
+            BACKEND_AVAILABLE,
+            &backend,
+        )
+    };
+    assert_eq!(available(), Some(1.0));
+    breaker.admit().unwrap().unavailable("Connection refused");
+    assert_eq!(available(), Some(0.0));
+    assert!(breaker.admit().is_err());
+    assert!(breaker.admit().is_err());
+    let probe = tokio::time::timeout(Duration::from_secs(5), breaker.admitted())
+        .await
+        .expect("the probe is due after the cool-down");
+    probe.answered();
+    assert_eq!(available(), Some(1.0));
+    let metrics = snapshotter.snapshot().into_vec();
+    let entered = |state| {
+        counter(
+            &metrics,
+            BREAKER_TRANSITIONS_TOTAL,
+            &[("backend", "metrics-breaker"), ("state", state)],
+        )
+    };
+    assert_eq!(
+        (entered("open"), entered("half_open"), entered("closed")),
+        (1, 1, 1)
+    );
+    assert_eq!(counter(&metrics, BREAKER_REFUSED_TOTAL, &backend), 2);
 }

@@ -46,3 +46,10 @@ async fn the_store_down_answers_503_and_runs_nothing() {
     let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     suite::the_store_down_answers_503_and_runs_nothing::<AxumIdempotency>(tmp).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_down_answers_503_at_once_and_runs_again_when_back() {
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    suite::the_store_down_answers_503_at_once_and_runs_again_when_back::<AxumIdempotency>(tmp)
+        .await;
+}

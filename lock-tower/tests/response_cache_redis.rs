@@ -26,3 +26,9 @@ async fn redis_down_fails_open_or_answers_a_generic_503() {
     let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     suite::redis_down_fails_open_or_answers_a_generic_503::<Axum>(tmp).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_answers_in_the_origins_time_and_collapses_again() {
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    suite::redis_down_answers_in_the_origins_time_and_collapses_again::<Axum>(tmp).await;
+}

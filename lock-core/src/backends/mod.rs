@@ -1,7 +1,9 @@
 //! The stores: the trait family a backend implements ([`traits`], public as
-//! `lock_core::backend`), the embedded [`memory`] backend, and one module per server behind
+//! `lock_core::backend`), the circuit breaker every server connection has ([`breaker`], public
+//! as `lock_core::breaker`), the embedded [`memory`] backend, and one module per server behind
 //! its cargo feature.
 
+pub mod breaker;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
@@ -19,14 +21,8 @@ pub mod traits;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
-/// Spreads re-checks of many waiters over ±20% of `base`, so they do not arrive together.
-#[cfg(any(
-    feature = "redis",
-    feature = "zookeeper",
-    feature = "etcd",
-    feature = "postgres",
-    feature = "mysql"
-))]
+/// Spreads re-checks of many waiters (and the probes of many breakers) over ±20% of `base`,
+/// so they do not arrive together.
 pub(crate) fn jitter(base: std::time::Duration) -> std::time::Duration {
     let mut byte = [0u8; 1];
     let spread = if getrandom::fill(&mut byte).is_ok() {

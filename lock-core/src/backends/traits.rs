@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::breaker::Breaker;
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 /// A boxed, `Send` future, as the object-safe traits return.
@@ -393,6 +394,14 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
         owner: OwnerToken,
     ) -> impl Future<Output = Result<bool>> + Send;
 
+    /// The [circuit breaker](crate::breaker) of this backend's server connection, if it has
+    /// one (the default: none, as for the memory backend). The backend consults it around
+    /// every command it sends; the client also asks it before an acquisition starts, so that
+    /// one refused while the server is known to be down leaves nothing to clean up.
+    fn breaker(&self) -> Option<&Breaker> {
+        None
+    }
+
     /// How many acquisitions of `kind` wait on `key` right now (for monitoring and tests). The
     /// default, for a backend whose waiters wait in their own process, is
     /// [`LockError::Unsupported`] for a "waiter queue in the store".
@@ -519,6 +528,8 @@ pub trait DynLockBackend: Send + Sync {
         kind: LeaseKind,
         owner: OwnerToken,
     ) -> BoxFuture<'a, Result<bool>>;
+    /// See [`LockBackend::breaker`].
+    fn breaker(&self) -> Option<&Breaker>;
     /// See [`LockBackend::queue_length`].
     fn queue_length<'a>(
         &'a self,
@@ -596,6 +607,10 @@ impl<B: LockBackend> DynLockBackend for B {
         owner: OwnerToken,
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(LockBackend::release_abandoned(self, key, kind, owner))
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        LockBackend::breaker(self)
     }
 
     fn queue_length<'a>(

@@ -7,11 +7,18 @@
 //! token is chosen before the first command is sent, so a cleanup that knows only the key and
 //! the token can find and release it; [`PendingAcquire`] runs that cleanup in a task of its
 //! own, which outlives the dropped future.
+//!
+//! While the backend is known to be down (its [breaker](crate::breaker) is open) the clean-up
+//! waits for it to be back, for at most the lease's TTL (after which whatever it may have won
+//! has ended anyway), and tries once more; an acquisition the breaker refused before sending
+//! anything never gets here. Failures to reach the server are DEBUG: the breaker reports the
+//! outage.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::backend::{DynLockBackend, LeaseKind};
-use crate::{LockKey, OwnerToken};
+use crate::{LockError, LockKey, OwnerToken};
 
 /// An acquisition in progress. Dropping it unsettled spawns
 /// [`release_abandoned`](crate::LockBackend::release_abandoned) for its key and token.
@@ -20,6 +27,8 @@ pub(crate) struct PendingAcquire {
     key: LockKey,
     kind: LeaseKind,
     owner: OwnerToken,
+    /// The lease asked for: how long anything the acquisition left can live.
+    ttl: Duration,
     armed: bool,
 }
 
@@ -29,12 +38,14 @@ impl PendingAcquire {
         key: LockKey,
         kind: LeaseKind,
         owner: OwnerToken,
+        ttl: Duration,
     ) -> Self {
         Self {
             backend,
             key,
             kind,
             owner,
+            ttl,
             armed: true,
         }
     }
@@ -55,22 +66,40 @@ impl Drop for PendingAcquire {
             tracing::warn!(key = %self.key, "acquire abandoned outside a tokio runtime; a lease it may have won ends with its TTL");
             return;
         };
-        let (backend, key, kind, owner) = (
+        let (backend, key, kind, owner, ttl) = (
             self.backend.clone(),
             self.key.clone(),
             self.kind,
             self.owner,
+            self.ttl,
         );
         runtime.spawn(async move {
-            match backend.release_abandoned(&key, kind, owner).await {
-                Ok(true) => {
-                    tracing::debug!(key = %key, "released what an abandoned acquire left behind")
-                }
-                Ok(false) => {}
-                Err(error) => {
-                    tracing::warn!(key = %key, error = %error.with_causes(), "cleaning up after an abandoned acquire failed; a lease it may have won ends with its TTL")
+            let mut outcome = backend.release_abandoned(&key, kind, owner).await;
+            if let (Err(error), Some(breaker)) = (&outcome, backend.breaker()) {
+                if error.circuit_open().is_some() {
+                    tracing::debug!(key = %key, "the backend is down; cleaning up after an abandoned acquire once it is back");
+                    if tokio::time::timeout(ttl, breaker.ready()).await.is_err() {
+                        tracing::debug!(key = %key, "the backend stayed down for the lease's TTL; nothing an abandoned acquire may have won is left");
+                        return;
+                    }
+                    outcome = backend.release_abandoned(&key, kind, owner).await;
                 }
             }
+            report(&key, &outcome);
         });
+    }
+}
+
+fn report(key: &LockKey, outcome: &Result<bool, LockError>) {
+    match outcome {
+        Ok(true) => tracing::debug!(key = %key, "released what an abandoned acquire left behind"),
+        Ok(false) => {}
+        // The backend's breaker reports the outage; this is one of its calls.
+        Err(error) if error.is_unavailable() => {
+            tracing::debug!(key = %key, error = %error.with_causes(), "cleaning up after an abandoned acquire failed; a lease it may have won ends with its TTL")
+        }
+        Err(error) => {
+            tracing::warn!(key = %key, error = %error.with_causes(), "cleaning up after an abandoned acquire failed; a lease it may have won ends with its TTL")
+        }
     }
 }

@@ -129,6 +129,20 @@ impl LockClient {
         self.inner.backend.queue_length(&key, kind).await
     }
 
+    /// The [circuit breaker](crate::breaker) of the backend's server connection (`None` for
+    /// the memory backend, which cannot be unreachable): its
+    /// [`state`](crate::breaker::Breaker::state) says whether calls go through.
+    ///
+    /// ```
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// assert!(LockClient::new(MemoryBackend::new()).breaker().is_none());
+    /// ```
+    #[must_use]
+    pub fn breaker(&self) -> Option<&crate::breaker::Breaker> {
+        self.inner.backend.breaker()
+    }
+
     /// How many distinct leases this client's owners hold right now.
     #[must_use]
     pub fn held_leases(&self) -> usize {

@@ -188,7 +188,9 @@ impl LockError {
 
     /// The message followed by every cause in the [`source`] chain, `": "`-separated
     /// (`redis backend unavailable: connection refused`): for one-line logs and answers, as
-    /// `Display` shows the message only.
+    /// `Display` shows the message only. A cause whose text is already in the line is not
+    /// repeated: many clients print their source inside their own message (redis-rs shows an
+    /// I/O error's text as its own, then returns the I/O error as its source).
     ///
     /// ```
     /// use lock_core::LockError;
@@ -203,11 +205,32 @@ impl LockError {
         let mut out = self.to_string();
         let mut cause = std::error::Error::source(self);
         while let Some(error) = cause {
-            out.push_str(": ");
-            out.push_str(&error.to_string());
+            let text = error.to_string();
+            if !text.is_empty() && !out.contains(&text) {
+                out.push_str(": ");
+                out.push_str(&text);
+            }
             cause = error.source();
         }
         out
+    }
+
+    /// The breaker's refusal behind an [`Unavailable`](Self::Unavailable) error: the call was
+    /// not sent, because its backend is known to be down (see [`crate::breaker`]). Its
+    /// [`retry_after`](crate::breaker::CircuitOpen::retry_after) says when the next probe is
+    /// due.
+    ///
+    /// ```
+    /// use lock_core::LockError;
+    ///
+    /// assert!(LockError::unavailable("redis", "connection refused").circuit_open().is_none());
+    /// ```
+    #[must_use]
+    pub fn circuit_open(&self) -> Option<&crate::breaker::CircuitOpen> {
+        match self {
+            Self::Unavailable { source, .. } => source.downcast_ref(),
+            _ => None,
+        }
     }
 
     /// Wraps a backend client error.
@@ -249,5 +272,29 @@ mod tests {
         };
         assert!(std::error::Error::source(&timeout).is_none());
         assert_eq!(timeout.with_causes(), timeout.to_string());
+    }
+
+    /// A client error that prints its own source (redis-rs's I/O errors do) is named once.
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_cause_already_in_the_line_is_not_repeated() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        );
+        let error = LockError::unavailable("redis", redis::RedisError::from(io));
+        let source = std::error::Error::source(&error).unwrap();
+        assert_eq!(
+            (source.to_string(), source.source().map(ToString::to_string)),
+            (
+                "Connection refused (os error 111)".to_owned(),
+                Some("Connection refused (os error 111)".to_owned())
+            ),
+            "redis-rs prints its source as its own message"
+        );
+        assert_eq!(
+            error.with_causes(),
+            "redis backend unavailable: Connection refused (os error 111)"
+        );
     }
 }

@@ -194,6 +194,10 @@ impl LockGuard {
             Ok(held) => {
                 tracing::debug!(key = %self.lease.key, fence = %self.lease.fence, freed = held, "released")
             }
+            // The backend's breaker reports an outage once; each release in it is DEBUG.
+            Err(error) if error.is_unavailable() => {
+                tracing::debug!(key = %self.lease.key, error = %error.with_causes(), "release failed; the lease's TTL will free the lock")
+            }
             Err(error) => {
                 tracing::warn!(key = %self.lease.key, error = %error.with_causes(), "release failed; the lease's TTL will free the lock")
             }
@@ -255,8 +259,15 @@ impl Drop for ReleaseUnfinished {
 fn release_in_background(lease: Arc<HeldLease>) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {
-            if let Err(error) = lease.lease.release().await {
-                tracing::warn!(key = %lease.key, error = %error.with_causes(), "release in the background failed; the lease's TTL will free the lock");
+            match lease.lease.release().await {
+                Ok(_) => {}
+                // The backend's breaker reports an outage once.
+                Err(error) if error.is_unavailable() => {
+                    tracing::debug!(key = %lease.key, error = %error.with_causes(), "release in the background failed; the lease's TTL will free the lock");
+                }
+                Err(error) => {
+                    tracing::warn!(key = %lease.key, error = %error.with_causes(), "release in the background failed; the lease's TTL will free the lock");
+                }
             }
         });
     } else {

@@ -9,6 +9,9 @@
 //! | [`HOLD_SECONDS`] | histogram | `backend` | how long a lease was held, grant to release |
 //! | [`LOST_TOTAL`] | counter | `backend`, `reason` | leases lost: `expired`, `renewal_failed`, `not_owner`, `session_lost` |
 //! | [`RENEWALS_TOTAL`] | counter | `backend`, `result` | watchdog renewals (or checks): `ok`, `failed` (retried while the lease lasts) |
+//! | [`BACKEND_AVAILABLE`] | gauge | `backend` | 1 while the backend's [circuit breaker](crate::breaker) is closed, 0 while it is open or half-open (one series per backend name: with several breakers of one kind, the latest transition shows) |
+//! | [`BREAKER_TRANSITIONS_TOTAL`] | counter | `backend`, `state` | the breaker's transitions, by the state entered: `open` (the backend went down, or a probe failed), `half_open` (a probe goes), `closed` (it is back) |
+//! | [`BREAKER_REFUSED_TOTAL`] | counter | `backend` | calls refused without reaching the server while the breaker was open |
 //! | [`HTTP_RESPONSES_TOTAL`] | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below) |
 //! | [`CACHE_REQUESTS_TOTAL`] | counter | `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
 //! | [`CACHE_COMPUTE_SECONDS`] | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
@@ -46,6 +49,16 @@ pub const HOLD_SECONDS: &str = "lock_hold_seconds";
 pub const LOST_TOTAL: &str = "lock_lost_total";
 /// Watchdog renewals and ownership checks (counter; labels `backend`, `result`).
 pub const RENEWALS_TOTAL: &str = "lock_renewals_total";
+
+/// 1 while the backend's circuit breaker is closed, 0 while it is open or half-open (gauge;
+/// label `backend`).
+pub const BACKEND_AVAILABLE: &str = "lock_backend_available";
+/// The circuit breakers' transitions by the state entered: `open`, `half_open`, `closed`
+/// (counter; labels `backend`, `state`).
+pub const BREAKER_TRANSITIONS_TOTAL: &str = "lock_breaker_transitions_total";
+/// Calls an open circuit breaker refused without reaching the server (counter; label
+/// `backend`).
+pub const BREAKER_REFUSED_TOTAL: &str = "lock_breaker_refused_total";
 
 /// Answers of the HTTP layers (counter; labels `layer`, `status` when lock-core knows it,
 /// `outcome`).
@@ -176,6 +189,31 @@ pub(crate) fn renewal(backend: &'static str, ok: bool) {
         .increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = (backend, ok);
+}
+
+/// Sets whether the backend is available (its breaker closed).
+pub(crate) fn backend_available(backend: &'static str, available: bool) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!(BACKEND_AVAILABLE, "backend" => backend).set(if available { 1.0 } else { 0.0 });
+    #[cfg(not(feature = "metrics"))]
+    let _ = (backend, available);
+}
+
+/// Records a transition of a circuit breaker into `state`.
+pub(crate) fn breaker_transition(backend: &'static str, state: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(BREAKER_TRANSITIONS_TOTAL, "backend" => backend, "state" => state)
+        .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (backend, state);
+}
+
+/// Records a call refused by an open circuit breaker.
+pub(crate) fn breaker_refused(backend: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(BREAKER_REFUSED_TOTAL, "backend" => backend).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = backend;
 }
 
 #[cfg(test)]

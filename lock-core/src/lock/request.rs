@@ -149,12 +149,18 @@ impl<'a> LockRequest<'a> {
             _ => None,
         };
 
+        // A backend known to be down refuses at once; nothing is sent, so nothing needs
+        // cleaning up.
+        if let Some(breaker) = inner.backend.breaker() {
+            breaker.check()?;
+        }
         let backend = capabilities.backend;
         let deadline = wait.deadline(started);
         let token = OwnerToken::random()?;
         // Until its outcome reaches the caller, a drop or a failure of this acquisition releases
         // whatever the store may hold under `token` (see `abandoned.rs`).
-        let pending = PendingAcquire::new(inner.backend.clone(), key.clone(), kind, token);
+        let pending =
+            PendingAcquire::new(inner.backend.clone(), key.clone(), kind, token, mode.ttl());
         loop {
             let mut request =
                 AcquireRequest::new(&key, token, mode.ttl(), deadline).with_kind(kind);

@@ -218,9 +218,15 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
             Ok(false) => {}
             Err(error) => {
                 metrics::renewal(lease.backend, false);
-                let error = error.with_causes();
-                tracing::warn!(key = %lease.key, %error, "lease renewal failed; retrying while the lease lasts");
-                times.last_error = Some(error);
+                let text = error.with_causes();
+                if error.is_unavailable() {
+                    // The backend's breaker reports the outage once (and refuses renewals at
+                    // once while it lasts); a lease that runs out is reported as lost.
+                    tracing::debug!(key = %lease.key, error = %text, "lease renewal failed; retrying while the lease lasts");
+                } else {
+                    tracing::warn!(key = %lease.key, error = %text, "lease renewal failed; retrying while the lease lasts");
+                }
+                times.last_error = Some(text);
                 times.next_attempt = Instant::now() + retry_backoff(ttl);
             }
         }

@@ -44,3 +44,14 @@ pub fn histogram_samples(metrics: &Metrics, name: &str) -> usize {
         })
         .sum()
 }
+
+/// The gauge `name` with all of `labels` (the first that matches), if set.
+pub fn gauge(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    metrics
+        .iter()
+        .filter(|(key, ..)| matches(key, MetricKind::Gauge, name, labels))
+        .find_map(|(.., value)| match value {
+            DebugValue::Gauge(value) => Some(value.into_inner()),
+            _ => None,
+        })
+}

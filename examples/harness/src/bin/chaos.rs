@@ -6,7 +6,7 @@ use lock_core::testing::{free_port, unique, RedisServer};
 use lock_harness::chaos::report::{table, Outcome, Row};
 use lock_harness::chaos::scenarios::{Chaos, Settings, CATALOGUE};
 use lock_harness::chaos::target::Target;
-use lock_harness::chaos::{cache_worker, starve, worker};
+use lock_harness::chaos::{cache_worker, starve, web, worker};
 use lock_harness::{
     etcd_url, mysql_url, postgres_url, redis_url, usage_error, zookeeper_url, BackendKind, Flags,
 };
@@ -22,6 +22,7 @@ const FLAGS: &[&str] = &[
     "unsafe-ignore-lost",
     "unsafe-long-lease",
     "unsafe-poll",
+    "unsafe-no-breaker",
     "help",
 ];
 
@@ -39,9 +40,10 @@ never from the library's own view. Ends with one table; exits 1 on any violation
 
 Usage: chaos [--backend B|all] [--scenario N|all] [--short] [--rounds N] [--ttl-ms T]
              [--unsafe-no-fence] [--unsafe-ignore-lost] [--unsafe-long-lease] [--unsafe-poll]
+             [--unsafe-no-breaker]
 
   --backend B           redis, zookeeper, etcd, postgres, mysql, a comma list, or all (default)
-  --scenario N          a catalogue number (1..=16), a comma list, or all (default)
+  --scenario N          a catalogue number (1..=13, 15..=17), a comma list, or all (default)
   --short               1 round, smaller sizes (1,000 drops, 200 waiters), Redis and ZooKeeper
                         only (unless --backend says otherwise): what `cargo xtask ci` runs
   --rounds N            rounds per scenario and backend (default 3)
@@ -52,6 +54,8 @@ Usage: chaos [--backend B|all] [--scenario N|all] [--short] [--rounds N] [--ttl-
   --unsafe-long-lease   the killed holder (7) takes a 10x lease; grants are abandoned with a
                         10x lease (8, 9)
   --unsafe-poll         the crowd's waiters (10) poll instead of waiting for wake-ups
+  --unsafe-no-breaker   the web service (17) runs with a breaker that does not fail fast, as
+                        before it had one: every request waits for the connection's timeouts
 
 Scenarios: 1 holder paused past its lease, 2 lock server paused past the lease, 3 acquire
 reply delayed past the lease, 4 write delayed past the lease, 5 client-server partition
@@ -61,7 +65,10 @@ holding, 8 acquire futures dropped at random points, 9 acquire applied but its r
 (ZooKeeper, etcd: clusters of the run's own), 13 key expired early on the server,
 15 the response cache's application failing (503) or answering uncacheable responses, 200
 cold requests over two instances, 16 the instance computing a cold response killed (two
-processes); 15 and 16 run on the cache's stores, Redis and PostgreSQL.
+processes); 15 and 16 run on the cache's stores, Redis and PostgreSQL; 17 Redis down for
+30 s (6 s with --short) under a service with the response cache, idempotency and keyed-lock
+layers (`chaos web`): latency per route against a route with no layer, WARN lines per minute,
+time to store again once Redis is back.
 The lock Redis is a redis-server of the run's own (needs redis-server on PATH); ZooKeeper,
 etcd, PostgreSQL and MySQL are the stack's (LOCK_TEST_*_URL, as `cargo xtask stack up` sets).
 ";
@@ -78,6 +85,11 @@ async fn main() {
         args.next();
         let flags = Flags::parse(args, cache_worker::FLAGS).unwrap_or_else(|e| usage_error(&e));
         std::process::exit(cache_worker::run(&flags).await);
+    }
+    if args.peek().map(String::as_str) == Some("web") {
+        args.next();
+        let flags = Flags::parse(args, web::FLAGS).unwrap_or_else(|e| usage_error(&e));
+        std::process::exit(web::run(&flags).await);
     }
     if args.peek().map(String::as_str) == Some("hog") {
         args.next();
@@ -104,6 +116,7 @@ async fn main() {
         unsafe_ignore_lost: flags.get("unsafe-ignore-lost").is_some(),
         unsafe_long_lease: flags.get("unsafe-long-lease").is_some(),
         unsafe_poll: flags.get("unsafe-poll").is_some(),
+        unsafe_no_breaker: flags.get("unsafe-no-breaker").is_some(),
         short,
     };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -123,6 +136,7 @@ async fn main() {
         (settings.unsafe_ignore_lost, "lost() ignored"),
         (settings.unsafe_long_lease, "long lease"),
         (settings.unsafe_poll, "polling waiters"),
+        (settings.unsafe_no_breaker, "breaker does not fail fast"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
@@ -219,7 +233,7 @@ fn scenarios(raw: Option<&str>) -> Vec<u32> {
                     .ok()
                     .filter(|n| CATALOGUE.iter().any(|(c, ..)| c == n))
                     .unwrap_or_else(|| {
-                        usage_error(&format!("unknown scenario {n:?} (1..=16 or all)"))
+                        usage_error(&format!("unknown scenario {n:?} (1..=13, 15..=17 or all)"))
                     })
             })
             .collect(),

@@ -13,6 +13,8 @@
 //!   operator's hand on it; [`server_process`]: its processes, paused in scenario 2.
 //! - [`cache_app`]: an instance of a service behind the response cache, for the cache
 //!   scenarios (15, 16); [`cache_worker`]: one in a process of its own, killed in scenario 16.
+//! - [`web`]: the service scenario 17 takes Redis away from (`chaos web ...`): the response
+//!   cache, idempotency and keyed-lock layers on one connection, its log lines as events.
 //! - [`scenarios`]: the catalogue; [`report`]: the table.
 
 #[cfg(feature = "servers")]
@@ -42,5 +44,7 @@ pub mod server_process;
 pub mod starve;
 #[cfg(feature = "servers")]
 pub mod target;
+#[cfg(feature = "servers")]
+pub mod web;
 #[cfg(feature = "servers")]
 pub mod worker;

@@ -9,6 +9,7 @@ use super::leases::Spares;
 use super::session::Session;
 use super::watch::Watches;
 use super::{keys, to_lock_error, EtcdBackend, Shared, BACKEND};
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
 
 /// The settings the backend runs with.
@@ -24,6 +25,8 @@ pub(super) struct EtcdConfig {
     pub(super) session_ttl: Duration,
     /// How many times a request is sent in all.
     pub(super) attempts: u32,
+    /// When the channel's circuit breaker opens.
+    pub(super) breaker: BreakerOptions,
 }
 
 /// Settings of an [`EtcdBackend`]; start from [`EtcdBackend::builder`].
@@ -52,6 +55,7 @@ impl EtcdBackendBuilder {
                 poll_cap: Duration::from_secs(1),
                 session_ttl: Duration::from_secs(10),
                 attempts: 3,
+                breaker: BreakerOptions::new(),
             },
         }
     }
@@ -94,9 +98,19 @@ impl EtcdBackendBuilder {
         self
     }
 
+    /// When the channel's [circuit breaker](crate::breaker) opens and how it probes (default
+    /// [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down).
+    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
+    /// again, with the breaker only reporting.
+    pub fn breaker(mut self, options: BreakerOptions) -> Self {
+        self.config.breaker = options;
+        self
+    }
+
     /// Checks the settings, connects and checks that the cluster answers.
     pub async fn connect(self) -> Result<EtcdBackend> {
         keys::validate_prefix(&self.prefix)?;
+        self.config.breaker.validate()?;
         let config = self.config;
         if config.attempts == 0
             || config.response_timeout.is_zero()
@@ -141,6 +155,7 @@ impl EtcdBackendBuilder {
                 in_flight: crate::backends::in_flight::InFlight::default(),
                 acquiring: super::queue::LocalAcquires::default(),
                 enqueues: tokio::sync::Semaphore::new(super::queue::ENQUEUES_IN_FLIGHT),
+                breaker: Breaker::new(super::BACKEND, config.breaker),
                 client,
                 endpoints: self.endpoints,
                 prefix: self.prefix,

@@ -107,6 +107,7 @@ use self::watch::Watches;
 use crate::backend::{
     AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
 };
+use crate::breaker::Breaker;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 /// The backend's name in errors and metrics.
@@ -135,6 +136,8 @@ struct Shared {
     acquiring: queue::LocalAcquires,
     /// Turns to put an entry (`queue::ENQUEUES_IN_FLIGHT`).
     enqueues: tokio::sync::Semaphore,
+    /// The channel's circuit breaker: every request of [`EtcdBackend::call`] goes through it.
+    breaker: Breaker,
 }
 
 impl Drop for Shared {
@@ -189,9 +192,47 @@ impl EtcdBackend {
         self.shared.client.clone()
     }
 
-    /// Runs a request with the response timeout, sending it again (a fresh request built by
-    /// `request`) when its reply was lost. Every request sent through here is idempotent.
-    async fn call<T, F, Fut>(&self, operation: &'static str, mut request: F) -> Result<T>
+    /// The [circuit breaker](crate::breaker) of this backend's channel: every request goes
+    /// through it.
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
+    }
+
+    /// Runs a request through the breaker with the response timeout, sending it again (a
+    /// fresh request built by `request`) when its reply was lost. Every request sent through
+    /// here is idempotent.
+    async fn call<T, F, Fut>(&self, operation: &'static str, request: F) -> Result<T>
+    where
+        F: FnMut(etcd::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd::Error>>,
+    {
+        let config = &self.shared.config;
+        let admission = self.shared.breaker.admit()?;
+        let outcome = self.call_admitted(operation, request).await;
+        match &outcome {
+            // `None`: no reply within the response timeout.
+            Err(None) => {
+                admission.unavailable(format!("no reply within {:?}", config.response_timeout))
+            }
+            Err(Some(error)) if is_transient(error) => admission.unavailable(error),
+            _ => admission.answered(),
+        }
+        outcome.map_err(|error| match error {
+            Some(error) => to_lock_error(error),
+            None => LockError::Timeout {
+                backend: BACKEND,
+                operation,
+                after: config.response_timeout,
+            },
+        })
+    }
+
+    async fn call_admitted<T, F, Fut>(
+        &self,
+        operation: &'static str,
+        mut request: F,
+    ) -> std::result::Result<T, Option<etcd::Error>>
     where
         F: FnMut(etcd::Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd::Error>>,
@@ -206,15 +247,9 @@ impl EtcdBackend {
                 Ok(Err(error)) if !last && is_transient(&error) => {
                     tracing::debug!(operation, %error, "etcd reply lost; sending again");
                 }
-                Ok(Err(error)) => return Err(to_lock_error(error)),
+                Ok(Err(error)) => return Err(Some(error)),
                 Err(_) if !last => {}
-                Err(_) => {
-                    return Err(LockError::Timeout {
-                        backend: BACKEND,
-                        operation,
-                        after: config.response_timeout,
-                    })
-                }
+                Err(_) => return Err(None),
             }
             failures += 1;
             tokio::time::sleep(Duration::from_millis(20) * failures).await;
@@ -255,6 +290,10 @@ impl LockBackend for EtcdBackend {
         caps.loss_push = true;
         caps.primitives = Primitives::ALL;
         caps
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::LatchKeys;
-use super::{millis, scripts, to_lock_error, RedisBackend};
+use super::{millis, scripts, RedisBackend};
 use crate::{LockKey, Result};
 
 /// A latch waiter's registration; dropping it takes its id out of the latch's waiters.
@@ -32,7 +32,13 @@ impl Drop for LatchWaiter<'_> {
             self.keys.waiters.clone(),
             std::mem::take(&mut self.id),
         );
+        let breaker = self.backend.shared.breaker.clone();
         runtime.spawn(async move {
+            // While the server is known to be down nothing reaches it: the entry expires with
+            // the latch.
+            if breaker.check().is_err() {
+                return;
+            }
             let removed: redis::RedisResult<i64> = redis::cmd("ZREM")
                 .arg(&waiters)
                 .arg(&id)
@@ -76,14 +82,9 @@ impl RedisBackend {
 
     pub(super) async fn latch_count_of(&self, key: &LockKey) -> Result<u64> {
         let keys = self.latch_keys(key);
-        self.shared
-            .commands
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let count: Option<i64> = redis::cmd("GET")
-            .arg(&keys.count)
-            .query_async(&mut self.shared.connection.clone())
-            .await
-            .map_err(to_lock_error)?;
+        let mut get = redis::cmd("GET");
+        get.arg(&keys.count);
+        let count: Option<i64> = self.query(&get).await?;
         Ok(count.and_then(|c| u64::try_from(c).ok()).unwrap_or(0))
     }
 

@@ -69,6 +69,15 @@
 //! the scripts treat idempotently. An acquire dropped mid-command, or failed after every retry,
 //! is cleaned up by its owner token (see [`LockBackend::release_abandoned`]).
 //!
+//! Every command goes through the backend's [circuit breaker](crate::breaker) (shared with the
+//! `RedisResultStore` and `RedisStock` made from it): after 3 calls in a row found the server
+//! unreachable, calls fail at once with [`LockError::Unavailable`] (source
+//! [`CircuitOpen`](crate::breaker::CircuitOpen)) instead of each waiting for the connection
+//! manager's reconnect attempts, and one probe goes every 0.5–5 s until the server answers
+//! ([`RedisBackendBuilder::breaker`] changes that). The subscriptions wait for the breaker
+//! before subscribing again, so a server that is down costs one probe per cool-down, and one
+//! WARN line when it goes, one INFO line when it is back.
+//!
 //! The connection manager reconnects after a restart. The wake-up subscription's connection is
 //! the backend's connection-state signal: when it drops and comes back (a restart always cuts
 //! it; it retries every 50–250 ms), every lease this backend holds is re-read at once, in one
@@ -79,6 +88,7 @@
 //! granted the lock while the old holder still believes it holds it. Only fencing tokens,
 //! checked by the resource, make that window safe; they keep increasing across such a restart.
 
+pub(crate) mod availability;
 mod keys;
 mod latch;
 mod leases;
@@ -103,6 +113,7 @@ use self::wakeups::WakeHub;
 use crate::backend::{
     AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
 };
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 const BACKEND: &str = "redis";
@@ -130,6 +141,8 @@ struct Shared {
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
     config: RedisConfig,
+    /// The connection's circuit breaker, shared with the stores made from this backend.
+    breaker: Breaker,
     commands: AtomicU64,
     _stop_subscription: DropGuard,
 }
@@ -216,6 +229,7 @@ struct RedisConfig {
     poll_cap: Duration,
     attempts: u32,
     claim_window: Duration,
+    breaker: BreakerOptions,
 }
 
 impl RedisBackendBuilder {
@@ -269,8 +283,31 @@ impl RedisBackendBuilder {
         self
     }
 
+    /// When the connection's [circuit breaker](crate::breaker) opens and how it probes
+    /// (default [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down);
+    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
+    /// again, with the breaker only reporting.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::breaker::BreakerOptions;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .breaker(BreakerOptions::new().cool_down(Duration::from_millis(200), Duration::from_secs(2)))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn breaker(mut self, options: BreakerOptions) -> Self {
+        self.config.breaker = options;
+        self
+    }
+
     /// Connects, loads the scripts and subscribes for wake-ups.
     pub async fn connect(self) -> Result<RedisBackend> {
+        self.config.breaker.validate()?;
         if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
             return Err(LockError::InvalidConfig(format!(
                 "Redis key prefix {:?} must be non-empty and free of '{{' and '}}'",
@@ -317,6 +354,7 @@ impl RedisBackendBuilder {
             &self.prefix,
             OwnerToken::random()?.to_hex()[..16].to_owned(),
         ));
+        let breaker = Breaker::new(BACKEND, self.config.breaker);
         let stop = CancellationToken::new();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let leases = Arc::new(LeaseBook::default());
@@ -325,6 +363,7 @@ impl RedisBackendBuilder {
             hub.clone(),
             leases.clone(),
             connection.clone(),
+            breaker.clone(),
             stop.clone(),
             ready_tx,
         ));
@@ -343,6 +382,7 @@ impl RedisBackendBuilder {
                 hub,
                 leases,
                 config: self.config,
+                breaker,
                 commands: AtomicU64::new(0),
                 _stop_subscription: stop.drop_guard(),
             }),
@@ -449,6 +489,7 @@ impl RedisBackend {
                 poll_cap: Duration::from_secs(1),
                 attempts: 3,
                 claim_window: Duration::from_secs(2),
+                breaker: BreakerOptions::new(),
             },
         }
     }
@@ -461,6 +502,23 @@ impl RedisBackend {
     /// The client, for other primitives' own subscriptions (the cache's value pushes).
     pub(crate) fn redis_client(&self) -> redis::Client {
         self.shared.client.clone()
+    }
+
+    /// The [circuit breaker](crate::breaker) of this backend's connection, shared by its
+    /// clones and by the result store and stock made from it.
+    ///
+    /// ```no_run
+    /// use lock_core::breaker::BreakerState;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
+    /// assert_eq!(backend.breaker().state(), BreakerState::Closed);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
     }
 
     /// Commands this backend has sent to Redis (scripts, re-checks, queue clean-ups), for
@@ -494,34 +552,56 @@ impl RedisBackend {
         LockKeys::new(&self.shared.prefix, full_key).waiters
     }
 
-    /// Runs a script, sending it again (same arguments, so the same owner token) when the
-    /// reply was lost to a timeout or a dropped connection.
+    /// Runs a script through the breaker, sending it again (same arguments, so the same owner
+    /// token) when the reply was lost to a timeout or a dropped connection.
     async fn run<T: redis::FromRedisValue>(
         &self,
         operation: &'static str,
         invocation: &redis::ScriptInvocation<'_>,
     ) -> Result<T> {
+        let admission = self.shared.breaker.admit()?;
+        let outcome = self.run_admitted(operation, invocation).await;
+        availability::settle(admission, &outcome);
+        outcome.map_err(|error| {
+            if error.is_timeout() {
+                LockError::Timeout {
+                    backend: BACKEND,
+                    operation,
+                    after: self.shared.config.response_timeout,
+                }
+            } else {
+                to_lock_error(error)
+            }
+        })
+    }
+
+    async fn run_admitted<T: redis::FromRedisValue>(
+        &self,
+        operation: &'static str,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> redis::RedisResult<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             self.shared.commands.fetch_add(1, Ordering::Relaxed);
             let mut connection = self.shared.connection.clone();
             match invocation.invoke_async(&mut connection).await {
-                Ok(value) => return Ok(value),
                 Err(error) if attempt < self.shared.config.attempts && is_transient(&error) => {
                     tracing::debug!(operation, attempt, %error, "redis reply lost; sending again");
                     tokio::time::sleep(Duration::from_millis(20) * attempt).await;
                 }
-                Err(error) if error.is_timeout() => {
-                    return Err(LockError::Timeout {
-                        backend: BACKEND,
-                        operation,
-                        after: self.shared.config.response_timeout,
-                    })
-                }
-                Err(error) => return Err(to_lock_error(error)),
+                outcome => return outcome,
             }
         }
+    }
+
+    /// Sends a plain command through the breaker.
+    async fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T> {
+        self.shared.commands.fetch_add(1, Ordering::Relaxed);
+        let mut connection = self.shared.connection.clone();
+        availability::through(&self.shared.breaker, command.query_async(&mut connection))
+            .await?
+            .map_err(to_lock_error)
     }
 
     /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
@@ -584,6 +664,11 @@ impl Drop for Waiting<'_> {
             return;
         };
         runtime.spawn(async move {
+            // While the server is known to be down nothing reaches it: the entry ends with
+            // the queue's lifetime (or with the server's data, after a restart).
+            if backend.shared.breaker.check().is_err() {
+                return;
+            }
             let mut connection = backend.shared.connection.clone();
             backend.shared.commands.fetch_add(2, Ordering::Relaxed);
             let removed: redis::RedisResult<i64> = redis::cmd("ZREM").arg(&waiters).arg(&id).query_async(&mut connection).await;
@@ -612,6 +697,10 @@ impl LockBackend for RedisBackend {
         caps.loss_push = true;
         caps.primitives = Primitives::ALL;
         caps
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
@@ -763,13 +852,9 @@ impl LockBackend for RedisBackend {
         if let Some(family) = Family::of(kind) {
             return Ok(self.primitive_info(family, key).await?.0);
         }
-        self.shared.commands.fetch_add(1, Ordering::Relaxed);
-        let queued: usize = redis::cmd("ZCARD")
-            .arg(LockKeys::new(&self.shared.prefix, key.full()).waiters)
-            .query_async(&mut self.shared.connection.clone())
-            .await
-            .map_err(to_lock_error)?;
-        Ok(queued)
+        let mut zcard = redis::cmd("ZCARD");
+        zcard.arg(LockKeys::new(&self.shared.prefix, key.full()).waiters);
+        self.query(&zcard).await
     }
 
     async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {

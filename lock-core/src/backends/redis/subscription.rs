@@ -1,7 +1,12 @@
 //! One pub/sub subscription kept up for as long as its owner lives: subscribes, hands every
-//! message to a [`Listener`], and when the connection drops subscribes again with a short
-//! backoff (50–250 ms), telling the listener both ways so it can make up for what it missed.
-//! Shared by the lock's wake-ups and the cache's value pushes.
+//! message to a [`Listener`], and when the connection drops subscribes again, telling the
+//! listener both ways so it can make up for what it missed. Shared by the lock's wake-ups and
+//! the cache's value pushes.
+//!
+//! Subscribing again goes through the backend's [`Breaker`]: a failed try counts towards
+//! opening it, and while it is open the loop waits to be let through (as the probe, or after
+//! another call's probe closed it) instead of retrying every quarter second against a server
+//! that is down. Each try is logged at DEBUG; the outage is the breaker's to report.
 
 use std::future::Future;
 use std::time::Duration;
@@ -10,10 +15,14 @@ use futures_util::StreamExt;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::availability;
+use crate::breaker::Breaker;
+
 /// The first pause before subscribing again after the subscription dropped.
 const RECONNECT_FIRST: Duration = Duration::from_millis(50);
-/// The longest pause between two tries: a try against a server that is down fails at once,
-/// and the sooner it is back, the sooner the listener can catch up.
+/// The longest pause between two tries while the breaker still lets them through: a try
+/// against a server that is down fails at once, and the sooner it is back, the sooner the
+/// listener can catch up. Once the breaker is open, its cool-down paces the tries.
 const RECONNECT_CAP: Duration = Duration::from_millis(250);
 
 /// What a subscription does with what it receives.
@@ -32,6 +41,7 @@ pub(crate) trait Listener: Send {
 pub(crate) async fn run(
     client: redis::Client,
     channel: String,
+    breaker: Breaker,
     stop: CancellationToken,
     ready: oneshot::Sender<redis::RedisResult<()>>,
     mut listener: impl Listener,
@@ -41,6 +51,15 @@ pub(crate) async fn run(
     // When the subscription last dropped, for the event when it is back.
     let mut down_since: Option<tokio::time::Instant> = None;
     loop {
+        // The first try is the backend's connect, which reports its own failure.
+        let admission = if ready.is_some() {
+            None
+        } else {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                admission = breaker.admitted() => Some(admission),
+            }
+        };
         let subscribed = async {
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&channel).await?;
@@ -50,6 +69,9 @@ pub(crate) async fn run(
             () = stop.cancelled() => return,
             result = subscribed => result,
         };
+        if let Some(admission) = admission {
+            availability::settle(admission, &pubsub);
+        }
         let pubsub = match pubsub {
             Ok(pubsub) => pubsub,
             Err(error) => {
@@ -57,7 +79,7 @@ pub(crate) async fn run(
                     ready.send(Err(error)).ok();
                     return;
                 }
-                tracing::warn!(%channel, %error, "subscribing failed; trying again");
+                tracing::debug!(%channel, %error, "subscribing failed; trying again");
                 tokio::select! {
                     () = stop.cancelled() => return,
                     () = tokio::time::sleep(backoff) => {}
@@ -76,7 +98,7 @@ pub(crate) async fn run(
         backoff = RECONNECT_FIRST;
         if let Some(since) = down_since.take() {
             let down_ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
-            tracing::info!(%channel, down_ms, "Redis connection back after an outage; subscribed again");
+            tracing::debug!(%channel, down_ms, "subscribed again after the connection dropped");
         }
         listener.subscribed(first).await;
         let mut messages = pubsub.into_on_message();
@@ -88,7 +110,7 @@ pub(crate) async fn run(
             let Some(message) = message else { break };
             listener.message(message.get_payload_bytes()).await;
         }
-        tracing::warn!(%channel, "subscription dropped; subscribing again");
+        tracing::debug!(%channel, "subscription dropped; subscribing again");
         down_since = Some(tokio::time::Instant::now());
         listener.dropped();
     }

@@ -5,7 +5,8 @@
 //! publishes that waiter's id on its client's channel, so exactly one task in one process wakes.
 //! A message for a waiter that has gone is passed on to the next waiter. When the subscription
 //! drops, every local waiter is woken to re-check (messages may have been missed meanwhile) and
-//! the subscription is re-established with a short backoff (50–250 ms, `subscription.rs`), after
+//! the subscription is re-established (`subscription.rs`: a short backoff, and while the
+//! backend's breaker is open, only as its probe), after
 //! which every held lease is re-checked at once (see `leases.rs`); waiters also re-check on a timer, so a lost
 //! message costs at most one poll interval.
 //!
@@ -24,6 +25,7 @@ use super::keys::LockKeys;
 use super::leases::LeaseBook;
 use super::scripts;
 use super::subscription::{self, Listener};
+use crate::breaker::Breaker;
 use crate::lock::held::lock;
 
 /// The waiters of one backend, by sequence number.
@@ -117,6 +119,7 @@ pub(super) async fn run(
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
     mut connection: redis::aio::ConnectionManager,
+    breaker: Breaker,
     stop: CancellationToken,
     ready: oneshot::Sender<redis::RedisResult<()>>,
 ) {
@@ -128,7 +131,7 @@ pub(super) async fn run(
         connection,
         run_id,
     };
-    subscription::run(client, channel, stop, ready, listener).await;
+    subscription::run(client, channel, breaker, stop, ready, listener).await;
 }
 
 /// Routes wake-ups to waiters, and catches up after a drop.
@@ -184,17 +187,24 @@ async fn reconnected(
     run_id: &mut Option<String>,
 ) {
     let now = server_run_id(connection).await;
-    if now.is_some() && run_id.is_some() && now != *run_id {
-        tracing::warn!(before = ?run_id, after = ?now, "the Redis server restarted (run_id changed)");
+    // A restart matters through the leases it lost, reported below (and each lease's own
+    // "lease lost"); the outage itself is the breaker's to report.
+    let restarted = now.is_some() && run_id.is_some() && now != *run_id;
+    if restarted {
+        tracing::debug!(before = ?run_id, after = ?now, "the Redis server restarted (run_id changed)");
     }
     if now.is_some() {
         *run_id = now;
     }
     match leases.recheck(connection).await {
         Ok(0) => {}
-        Ok(lost) => tracing::warn!(lost, "leases gone after the Redis connection came back"),
+        Ok(lost) => tracing::warn!(
+            lost,
+            restarted,
+            "leases gone after the Redis connection came back"
+        ),
         Err(error) => {
-            tracing::warn!(%error, "re-checking leases after a reconnect failed; renewals will tell")
+            tracing::debug!(%error, "re-checking leases after a reconnect failed; renewals will tell")
         }
     }
 }

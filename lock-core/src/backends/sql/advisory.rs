@@ -129,25 +129,31 @@ impl PostgresAdvisoryBackend {
         wake_key: &str,
     ) -> Result<Attempt<PostgresAdvisoryLease>> {
         let shared = &*self.shared;
-        let (sent, fence) = run(BACKEND, &shared.config, "acquire", || async {
-            let mut slot = session.lock().await;
-            if slot.is_none() {
-                *slot = Some(self.open_session().await?);
-            }
-            let Some(listener) = slot.as_mut() else {
-                unreachable!("opened above");
-            };
-            let sent = Instant::now();
-            let result = sqlx::query_scalar::<_, Option<i64>>(&shared.sql.advisory_try)
-                .bind(key)
-                .fetch_one(&mut *listener)
-                .await;
-            if result.is_err() {
-                // The session may hold the lock without us knowing: close it, which frees it.
-                *slot = None;
-            }
-            Ok((sent, result?))
-        })
+        let (sent, fence) = run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "acquire",
+            || async {
+                let mut slot = session.lock().await;
+                if slot.is_none() {
+                    *slot = Some(self.open_session().await?);
+                }
+                let Some(listener) = slot.as_mut() else {
+                    unreachable!("opened above");
+                };
+                let sent = Instant::now();
+                let result = sqlx::query_scalar::<_, Option<i64>>(&shared.sql.advisory_try)
+                    .bind(key)
+                    .fetch_one(&mut *listener)
+                    .await;
+                if result.is_err() {
+                    // The session may hold the lock without us knowing: close it, which frees it.
+                    *slot = None;
+                }
+                Ok((sent, result?))
+            },
+        )
         .await?;
         let Some(fence) = fence else {
             return Ok(Attempt::Busy(None));
@@ -202,6 +208,10 @@ impl LockBackend for PostgresAdvisoryBackend {
         caps.lease_expiry = false;
         caps.loss_push = true;
         caps
+    }
+
+    fn breaker(&self) -> Option<&crate::breaker::Breaker> {
+        Some(&self.shared.breaker)
     }
 
     async fn acquire(

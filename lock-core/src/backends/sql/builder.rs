@@ -8,6 +8,7 @@ use super::MySqlBackend;
 #[cfg(feature = "postgres")]
 use super::PostgresBackend;
 use super::DEFAULT_TABLE;
+use crate::breaker::BreakerOptions;
 use crate::{LockError, Result};
 
 /// Settings of a SQL backend; start from `PostgresBackend::builder` or `MySqlBackend::builder`
@@ -44,6 +45,7 @@ pub(crate) struct SqlConfig {
     pub(crate) poll_cap: Duration,
     pub(crate) attempts: u32,
     pub(crate) max_connections: u32,
+    pub(crate) breaker: BreakerOptions,
 }
 
 impl<B> SqlBackendBuilder<B> {
@@ -57,6 +59,7 @@ impl<B> SqlBackendBuilder<B> {
                 poll_cap,
                 attempts: 3,
                 max_connections: 10,
+                breaker: BreakerOptions::new(),
             },
             create_schema: true,
             backend: PhantomData,
@@ -107,10 +110,20 @@ impl<B> SqlBackendBuilder<B> {
         self
     }
 
+    /// When the pool's [circuit breaker](crate::breaker) opens and how it probes (default
+    /// [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down).
+    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
+    /// again, with the breaker only reporting.
+    pub fn breaker(mut self, options: BreakerOptions) -> Self {
+        self.config.breaker = options;
+        self
+    }
+
     /// Checks the settings, before connecting.
     pub(crate) fn checked(self) -> Result<(Source, SqlConfig, bool)> {
         let config = self.config;
         validate_table(&config.table)?;
+        config.breaker.validate()?;
         if config.attempts == 0 || config.response_timeout.is_zero() || config.poll_cap.is_zero() {
             return Err(LockError::InvalidConfig(
                 "SQL attempts, response timeout and poll cap must be positive".into(),

@@ -17,6 +17,7 @@ use super::{
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::backends::in_flight::InFlight;
+use crate::breaker::Breaker;
 use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
 
 const BACKEND: &str = "mysql";
@@ -47,6 +48,8 @@ struct MyShared {
     /// Grant transactions in flight, which run to their end even if their caller goes away.
     in_flight: InFlight,
     config: SqlConfig,
+    /// The pool's circuit breaker.
+    breaker: Breaker,
     sql: Statements,
     _stop_sweeper: DropGuard,
 }
@@ -173,6 +176,7 @@ impl SqlBackendBuilder<MySqlBackend> {
                 hub: WaiterHub::default(),
                 in_flight: InFlight::default(),
                 sql: Statements::new(&config.table),
+                breaker: Breaker::new(BACKEND, config.breaker),
                 config,
                 _stop_sweeper: stop.clone().drop_guard(),
             }),
@@ -281,6 +285,12 @@ impl MySqlBackend {
         create_schema(&self.shared.pool, &self.shared.config.table).await
     }
 
+    /// The [circuit breaker](crate::breaker) of this backend's pool: its calls go through it.
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
+    }
+
     /// The connection pool, e.g. to write to a fenced resource on the same database.
     #[must_use]
     pub fn pool(&self) -> &MySqlPool {
@@ -312,12 +322,13 @@ impl MySqlBackend {
         if recheck {
             // A waiter's re-check: one read, and no transaction while the holder is alive.
             // `owner` is ascii_bin, which the driver reports as binary.
-            let row: Option<(Vec<u8>, i64)> = run(BACKEND, &shared.config, "acquire", || {
-                sqlx::query_as(&shared.sql.peek)
-                    .bind(lock_key)
-                    .fetch_optional(&shared.pool)
-            })
-            .await?;
+            let row: Option<(Vec<u8>, i64)> =
+                run(BACKEND, &shared.config, &shared.breaker, "acquire", || {
+                    sqlx::query_as(&shared.sql.peek)
+                        .bind(lock_key)
+                        .fetch_optional(&shared.pool)
+                })
+                .await?;
             if let Some((holder, left)) = row {
                 if holder != owner.as_bytes() && left > 0 {
                     return Ok(Attempt::Busy(remaining(Some(left))));
@@ -327,7 +338,7 @@ impl MySqlBackend {
         // The transaction runs in a task of its own: a caller that goes away (or a response
         // timeout) must not cut it off between `START TRANSACTION` and its end, which would
         // hand the pooled connection on with a transaction open and its row locks held.
-        let outcome = run(BACKEND, &shared.config, "acquire", || {
+        let outcome = run(BACKEND, &shared.config, &shared.breaker, "acquire", || {
             let shared = self.shared.clone();
             let (lock_key, name, owner) = (lock_key.to_owned(), name.to_owned(), owner.to_owned());
             let transaction =
@@ -369,13 +380,19 @@ impl MySqlBackend {
     /// found.
     async fn forget(&self, lock_key: &str, owner: &str) -> Result<bool> {
         let shared = &*self.shared;
-        let done = run(BACKEND, &shared.config, "release", || async {
-            sqlx::query(&shared.sql.forget)
-                .bind(lock_key)
-                .bind(owner)
-                .execute(&shared.pool)
-                .await
-        })
+        let done = run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "release",
+            || async {
+                sqlx::query(&shared.sql.forget)
+                    .bind(lock_key)
+                    .bind(owner)
+                    .execute(&shared.pool)
+                    .await
+            },
+        )
         .await?;
         let found = done.rows_affected() > 0;
         if found {
@@ -390,6 +407,10 @@ impl LockBackend for MySqlBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::new(BACKEND)
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MySqlLease>>> {
@@ -413,52 +434,64 @@ impl LockBackend for MySqlBackend {
 
     async fn renew(&self, lease: &MySqlLease, ttl: Option<Duration>) -> Result<bool> {
         let shared = &*self.shared;
-        run(BACKEND, &shared.config, "renew", || async {
-            // The connection reports matched rows (CLIENT_FOUND_ROWS), not changed ones.
-            let held = match ttl {
-                Some(ttl) => sqlx::query(&shared.sql.renew)
-                    .bind(micros(ttl))
-                    .bind(&lease.lock_key)
-                    .bind(&lease.owner)
-                    .bind(lease.fence)
-                    .execute(&shared.pool)
-                    .await?
-                    .rows_affected(),
-                None => {
-                    let count: i64 = sqlx::query_scalar(&shared.sql.check)
+        run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "renew",
+            || async {
+                // The connection reports matched rows (CLIENT_FOUND_ROWS), not changed ones.
+                let held = match ttl {
+                    Some(ttl) => sqlx::query(&shared.sql.renew)
+                        .bind(micros(ttl))
                         .bind(&lease.lock_key)
                         .bind(&lease.owner)
                         .bind(lease.fence)
-                        .fetch_one(&shared.pool)
-                        .await?;
-                    u64::try_from(count).unwrap_or(0)
-                }
-            };
-            Ok(held == 1)
-        })
+                        .execute(&shared.pool)
+                        .await?
+                        .rows_affected(),
+                    None => {
+                        let count: i64 = sqlx::query_scalar(&shared.sql.check)
+                            .bind(&lease.lock_key)
+                            .bind(&lease.owner)
+                            .bind(lease.fence)
+                            .fetch_one(&shared.pool)
+                            .await?;
+                        u64::try_from(count).unwrap_or(0)
+                    }
+                };
+                Ok(held == 1)
+            },
+        )
         .await
     }
 
     async fn release(&self, lease: &MySqlLease) -> Result<bool> {
         let shared = &*self.shared;
-        let released = run(BACKEND, &shared.config, "release", || async {
-            let live = sqlx::query(&shared.sql.release)
-                .bind(&lease.lock_key)
-                .bind(&lease.owner)
-                .bind(lease.fence)
-                .execute(&shared.pool)
-                .await?
-                .rows_affected();
-            if live == 0 {
-                // Our row may still be there, expired: drop it rather than leave it behind.
-                sqlx::query(&shared.sql.forget)
+        let released = run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "release",
+            || async {
+                let live = sqlx::query(&shared.sql.release)
                     .bind(&lease.lock_key)
                     .bind(&lease.owner)
+                    .bind(lease.fence)
                     .execute(&shared.pool)
-                    .await?;
-            }
-            Ok(live == 1)
-        })
+                    .await?
+                    .rows_affected();
+                if live == 0 {
+                    // Our row may still be there, expired: drop it rather than leave it behind.
+                    sqlx::query(&shared.sql.forget)
+                        .bind(&lease.lock_key)
+                        .bind(&lease.owner)
+                        .execute(&shared.pool)
+                        .await?;
+                }
+                Ok(live == 1)
+            },
+        )
         .await?;
         // Waiters in this process need not wait for their next poll.
         shared.hub.wake_one(&lease.lock_key);
@@ -494,7 +527,7 @@ async fn sweep_rows(shared: Arc<MyShared>) -> Result<u64> {
     let mut deleted = 0;
     for statement in [&shared.sql.sweep_locks, &shared.sql.sweep_counters] {
         deleted += sweep(|| async {
-            let done = run(BACKEND, &shared.config, "sweep", || {
+            let done = run(BACKEND, &shared.config, &shared.breaker, "sweep", || {
                 sqlx::query(statement).bind(retention).execute(&shared.pool)
             })
             .await?;

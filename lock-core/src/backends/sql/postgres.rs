@@ -16,6 +16,7 @@ use super::{
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::backends::in_flight::InFlight;
+use crate::breaker::Breaker;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 pub(super) const BACKEND: &str = "postgres";
@@ -55,6 +56,8 @@ pub(super) struct PgShared {
     /// Grant statements in flight, which run to their end even if their caller goes away.
     in_flight: InFlight,
     pub(super) config: SqlConfig,
+    /// The pool's circuit breaker, shared with the advisory backend made from this one.
+    pub(super) breaker: Breaker,
     pub(super) sql: Statements,
     _stop_tasks: DropGuard,
 }
@@ -199,9 +202,11 @@ impl SqlBackendBuilder<PostgresBackend> {
             .map_err(|e| to_lock_error(BACKEND, e))?;
         let hub = Arc::new(WaiterHub::default());
         let stop = CancellationToken::new();
+        let breaker = Breaker::new(BACKEND, config.breaker);
         tokio::spawn(super::waiters::route_notifications(
             listener,
             hub.clone(),
+            breaker.clone(),
             stop.clone(),
         ));
         let backend = PostgresBackend {
@@ -211,6 +216,7 @@ impl SqlBackendBuilder<PostgresBackend> {
                 hub,
                 in_flight: InFlight::default(),
                 config,
+                breaker,
                 sql,
                 _stop_tasks: stop.clone().drop_guard(),
             }),
@@ -318,6 +324,13 @@ impl PostgresBackend {
         create_schema(&self.shared.pool, &self.shared.config.table).await
     }
 
+    /// The [circuit breaker](crate::breaker) of this backend's pool: its calls (and the
+    /// `LISTEN` connection's reconnects) go through it.
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
+    }
+
     /// The connection pool, e.g. to write to a fenced resource on the same database.
     #[must_use]
     pub fn pool(&self) -> &PgPool {
@@ -356,34 +369,41 @@ impl PostgresBackend {
     ) -> Result<Attempt<PostgresLease>> {
         // The statement runs in a task of its own, to its end: the clean-up after a caller that
         // went away waits for it (`release_abandoned`), so it cannot land after the clean-up.
-        let (sent, (fence, left)) = run(BACKEND, &self.shared.config, "acquire", || {
-            let shared = self.shared.clone();
-            let (lock_key, name, owner) = (lock_key.to_owned(), name.to_owned(), owner.to_owned());
-            let statement = async move {
-                let sent = Instant::now();
-                let row: (Option<i64>, Option<i64>) = sqlx::query_as(&shared.sql.acquire)
-                    .bind(&lock_key)
-                    .bind(&name)
-                    .bind(&owner)
-                    .bind(owner_host())
-                    .bind(owner_pid())
-                    .bind(ttl)
-                    .fetch_one(&shared.pool)
-                    .await?;
-                Ok((sent, row))
-            };
-            let in_flight = self.shared.in_flight.clone();
-            async move {
-                in_flight
-                    .run(token, statement)
-                    .await
-                    .unwrap_or_else(|failed| {
-                        Err(sqlx::Error::Protocol(format!(
-                            "the grant statement's task failed: {failed}"
-                        )))
-                    })
-            }
-        })
+        let (sent, (fence, left)) = run(
+            BACKEND,
+            &self.shared.config,
+            &self.shared.breaker,
+            "acquire",
+            || {
+                let shared = self.shared.clone();
+                let (lock_key, name, owner) =
+                    (lock_key.to_owned(), name.to_owned(), owner.to_owned());
+                let statement = async move {
+                    let sent = Instant::now();
+                    let row: (Option<i64>, Option<i64>) = sqlx::query_as(&shared.sql.acquire)
+                        .bind(&lock_key)
+                        .bind(&name)
+                        .bind(&owner)
+                        .bind(owner_host())
+                        .bind(owner_pid())
+                        .bind(ttl)
+                        .fetch_one(&shared.pool)
+                        .await?;
+                    Ok((sent, row))
+                };
+                let in_flight = self.shared.in_flight.clone();
+                async move {
+                    in_flight
+                        .run(token, statement)
+                        .await
+                        .unwrap_or_else(|failed| {
+                            Err(sqlx::Error::Protocol(format!(
+                                "the grant statement's task failed: {failed}"
+                            )))
+                        })
+                }
+            },
+        )
         .await?;
         let Some(fence) = fence else {
             return Ok(Attempt::Busy(remaining(left)));
@@ -411,14 +431,20 @@ impl PostgresBackend {
     /// Frees the row under `owner` (a token's hex form), waking a waiter; true when found.
     async fn forget(&self, lock_key: &str, owner: &str) -> Result<bool> {
         let shared = &*self.shared;
-        let freed: i64 = run(BACKEND, &shared.config, "release", || async {
-            sqlx::query_scalar(&shared.sql.cleanup)
-                .bind(lock_key)
-                .bind(owner)
-                .bind(&shared.config.table)
-                .fetch_one(&shared.pool)
-                .await
-        })
+        let freed: i64 = run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "release",
+            || async {
+                sqlx::query_scalar(&shared.sql.cleanup)
+                    .bind(lock_key)
+                    .bind(owner)
+                    .bind(&shared.config.table)
+                    .fetch_one(&shared.pool)
+                    .await
+            },
+        )
         .await?;
         Ok(freed > 0)
     }
@@ -431,6 +457,10 @@ impl LockBackend for PostgresBackend {
         let mut caps = Capabilities::new(BACKEND);
         caps.push_wakeups = true;
         caps
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<PostgresLease>>> {
@@ -456,44 +486,56 @@ impl LockBackend for PostgresBackend {
 
     async fn renew(&self, lease: &PostgresLease, ttl: Option<Duration>) -> Result<bool> {
         let shared = &*self.shared;
-        run(BACKEND, &shared.config, "renew", || async {
-            let held = match ttl {
-                Some(ttl) => sqlx::query(&shared.sql.renew)
-                    .bind(&lease.lock_key)
-                    .bind(&lease.owner)
-                    .bind(lease.fence)
-                    .bind(micros(ttl))
-                    .execute(&shared.pool)
-                    .await?
-                    .rows_affected(),
-                None => {
-                    let count: i64 = sqlx::query_scalar(&shared.sql.check)
+        run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "renew",
+            || async {
+                let held = match ttl {
+                    Some(ttl) => sqlx::query(&shared.sql.renew)
                         .bind(&lease.lock_key)
                         .bind(&lease.owner)
                         .bind(lease.fence)
-                        .fetch_one(&shared.pool)
-                        .await?;
-                    u64::try_from(count).unwrap_or(0)
-                }
-            };
-            Ok(held == 1)
-        })
+                        .bind(micros(ttl))
+                        .execute(&shared.pool)
+                        .await?
+                        .rows_affected(),
+                    None => {
+                        let count: i64 = sqlx::query_scalar(&shared.sql.check)
+                            .bind(&lease.lock_key)
+                            .bind(&lease.owner)
+                            .bind(lease.fence)
+                            .fetch_one(&shared.pool)
+                            .await?;
+                        u64::try_from(count).unwrap_or(0)
+                    }
+                };
+                Ok(held == 1)
+            },
+        )
         .await
     }
 
     async fn release(&self, lease: &PostgresLease) -> Result<bool> {
         let shared = &*self.shared;
-        run(BACKEND, &shared.config, "release", || async {
-            let freed: i64 = sqlx::query_scalar(&shared.sql.release)
-                .bind(&lease.lock_key)
-                .bind(&lease.owner)
-                .bind(lease.fence)
-                .bind(&shared.config.table)
-                .bind(lease.backdate as f64)
-                .fetch_one(&shared.pool)
-                .await?;
-            Ok(freed == 1)
-        })
+        run(
+            BACKEND,
+            &shared.config,
+            &shared.breaker,
+            "release",
+            || async {
+                let freed: i64 = sqlx::query_scalar(&shared.sql.release)
+                    .bind(&lease.lock_key)
+                    .bind(&lease.owner)
+                    .bind(lease.fence)
+                    .bind(&shared.config.table)
+                    .bind(lease.backdate as f64)
+                    .fetch_one(&shared.pool)
+                    .await?;
+                Ok(freed == 1)
+            },
+        )
         .await
     }
 
@@ -524,7 +566,7 @@ impl std::fmt::Debug for PostgresBackend {
 async fn sweep_rows(shared: Arc<PgShared>) -> Result<u64> {
     let retention = micros(super::ROW_RETENTION) as f64;
     sweep(|| async {
-        let deleted: i64 = run(BACKEND, &shared.config, "sweep", || {
+        let deleted: i64 = run(BACKEND, &shared.config, &shared.breaker, "sweep", || {
             sqlx::query_scalar(&shared.sql.sweep)
                 .bind(retention)
                 .fetch_one(&shared.pool)

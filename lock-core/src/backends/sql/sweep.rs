@@ -72,6 +72,10 @@ pub(crate) fn spawn_sweeper<S, Fut>(
             match sweep(shared).await {
                 Ok(0) => {}
                 Ok(rows) => tracing::debug!(backend, rows, what, "swept old rows"),
+                // The pool's breaker reports an outage once.
+                Err(error) if error.is_unavailable() => {
+                    tracing::debug!(backend, what, error = %error.with_causes(), "sweeping old rows failed; the next sweep tries again")
+                }
                 Err(error) => {
                     tracing::warn!(backend, what, error = %error.with_causes(), "sweeping old rows failed; the next sweep tries again")
                 }

@@ -8,6 +8,7 @@ use tokio::time::{sleep_until, Instant};
 use super::waiters::WaiterHub;
 use super::SqlConfig;
 use crate::backend::{AcquireRequest, Grant};
+use crate::breaker::Breaker;
 use crate::{LockError, Result};
 
 /// The outcome of one acquire attempt.
@@ -75,14 +76,46 @@ where
     }
 }
 
-/// Runs `statement`, sending it again when the reply was lost (a timeout, a dropped
-/// connection, a deadlock victim); the statements are written so a resend is idempotent.
+/// Runs `statement` through `breaker`, sending it again when the reply was lost (a timeout, a
+/// dropped connection, a deadlock victim); the statements are written so a resend is
+/// idempotent.
 pub(crate) async fn run<T, F, Fut>(
+    backend: &'static str,
+    config: &SqlConfig,
+    breaker: &Breaker,
+    operation: &'static str,
+    statement: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, sqlx::Error>>,
+{
+    let admission = breaker.admit()?;
+    let outcome = run_admitted(backend, config, operation, statement).await;
+    match &outcome {
+        // `None`: no reply within the response timeout.
+        Err(None) => {
+            admission.unavailable(format!("no reply within {:?}", config.response_timeout))
+        }
+        Err(Some(error)) if is_unreachable(error) => admission.unavailable(error),
+        _ => admission.answered(),
+    }
+    outcome.map_err(|error| match error {
+        None | Some(sqlx::Error::PoolTimedOut) => LockError::Timeout {
+            backend,
+            operation,
+            after: config.response_timeout,
+        },
+        Some(error) => to_lock_error(backend, error),
+    })
+}
+
+async fn run_admitted<T, F, Fut>(
     backend: &'static str,
     config: &SqlConfig,
     operation: &'static str,
     mut statement: F,
-) -> Result<T>
+) -> Result<T, Option<sqlx::Error>>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, sqlx::Error>>,
@@ -110,14 +143,25 @@ where
             tokio::time::sleep(Duration::from_millis(20) * attempt).await;
             continue;
         }
-        return Err(match error {
-            None | Some(sqlx::Error::PoolTimedOut) => LockError::Timeout {
-                backend,
-                operation,
-                after: config.response_timeout,
-            },
-            Some(error) => to_lock_error(backend, error),
-        });
+        return Err(error);
+    }
+}
+
+/// True for an availability failure: no connection (I/O errors, a pool with none to give or
+/// closed, a crashed connection worker, TLS trouble) or a server refusing connections
+/// (SQLSTATE class 08, 57P01-03 shut down or starting, 53300 too many connections). Errors the
+/// database answered with (constraint, syntax, deadlock victims) prove it is there.
+pub(crate) fn is_unreachable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+            c.starts_with("08") || c == "57P01" || c == "57P02" || c == "57P03" || c == "53300"
+        }),
+        _ => false,
     }
 }
 

@@ -135,9 +135,14 @@ impl Drop for Waiting<'_> {
 /// Routes notifications to local waiters until `stop`. After the connection was lost (and
 /// re-established by the listener, which also listens again) every waiter re-checks, since
 /// notifications sent meanwhile are gone.
+///
+/// While the connection is down, reconnects back off (50 ms doubling to 2 s) and, once the
+/// pool's breaker is open, wait until its probe is due: a database that is down costs a
+/// reconnect per cool-down, each logged at DEBUG (the breaker reports the outage).
 pub(crate) async fn route_notifications(
     mut listener: sqlx::postgres::PgListener,
     hub: Arc<WaiterHub>,
+    breaker: crate::breaker::Breaker,
     stop: tokio_util::sync::CancellationToken,
 ) {
     let mut backoff = std::time::Duration::from_millis(50);
@@ -152,15 +157,18 @@ pub(crate) async fn route_notifications(
                 hub.wake_one(notification.payload());
             }
             Ok(None) => {
-                tracing::warn!("wake-up connection lost and re-established; waiters re-check");
+                tracing::debug!("wake-up connection lost and re-established; waiters re-check");
                 hub.wake_all();
             }
             Err(error) => {
-                tracing::warn!(%error, "wake-up connection down; waiters poll until it is back");
+                tracing::debug!(%error, "wake-up connection down; waiters poll until it is back");
                 hub.wake_all();
                 tokio::select! {
                     () = stop.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
+                    () = async {
+                        tokio::time::sleep(backoff).await;
+                        breaker.ready().await;
+                    } => {}
                 }
                 backoff = (backoff * 2).min(std::time::Duration::from_secs(2));
             }

@@ -107,6 +107,7 @@ use crate::backend::{
     AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
 };
 use crate::backends::expiry::Expiry;
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::lock::held::lock;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
@@ -128,6 +129,9 @@ struct Shared {
     session: Mutex<Arc<Session>>,
     /// Held while a new session is opened, so concurrent callers open only one.
     reconnecting: tokio::sync::Mutex<()>,
+    /// The circuit breaker of the connection to the ensemble: every call of the backend goes
+    /// through it (see [`ZooKeeperBackend::guarded`]).
+    breaker: Breaker,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -136,6 +140,7 @@ struct ZkConfig {
     connect_timeout: Duration,
     poll_cap: Duration,
     attempts: u32,
+    breaker: BreakerOptions,
 }
 
 /// A lease held in ZooKeeper: our node in the primitive's queue, on one session.
@@ -199,9 +204,19 @@ impl ZooKeeperBackendBuilder {
         self
     }
 
+    /// When the [circuit breaker](crate::breaker) opens and how it probes (default
+    /// [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down).
+    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
+    /// again, with the breaker only reporting.
+    pub fn breaker(mut self, options: BreakerOptions) -> Self {
+        self.config.breaker = options;
+        self
+    }
+
     /// Checks the settings and opens the session.
     pub async fn connect(self) -> Result<ZooKeeperBackend> {
         path::validate_root(&self.root)?;
+        self.config.breaker.validate()?;
         let config = self.config;
         if config.attempts == 0 || config.connect_timeout.is_zero() || config.poll_cap.is_zero() {
             return Err(LockError::InvalidConfig(
@@ -221,6 +236,7 @@ impl ZooKeeperBackendBuilder {
                 config,
                 session: Mutex::new(session),
                 reconnecting: tokio::sync::Mutex::new(()),
+                breaker: Breaker::new(BACKEND, config.breaker),
             }),
         })
     }
@@ -243,6 +259,7 @@ impl ZooKeeperBackend {
                 connect_timeout: Duration::from_secs(5),
                 poll_cap: Duration::from_secs(1),
                 attempts: 3,
+                breaker: BreakerOptions::new(),
             },
         }
     }
@@ -278,6 +295,24 @@ impl ZooKeeperBackend {
         Ok(self.session().await?.client.clone())
     }
 
+    /// The [circuit breaker](crate::breaker) of the connection to the ensemble.
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
+    }
+
+    /// Runs one call of the backend through the breaker. A call is settled as a whole (a
+    /// waiting acquire when it ends), as its requests go out at many places on the session.
+    async fn guarded<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+        let admission = self.shared.breaker.admit()?;
+        let outcome = call.await;
+        match &outcome {
+            Err(error) if is_unreachable(error) => admission.unavailable(error.with_causes()),
+            _ => admission.answered(),
+        }
+        outcome
+    }
+
     /// How many leases the current session holds.
     #[must_use]
     pub fn held_leases(&self) -> usize {
@@ -296,7 +331,7 @@ impl ZooKeeperBackend {
             return Ok(current);
         }
         let config = &self.shared.config;
-        tracing::info!("zookeeper session ended; opening a new one");
+        tracing::debug!("zookeeper session ended; opening a new one");
         let fresh = Session::connect(
             &self.shared.cluster,
             config.session_timeout,
@@ -341,16 +376,20 @@ impl LockBackend for ZooKeeperBackend {
         caps
     }
 
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {
-        self.acquire_lease(request).await
+        self.guarded(self.acquire_lease(request)).await
     }
 
     async fn renew(&self, lease: &ZooKeeperLease, ttl: Option<Duration>) -> Result<bool> {
-        self.renew_lease(lease, ttl).await
+        self.guarded(self.renew_lease(lease, ttl)).await
     }
 
     async fn release(&self, lease: &ZooKeeperLease) -> Result<bool> {
-        self.release_lease(lease).await
+        self.guarded(self.release_lease(lease)).await
     }
 
     /// Deletes every node of the primitive's queue named with this owner's protection prefix
@@ -364,15 +403,18 @@ impl LockBackend for ZooKeeperBackend {
     ) -> Result<bool> {
         let dir = self.primitive_dir(Family::of(kind), key.full());
         let prefix = owner_prefix(owner);
-        let session = self.session().await?;
-        let mut found = false;
-        for name in self.children(&session, &dir).await? {
-            if name.starts_with(&prefix) {
-                queue::delete_quietly(&session, &format!("{dir}/{name}")).await;
-                found = true;
+        self.guarded(async {
+            let session = self.session().await?;
+            let mut found = false;
+            for name in self.children(&session, &dir).await? {
+                if name.starts_with(&prefix) {
+                    queue::delete_quietly(&session, &format!("{dir}/{name}")).await;
+                    found = true;
+                }
             }
-        }
-        Ok(found)
+            Ok(found)
+        })
+        .await
     }
 
     /// The nodes of the primitive's queue that the grant rule does not admit now (for a
@@ -380,38 +422,41 @@ impl LockBackend for ZooKeeperBackend {
     async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
         let family = Family::of(kind);
         let dir = self.primitive_dir(family, key.full());
-        let session = self.session().await?;
-        let listing = self.listing(&session, family, &dir).await?;
-        let holding = if family == Family::Semaphore {
-            self.holding(&session, &dir, &listing).await?
-        } else {
-            queue::admitted(&listing.queue, 0)
-        };
-        Ok(holding.into_iter().filter(|holds| !holds).count())
+        self.guarded(async {
+            let session = self.session().await?;
+            let listing = self.listing(&session, family, &dir).await?;
+            let holding = if family == Family::Semaphore {
+                self.holding(&session, &dir, &listing).await?
+            } else {
+                queue::admitted(&listing.queue, 0)
+            };
+            Ok(holding.into_iter().filter(|holds| !holds).count())
+        })
+        .await
     }
 
     async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
-        self.write_size(key, permits).await
+        self.guarded(self.write_size(key, permits)).await
     }
 
     async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
-        self.read_semaphore(key).await
+        self.guarded(self.read_semaphore(key)).await
     }
 
     async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
-        self.create_latch(key, count, expire).await
+        self.guarded(self.create_latch(key, count, expire)).await
     }
 
     async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
-        self.count_down_latch(key).await
+        self.guarded(self.count_down_latch(key)).await
     }
 
     async fn latch_count(&self, key: &LockKey) -> Result<u64> {
-        self.latch_count_of(key).await
+        self.guarded(self.latch_count_of(key)).await
     }
 
     async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
-        self.wait_latch(key, deadline).await
+        self.guarded(self.wait_latch(key, deadline)).await
     }
 }
 
@@ -429,6 +474,27 @@ fn is_session_end(error: &LockError) -> bool {
     matches!(error, LockError::Unavailable { source, .. }
         if matches!(source.downcast_ref::<zk::Error>(),
             Some(zk::Error::SessionExpired | zk::Error::ClientClosed)))
+}
+
+/// True for an availability failure: no connection to the ensemble (no host reachable, the
+/// connection lost, no answer in time, the server throttling). Answers such as "no node",
+/// "node exists" or "session expired" prove the ensemble is there.
+fn is_unreachable(error: &LockError) -> bool {
+    match error {
+        LockError::Timeout { .. } => true,
+        LockError::Unavailable { source, .. } => {
+            source.downcast_ref::<zk::Error>().is_some_and(|error| {
+                matches!(
+                    error,
+                    zk::Error::NoHosts
+                        | zk::Error::Timeout
+                        | zk::Error::ConnectionLoss
+                        | zk::Error::Throttled
+                )
+            })
+        }
+        _ => false,
+    }
 }
 
 fn to_lock_error(error: zk::Error) -> LockError {

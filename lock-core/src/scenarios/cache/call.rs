@@ -371,7 +371,13 @@ impl Call {
         match self.cache.inner.on_backend_error {
             OnBackendError::FailClosed => Err(error.into()),
             OnBackendError::FailOpen => {
-                tracing::warn!(key = %self.key, error = %error.with_causes(), "cache backend failed; computing without collapsing (fail open)");
+                // An unreachable backend is reported once by its breaker (which then refuses
+                // calls at once, so this costs no wait); each call in the outage is DEBUG.
+                if error.is_unavailable() {
+                    tracing::debug!(key = %self.key, error = %error.with_causes(), "cache backend unavailable; computing without collapsing (fail open)");
+                } else {
+                    tracing::warn!(key = %self.key, error = %error.with_causes(), "cache backend failed; computing without collapsing (fail open)");
+                }
                 self.unshared(compute, CacheStatus::FailOpen).await
             }
         }

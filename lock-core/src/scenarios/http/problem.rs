@@ -224,10 +224,14 @@ impl Rejection {
     }
 
     /// The answer for a lock error: unavailable/timeout and lost → 503, bad key → 400,
-    /// busy → the busy status, anything else → 500 (fail closed in every case).
+    /// busy → the busy status, anything else → 500 (fail closed in every case). A 503 whose
+    /// backend is known to be down (refused by its [breaker](crate::breaker)) says when the
+    /// breaker's probe is due in `Retry-After`; other 503s say
+    /// [`KeyedLockOptions::retry_after`].
     ///
     /// 5xx bodies are generic unless [`KeyedLockOptions::expose_errors`] is on: no backend
-    /// address, no OS error text, no lock key; the error itself is logged (`tracing`, warn).
+    /// address, no OS error text, no lock key; the error itself is logged (`tracing`: warn, or
+    /// debug for an unreachable backend, whose breaker reports the outage once).
     ///
     /// ```
     /// use lock_core::http::{KeyedLockOptions, Rejection};
@@ -247,7 +251,11 @@ impl Rejection {
             if options.expose_errors {
                 Self::new(kind, status, retry, title, &error.with_causes(), key)
             } else {
-                tracing::warn!(error = %error.with_causes(), status, "lock error answered with a generic problem body");
+                if error.is_unavailable() {
+                    tracing::debug!(error = %error.with_causes(), status, "lock error answered with a generic problem body");
+                } else {
+                    tracing::warn!(error = %error.with_causes(), status, "lock error answered with a generic problem body");
+                }
                 Self::new(kind, status, retry, title, generic, None)
             }
         };
@@ -280,7 +288,9 @@ impl Rejection {
             e if e.is_unavailable() => server_error(
                 RejectionKind::Unavailable,
                 503,
-                retry,
+                e.circuit_open()
+                    .map(crate::breaker::CircuitOpen::retry_after_secs)
+                    .or(retry),
                 "Lock service unavailable",
                 "the lock service could not be reached; try again later",
                 None,

@@ -163,8 +163,15 @@ impl RequestLock {
         let (key, fence) = (info.key, info.fence);
         if outcome.is_ok() {
             // Released before answering, so the client's next request finds the key free.
-            if let Err(error) = guard.release().await {
-                tracing::warn!(error = %error.with_causes(), key, %fence, "release after the handler failed; the TTL frees the lock");
+            match guard.release().await {
+                Ok(_) => {}
+                // The backend's breaker reports an outage once.
+                Err(error) if error.is_unavailable() => {
+                    tracing::debug!(error = %error.with_causes(), key, %fence, "release after the handler failed; the TTL frees the lock");
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error.with_causes(), key, %fence, "release after the handler failed; the TTL frees the lock");
+                }
             }
         } else {
             // Lost: answer at once; the owner-checked release goes on in the background (a

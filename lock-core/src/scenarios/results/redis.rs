@@ -10,6 +10,10 @@
 //! process waiting with a thousand callers receives one message. Each store holds one
 //! subscription (kept up as the lock's wake-ups are); when it drops, waiting callers still get
 //! the value through the lease they also queue for.
+//!
+//! The store sends its commands through the backend's [circuit breaker](crate::breaker), as it
+//! shares the backend's connection: while the server is known to be down, a read fails at once
+//! and the cache computes without collapsing, instead of waiting for the connection's timeouts.
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -22,7 +26,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
 use crate::backend::BoxFuture;
+use crate::backends::redis::availability::through;
 use crate::backends::redis::subscription::{self, Listener};
+use crate::breaker::Breaker;
 use crate::{LockError, LockKey, OwnerToken, RedisBackend, Result};
 
 const STORE: &str = "redis";
@@ -65,6 +71,8 @@ struct Shared {
     client_id: String,
     channel_prefix: String,
     watchers: Arc<Watchers>,
+    /// The backend's breaker: the connection is the backend's.
+    breaker: Breaker,
     _stop: DropGuard,
 }
 
@@ -77,9 +85,11 @@ impl RedisResultStore {
         let watchers = Arc::new(Watchers::default());
         let stop = CancellationToken::new();
         let (ready, subscribed) = oneshot::channel();
+        let breaker = backend.breaker().clone();
         tokio::spawn(subscription::run(
             backend.redis_client(),
             format!("{channel_prefix}{client_id}"),
+            breaker.clone(),
             stop.clone(),
             ready,
             PushListener(watchers.clone()),
@@ -106,6 +116,7 @@ impl RedisResultStore {
                 client_id,
                 channel_prefix,
                 watchers,
+                breaker,
                 _stop: stop.drop_guard(),
             }),
         })
@@ -129,10 +140,11 @@ impl ResultStore for RedisResultStore {
 
     fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
         Box::pin(async move {
-            redis::cmd("GET")
-                .arg(self.redis_key(key.full()))
-                .query_async(&mut self.connection())
-                .await
+            let mut connection = self.connection();
+            let mut get = redis::cmd("GET");
+            get.arg(self.redis_key(key.full()));
+            through(&self.shared.breaker, get.query_async(&mut connection))
+                .await?
                 .map_err(to_lock_error)
         })
     }
@@ -146,14 +158,19 @@ impl ResultStore for RedisResultStore {
             // Subscribed locally before registering, so a push right after is not missed.
             let watch = self.shared.watchers.subscribe(key.full());
             let entry = self.redis_key(key.full());
-            let there: Option<Vec<u8>> = WATCH
+            let mut connection = self.connection();
+            let mut invocation = WATCH.prepare_invoke();
+            invocation
                 .key(&entry)
                 .key(format!("{entry}:watchers"))
                 .arg(&self.shared.client_id)
-                .arg(millis(wait + Duration::from_secs(1)))
-                .invoke_async(&mut self.connection())
-                .await
-                .map_err(to_lock_error)?;
+                .arg(millis(wait + Duration::from_secs(1)));
+            let there: Option<Vec<u8>> = through(
+                &self.shared.breaker,
+                invocation.invoke_async(&mut connection),
+            )
+            .await?
+            .map_err(to_lock_error)?;
             Ok((watch, there))
         })
     }
@@ -168,7 +185,9 @@ impl ResultStore for RedisResultStore {
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let redis_key = self.redis_key(key.full());
-            let stored: i64 = PUT
+            let mut connection = self.connection();
+            let mut invocation = PUT.prepare_invoke();
+            invocation
                 .key(&redis_key)
                 .key(format!("{redis_key}:watchers"))
                 .arg(fence_digits)
@@ -179,22 +198,29 @@ impl ResultStore for RedisResultStore {
                 .arg(match rule {
                     Replace::Older => "older",
                     Replace::OlderOrSame => "same",
-                })
-                .invoke_async(&mut self.connection())
-                .await
-                .map_err(to_lock_error)?;
+                });
+            let stored: i64 = through(
+                &self.shared.breaker,
+                invocation.invoke_async(&mut connection),
+            )
+            .await?
+            .map_err(to_lock_error)?;
             Ok(stored == 1)
         })
     }
 
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            redis::cmd("DEL")
-                .arg(self.redis_key(key.full()))
-                .query_async::<i64>(&mut self.connection())
-                .await
-                .map(drop)
-                .map_err(to_lock_error)
+            let mut connection = self.connection();
+            let mut del = redis::cmd("DEL");
+            del.arg(self.redis_key(key.full()));
+            through(
+                &self.shared.breaker,
+                del.query_async::<i64>(&mut connection),
+            )
+            .await?
+            .map(drop)
+            .map_err(to_lock_error)
         })
     }
 }

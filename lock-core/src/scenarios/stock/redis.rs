@@ -12,6 +12,8 @@ use super::{
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::backend::BoxFuture;
+use crate::backends::redis::availability::through;
+use crate::breaker::Breaker;
 use crate::{LockError, RedisBackend, Result};
 
 const BACKEND: &str = "redis";
@@ -45,6 +47,8 @@ static LEVEL: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/level
 #[derive(Clone)]
 pub struct RedisStock {
     connection: ConnectionManager,
+    /// The backend's breaker: the connection is the backend's.
+    breaker: Breaker,
     prefix: String,
 }
 
@@ -54,6 +58,7 @@ impl RedisStock {
     pub fn new(backend: &RedisBackend) -> Self {
         Self {
             connection: backend.connection(),
+            breaker: backend.breaker().clone(),
             prefix: "stock".into(),
         }
     }
@@ -84,9 +89,9 @@ impl RedisStock {
         for arg in args {
             invocation.arg(arg);
         }
-        invocation
-            .invoke_async(&mut self.connection.clone())
-            .await
+        let mut connection = self.connection.clone();
+        through(&self.breaker, invocation.invoke_async(&mut connection))
+            .await?
             .map_err(|e| LockError::unavailable(BACKEND, e))
     }
 }

@@ -45,6 +45,8 @@
 mod backing;
 mod handler;
 #[cfg(feature = "redis")]
+mod outage;
+#[cfg(feature = "redis")]
 mod redis;
 mod scenarios;
 
@@ -57,6 +59,8 @@ use crate::idempotency::http::IdempotencyRules;
 use crate::idempotency::Idempotency;
 
 pub use handler::{Call, Handler, Reply};
+#[cfg(feature = "redis")]
+pub use outage::the_store_down_answers_503_at_once_and_runs_again_when_back;
 #[cfg(feature = "redis")]
 pub use redis::the_store_down_answers_503_and_runs_nothing;
 pub use scenarios::{

@@ -46,6 +46,8 @@
 mod memory;
 mod origin;
 #[cfg(feature = "redis")]
+mod outage;
+#[cfg(feature = "redis")]
 mod redis;
 mod table;
 
@@ -67,6 +69,8 @@ pub use memory::{
     set_cookie_reaches_the_computing_request_only, two_hundred_cold_gets_call_the_handler_once,
 };
 pub use origin::{Calls, Feeds, Origin, Reply, ReplyBody};
+#[cfg(feature = "redis")]
+pub use outage::redis_down_answers_in_the_origins_time_and_collapses_again;
 #[cfg(feature = "redis")]
 pub use redis::{
     redis_down_fails_open_or_answers_a_generic_503, two_instances_call_the_handler_once,

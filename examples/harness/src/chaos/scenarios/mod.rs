@@ -5,6 +5,7 @@
 //! Every round uses a lock key and a resource value of its own, so fencing tokens of one
 //! round never meet another's.
 
+mod backend_down;
 mod computer_killed;
 mod crowd;
 mod delayed_reply;
@@ -50,6 +51,7 @@ pub const CATALOGUE: &[(u32, &str, bool)] = &[
     (12, "member killed", true),
     (15, "origin failing", true),
     (16, "computer killed", true),
+    (17, "backend down, web layers", true),
 ];
 
 /// How a run is set up.
@@ -70,6 +72,9 @@ pub struct Settings {
     pub unsafe_long_lease: bool,
     /// `--unsafe-poll`: scenario 10's waiters poll instead of waiting for wake-ups.
     pub unsafe_poll: bool,
+    /// `--unsafe-no-breaker`: scenario 17's service runs with a breaker that does not fail
+    /// fast (every request waits for the connection's timeouts, as before the breaker).
+    pub unsafe_no_breaker: bool,
 }
 
 /// Everything the scenarios share: settings, the worker binary, the resource's Redis, the
@@ -135,6 +140,12 @@ impl Chaos {
             }
             15 => origin_failing::run(self, target).await,
             16 => computer_killed::run(self, target).await,
+            17 if target.kind != BackendKind::Redis => {
+                return Outcome::NotApplicable(
+                    "kills the server under the web layers: only the run's own Redis".into(),
+                )
+            }
+            17 => backend_down::run(self, target).await,
             _ => return Outcome::NotBuilt,
         };
         Outcome::Ran(measured)

@@ -183,12 +183,21 @@ impl Call {
                 answer
             }
             (Err(error), Ok(mut value)) if entry.kind == Kind::Value => {
-                tracing::warn!(key = %self.key, error = %error.with_causes(), "storing the computed value failed; served without storing");
+                // The backend's breaker reports an outage once; each call in it is DEBUG.
+                if error.is_unavailable() {
+                    tracing::debug!(key = %self.key, error = %error.with_causes(), "storing the computed value failed; served without storing");
+                } else {
+                    tracing::warn!(key = %self.key, error = %error.with_causes(), "storing the computed value failed; served without storing");
+                }
                 value.status = CacheStatus::FailOpen;
                 Ok(value)
             }
             (Err(error), answer) => {
-                tracing::warn!(key = %self.key, error = %error.with_causes(), "storing a computation's outcome failed");
+                if error.is_unavailable() {
+                    tracing::debug!(key = %self.key, error = %error.with_causes(), "storing a computation's outcome failed");
+                } else {
+                    tracing::warn!(key = %self.key, error = %error.with_causes(), "storing a computation's outcome failed");
+                }
                 answer
             }
             (Ok(true), answer) => answer,

@@ -310,14 +310,20 @@ impl CacheCall {
                 ))
             }
             CacheError::Lock(error) if error.is_unavailable() => {
-                tracing::warn!(key, error = %error.with_causes(), "response cache backend unavailable (fail closed)");
-                Served::Answer(Answer::problem(
+                // The backend's breaker reports the outage once; each answer in it is DEBUG.
+                tracing::debug!(key, error = %error.with_causes(), "response cache backend unavailable (fail closed)");
+                let answer = Answer::problem(
                     503,
                     "cache-unavailable",
                     "Service Unavailable",
                     "the response cache is unavailable; try again shortly",
                     member("unavailable"),
-                ))
+                );
+                // Refused by the breaker: retry when its probe is due.
+                Served::Answer(match error.circuit_open() {
+                    Some(open) => answer.retry_after(open.retry_after_secs()),
+                    None => answer,
+                })
             }
             CacheError::Lock(error) => {
                 tracing::error!(key, error = %error.with_causes(), "response cache failed");

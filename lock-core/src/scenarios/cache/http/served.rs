@@ -94,6 +94,14 @@ impl Answer {
             outcome: None,
         }
     }
+
+    /// The same answer with `Retry-After: secs` (a 503 says 1 s unless told when to retry).
+    pub(super) fn retry_after(mut self, secs: u64) -> Self {
+        self.headers.retain(|(name, _)| name != "retry-after");
+        self.headers
+            .push(("retry-after".to_owned(), secs.to_string().into_bytes()));
+        self
+    }
 }
 
 /// The application's response, to send with the cache's `Cache-Status` member appended.

@@ -198,8 +198,17 @@ pub async fn begin(
             Outcome::Rejected,
         )),
         Err(error) => {
-            tracing::error!(error = %error.with_causes(), "idempotency store or lock backend failed; nothing ran");
-            Started::Answer(unavailable(rules, Outcome::Unavailable))
+            // An unreachable backend is reported once by its breaker, which then refuses at
+            // once; each request in the outage is DEBUG, and told when the probe is due.
+            if error.is_unavailable() {
+                tracing::debug!(error = %error.with_causes(), "idempotency store or lock backend unavailable; nothing ran");
+            } else {
+                tracing::error!(error = %error.with_causes(), "idempotency store or lock backend failed; nothing ran");
+            }
+            let retry_after = error
+                .circuit_open()
+                .map_or(rules.retry_after_secs(), |open| open.retry_after_secs());
+            Started::Answer(unavailable(retry_after, Outcome::Unavailable))
         }
     };
     if let Started::Answer(reply) = &started {
@@ -345,8 +354,15 @@ pub async fn give_back(claim: Claim) -> Outcome {
 }
 
 async fn release(claim: Claim) -> Outcome {
-    if let Err(error) = claim.release().await {
-        tracing::warn!(error = %error.with_causes(), "giving back an idempotency key failed; its lease frees it");
+    match claim.release().await {
+        Ok(()) => {}
+        // The backend's breaker reports an outage once.
+        Err(error) if error.is_unavailable() => {
+            tracing::debug!(error = %error.with_causes(), "giving back an idempotency key failed; its lease frees it");
+        }
+        Err(error) => {
+            tracing::warn!(error = %error.with_causes(), "giving back an idempotency key failed; its lease frees it");
+        }
     }
     Outcome::NotStored
 }
@@ -392,7 +408,7 @@ pub fn lost(claim: Claim, rules: &IdempotencyRules, reason: LostReason) -> Reply
             }
         });
     }
-    unavailable(rules, Outcome::Lost).recorded()
+    unavailable(rules.retry_after_secs(), Outcome::Lost).recorded()
 }
 
 fn in_flight(rules: &IdempotencyRules) -> Reply {
@@ -409,13 +425,14 @@ fn in_flight(rules: &IdempotencyRules) -> Reply {
     )
 }
 
-/// A generic 503: the detail went to tracing, not to the client.
-fn unavailable(rules: &IdempotencyRules, outcome: Outcome) -> Reply {
+/// A generic 503 with `Retry-After: retry_after` (seconds): the detail went to tracing, not to
+/// the client.
+fn unavailable(retry_after: u64, outcome: Outcome) -> Reply {
     Reply::from_rejection(
         &Rejection::new(
             RejectionKind::Unavailable,
             503,
-            Some(rules.retry_after_secs()),
+            Some(retry_after),
             "Service unavailable",
             "the request could not be made idempotent right now; nothing was done, retry later",
             None,

@@ -6,6 +6,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::{PostgresResultStore, STORE};
 use crate::backends::sql::{to_lock_error, validate_table};
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
 
 /// Where the store's connections come from.
@@ -37,6 +38,7 @@ pub struct PostgresResultStoreBuilder {
     create_table: bool,
     max_connections: u32,
     response_timeout: Duration,
+    breaker: Option<Breaker>,
 }
 
 impl PostgresResultStoreBuilder {
@@ -47,7 +49,30 @@ impl PostgresResultStoreBuilder {
             create_table: true,
             max_connections: 10,
             response_timeout: Duration::from_secs(2),
+            breaker: None,
         }
+    }
+
+    /// The [circuit breaker](crate::breaker) to send statements through. Give a store on the
+    /// lock backend's pool the backend's breaker (`backend.breaker().clone()`), so that one
+    /// outage opens one breaker; without it the store has one of its own (a sqlx pool has no
+    /// place to keep one, and lock-core keeps no process-wide table of pools).
+    ///
+    /// ```no_run
+    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::PostgresBackend;
+    ///
+    /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
+    /// let backend = PostgresBackend::from_pool(pool.clone()).await?;
+    /// let store = PostgresResultStore::builder_with_pool(pool)
+    ///     .breaker(backend.breaker().clone())
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub fn breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
     }
 
     /// The result table (default `lock_core_results`), also the name of the channel pushes go
@@ -138,7 +163,17 @@ impl PostgresResultStoreBuilder {
                     .map_err(|e| to_lock_error(STORE, e))?
             }
         };
-        PostgresResultStore::start(pool, self.table, self.create_table, self.response_timeout).await
+        let breaker = self
+            .breaker
+            .unwrap_or_else(|| Breaker::new(STORE, BreakerOptions::new()));
+        PostgresResultStore::start(
+            pool,
+            self.table,
+            self.create_table,
+            self.response_timeout,
+            breaker,
+        )
+        .await
     }
 }
 

@@ -17,7 +17,8 @@ pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use crate::backend::BoxFuture;
-use crate::backends::sql::{micros, to_lock_error, validate_table};
+use crate::backends::sql::{is_unreachable, micros, to_lock_error, validate_table};
+use crate::breaker::Breaker;
 use crate::{LockError, LockKey, Result};
 
 const STORE: &str = "postgres";
@@ -103,22 +104,35 @@ struct Db {
     pool: PgPool,
     sql: Arc<Statements>,
     timeout: Duration,
+    /// The pool's circuit breaker: the lock backend's when given one (see
+    /// [`PostgresResultStoreBuilder::breaker`]).
+    breaker: Breaker,
 }
 
 impl Db {
-    /// Runs `statement`, giving up after the response timeout.
+    /// Runs `statement` through the breaker, giving up after the response timeout.
     async fn timed<T>(
         &self,
         operation: &'static str,
         statement: impl Future<Output = Result<T, sqlx::Error>>,
     ) -> Result<T> {
+        let admission = self.breaker.admit()?;
         match tokio::time::timeout(self.timeout, statement).await {
-            Ok(done) => done.map_err(|e| to_lock_error(STORE, e)),
-            Err(_elapsed) => Err(LockError::Timeout {
-                backend: STORE,
-                operation,
-                after: self.timeout,
-            }),
+            Ok(done) => {
+                match &done {
+                    Err(error) if is_unreachable(error) => admission.unavailable(error),
+                    _ => admission.answered(),
+                }
+                done.map_err(|e| to_lock_error(STORE, e))
+            }
+            Err(_elapsed) => {
+                admission.unavailable(format!("no reply within {:?}", self.timeout));
+                Err(LockError::Timeout {
+                    backend: STORE,
+                    operation,
+                    after: self.timeout,
+                })
+            }
         }
     }
 
@@ -280,11 +294,18 @@ impl PostgresResultStore {
     }
 
     /// Creates the table if asked, starts listening, and spawns the push task.
-    async fn start(pool: PgPool, table: String, create: bool, timeout: Duration) -> Result<Self> {
+    async fn start(
+        pool: PgPool,
+        table: String,
+        create: bool,
+        timeout: Duration,
+        breaker: Breaker,
+    ) -> Result<Self> {
         let db = Db {
             sql: Arc::new(Statements::new(&table)),
             pool,
             timeout,
+            breaker,
         };
         if create {
             let batch = format!(

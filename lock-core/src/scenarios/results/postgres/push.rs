@@ -90,13 +90,19 @@ pub(super) async fn route(
                 () = tokio::time::sleep(backoff) => {}
             }
             backoff = (backoff * 2).min(MAX_BACKOFF);
+            // While the pool's breaker is open, try when its probe is due: the outage is the
+            // breaker's to report, each try here is DEBUG.
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = db.breaker.ready() => {}
+            }
             match subscribe(&db.pool, &channel).await {
                 Ok(again) => {
-                    tracing::info!("result push connection re-established");
+                    tracing::debug!("result push connection re-established");
                     listener = Some(again);
                 }
                 Err(sqlx::Error::PoolClosed) => return,
-                Err(error) => tracing::warn!(%error, "result push connection still down"),
+                Err(error) => tracing::debug!(%error, "result push connection still down"),
             }
             continue;
         };
@@ -109,7 +115,7 @@ pub(super) async fn route(
                 backoff = FIRST_BACKOFF;
                 deliver(notification.payload(), &db, &watchers);
             }
-            Ok(None) => tracing::warn!(
+            Ok(None) => tracing::debug!(
                 "result push connection lost and re-established; waiters of pushes sent \
                  meanwhile get the value through the lease"
             ),
@@ -118,7 +124,7 @@ pub(super) async fn route(
                 return;
             }
             Err(error) => {
-                tracing::warn!(%error, "result push connection down; reconnecting");
+                tracing::debug!(%error, "result push connection down; reconnecting");
                 listener = None;
             }
         }
@@ -144,8 +150,12 @@ fn deliver(payload: &str, db: &Db, watchers: &Arc<Watchers>) {
                     Ok(Some(entry)) => watchers.deliver(&key, Arc::new(entry)),
                     // Removed or expired since: nothing to hand over.
                     Ok(None) => {}
+                    // The pool's breaker reports an outage once.
+                    Err(error) if error.is_unavailable() => {
+                        tracing::debug!(error = %error.with_causes(), "cannot read a pushed result; its waiters get it through the lease");
+                    }
                     Err(error) => {
-                        tracing::warn!(%error, "cannot read a pushed result; its waiters get it through the lease");
+                        tracing::warn!(error = %error.with_causes(), "cannot read a pushed result; its waiters get it through the lease");
                     }
                 }
             });

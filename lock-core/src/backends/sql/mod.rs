@@ -126,8 +126,8 @@ pub use self::postgres::{PostgresBackend, PostgresLease};
 pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
-pub(crate) use self::wait::{fence_from_i64, is_unreachable, protocol};
-pub(crate) use self::wait::{run, to_lock_error, wait_for_grant, Attempt};
+pub(crate) use self::wait::{fence_from_i64, protocol};
+pub(crate) use self::wait::{is_unreachable, run, to_lock_error, wait_for_grant, Attempt};
 
 /// The default lock table.
 pub const DEFAULT_TABLE: &str = "lock_core_locks";

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::{Db, RecoveryPoints};
 use crate::backends::sql::validate_table;
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
 
 /// The database the points go to.
@@ -35,6 +36,7 @@ pub struct RecoveryPointsBuilder {
     table: String,
     create_table: bool,
     response_timeout: Duration,
+    breaker: Option<Breaker>,
 }
 
 impl RecoveryPointsBuilder {
@@ -44,7 +46,28 @@ impl RecoveryPointsBuilder {
             table: RecoveryPoints::DEFAULT_TABLE.to_owned(),
             create_table: true,
             response_timeout: Duration::from_secs(2),
+            breaker: None,
         }
+    }
+
+    /// The [circuit breaker](crate::breaker) the reads of points go through. Give points on a
+    /// lock backend's pool the backend's (`backend.breaker().clone()`), so that one outage
+    /// opens one breaker; without it the points have one of their own.
+    ///
+    /// ```no_run
+    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::PostgresBackend;
+    ///
+    /// # async fn example(backend: PostgresBackend) -> Result<(), lock_core::LockError> {
+    /// let points = RecoveryPoints::postgres_builder(backend.pool().clone())
+    ///     .breaker(backend.breaker().clone())
+    ///     .build()
+    ///     .await?;
+    /// # let _ = points; Ok(()) }
+    /// ```
+    pub fn breaker(mut self, breaker: Breaker) -> Self {
+        self.breaker = Some(breaker);
+        self
     }
 
     /// The table (default `lock_core_recovery_points`): a plain identifier, ASCII letters,
@@ -115,7 +138,17 @@ impl RecoveryPointsBuilder {
                 sql: super::mysql::Statements::new(&self.table),
             },
         };
-        RecoveryPoints::start(db, self.table, self.create_table, self.response_timeout).await
+        let breaker = self
+            .breaker
+            .unwrap_or_else(|| Breaker::new(db.name(), BreakerOptions::new()));
+        RecoveryPoints::start(
+            db,
+            self.table,
+            self.create_table,
+            self.response_timeout,
+            breaker,
+        )
+        .await
     }
 }
 

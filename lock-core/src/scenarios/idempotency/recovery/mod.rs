@@ -15,7 +15,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::RecoveryPointsBuilder;
 use super::commit::Dialect;
-use crate::backends::sql::{sweep, validate_table};
+use crate::backends::sql::{is_unreachable, sweep, to_lock_error, validate_table};
+use crate::breaker::Breaker;
 use crate::{LockError, Result};
 
 /// The default table.
@@ -78,6 +79,8 @@ struct Shared {
     db: Db,
     table: String,
     timeout: Duration,
+    /// Reads and purges go through it (the writes run on the application's transaction).
+    breaker: Breaker,
     _stop: DropGuard,
 }
 
@@ -251,6 +254,20 @@ impl RecoveryPoints {
         &self.shared.table
     }
 
+    /// The [circuit breaker](crate::breaker) the reads of points go through: the lock
+    /// backend's when the points were given it
+    /// ([`RecoveryPointsBuilder::breaker`]), else their own.
+    ///
+    /// ```no_run
+    /// # fn example(points: lock_core::idempotency::RecoveryPoints) {
+    /// let state = points.breaker().state();
+    /// # let _ = state; }
+    /// ```
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
+    }
+
     /// `"postgres"` or `"mysql"`.
     ///
     /// ```no_run
@@ -264,7 +281,13 @@ impl RecoveryPoints {
     }
 
     /// Creates the table if asked and starts the hourly purge.
-    async fn start(db: Db, table: String, create: bool, timeout: Duration) -> Result<Self> {
+    async fn start(
+        db: Db,
+        table: String,
+        create: bool,
+        timeout: Duration,
+        breaker: Breaker,
+    ) -> Result<Self> {
         if create {
             let created = async {
                 match &db {
@@ -274,7 +297,7 @@ impl RecoveryPoints {
                     Db::MySql { pool, .. } => mysql::Statements::create(pool, &table).await,
                 }
             };
-            timed(timeout, db.name(), "create table", created).await?;
+            through(&breaker, timeout, db.name(), "create table", created).await?;
         }
         let stop = CancellationToken::new();
         let backend = db.name();
@@ -282,6 +305,7 @@ impl RecoveryPoints {
             db,
             table,
             timeout,
+            breaker,
             _stop: stop.clone().drop_guard(),
         });
         crate::backends::sql::spawn_sweeper(
@@ -305,9 +329,11 @@ impl RecoveryPoints {
                 Db::MySql { pool, sql } => sql.find(pool, key).await,
             }
         };
-        timed(
+        let name = shared.db.name();
+        through(
+            &shared.breaker,
             shared.timeout,
-            shared.db.name(),
+            name,
             "read recovery point",
             found,
         )
@@ -370,28 +396,46 @@ impl std::fmt::Debug for RecoveryPoints {
 /// Deletes expired points in bounded batches.
 async fn purge(shared: Arc<Shared>) -> Result<u64> {
     sweep(|| async {
-        match &shared.db {
-            #[cfg(feature = "postgres")]
-            Db::Postgres { pool, sql } => sql.purge_batch(pool).await,
-            #[cfg(feature = "mysql")]
-            Db::MySql { pool, sql } => sql.purge_batch(pool).await,
-        }
+        let batch = async {
+            match &shared.db {
+                #[cfg(feature = "postgres")]
+                Db::Postgres { pool, sql } => sql.purge_batch(pool).await,
+                #[cfg(feature = "mysql")]
+                Db::MySql { pool, sql } => sql.purge_batch(pool).await,
+            }
+        };
+        // A purge is a batch of deletes, not a request: it gets the time it needs.
+        let generous = shared.timeout.max(Duration::from_secs(60));
+        through(&shared.breaker, generous, shared.db.name(), "purge", batch).await
     })
     .await
 }
 
-/// Runs `statement`, giving up after `timeout`.
-async fn timed<T>(
+/// Runs `statement` through `breaker` (refused at once while the database is known to be
+/// down), giving up after `timeout`.
+async fn through<T>(
+    breaker: &Breaker,
     timeout: Duration,
     backend: &'static str,
     operation: &'static str,
-    statement: impl std::future::Future<Output = Result<T>>,
+    statement: impl std::future::Future<Output = Result<T, sqlx::Error>>,
 ) -> Result<T> {
-    tokio::time::timeout(timeout, statement)
-        .await
-        .unwrap_or(Err(LockError::Timeout {
-            backend,
-            operation,
-            after: timeout,
-        }))
+    let admission = breaker.admit()?;
+    match tokio::time::timeout(timeout, statement).await {
+        Ok(done) => {
+            match &done {
+                Err(error) if is_unreachable(error) => admission.unavailable(error),
+                _ => admission.answered(),
+            }
+            done.map_err(|e| to_lock_error(backend, e))
+        }
+        Err(_elapsed) => {
+            admission.unavailable(format!("no reply within {timeout:?}"));
+            Err(LockError::Timeout {
+                backend,
+                operation,
+                after: timeout,
+            })
+        }
+    }
 }

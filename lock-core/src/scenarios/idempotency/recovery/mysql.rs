@@ -55,20 +55,22 @@ impl Statements {
         }
     }
 
-    pub(super) async fn create(pool: &MySqlPool, table: &str) -> Result<()> {
+    pub(super) async fn create(pool: &MySqlPool, table: &str) -> Result<(), sqlx::Error> {
         sqlx::raw_sql(&migration(table))
             .execute(pool)
             .await
             .map(drop)
-            .map_err(|e| to_lock_error(STORE, e))
     }
 
-    pub(super) async fn find(&self, pool: &MySqlPool, key: &str) -> Result<Option<Vec<u8>>> {
+    pub(super) async fn find(
+        &self,
+        pool: &MySqlPool,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, sqlx::Error> {
         sqlx::query_scalar(&self.find)
             .bind(storage_key(key))
             .fetch_optional(pool)
             .await
-            .map_err(|e| to_lock_error(STORE, e))
     }
 
     /// `Ok(None)` when written; otherwise the live point there (committed by another
@@ -105,12 +107,11 @@ impl Statements {
         Ok(Some(there))
     }
 
-    pub(super) async fn purge_batch(&self, pool: &MySqlPool) -> Result<u64> {
+    pub(super) async fn purge_batch(&self, pool: &MySqlPool) -> Result<u64, sqlx::Error> {
         sqlx::query(&self.purge_batch)
             .execute(pool)
             .await
             .map(|done| done.rows_affected())
-            .map_err(|e| to_lock_error(STORE, e))
     }
 }
 

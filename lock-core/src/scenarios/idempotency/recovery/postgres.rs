@@ -58,26 +58,25 @@ impl Statements {
         }
     }
 
-    pub(super) async fn create(pool: &PgPool, table: &str) -> Result<()> {
+    pub(super) async fn create(pool: &PgPool, table: &str) -> Result<(), sqlx::Error> {
         let batch = format!(
             "SELECT pg_advisory_xact_lock({}); {};",
             crate::results::postgres::SCHEMA_LOCK,
             migration(table)
         );
         // One simple-protocol batch: one transaction, holding the advisory lock.
-        sqlx::raw_sql(&batch)
-            .execute(pool)
-            .await
-            .map(drop)
-            .map_err(|e| to_lock_error(STORE, e))
+        sqlx::raw_sql(&batch).execute(pool).await.map(drop)
     }
 
-    pub(super) async fn find(&self, pool: &PgPool, key: &str) -> Result<Option<Vec<u8>>> {
+    pub(super) async fn find(
+        &self,
+        pool: &PgPool,
+        key: &str,
+    ) -> Result<Option<Vec<u8>>, sqlx::Error> {
         sqlx::query_scalar(&self.find)
             .bind(key)
             .fetch_optional(pool)
             .await
-            .map_err(|e| to_lock_error(STORE, e))
     }
 
     /// `Ok(None)` when written; otherwise the live point there (committed by another
@@ -107,12 +106,11 @@ impl Statements {
         Ok(Some(there))
     }
 
-    pub(super) async fn purge_batch(&self, pool: &PgPool) -> Result<u64> {
+    pub(super) async fn purge_batch(&self, pool: &PgPool) -> Result<u64, sqlx::Error> {
         sqlx::query(&self.purge_batch)
             .execute(pool)
             .await
             .map(|done| done.rows_affected())
-            .map_err(|e| to_lock_error(STORE, e))
     }
 }
 

@@ -65,8 +65,9 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// A put is one statement: an upsert that replaces the row only where the rules of
 /// [`results`](super) let it (an expired row counts as absent, a completed idempotency record
 /// is never replaced), and that notifies when it stored, atomically under concurrent puts.
-/// Expired rows stay until a put overwrites them or
-/// [`purge_expired`](Self::purge_expired) (yours to schedule) deletes them.
+/// Expired rows are never read; a task per store deletes them every hour (in batches of
+/// 1,000, spread over the instances), so keys that requests make up (a cache's URLs) leave
+/// nothing for long; [`purge_expired`](Self::purge_expired) does it on demand.
 ///
 /// # Pushes
 /// Each store listens, on a connection of its pool, on the channel named like the table (in
@@ -238,35 +239,17 @@ impl PostgresResultStore {
         Ok(statements::migration(table))
     }
 
-    /// Deletes the rows whose entry has expired (by the database's clock) and returns how
-    /// many. Nothing calls it for you: expired rows are never read, only their space is held
-    /// until a put of the same key overwrites them. One `DELETE`, with no time limit.
+    /// Deletes the rows whose entry has expired (by the database's clock), in batches of
+    /// 1,000, and returns how many. Each store does it every hour on its own; this is for doing
+    /// it now (after a bulk of short-lived entries, say).
     ///
     /// ```no_run
-    /// use std::time::Duration;
-    /// use lock_core::results::PostgresResultStore;
-    ///
-    /// # async fn example(store: PostgresResultStore) {
-    /// // The task holds a clone: the store lives as long as it does.
-    /// tokio::spawn(async move {
-    ///     let mut every = tokio::time::interval(Duration::from_secs(600));
-    ///     loop {
-    ///         every.tick().await;
-    ///         match store.purge_expired().await {
-    ///             Ok(purged) => tracing::debug!(purged, "expired results purged"),
-    ///             Err(error) => tracing::warn!(%error, "cannot purge expired results"),
-    ///         }
-    ///     }
-    /// });
-    /// # }
+    /// # async fn example(store: lock_core::results::PostgresResultStore) -> Result<(), lock_core::LockError> {
+    /// let purged = store.purge_expired().await?;
+    /// # let _ = purged; Ok(()) }
     /// ```
     pub async fn purge_expired(&self) -> Result<u64> {
-        let db = &self.shared.db;
-        sqlx::query(&db.sql.purge)
-            .execute(&db.pool)
-            .await
-            .map(|done| done.rows_affected())
-            .map_err(|e| to_lock_error(STORE, e))
+        purge(self.shared.clone()).await
     }
 
     /// The connection pool, e.g. to write a fenced resource in the same database.
@@ -329,16 +312,40 @@ impl PostgresResultStore {
             watchers.clone(),
             stop.clone(),
         ));
-        Ok(Self {
-            shared: Arc::new(Shared {
-                db,
-                table,
-                channel,
-                watchers,
-                _stop: stop.drop_guard(),
-            }),
-        })
+        let shared = Arc::new(Shared {
+            db,
+            table,
+            channel,
+            watchers,
+            _stop: stop.clone().drop_guard(),
+        });
+        crate::backends::sql::spawn_sweeper(
+            STORE,
+            "expired results",
+            stop,
+            Arc::downgrade(&shared),
+            purge,
+        );
+        Ok(Self { shared })
     }
+}
+
+/// Deletes expired rows in bounded batches, through the store's breaker.
+async fn purge(shared: Arc<Shared>) -> Result<u64> {
+    let db = &shared.db;
+    // A batch of deletes, not a request: it gets the time it needs.
+    let generous = Db {
+        timeout: db.timeout.max(Duration::from_secs(60)),
+        ..db.clone()
+    };
+    crate::backends::sql::sweep(|| async {
+        let batch = sqlx::query(&db.sql.purge_batch).execute(&db.pool);
+        generous
+            .timed("purge", batch)
+            .await
+            .map(|done| done.rows_affected())
+    })
+    .await
 }
 
 impl ResultStore for PostgresResultStore {

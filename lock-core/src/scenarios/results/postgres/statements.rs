@@ -1,31 +1,25 @@
 //! The result table's SQL, with the table's name put in once.
 
 use super::super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
+use crate::backends::sql::SWEEP_BATCH;
 
-/// The table's columns, after `CREATE TABLE IF NOT EXISTS <table>`; `kind` and `fence` are
-/// the stored entry's header, kept beside it so the put can compare them.
-macro_rules! columns {
-    () => {
-        " (
+/// The default table's `CREATE TABLE` (also the channel its pushes go on).
+pub(super) const DEFAULT_TABLE: &str = "lock_core_results";
+
+/// [`DEFAULT_TABLE`]'s migration: the table (`kind` and `fence` are the stored entry's header,
+/// kept beside it so the put can compare them) and the index the hourly purge deletes by.
+pub(super) const MIGRATION: &str = "CREATE TABLE IF NOT EXISTS lock_core_results (
   key        text COLLATE \"C\" PRIMARY KEY,
   kind       \"char\" NOT NULL,
   fence      text COLLATE \"C\" NOT NULL,
   entry      bytea NOT NULL,
   expires_at timestamptz NOT NULL
-)"
-    };
-}
-
-/// The default table's `CREATE TABLE` (also the channel its pushes go on).
-pub(super) const DEFAULT_TABLE: &str = "lock_core_results";
-
-/// [`DEFAULT_TABLE`]'s migration.
-pub(super) const MIGRATION: &str =
-    concat!("CREATE TABLE IF NOT EXISTS lock_core_results", columns!());
+);
+CREATE INDEX IF NOT EXISTS lock_core_results_expires_at ON lock_core_results (expires_at)";
 
 /// The migration of a table named `table` (checked beforehand).
 pub(super) fn migration(table: &str) -> String {
-    format!("CREATE TABLE IF NOT EXISTS {table}{}", columns!())
+    MIGRATION.replace(DEFAULT_TABLE, table)
 }
 
 pub(super) struct Statements {
@@ -35,8 +29,8 @@ pub(super) struct Statements {
     pub(super) put: String,
     /// `$1` key.
     pub(super) remove: String,
-    /// Deletes the expired rows.
-    pub(super) purge: String,
+    /// Deletes up to [`SWEEP_BATCH`] expired rows.
+    pub(super) purge_batch: String,
 }
 
 impl Statements {
@@ -80,7 +74,11 @@ impl Statements {
             get: format!("SELECT entry FROM {t} WHERE key = $1 AND expires_at > now()"),
             put,
             remove: format!("DELETE FROM {t} WHERE key = $1"),
-            purge: format!("DELETE FROM {t} WHERE expires_at <= now()"),
+            purge_batch: format!(
+                "DELETE FROM {t} WHERE key IN (
+                   SELECT key FROM {t} WHERE expires_at <= now() LIMIT {SWEEP_BATCH}
+                   FOR UPDATE SKIP LOCKED)"
+            ),
         }
     }
 }

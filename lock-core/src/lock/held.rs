@@ -42,6 +42,10 @@ pub(crate) struct Timing {
     pub(crate) next_attempt: Instant,
     /// The last renewal error, reported if the lease runs out.
     pub(crate) last_error: Option<String>,
+    /// The last renewal error was the backend being unreachable: an outage its breaker
+    /// reports once, so a lease it takes is logged at DEBUG (the lost signal and the
+    /// `lock_lost_total` metric still say so).
+    pub(crate) last_error_in_outage: bool,
     /// A renewal is in flight.
     pub(crate) renewing: bool,
     /// The lease's entry in the watchdog queue.
@@ -49,11 +53,23 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
+    /// Why a lease whose validity ended is lost, and whether an outage did it.
+    pub(crate) fn lost_reason(&self) -> (LostReason, bool) {
+        match &self.last_error {
+            Some(error) => (
+                LostReason::RenewalFailed(error.clone()),
+                self.last_error_in_outage,
+            ),
+            None => (LostReason::Expired, false),
+        }
+    }
+
     pub(crate) fn new(valid_until: Instant, next_attempt: Instant) -> Self {
         Self {
             valid_until,
             next_attempt,
             last_error: None,
+            last_error_in_outage: false,
             renewing: false,
             slot: None,
         }
@@ -77,17 +93,14 @@ impl HeldLease {
         if let Some(reason) = self.loss.reason() {
             return Some(reason);
         }
-        let reason = {
+        let (reason, in_outage) = {
             let times = lock(&self.times);
             if Instant::now() < times.valid_until {
                 return None;
             }
-            times
-                .last_error
-                .clone()
-                .map_or(LostReason::Expired, LostReason::RenewalFailed)
+            times.lost_reason()
         };
-        self.lose(reason);
+        self.lose_to(reason, in_outage);
         self.loss.reason()
     }
 
@@ -108,8 +121,19 @@ impl HeldLease {
 
     /// Fires the lost signal with `reason` (the first reason stays), logging the loss once.
     pub(crate) fn lose(&self, reason: LostReason) {
+        self.lose_to(reason, false);
+    }
+
+    /// [`lose`](Self::lose), at DEBUG when the loss comes of an outage (renewals refused or
+    /// failing because the backend is unreachable): the backend's breaker reports the outage
+    /// once, and each lease it takes would otherwise add a WARN.
+    pub(crate) fn lose_to(&self, reason: LostReason, in_outage: bool) {
         if self.loss.fire(reason.clone()) {
-            tracing::warn!(key = %self.key, fence = %self.fence, backend = self.backend, %reason, "lease lost");
+            if in_outage {
+                tracing::debug!(key = %self.key, fence = %self.fence, backend = self.backend, %reason, "lease lost in a backend outage");
+            } else {
+                tracing::warn!(key = %self.key, fence = %self.fence, backend = self.backend, %reason, "lease lost");
+            }
         }
     }
 

@@ -168,12 +168,9 @@ fn attend(dog: &Arc<Watchdog>, lease: &Arc<HeldLease>) {
     let now = Instant::now();
     let mut times = lock(&lease.times);
     if now >= times.valid_until {
-        let reason = times
-            .last_error
-            .take()
-            .map_or(LostReason::Expired, LostReason::RenewalFailed);
+        let (reason, in_outage) = times.lost_reason();
         drop(times);
-        return lease.lose(reason);
+        return lease.lose_to(reason, in_outage);
     }
     if times.renewing || now < times.next_attempt {
         let at = if times.renewing {
@@ -209,6 +206,7 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
             Ok(true) => {
                 metrics::renewal(lease.backend, true);
                 times.last_error = None;
+                times.last_error_in_outage = false;
                 times.next_attempt = sent + renew_interval(ttl);
                 if mode.is_renewed() {
                     times.valid_until = times.valid_until.max(valid_until(sent, ttl));
@@ -227,6 +225,7 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
                     tracing::warn!(key = %lease.key, error = %text, "lease renewal failed; retrying while the lease lasts");
                 }
                 times.last_error = Some(text);
+                times.last_error_in_outage = error.is_unavailable();
                 times.next_attempt = Instant::now() + retry_backoff(ttl);
             }
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::record::Record;
 use super::stats::Counters;
-use super::{Completed, Fingerprint, Idempotency};
+use super::{ClaimInfo, Completed, Fingerprint, Idempotency};
 use crate::cache::http::StoredResponse;
 use crate::results::{Replace, FENCE_DIGITS};
 use crate::{FencingToken, LockGuard, LockKey, LockOwner, LostReason, Result};
@@ -39,66 +39,6 @@ pub enum Begin {
     /// This key was used by a request with another fingerprint (another body, path or
     /// method): refuse (422 over HTTP).
     Mismatch,
-}
-
-/// What the handler of a claimed request can know of its claim; the HTTP layers put it in the
-/// request (extensions in tower, an extractor in actix). With the `postgres` feature the
-/// handler writes its answer in its effect's own transaction with `commit_in`, which makes
-/// the request exactly once across crashes (see the [module docs](super)).
-///
-/// ```
-/// use lock_core::idempotency::ClaimInfo;
-/// use lock_core::FencingToken;
-///
-/// let info = ClaimInfo::new("alice", "key-1", FencingToken::new(9));
-/// assert_eq!((info.scope.as_str(), info.key.as_str(), info.fence.get()), ("alice", "key-1", 9));
-/// ```
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct ClaimInfo {
-    /// The scope (principal) the key belongs to.
-    pub scope: String,
-    /// The idempotency key, as the client sent it.
-    pub key: String,
-    /// The claim's fencing token: strictly larger than any earlier claim's on this key.
-    pub fence: FencingToken,
-    /// What [`commit_in`](Self::commit_in) needs; `None` for an info made by hand, or when the
-    /// idempotency's records cannot be completed in a transaction.
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
-    pub(crate) commit: Option<std::sync::Arc<super::commit::ClaimCommit>>,
-}
-
-impl ClaimInfo {
-    /// Info for a claim (adapters and tests build it; the middleware fills it in).
-    #[must_use]
-    pub fn new(scope: impl Into<String>, key: impl Into<String>, fence: FencingToken) -> Self {
-        Self {
-            scope: scope.into(),
-            key: key.into(),
-            fence,
-            #[cfg(any(feature = "postgres", feature = "mysql"))]
-            commit: None,
-        }
-    }
-}
-
-/// Two infos are equal when they name the same claim (scope, key, fencing token).
-impl PartialEq for ClaimInfo {
-    fn eq(&self, other: &Self) -> bool {
-        (&self.scope, &self.key, self.fence) == (&other.scope, &other.key, other.fence)
-    }
-}
-
-impl Eq for ClaimInfo {}
-
-impl std::fmt::Debug for ClaimInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClaimInfo")
-            .field("scope", &self.scope)
-            .field("key", &self.key)
-            .field("fence", &self.fence)
-            .finish_non_exhaustive()
-    }
 }
 
 /// How a claim's completion ended.

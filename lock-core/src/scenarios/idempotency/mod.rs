@@ -61,6 +61,7 @@
 //!   stored leaves the claim to expire rather than marking it done.
 
 mod claim;
+mod claim_info;
 mod client;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod commit;
@@ -71,7 +72,8 @@ mod record;
 mod recovery;
 mod stats;
 
-pub use self::claim::{Begin, Claim, ClaimInfo, Completion, InFlight};
+pub use self::claim::{Begin, Claim, Completion, InFlight};
+pub use self::claim_info::ClaimInfo;
 pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use self::commit::{Committed, EffectTransaction};

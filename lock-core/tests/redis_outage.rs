@@ -8,20 +8,18 @@
 //! Its own test binary, as it installs a process-wide tracing subscriber to count log lines.
 #![cfg(feature = "redis")]
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::breaker::BreakerState;
 use lock_core::cache::{Cache, CacheError, CacheStatus, OnBackendError, RedisResultStore};
 use lock_core::http::{KeyedLockOptions, RequestLock};
 use lock_core::idempotency::{Fingerprint, Idempotency, InFlight};
-use lock_core::testing::{free_port, server_url, unique, RedisServer};
+use lock_core::testing::{free_port, server_url, unique, LogLines, RedisServer};
 use lock_core::{LockClient, RedisBackend};
 use tokio::time::{timeout, Instant};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use tracing::Level;
 
 /// How long the origin takes.
 const ORIGIN: Duration = Duration::from_millis(20);
@@ -29,54 +27,6 @@ const ORIGIN: Duration = Duration::from_millis(20);
 /// milliseconds", with room for two shared cores (before the breaker, a call waited for the
 /// connection's timeouts: 0.5 s and more).
 const SLACK: Duration = Duration::from_millis(25);
-
-/// The INFO-and-above events of lock-core: level and message.
-#[derive(Default)]
-struct Lines {
-    seen: Mutex<Vec<(Level, String)>>,
-    next_span: AtomicU64,
-}
-
-impl Lines {
-    fn take(&self) -> Vec<(Level, String)> {
-        std::mem::take(&mut *self.seen.lock().unwrap())
-    }
-}
-
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl Subscriber for &'static Lines {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        *metadata.level() <= Level::INFO && metadata.target().starts_with("lock_core")
-    }
-
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(self.next_span.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let level = *event.metadata().level();
-        self.seen.lock().unwrap().push((level, message.0));
-    }
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
-}
 
 /// One origin call.
 type Computation =
@@ -117,7 +67,7 @@ fn an_outage_is_answered_fast_and_reported_once() {
     {
         return;
     }
-    let lines: &'static Lines = Box::leak(Box::default());
+    let lines: &'static LogLines = Box::leak(Box::default());
     tracing::subscriber::set_global_default(lines).expect("the only subscriber of this binary");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -131,7 +81,7 @@ fn an_outage_is_answered_fast_and_reported_once() {
     });
 }
 
-async fn outage(lines: &'static Lines) {
+async fn outage(lines: &'static LogLines) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("redis-outage-{}", std::process::id()));
     let mut server = RedisServer::start(free_port(), dir);

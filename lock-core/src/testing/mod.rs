@@ -16,9 +16,11 @@
 
 pub mod cluster;
 pub mod idempotency;
+mod log_lines;
 mod redis_server;
 pub mod response_cache;
 
+pub use log_lines::LogLines;
 pub use redis_server::{free_port, RedisServer};
 
 /// The env var that turns a missing test server into a failure.

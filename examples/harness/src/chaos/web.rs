@@ -10,9 +10,8 @@
 //! - `POST /orders/{id}`: behind the keyed lock on `{id}` (fails closed).
 //!
 //! Prints `EV ready <µs> <port>` once it serves, and `EV log <µs> <LEVEL> <message>` for every
-//! INFO, WARN or ERROR line of lock-core (see [`LogLines`]); runs until killed.
+//! INFO, WARN or ERROR line of lock-core (`lock_core::testing::LogLines`); runs until killed.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::http::{header, StatusCode};
@@ -21,11 +20,10 @@ use axum::Router;
 use lock_core::breaker::BreakerOptions;
 use lock_core::cache::{Cache, Freshness, OnBackendError, RedisResultStore};
 use lock_core::idempotency::Idempotency;
+use lock_core::testing::LogLines;
 use lock_core::{LockClient, RedisBackend};
 use lock_tower::{IdempotencyLayer, KeySource, KeyedLockLayer, ResponseCacheLayer};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use tracing::Level;
 
 use super::worker::wall_us;
 
@@ -42,7 +40,7 @@ pub async fn run(flags: &crate::Flags) -> i32 {
         return 2;
     };
     let namespace = flags.get("namespace").unwrap_or("chaos-web");
-    let lines: &'static LogLines = Box::leak(Box::default());
+    let lines: &'static LogLines = Box::leak(Box::new(LogLines::with_sink(print_line)));
     if tracing::subscriber::set_global_default(lines).is_err() {
         eprintln!("chaos web: a tracing subscriber is installed already");
         return 2;
@@ -127,47 +125,8 @@ async fn origin() -> (
     (StatusCode::OK, [(header::CACHE_CONTROL, "max-age=2")], "ok")
 }
 
-/// A tracing subscriber that prints each INFO, WARN or ERROR event of lock-core as an event
-/// line for the coordinator to count (and nothing else: the scenario counts what an operator
-/// would read at the default level).
-#[derive(Default)]
-pub struct LogLines {
-    next_span: AtomicU64,
-}
-
-/// The `message` field of an event.
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl Subscriber for &'static LogLines {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        *metadata.level() <= Level::INFO && metadata.target().starts_with("lock_core")
-    }
-
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(self.next_span.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let level = event.metadata().level();
-        let message = message.0.replace('\n', " ");
-        println!("EV log {} {level} {message}", wall_us());
-    }
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
+/// Prints one of lock-core's INFO, WARN or ERROR lines as an event for the coordinator to
+/// count (what an operator would read at the default level).
+fn print_line(level: Level, message: &str) {
+    println!("EV log {} {level} {message}", wall_us());
 }

@@ -362,46 +362,46 @@ async fn a_commit_waits_for_the_open_one(records: Records) {
     }
 }
 
-macro_rules! every_configuration {
-    ($($name:ident => $body:ident;)*) => {
-        mod postgres_records {
+/// The tests of one configuration, in a module of their own.
+macro_rules! tests_for {
+    ($module:ident, $records:expr, [$($name:ident => $body:ident;)*]) => {
+        mod $module {
             use super::*;
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    timeout(BOUND, super::$body(Records::Postgres)).await.unwrap();
-                }
-            )*
-        }
-        mod redis_records_with_postgres_points {
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    timeout(BOUND, super::$body(Records::RedisWithPostgresPoints)).await.unwrap();
-                }
-            )*
-        }
-        mod redis_records_with_mysql_points {
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    timeout(BOUND, super::$body(Records::RedisWithMySqlPoints)).await.unwrap();
+                    timeout(BOUND, super::$body($records)).await.unwrap();
                 }
             )*
         }
     };
 }
 
-every_configuration! {
+/// Every test of the list, in each configuration.
+macro_rules! every_configuration {
+    ($tests:tt) => {
+        tests_for!(postgres_records, Records::Postgres, $tests);
+        tests_for!(
+            redis_records_with_postgres_points,
+            Records::RedisWithPostgresPoints,
+            $tests
+        );
+        tests_for!(
+            redis_records_with_mysql_points,
+            Records::RedisWithMySqlPoints,
+            $tests
+        );
+    };
+}
+
+every_configuration!([
     a_retry_after_the_commit_replays => a_retry_after_the_commit_replays;
     a_rolled_back_transaction_records_nothing => a_rolled_back_transaction_records_nothing;
     the_completion_after_a_commit_is_the_committed_answer => the_completion_after_a_commit_is_the_committed_answer;
     the_paused_holder_commits_first_and_once => paused_holder_commits_first;
     the_retry_commits_first_and_once => retry_commits_first;
     a_commit_waits_for_the_open_one => a_commit_waits_for_the_open_one;
-}
+]);
 
 /// Records on Redis lost (a restart without persistence, a `forget`): the recovery point still
 /// answers for the request, and refuses another request under the key.

@@ -153,9 +153,13 @@ impl Listener for WakeListener {
     }
 
     async fn subscribed(&mut self, first: bool) {
-        if !first {
-            reconnected(&self.leases, &mut self.connection, &mut self.run_id).await;
+        // The first subscription is in place before the backend is handed out, so no waiter
+        // predates it and nothing was missed: waking them all would only send a task that
+        // registered meanwhile (its backend just connected) an extra look.
+        if first {
+            return;
         }
+        reconnected(&self.leases, &mut self.connection, &mut self.run_id).await;
         // Messages published while we were away are lost: have every waiter look again.
         self.hub.wake_all();
     }

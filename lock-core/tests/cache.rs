@@ -508,6 +508,49 @@ async fn recompute_replaces_a_fresh_value_once<I: Instances>(i: &I) {
     );
 }
 
+/// One task's calls on a key, one right after another, each compute under a lease of their
+/// own, however soon each follows the last (the lease of the call before may still be
+/// releasing in the background): a failure, then a value that is stored, then a hit; a value,
+/// then a recompute that is stored. Re-entering the last call's lease would compute under its
+/// fencing token, and the store keeps an outcome only over an older one.
+async fn calls_in_a_row_take_leases_of_their_own<I: Instances>(i: &I) {
+    let cache = i.instance(plain).await;
+    for _ in 0..20 {
+        let key = unique("in-a-row");
+        let origin = Origin::default();
+        let calls = origin.calls.clone();
+        cache
+            .entry(&key)
+            .try_get_with(move || async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err::<Vec<u8>, _>("origin down")
+            })
+            .await
+            .unwrap_err();
+        let get = |value: &'static str| {
+            let origin = origin.clone();
+            move || origin.call(Duration::ZERO, value)
+        };
+        let computed = cache.entry(&key).try_get_with(get("v1")).await.unwrap();
+        assert_eq!(computed.status, CacheStatus::Computed);
+        let hit = cache.entry(&key).try_get_with(get("v1")).await.unwrap();
+        assert_eq!((hit.status, origin.calls()), (CacheStatus::Hit, 2), "{key}");
+        let recomputed = cache
+            .entry(&key)
+            .recompute()
+            .try_get_with(get("v2"))
+            .await
+            .unwrap();
+        assert_eq!(recomputed.status, CacheStatus::Computed);
+        let hit = cache.entry(&key).try_get_with(get("v3")).await.unwrap();
+        assert_eq!(
+            (hit.status, hit.value.as_slice(), origin.calls()),
+            (CacheStatus::Hit, &b"v2"[..], 3),
+            "{key}"
+        );
+    }
+}
+
 /// `invalidate` deletes the stored value in every instance's view: the next call computes.
 async fn invalidate_makes_the_next_call_compute<I: Instances>(i: &I) {
     let (a, b) = (i.instance(plain).await, i.instance(plain).await);
@@ -581,7 +624,17 @@ macro_rules! cache_suite {
                 a_cancelled_computation_hands_over, a_stale_writer_is_refused,
                 the_wait_deadline_follows_its_policy, uncacheable_values_are_not_shared,
                 recompute_replaces_a_fresh_value_once, invalidate_makes_the_next_call_compute,
-                bad_input_is_typed);
+                bad_input_is_typed, calls_in_a_row_take_leases_of_their_own);
+
+            /// On one thread the lease of the call before is still releasing when the next
+            /// call asks for it.
+            #[tokio::test(flavor = "current_thread")]
+            async fn calls_in_a_row_on_one_thread() {
+                if let Some(instances) = $make.await {
+                    let check = super::calls_in_a_row_take_leases_of_their_own(&instances);
+                    timeout(BOUND, check).await.expect("bounded");
+                }
+            }
         }
     };
     (@tests $make:expr; $($check:ident),*) => {

@@ -28,7 +28,7 @@ use super::computed::{CallError, Compute, Outcome};
 use super::entry::{Age, Kind, StoredEntry};
 use super::flight::{follow, Joined, Landed};
 use super::{Cache, CacheError, CacheStatus, Freshness, OnBackendError, OnWaitTimeout};
-use crate::{FencingToken, LockError, LockKey};
+use crate::{FencingToken, LockError, LockKey, LockOwner, LockRequest};
 
 /// One validated call.
 #[derive(Clone)]
@@ -120,6 +120,19 @@ impl Call {
                 }
             }
         }
+    }
+
+    /// A request for the key's computation lease, under an owner of its own. Never the task's
+    /// owner: a lease this task took a moment ago may still be held while its release runs in
+    /// the background, and re-entering it would compute under the same fencing token, which
+    /// the store refuses (an outcome stored only over an older one), so the value would not
+    /// be stored.
+    fn lease(&self) -> LockRequest<'_> {
+        self.cache
+            .inner
+            .locks
+            .lock(self.key.name())
+            .owner(&LockOwner::new())
     }
 
     /// The flight leader's read.
@@ -231,7 +244,7 @@ impl Call {
         let inner = &self.cache.inner;
         let deadline = tokio::time::Instant::now() + self.wait;
         let guard = loop {
-            match inner.locks.lock(self.key.name()).try_acquire().await {
+            match self.lease().try_acquire().await {
                 Ok(Some(guard)) => break guard,
                 Ok(None) => {}
                 Err(error) => return Led::Outcome(self.backend_failed(error, compute).await),
@@ -261,7 +274,7 @@ impl Call {
                 },
                 // The computing caller may fail or vanish: its lease frees (at once, or when
                 // it runs out), and one waiter (this one, if first) takes over.
-                granted = inner.locks.lock(self.key.name()).acquire_within(left) => match granted {
+                granted = self.lease().acquire_within(left) => match granted {
                     // Unless the outcome of the lease's last holder, pushed and not stored (a
                     // failure without a negative TTL, say), arrived meanwhile.
                     Ok(Some(guard)) => match pushes.arrived() {
@@ -304,7 +317,7 @@ impl Call {
             let Joined::Leader(lead) = self.cache.inner.flights.join(&flight) else {
                 return;
             };
-            let guard = match self.cache.inner.locks.lock(self.key.name()).try_acquire().await {
+            let guard = match self.lease().try_acquire().await {
                 Ok(Some(guard)) => guard,
                 Ok(None) => return, // another instance refreshes
                 Err(error) => {
@@ -339,14 +352,7 @@ impl Call {
     where
         E: std::fmt::Display + Send + 'static,
     {
-        match self
-            .cache
-            .inner
-            .locks
-            .lock(self.key.name())
-            .try_acquire()
-            .await
-        {
+        match self.lease().try_acquire().await {
             Ok(Some(guard)) => return self.compute_under(guard, compute, fallback, seen).await,
             Ok(None) => {}
             Err(error) => return Led::Outcome(self.backend_failed(error, compute).await),

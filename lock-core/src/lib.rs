@@ -44,16 +44,20 @@
 //! confirmed before it ends. No lease-based lock can stop a holder that is paused past its lease
 //! from acting afterwards: that is what fencing tokens are for.
 
-// The source is grouped by role: `lock/` is the core lock (client, request, guard, lease,
-// watchdog, lost signal, errors), `backends/` the backend trait family and each store, and
-// `scenarios/` what the toolkit is for (stock; the framework-neutral HTTP decisions the
-// middleware adapters share). Public module paths stay flat (`lock_core::redis`, ...).
+// Each public module is the folder (or file) of its name: `cache/` is `lock_core::cache`.
+// `lock/` is the core lock (client, request, guard, watchdog, lost signal, errors), re-exported
+// at the root; `backends/` the backend trait family and each store.
 mod backends;
+pub mod cache;
+pub mod fenced;
+pub mod http;
+pub mod idempotency;
 mod lock;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod primitives;
-mod scenarios;
+pub mod results;
+pub mod stock;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
@@ -69,7 +73,6 @@ pub use backends::traits as backend;
 pub use backends::zookeeper;
 pub use lock::lease;
 pub use lock::metrics;
-pub use scenarios::{cache, fenced, http, idempotency, results, stock};
 
 pub use backend::{Capabilities, LockBackend};
 pub use backends::memory::{MemoryBackend, MemoryLease};

@@ -46,36 +46,36 @@
 
 // Each public module is the folder (or file) of its name: `cache/` is `lock_core::cache`.
 // `lock/` is the core lock (client, request, guard, watchdog, lost signal, errors), re-exported
-// at the root; `backends/` the backend trait family and each store.
-mod backends;
+// at the root; `backend/` the trait family every store implements, and beside it each store.
+pub mod backend;
+pub mod breaker;
 pub mod cache;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod fenced;
 pub mod http;
 pub mod idempotency;
 mod lock;
 #[doc(hidden)]
 pub mod macro_support;
+mod memory;
 pub mod primitives;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod results;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql;
 pub mod stock;
 #[cfg(feature = "test-support")]
 pub mod testing;
-
-pub use backends::breaker;
-#[cfg(feature = "etcd")]
-pub use backends::etcd;
-#[cfg(feature = "redis")]
-pub use backends::redis;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub use backends::sql;
-pub use backends::traits as backend;
 #[cfg(feature = "zookeeper")]
-pub use backends::zookeeper;
+pub mod zookeeper;
+
 pub use lock::lease;
 pub use lock::metrics;
 
 pub use backend::{Capabilities, LockBackend};
-pub use backends::memory::{MemoryBackend, MemoryLease};
+pub use memory::{MemoryBackend, MemoryLease};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdBackend;
 pub use lease::{LeaseMode, WaitPolicy};

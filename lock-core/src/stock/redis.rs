@@ -12,7 +12,7 @@ use super::{
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::backend::BoxFuture;
-use crate::backends::redis::availability::through;
+use crate::redis::availability::through;
 use crate::breaker::Breaker;
 use crate::{LockError, RedisBackend, Result};
 

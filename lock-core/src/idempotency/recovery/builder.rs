@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{Db, RecoveryPoints};
-use crate::backends::sql::validate_table;
+use crate::sql::validate_table;
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
 

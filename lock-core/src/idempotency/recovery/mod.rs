@@ -15,7 +15,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::RecoveryPointsBuilder;
 use super::commit::Dialect;
-use crate::backends::sql::{is_unreachable, sweep, to_lock_error, validate_table};
+use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table};
 use crate::breaker::Breaker;
 use crate::{LockError, Result};
 
@@ -308,7 +308,7 @@ impl RecoveryPoints {
             breaker,
             _stop: stop.clone().drop_guard(),
         });
-        crate::backends::sql::spawn_sweeper(
+        crate::sql::spawn_sweeper(
             backend,
             "expired recovery points",
             stop,

@@ -10,7 +10,7 @@ use sqlx::mysql::MySqlPool;
 use sqlx::{MySql, Transaction};
 
 use super::MAX_KEEP;
-use crate::backends::sql::{micros, storage_key, to_lock_error, SWEEP_BATCH};
+use crate::sql::{micros, storage_key, to_lock_error, SWEEP_BATCH};
 use crate::Result;
 
 const STORE: &str = "mysql";

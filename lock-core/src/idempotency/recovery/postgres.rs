@@ -7,7 +7,7 @@ use sqlx::postgres::PgPool;
 use sqlx::{Postgres, Transaction};
 
 use super::MAX_KEEP;
-use crate::backends::sql::{micros, to_lock_error, SWEEP_BATCH};
+use crate::sql::{micros, to_lock_error, SWEEP_BATCH};
 use crate::Result;
 
 const STORE: &str = "postgres";

@@ -5,7 +5,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::{PostgresResultStore, STORE};
-use crate::backends::sql::{to_lock_error, validate_table};
+use crate::sql::{to_lock_error, validate_table};
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
 

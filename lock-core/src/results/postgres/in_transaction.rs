@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlx::{Postgres, Transaction};
 
 use super::{push, MAX_KEEP, STORE};
-use crate::backends::sql::{micros, to_lock_error};
+use crate::sql::{micros, to_lock_error};
 use crate::Result;
 
 /// What the completion found.

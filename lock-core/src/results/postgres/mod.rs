@@ -17,7 +17,7 @@ pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use crate::backend::BoxFuture;
-use crate::backends::sql::{is_unreachable, micros, to_lock_error, validate_table};
+use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::breaker::Breaker;
 use crate::{LockError, LockKey, Result};
 
@@ -319,7 +319,7 @@ impl PostgresResultStore {
             watchers,
             _stop: stop.clone().drop_guard(),
         });
-        crate::backends::sql::spawn_sweeper(
+        crate::sql::spawn_sweeper(
             STORE,
             "expired results",
             stop,
@@ -338,7 +338,7 @@ async fn purge(shared: Arc<Shared>) -> Result<u64> {
         timeout: db.timeout.max(Duration::from_secs(60)),
         ..db.clone()
     };
-    crate::backends::sql::sweep(|| async {
+    crate::sql::sweep(|| async {
         let batch = sqlx::query(&db.sql.purge_batch).execute(&db.pool);
         generous
             .timed("purge", batch)

@@ -1,7 +1,7 @@
 //! The result table's SQL, with the table's name put in once.
 
 use super::super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
-use crate::backends::sql::SWEEP_BATCH;
+use crate::sql::SWEEP_BATCH;
 
 /// The default table's `CREATE TABLE` (also the channel its pushes go on).
 pub(super) const DEFAULT_TABLE: &str = "lock_core_results";

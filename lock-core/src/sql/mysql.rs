@@ -16,7 +16,7 @@ use super::{
     Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
-use crate::backends::in_flight::InFlight;
+use crate::backend::in_flight::InFlight;
 use crate::breaker::Breaker;
 use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
 
@@ -238,7 +238,7 @@ impl MySqlBackend {
     /// migration tool; then connect with
     /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
     pub const MIGRATION: &'static str =
-        include_str!("../../../migrations/mysql/0001_lock_core.sql");
+        include_str!("../../migrations/mysql/0001_lock_core.sql");
 
     fn builder_with(source: Source) -> SqlBackendBuilder<Self> {
         SqlBackendBuilder::new(

@@ -15,7 +15,7 @@ use super::{
     wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
-use crate::backends::in_flight::InFlight;
+use crate::backend::in_flight::InFlight;
 use crate::breaker::Breaker;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
@@ -287,7 +287,7 @@ impl PostgresBackend {
     /// other migration tool; then connect with
     /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
     pub const MIGRATION: &'static str =
-        include_str!("../../../migrations/postgres/0001_lock_core.sql");
+        include_str!("../../migrations/postgres/0001_lock_core.sql");
 
     /// The same database through session advisory locks instead of the table; shares this
     /// backend's pool and wake-ups. See [`PostgresAdvisoryBackend`](crate::PostgresAdvisoryBackend).

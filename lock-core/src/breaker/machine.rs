@@ -306,5 +306,5 @@ impl Breaker {
 /// A cool-down spread by ±20% (so that a fleet does not probe in step), never past the
 /// longest one: a `Retry-After` is never later than the options say.
 fn spread(cool_down: Duration, options: BreakerOptions) -> Duration {
-    crate::backends::jitter(cool_down).min(options.max_cool_down())
+    crate::backend::jitter(cool_down).min(options.max_cool_down())
 }

@@ -22,6 +22,13 @@
 //!
 //! [`LockClient`]: crate::LockClient
 
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) mod expiry;
+#[cfg(any(feature = "etcd", feature = "postgres", feature = "mysql"))]
+pub(crate) mod in_flight;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) mod queue_rule;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -653,4 +660,16 @@ impl<B: LockBackend> DynLockBackend for B {
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(LockBackend::latch_wait(self, key, deadline))
     }
+}
+
+/// Spreads re-checks of many waiters (and the probes of many breakers) over ±20% of `base`,
+/// so they do not arrive together.
+pub(crate) fn jitter(base: std::time::Duration) -> std::time::Duration {
+    let mut byte = [0u8; 1];
+    let spread = if getrandom::fill(&mut byte).is_ok() {
+        f64::from(byte[0]) / 255.0
+    } else {
+        0.5
+    };
+    base.mul_f64(0.8 + 0.4 * spread)
 }

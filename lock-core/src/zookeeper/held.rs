@@ -10,7 +10,7 @@ use super::queue::{self, backoff, is_transient, Node};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, ZooKeeperLease};
 use crate::backend::Grant;
-use crate::backends::expiry::Expiry;
+use crate::backend::expiry::Expiry;
 use crate::{FencingToken, LossSignal, LostReason, Result};
 
 impl ZooKeeperBackend {

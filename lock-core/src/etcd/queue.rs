@@ -1,5 +1,5 @@
 //! The waiting line of one primitive: our entry in it, where it stands by
-//! [`queue_rule::admit`](crate::backends::queue_rule::admit), waiting on the shared watch
+//! [`queue_rule::admit`](crate::backend::queue_rule::admit), waiting on the shared watch
 //! stream, and claiming the grant.
 //!
 //! An entry waits under the backend's session lease. When the rule admits it, it *claims* (see
@@ -23,7 +23,7 @@ use super::leases::LockLease;
 use super::look::Spec;
 use super::watch::{Fired, Target, Watch};
 use super::EtcdBackend;
-use crate::backends::queue_rule::Admission;
+use crate::backend::queue_rule::Admission;
 use crate::Result;
 
 /// Our entry while it waits: dropping this (a cancelled or failed acquire) deletes it in a
@@ -183,7 +183,7 @@ impl EtcdBackend {
                         _ => (spec.prefix.clone().into_bytes(), false),
                     };
                     let mut recheck_at =
-                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
+                        Instant::now() + crate::backend::jitter(self.shared.config.poll_cap);
                     if let Some(deadline) = spec.request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }
@@ -264,7 +264,7 @@ impl EtcdBackend {
                         break Some(Fired::Event);
                     }
                     recheck_at =
-                        Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
+                        Instant::now() + crate::backend::jitter(self.shared.config.poll_cap);
                     if let Some(deadline) = spec.request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }

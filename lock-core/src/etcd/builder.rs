@@ -152,7 +152,7 @@ impl EtcdBackendBuilder {
                 session: Session::new(client.clone(), config.session_ttl),
                 watches: Watches::start(client.clone(), config.response_timeout),
                 spares: Spares::default(),
-                in_flight: crate::backends::in_flight::InFlight::default(),
+                in_flight: crate::backend::in_flight::InFlight::default(),
                 acquiring: super::queue::LocalAcquires::default(),
                 enqueues: tokio::sync::Semaphore::new(super::queue::ENQUEUES_IN_FLIGHT),
                 breaker: Breaker::new(super::BACKEND, config.breaker),

@@ -11,7 +11,7 @@ use super::queue::{place_in, Ask, Node, Place, Queued};
 use super::session::Session;
 use super::{is_session_end, ZooKeeperBackend, ZooKeeperLease, BACKEND};
 use crate::backend::{AcquireRequest, Grant, LeaseKind};
-use crate::backends::queue_rule::{admit, QueueEntry};
+use crate::backend::queue_rule::{admit, QueueEntry};
 use crate::{LockError, OwnerToken, Result};
 
 impl ZooKeeperBackend {
@@ -134,7 +134,7 @@ impl ZooKeeperBackend {
                         }
                         _ => {
                             let mut recheck_at = Instant::now()
-                                + crate::backends::jitter(self.shared.config.poll_cap);
+                                + crate::backend::jitter(self.shared.config.poll_cap);
                             if let Some(deadline) = request.deadline {
                                 recheck_at = recheck_at.min(deadline);
                             }

@@ -106,7 +106,7 @@ use self::session::Session;
 use crate::backend::{
     AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
 };
-use crate::backends::expiry::Expiry;
+use crate::backend::expiry::Expiry;
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::lock::held::lock;
 use crate::{LockError, LockKey, OwnerToken, Result};

@@ -11,7 +11,7 @@ use super::look::{gets, read_look, Look, Spec};
 use super::queue::{Queued, Turn};
 use super::EtcdBackend;
 use crate::backend::LeaseKind;
-use crate::backends::queue_rule::Admission;
+use crate::backend::queue_rule::Admission;
 use crate::{LockError, Result};
 
 /// What putting our entry came to.

@@ -12,7 +12,7 @@ use super::path::{sequence, sort_queue, stem};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend};
 use crate::backend::LeaseKind;
-use crate::backends::queue_rule::{admit, Admission, QueueEntry};
+use crate::backend::queue_rule::{admit, Admission, QueueEntry};
 use crate::{OwnerToken, Result};
 
 /// A node this backend created in a lock's queue.
@@ -353,7 +353,7 @@ impl ZooKeeperBackend {
             if stat.is_none() {
                 return Ok(());
             }
-            let recheck_at = Instant::now() + crate::backends::jitter(self.shared.config.poll_cap);
+            let recheck_at = Instant::now() + crate::backend::jitter(self.shared.config.poll_cap);
             let wake = deadline.map_or(recheck_at, |deadline| deadline.min(recheck_at));
             tokio::select! {
                 // The node's deletion, or the session breaking.

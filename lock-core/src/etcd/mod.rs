@@ -131,7 +131,7 @@ struct Shared {
     watches: Watches,
     spares: Spares,
     /// Entry puts in flight, which run to their end even if their caller goes away.
-    in_flight: crate::backends::in_flight::InFlight,
+    in_flight: crate::backend::in_flight::InFlight,
     /// Acquisitions under way, per queue.
     acquiring: queue::LocalAcquires,
     /// Turns to put an entry (`queue::ENQUEUES_IN_FLIGHT`).

@@ -188,7 +188,7 @@ impl EtcdBackend {
                 return Ok(false);
             }
             let mut until =
-                (now + crate::backends::jitter(self.shared.config.poll_cap)).min(now + latch.left);
+                (now + crate::backend::jitter(self.shared.config.poll_cap)).min(now + latch.left);
             if let Some(deadline) = deadline {
                 until = until.min(deadline);
             }

@@ -116,7 +116,7 @@ impl RedisBackend {
                 return Ok(false);
             }
             let poll = Duration::from_millis(remaining.max(1)).min(self.shared.config.poll_cap);
-            let mut recheck_at = Instant::now() + crate::backends::jitter(poll);
+            let mut recheck_at = Instant::now() + crate::backend::jitter(poll);
             if let Some(deadline) = deadline {
                 recheck_at = recheck_at.min(deadline);
             }

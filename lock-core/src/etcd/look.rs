@@ -1,4 +1,4 @@
-//! The queue as one acquisition reads it: all its entries, in create-revision order, and what [`queue_rule::admit`](crate::backends::queue_rule::admit) makes of them.
+//! The queue as one acquisition reads it: all its entries, in create-revision order, and what [`queue_rule::admit`](crate::backend::queue_rule::admit) makes of them.
 
 use etcd_client as etcd;
 
@@ -6,7 +6,7 @@ use super::keys::{entry_key, entry_value, owner_of, parse_value, size_key};
 use super::queue::Queued;
 use super::EtcdBackend;
 use crate::backend::{AcquireRequest, LeaseKind};
-use crate::backends::queue_rule::{admit, Admission, QueueEntry};
+use crate::backend::queue_rule::{admit, Admission, QueueEntry};
 use crate::Result;
 
 /// One entry of the queue as read.

@@ -10,7 +10,7 @@ use super::leases::LockLease;
 use super::watch::{Fired, Target};
 use super::EtcdBackend;
 use crate::backend::Grant;
-use crate::backends::expiry::Expiry;
+use crate::backend::expiry::Expiry;
 use crate::lock::held::lock;
 use crate::{FencingToken, LossSignal, LostReason, Result};
 

@@ -55,10 +55,12 @@ pub mod etcd;
 pub mod fenced;
 pub mod http;
 pub mod idempotency;
+pub mod lease;
 mod lock;
 #[doc(hidden)]
 pub mod macro_support;
 mod memory;
+pub mod metrics;
 pub mod primitives;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -71,11 +73,7 @@ pub mod testing;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
-pub use lock::lease;
-pub use lock::metrics;
-
 pub use backend::{Capabilities, LockBackend};
-pub use memory::{MemoryBackend, MemoryLease};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdBackend;
 pub use lease::{LeaseMode, WaitPolicy};
@@ -90,6 +88,7 @@ pub use lock::request::LockRequest;
 pub use lock::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
 pub use lock_macros::{distributed_lock, single_flight};
+pub use memory::{MemoryBackend, MemoryLease};
 pub use primitives::latch::CountDownLatch;
 pub use primitives::read_write::ReadWriteLock;
 pub use primitives::semaphore::Semaphore;

@@ -5,10 +5,10 @@
 
 mod metrics_support;
 
+use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
 use lock_core::http::{run_locked, KeyedLockOptions, Rejection};
 use lock_core::idempotency::http::{begin, finish, Finished, IdempotencyRules, Started};
 use lock_core::idempotency::{Fingerprint, Idempotency};
-use lock_core::metrics::HTTP_RESPONSES_TOTAL;
 use lock_core::{LockClient, MemoryBackend};
 use metrics_support::counter;
 use metrics_util::debugging::DebuggingRecorder;

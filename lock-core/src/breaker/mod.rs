@@ -197,7 +197,7 @@ impl Breaker {
     #[must_use]
     pub fn new(backend: &'static str, options: BreakerOptions) -> Self {
         let now = Instant::now();
-        crate::lock::metrics::backend_available(backend, true);
+        crate::metrics::backend_available(backend, true);
         Self {
             shared: Arc::new(Shared {
                 backend,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::lock::metrics;
+use crate::metrics;
 
 /// The state names of the transitions metric.
 pub(super) const OPEN: &str = "open";

@@ -118,13 +118,13 @@ pub(crate) fn metric<E>(outcome: &Outcome<E>) -> (&'static str, Option<Duration>
                 CacheStatus::Computed | CacheStatus::Uncacheable | CacheStatus::PassThrough
             );
             (
-                crate::metrics::cache_status_label(cached.status),
+                crate::cache::metrics::cache_status_label(cached.status),
                 computed.then_some(cached.computed_in),
             )
         }
         Err(CallError::Shared(_)) => ("shared_failure", None),
         Err(CallError::Own { error, .. } | CallError::Cache(error)) => {
-            (crate::metrics::cache_error_label(error), None)
+            (crate::cache::metrics::cache_error_label(error), None)
         }
     }
 }

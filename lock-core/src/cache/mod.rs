@@ -48,6 +48,7 @@ mod entry;
 mod flight;
 mod global;
 pub mod http;
+pub mod metrics;
 mod outcome;
 pub(crate) mod policy;
 mod request;

@@ -10,8 +10,8 @@ use super::leases::LockLease;
 use super::look::{gets, read_look, Look, Spec};
 use super::queue::{Queued, Turn};
 use super::EtcdBackend;
-use crate::backend::LeaseKind;
 use crate::backend::queue_rule::Admission;
+use crate::backend::LeaseKind;
 use crate::{LockError, Result};
 
 /// What putting our entry came to.

@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use super::leases::LockLease;
 use super::watch::{Fired, Target};
 use super::EtcdBackend;
-use crate::backend::Grant;
 use crate::backend::expiry::Expiry;
+use crate::backend::Grant;
 use crate::lock::held::lock;
 use crate::{FencingToken, LossSignal, LostReason, Result};
 

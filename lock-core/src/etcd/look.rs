@@ -5,8 +5,8 @@ use etcd_client as etcd;
 use super::keys::{entry_key, entry_value, owner_of, parse_value, size_key};
 use super::queue::Queued;
 use super::EtcdBackend;
-use crate::backend::{AcquireRequest, LeaseKind};
 use crate::backend::queue_rule::{admit, Admission, QueueEntry};
+use crate::backend::{AcquireRequest, LeaseKind};
 use crate::Result;
 
 /// One entry of the queue as read.

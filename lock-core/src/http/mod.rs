@@ -43,6 +43,7 @@
 mod body_key;
 mod decode;
 mod key;
+pub mod metrics;
 mod options;
 mod problem;
 mod route;

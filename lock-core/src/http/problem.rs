@@ -145,7 +145,7 @@ impl Rejection {
     /// The answer for a request whose key could not be extracted from `source`
     /// (a [`KeySource::describe`](super::KeySource::describe) text). The keyed-lock
     /// middleware answers with it, so it is counted in
-    /// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) here.
+    /// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) here.
     pub fn missing_key(source: &str) -> Self {
         let rejection = Self::new(
             RejectionKind::BadKey,
@@ -216,8 +216,8 @@ impl Rejection {
 
     /// Counts this rejection as an answer of the keyed-lock middleware.
     pub(crate) fn record_keyed_lock(&self) {
-        crate::metrics::http_response(
-            crate::metrics::LAYER_KEYED_LOCK,
+        crate::http::metrics::http_response(
+            crate::http::metrics::LAYER_KEYED_LOCK,
             Some(self.status),
             self.kind.as_str(),
         );

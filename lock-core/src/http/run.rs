@@ -181,7 +181,11 @@ impl RequestLock {
         match outcome {
             Ok(output) => {
                 // The status is the handler's, which lock-core does not see.
-                crate::metrics::http_response(crate::metrics::LAYER_KEYED_LOCK, None, "ran");
+                crate::http::metrics::http_response(
+                    crate::http::metrics::LAYER_KEYED_LOCK,
+                    None,
+                    "ran",
+                );
                 Ok(output)
             }
             Err(reason) => {

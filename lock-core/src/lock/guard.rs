@@ -10,8 +10,8 @@ use crate::lease::{renew_interval, valid_until, validate_ttl};
 use crate::lock::client::ClientInner;
 use crate::lock::held::lock;
 use crate::lock::held::HeldLease;
-use crate::lock::metrics;
 use crate::lock::owner::OwnerId;
+use crate::metrics;
 use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken, Result};
 
 /// A held lock. Release it with [`release`](Self::release); dropping it releases too, but

@@ -73,7 +73,7 @@ impl LossSignal {
         let backend = self.inner.backend.get().copied().unwrap_or("unknown");
         let first = self.inner.reason.set(reason.clone()).is_ok();
         if first {
-            super::metrics::lost(backend, &reason);
+            crate::metrics::lost(backend, &reason);
         }
         self.inner.token.cancel();
         first

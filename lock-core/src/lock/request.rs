@@ -13,8 +13,8 @@ use crate::backend::{AcquireRequest, LeaseKind};
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::abandoned::PendingAcquire;
 use crate::lock::held::{HeldLease, Timing};
-use crate::lock::metrics;
 use crate::lock::owner::OwnerId;
+use crate::metrics;
 use crate::{
     LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, OwnerToken, Result, WaitPolicy,
 };

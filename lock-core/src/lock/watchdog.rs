@@ -22,7 +22,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::held::{lock, HeldLease};
-use crate::lock::metrics;
+use crate::metrics;
 use crate::LostReason;
 
 /// The pause between two renewal attempts after a failure: short enough to get several tries

@@ -26,9 +26,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
 use crate::backend::BoxFuture;
+use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
-use crate::breaker::Breaker;
 use crate::{LockError, LockKey, OwnerToken, RedisBackend, Result};
 
 const STORE: &str = "redis";

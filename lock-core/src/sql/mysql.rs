@@ -15,8 +15,8 @@ use super::{
     micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error, wait_for_grant,
     Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::backend::in_flight::InFlight;
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::breaker::Breaker;
 use crate::{FencingToken, LockError, LockKey, OwnerToken, Result};
 
@@ -237,8 +237,7 @@ impl MySqlBackend {
     /// `lock-core/migrations/mysql/0001_lock_core.sql`. For `sqlx migrate` or any other
     /// migration tool; then connect with
     /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
-    pub const MIGRATION: &'static str =
-        include_str!("../../migrations/mysql/0001_lock_core.sql");
+    pub const MIGRATION: &'static str = include_str!("../../migrations/mysql/0001_lock_core.sql");
 
     fn builder_with(source: Source) -> SqlBackendBuilder<Self> {
         SqlBackendBuilder::new(

@@ -14,8 +14,8 @@ use super::{
     fence_from_i64, micros, owner_host, owner_pid, remaining, run, storage_key, to_lock_error,
     wait_for_grant, Attempt, Source, SqlBackendBuilder, SqlConfig,
 };
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::backend::in_flight::InFlight;
+use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::breaker::Breaker;
 use crate::{LockError, LockKey, OwnerToken, Result};
 

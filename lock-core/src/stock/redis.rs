@@ -12,8 +12,8 @@ use super::{
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::backend::BoxFuture;
-use crate::redis::availability::through;
 use crate::breaker::Breaker;
+use crate::redis::availability::through;
 use crate::{LockError, RedisBackend, Result};
 
 const BACKEND: &str = "redis";

@@ -10,8 +10,8 @@ use super::path::{owner_prefix, sequence};
 use super::queue::{place_in, Ask, Node, Place, Queued};
 use super::session::Session;
 use super::{is_session_end, ZooKeeperBackend, ZooKeeperLease, BACKEND};
-use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::backend::queue_rule::{admit, QueueEntry};
+use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{LockError, OwnerToken, Result};
 
 impl ZooKeeperBackend {

@@ -9,8 +9,8 @@ use zookeeper_client as zk;
 use super::queue::{self, backoff, is_transient, Node};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, ZooKeeperLease};
-use crate::backend::Grant;
 use crate::backend::expiry::Expiry;
+use crate::backend::Grant;
 use crate::{FencingToken, LossSignal, LostReason, Result};
 
 impl ZooKeeperBackend {

@@ -16,8 +16,8 @@
 //! and takes one permit of a semaphore.
 
 use super::path::{owner_of, owner_prefix, sequence, stem, LOCK_NAME, SEQUENCE_DIGITS};
-use crate::backend::LeaseKind;
 use crate::backend::queue_rule::QueueEntry;
+use crate::backend::LeaseKind;
 use crate::OwnerToken;
 
 /// What Curator's read-write lock names its read nodes (before the sequence).

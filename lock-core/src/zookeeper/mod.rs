@@ -103,10 +103,10 @@ use self::kinds::Family;
 use self::path::owner_prefix;
 use self::queue::{backoff, is_transient, Node};
 use self::session::Session;
+use crate::backend::expiry::Expiry;
 use crate::backend::{
     AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
 };
-use crate::backend::expiry::Expiry;
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::lock::held::lock;
 use crate::{LockError, LockKey, OwnerToken, Result};

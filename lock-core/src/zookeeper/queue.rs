@@ -11,8 +11,8 @@ use super::kinds::{beside_of, entry, Family};
 use super::path::{sequence, sort_queue, stem};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend};
-use crate::backend::LeaseKind;
 use crate::backend::queue_rule::{admit, Admission, QueueEntry};
+use crate::backend::LeaseKind;
 use crate::{OwnerToken, Result};
 
 /// A node this backend created in a lock's queue.

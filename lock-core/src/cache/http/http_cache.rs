@@ -118,7 +118,11 @@ impl HttpCache {
             _ => BypassReason::KeyFn,
         };
         // The application answers; its status is not lock-core's to see.
-        crate::metrics::http_response(crate::metrics::LAYER_RESPONSE_CACHE, None, "bypass");
+        crate::http::metrics::http_response(
+            crate::http::metrics::LAYER_RESPONSE_CACHE,
+            None,
+            "bypass",
+        );
         let mut header = CacheStatusHeader::forward(decision.forward().unwrap_or(Forward::Bypass));
         if reason != BypassReason::Method {
             header = header.detail(reason.as_str());

@@ -88,7 +88,11 @@ impl Outcome {
 
 /// Counts one answer of the idempotency middleware.
 fn record(status: Option<u16>, outcome: Outcome) {
-    crate::metrics::http_response(crate::metrics::LAYER_IDEMPOTENCY, status, outcome.as_str());
+    crate::http::metrics::http_response(
+        crate::http::metrics::LAYER_IDEMPOTENCY,
+        status,
+        outcome.as_str(),
+    );
 }
 
 impl Reply {
@@ -345,7 +349,7 @@ async fn finish_unrecorded(
 /// broke off while it was read): the next request with the key runs. A failed give-back is
 /// logged; the claim's lease frees the key then. The outcome to record:
 /// [`Outcome::NotStored`] (counted in
-/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) without a `status`: the
+/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) without a `status`: the
 /// answer is the adapter's).
 pub async fn give_back(claim: Claim) -> Outcome {
     let outcome = release(claim).await;
@@ -379,7 +383,7 @@ pub fn unreadable_request() -> Reply {
 /// longer holds whole (its body was over the limit, and its start is gone): a 500 problem,
 /// with the `outcome` [`finish`] gave. lock-core replaces every response it was not given
 /// whole, so this is the adapters' guard, not a path they take. Not counted again in
-/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL): [`finish`] counted it.
+/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL): [`finish`] counted it.
 #[must_use]
 pub fn response_not_sent(outcome: Outcome) -> Reply {
     Reply::from_rejection(

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::{Db, RecoveryPoints};
-use crate::sql::validate_table;
 use crate::breaker::{Breaker, BreakerOptions};
+use crate::sql::validate_table;
 use crate::{LockError, Result};
 
 /// The database the points go to.

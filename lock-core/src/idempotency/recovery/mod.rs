@@ -15,8 +15,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::RecoveryPointsBuilder;
 use super::commit::Dialect;
-use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table};
 use crate::breaker::Breaker;
+use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table};
 use crate::{LockError, Result};
 
 /// The default table.

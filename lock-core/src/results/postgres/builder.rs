@@ -5,8 +5,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::{PostgresResultStore, STORE};
-use crate::sql::{to_lock_error, validate_table};
 use crate::breaker::{Breaker, BreakerOptions};
+use crate::sql::{to_lock_error, validate_table};
 use crate::{LockError, Result};
 
 /// Where the store's connections come from.

@@ -17,8 +17,8 @@ pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use crate::backend::BoxFuture;
-use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::breaker::Breaker;
+use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::{LockError, LockKey, Result};
 
 const STORE: &str = "postgres";

@@ -149,7 +149,7 @@ impl CacheCall {
         tracing::debug!(key = self.key.as_str(), cache_status = %status, "response cache answered");
     }
 
-    /// Counts this answer in [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL),
+    /// Counts this answer in [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL),
     /// its outcome read from the `Cache-Status` member it is sent with (so the two agree).
     pub(super) fn record<R: OriginResponse, E>(&self, served: &Served<R, E>) {
         if !cfg!(feature = "metrics") {
@@ -170,8 +170,8 @@ impl CacheCall {
             ),
             Served::Origin(from) => (from.response.status(), from.cache_status_member().into()),
             Served::Error(_) => {
-                crate::metrics::http_response(
-                    crate::metrics::LAYER_RESPONSE_CACHE,
+                crate::http::metrics::http_response(
+                    crate::http::metrics::LAYER_RESPONSE_CACHE,
                     None,
                     "origin_error",
                 );
@@ -179,8 +179,8 @@ impl CacheCall {
             }
         };
         let name = self.http.rules().cache_name();
-        crate::metrics::http_response(
-            crate::metrics::LAYER_RESPONSE_CACHE,
+        crate::http::metrics::http_response(
+            crate::http::metrics::LAYER_RESPONSE_CACHE,
             Some(status),
             cache_status_outcome(&member, name),
         );

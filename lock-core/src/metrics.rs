@@ -1,4 +1,4 @@
-//! Metrics of the lock, through the [`metrics`](https://docs.rs/metrics) facade (feature
+//! The metrics catalogue, and the metrics of the lock and its backends' breakers, through the [`metrics`](https://docs.rs/metrics) facade (feature
 //! `metrics`): nothing is recorded until the application installs a recorder, and no exporter
 //! is forced on it. Without the feature these names are all there is and nothing is recorded.
 //!
@@ -12,9 +12,9 @@
 //! | [`BACKEND_AVAILABLE`] | gauge | `backend` | 1 while the backend's [circuit breaker](crate::breaker) is closed, 0 while it is open or half-open (one series per backend name: with several breakers of one kind, the latest transition shows) |
 //! | [`BREAKER_TRANSITIONS_TOTAL`] | counter | `backend`, `state` | the breaker's transitions, by the state entered: `open` (the backend went down, or a probe failed), `half_open` (a probe goes), `closed` (it is back) |
 //! | [`BREAKER_REFUSED_TOTAL`] | counter | `backend` | calls refused without reaching the server while the breaker was open |
-//! | [`HTTP_RESPONSES_TOTAL`] | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below) |
-//! | [`CACHE_REQUESTS_TOTAL`] | counter | `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
-//! | [`CACHE_COMPUTE_SECONDS`] | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
+//! | [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them: `layer` is `keyed_lock` (outcome `ran`, without `status`: the handler's, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::idempotency::http::Outcome::as_str); `not_stored` from a handler error has no `status`) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below) |
+//! | [`CACHE_REQUESTS_TOTAL`](crate::cache::metrics::CACHE_REQUESTS_TOTAL) | counter | `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
+//! | [`CACHE_COMPUTE_SECONDS`](crate::cache::metrics::CACHE_COMPUTE_SECONDS) | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
 //!
 //! The response cache's `outcome`s, from its `Cache-Status` member: `hit`, `stale` (within
 //! stale-while-revalidate), `stale_if_error`, `collapsed` (another request's response, or its
@@ -35,7 +35,6 @@
 
 use std::time::Duration;
 
-use crate::cache::{CacheError, CacheStatus};
 use crate::{LockError, LostReason};
 
 /// Acquisitions by outcome (counter; labels `backend`, `outcome`).
@@ -59,77 +58,6 @@ pub const BREAKER_TRANSITIONS_TOTAL: &str = "lock_breaker_transitions_total";
 /// Calls an open circuit breaker refused without reaching the server (counter; label
 /// `backend`).
 pub const BREAKER_REFUSED_TOTAL: &str = "lock_breaker_refused_total";
-
-/// Answers of the HTTP layers (counter; labels `layer`, `status` when lock-core knows it,
-/// `outcome`).
-pub const HTTP_RESPONSES_TOTAL: &str = "lock_http_responses_total";
-
-/// Calls of the cache primitive by result (counter; label `result`).
-pub const CACHE_REQUESTS_TOTAL: &str = "lock_cache_requests_total";
-/// How long the computations of cache calls that computed took (histogram, seconds).
-pub const CACHE_COMPUTE_SECONDS: &str = "lock_cache_compute_seconds";
-
-/// The `layer` label of the keyed-lock middleware.
-pub(crate) const LAYER_KEYED_LOCK: &str = "keyed_lock";
-/// The `layer` label of the idempotency middleware.
-pub(crate) const LAYER_IDEMPOTENCY: &str = "idempotency";
-/// The `layer` label of the response cache.
-pub(crate) const LAYER_RESPONSE_CACHE: &str = "response_cache";
-
-/// Records one answer of an HTTP layer (`status` is `None` when it is the handler's and
-/// lock-core does not see it).
-pub(crate) fn http_response(layer: &'static str, status: Option<u16>, outcome: &'static str) {
-    #[cfg(feature = "metrics")]
-    match status {
-        Some(status) => metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "status" => status.to_string(), "outcome" => outcome)
-            .increment(1),
-        None => metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "outcome" => outcome)
-            .increment(1),
-    }
-    #[cfg(not(feature = "metrics"))]
-    let _ = (layer, status, outcome);
-}
-
-/// The `result` label of a cache call that gave a value.
-pub(crate) fn cache_status_label(status: CacheStatus) -> &'static str {
-    match status {
-        CacheStatus::Hit => "hit",
-        CacheStatus::Stale => "stale",
-        CacheStatus::Computed => "computed",
-        CacheStatus::Collapsed => "collapsed",
-        CacheStatus::StaleIfError => "stale_if_error",
-        CacheStatus::FailOpen => "fail_open",
-        CacheStatus::WaitTimedOut => "wait_timed_out",
-        CacheStatus::Uncacheable => "uncacheable",
-        CacheStatus::PassThrough => "pass_through",
-    }
-}
-
-/// The `result` label of a cache call that failed.
-pub(crate) fn cache_error_label<E>(error: &CacheError<E>) -> &'static str {
-    match error {
-        CacheError::Compute(_) => "compute_failed",
-        CacheError::Shared(_) => "shared_failure",
-        CacheError::TooLarge { .. } => "too_large",
-        CacheError::WaitTimedOut(_) => "timeout",
-        CacheError::Lock(error) if error.is_unavailable() => "unavailable",
-        _ => "error",
-    }
-}
-
-/// Records one call of the cache primitive by its `result` label, and how long its
-/// computation took when this call computed (`computed_in`).
-pub(crate) fn cache_call(result: &'static str, computed_in: Option<Duration>) {
-    #[cfg(feature = "metrics")]
-    {
-        metrics::counter!(CACHE_REQUESTS_TOTAL, "result" => result).increment(1);
-        if let Some(took) = computed_in {
-            metrics::histogram!(CACHE_COMPUTE_SECONDS).record(took.as_secs_f64());
-        }
-    }
-    #[cfg(not(feature = "metrics"))]
-    let _ = (result, computed_in);
-}
 
 /// The `outcome` label of an acquisition's result.
 pub(crate) fn acquire_outcome<T>(result: &Result<Option<T>, LockError>) -> &'static str {
@@ -227,8 +155,5 @@ mod tests {
         let down = LockError::unavailable("redis", "refused");
         assert_eq!(acquire_outcome::<()>(&Err(down)), "unavailable");
         assert_eq!(lost_reason(&LostReason::NotOwner), "not_owner");
-        let timed_out: CacheError<()> = CacheError::WaitTimedOut(Duration::from_secs(1));
-        assert_eq!(cache_error_label(&timed_out), "timeout");
-        assert_eq!(cache_status_label(CacheStatus::PassThrough), "pass_through");
     }
 }

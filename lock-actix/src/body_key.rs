@@ -4,7 +4,7 @@ use std::fmt;
 
 use actix_web::dev::ServiceRequest;
 use actix_web::HttpRequest;
-use lock_core::http::BodyLimit;
+use lock_core::http::keyed::BodyLimit;
 
 use crate::KeyExtractor;
 

@@ -1,7 +1,8 @@
 //! Taking the key from a `ServiceRequest`: a [`KeySource`] rule or a closure.
 
 use actix_web::dev::ServiceRequest;
-use lock_core::http::{BodyLimit, KeySource, MatchedRoute, RequestHead};
+use lock_core::http::keyed::{BodyLimit, KeySource};
+use lock_core::http::{MatchedRoute, RequestHead};
 
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
 /// `Fn(&ServiceRequest) -> Option<String>`; `None` answers 400.

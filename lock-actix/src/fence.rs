@@ -5,7 +5,7 @@ use std::ops::Deref;
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
-use lock_core::http::LockInfo;
+use lock_core::http::keyed::LockInfo;
 
 /// The key and fencing token of the lock the [`KeyedLock`](crate::KeyedLock) middleware took
 /// for this request. Extracting it in a handler that is not behind the middleware fails with

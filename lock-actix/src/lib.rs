@@ -62,10 +62,10 @@ pub use body_key::BodyKey;
 pub use extract::KeyExtractor;
 pub use fence::LockFence;
 pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};
-pub use lock_core::http::{
-    AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, MatchedRoute, OnLost,
-    Rejection, RejectionKind,
+pub use lock_core::http::keyed::{
+    AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,
 };
+pub use lock_core::http::{MatchedRoute, Rejection, RejectionKind};
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
 pub use middleware::{KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockRejection};
 pub use response_cache::{ResponseCache, ResponseCacheBody, ResponseCacheMiddleware};

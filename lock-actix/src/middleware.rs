@@ -12,7 +12,8 @@ use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::{BodyLimit, KeyedLockOptions, Rejection, RequestLock};
+use lock_core::http::keyed::{BodyLimit, KeyedLockOptions, RequestLock};
+use lock_core::http::Rejection;
 use lock_core::{LockClient, LockError};
 
 use crate::{KeyExtractor, KeySource};

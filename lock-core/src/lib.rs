@@ -53,6 +53,7 @@ pub mod cache;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fenced;
+#[cfg(feature = "http")]
 pub mod http;
 pub mod idempotency;
 pub mod lease;
@@ -68,6 +69,8 @@ pub mod results;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod sql;
 pub mod stock;
+#[cfg(test)]
+mod test_input;
 #[cfg(feature = "test-support")]
 pub mod testing;
 #[cfg(feature = "zookeeper")]

@@ -8,11 +8,11 @@ mod metrics_support;
 
 use std::time::Duration;
 
-use lock_core::cache::http::{
-    BodyFailed, ForwardAs, HeaderPairs, HttpCache, OriginResponse, Plan, RequestParts, Served,
-};
 use lock_core::cache::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
 use lock_core::cache::{Cache, Freshness};
+use lock_core::http::cache::{
+    BodyFailed, ForwardAs, HeaderPairs, HttpCache, OriginResponse, Plan, RequestParts, Served,
+};
 use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
 use metrics_support::{counter, histogram_samples};
 use metrics_util::debugging::DebuggingRecorder;

@@ -5,9 +5,10 @@
 
 mod metrics_support;
 
+use lock_core::http::idempotency::{begin, finish, Finished, IdempotencyRules, Started};
+use lock_core::http::keyed::{run_locked, KeyedLockOptions};
 use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
-use lock_core::http::{run_locked, KeyedLockOptions, Rejection};
-use lock_core::idempotency::http::{begin, finish, Finished, IdempotencyRules, Started};
+use lock_core::http::Rejection;
 use lock_core::idempotency::{Fingerprint, Idempotency};
 use lock_core::{LockClient, MemoryBackend};
 use metrics_support::counter;

@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::http::StoredResponse;
 use lock_core::idempotency::{
     Begin, Completion, Fingerprint, Idempotency, IdempotencyBuilder, InFlight,
 };
 use lock_core::results::MemoryResultStore;
+use lock_core::results::StoredResponse;
 use lock_core::{LeaseMode, MemoryBackend};
 use tokio::time::timeout;
 

@@ -20,10 +20,10 @@ mod commit_support;
 use std::time::Duration;
 
 use commit_support::Effects;
-use lock_core::cache::http::StoredResponse;
 use lock_core::idempotency::{
     Begin, ClaimInfo, Committed, Completion, Fingerprint, Idempotency, InFlight, RecoveryPoints,
 };
+use lock_core::results::StoredResponse;
 use lock_core::results::{PostgresResultStore, RedisResultStore};
 use lock_core::testing::{server_url, unique};
 use lock_core::{FencingToken, LeaseMode, LockError, PostgresBackend, RedisBackend};

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use lock_core::breaker::BreakerState;
 use lock_core::cache::{Cache, CacheError, CacheStatus, OnBackendError, RedisResultStore};
-use lock_core::http::{KeyedLockOptions, RequestLock};
+use lock_core::http::keyed::{KeyedLockOptions, RequestLock};
 use lock_core::idempotency::{Fingerprint, Idempotency, InFlight};
 use lock_core::testing::{free_port, server_url, unique, LogLines, RedisServer};
 use lock_core::{LockClient, RedisBackend};

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::Request;
 use http_body::Body;
-use lock_core::http::{BodyLimit, Rejection};
+use lock_core::http::keyed::BodyLimit;
+use lock_core::http::Rejection;
 
 use crate::read::{declared_length, read, Read};
 use crate::KeyExtractor;

@@ -4,7 +4,8 @@
 use std::future::Future;
 
 use http::Request;
-use lock_core::http::{KeySource, MatchedRoute, Rejection, RequestHead};
+use lock_core::http::keyed::KeySource;
+use lock_core::http::{MatchedRoute, Rejection, RequestHead};
 
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
 /// `Fn(&Request<B>) -> Option<String>`; `None` answers 400. Keys that need the request by

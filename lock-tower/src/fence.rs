@@ -5,7 +5,8 @@ use std::ops::Deref;
 use axum::extract::FromRequestParts;
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
-use lock_core::http::{LockInfo, Rejection};
+use lock_core::http::keyed::LockInfo;
+use lock_core::http::Rejection;
 
 use crate::rejection::rejection_response;
 

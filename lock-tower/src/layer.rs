@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lock_core::http::KeyedLockOptions;
+use lock_core::http::keyed::KeyedLockOptions;
 use lock_core::{LockClient, LockError};
 use tower_layer::Layer;
 
@@ -11,7 +11,7 @@ use crate::{KeyedLockService, LockRejection};
 
 /// Applies a distributed lock per request key to the services it wraps.
 ///
-/// `K` is where the key comes from: a [`KeySource`](lock_core::http::KeySource) or a closure
+/// `K` is where the key comes from: a [`KeySource`](lock_core::http::keyed::KeySource) or a closure
 /// (see [`KeyExtractor`](crate::KeyExtractor)), or a key that needs awaiting such as
 /// [`BodyKey`](crate::BodyKey). Build it with [`builder`](Self::builder),
 /// which refuses invalid settings:

@@ -82,10 +82,10 @@ pub use idempotency::{
     IdempotencyBody, IdempotencyLayer, IdempotencyLayerBuilder, IdempotencyService,
 };
 pub use layer::{KeyedLockLayer, KeyedLockLayerBuilder};
-pub use lock_core::http::{
-    AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, MatchedRoute, OnLost,
-    Rejection, RejectionKind,
+pub use lock_core::http::keyed::{
+    AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,
 };
+pub use lock_core::http::{MatchedRoute, Rejection, RejectionKind};
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
 pub use rejection::{error_response, LockRejection};
 pub use response_cache::{ResponseCacheBody, ResponseCacheLayer, ResponseCacheService};

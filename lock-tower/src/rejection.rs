@@ -5,7 +5,8 @@ use std::fmt;
 
 use http::header::HeaderName;
 use http::{HeaderValue, Response, StatusCode};
-use lock_core::http::{KeyedLockOptions, Rejection};
+use lock_core::http::keyed::KeyedLockOptions;
+use lock_core::http::Rejection;
 use lock_core::LockError;
 
 /// A lock failure as the `application/problem+json` response [`KeyedLockLayer`] gives

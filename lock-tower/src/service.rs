@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response};
-use lock_core::http::{run_locked, KeyedLockOptions};
+use lock_core::http::keyed::{run_locked, KeyedLockOptions};
 use lock_core::LockClient;
 use tower_service::Service;
 

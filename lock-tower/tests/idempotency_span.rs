@@ -7,7 +7,7 @@ mod axum_driver;
 use std::sync::{Arc, Mutex};
 
 use axum_driver::idempotency::AxumIdempotency;
-use lock_core::idempotency::http::IdempotencyRules;
+use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
 use lock_core::testing::idempotency::{send, Driver, Handler, Request};
 

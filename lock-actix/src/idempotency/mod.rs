@@ -2,7 +2,7 @@
 //! actix-web middleware: a request with an `Idempotency-Key` runs once per (scope, key)
 //! across every instance; its duplicates get its response back.
 //!
-//! [`Idempotent`] is a thin adapter over [`lock_core::idempotency::http`], which makes every
+//! [`Idempotent`] is a thin adapter over [`lock_core::http::idempotency`], which makes every
 //! decision; its settings and answers are those of `lock-tower`'s `IdempotencyLayer`. Per
 //! request it:
 //! 1. plans from the head: other methods (and, when the key is optional, requests without
@@ -26,7 +26,7 @@
 //! [`EitherBody`](actix_web::body::EitherBody); the lost-claim 503 comes after the request
 //! was handed to the handler, so it travels as an `actix_web::Error` that renders the same
 //! problem. Each handled request runs in an `idempotency` span whose `outcome` field is
-//! [`Outcome::as_str`](lock_core::idempotency::http::Outcome::as_str).
+//! [`Outcome::as_str`](lock_core::http::idempotency::Outcome::as_str).
 //!
 //! ```
 //! use actix_web::{web, App, HttpResponse};

@@ -14,11 +14,11 @@ use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::race_lost;
-use lock_core::idempotency::http::{
+use lock_core::http::idempotency::{
     begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
     unreadable_request, Finished, IdempotencyRules, Outcome, Plan, Reply, Started,
 };
+use lock_core::http::keyed::race_lost;
 use lock_core::idempotency::Idempotency;
 use lock_core::LockError;
 use tracing::Instrument;

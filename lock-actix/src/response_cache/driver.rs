@@ -20,7 +20,7 @@ use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::Error;
 use bytes::Bytes;
-use lock_core::cache::http::{Answer, BodyFailed, CacheCall, ForwardAs, HttpCache, Served};
+use lock_core::http::cache::{Answer, BodyFailed, CacheCall, ForwardAs, HttpCache, Served};
 use tokio::sync::{mpsc, oneshot};
 
 use super::origin::{ActixOrigin, Ask, HandlerFailed};

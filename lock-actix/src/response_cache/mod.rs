@@ -6,7 +6,7 @@
 //! RFC 9211 `Cache-Status`; on a miss exactly one request across every instance calls the
 //! handler, and the others wait for its response. The settings, decisions and answers are
 //! those of `lock-tower`'s `ResponseCacheLayer`: both are thin adapters over
-//! [`lock_core::cache::http`].
+//! [`lock_core::http::cache`].
 //!
 //! ```
 //! use std::time::Duration;
@@ -33,7 +33,7 @@
 //! Failures of the handler are handed to the requests waiting for them and remembered for
 //! the `negative_ttl` (1 s by default), and a response that is not stored marks its key
 //! pass-through for the `pass_through_ttl` (30 s), as with the tower adapter (see
-//! [`lock_core::cache::http::CacheCall::serve`]).
+//! [`lock_core::http::cache::CacheCall::serve`]).
 //!
 //! What differs from the tower adapter, because an actix `ServiceRequest` is consumed by
 //! calling the handler and its futures are not `Send`:

@@ -1,7 +1,7 @@
 //! The handler's response as the cache's `Send` computation reads it: a copy of the head, and
 //! the body pulled over a channel from the request's future, which owns the response.
 
-use lock_core::cache::http::{BodyFailed, HeaderPairs, OriginResponse};
+use lock_core::http::cache::{BodyFailed, HeaderPairs, OriginResponse};
 use tokio::sync::{mpsc, oneshot};
 
 /// One body chunk asked for; the request's future answers on the enclosed channel.

@@ -9,10 +9,10 @@ use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Tr
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use actix_web::http::StatusCode;
 use actix_web::{Error, HttpResponse};
-use lock_core::cache::http::{
+use lock_core::cache::Cache;
+use lock_core::http::cache::{
     Answer, HeaderPairs, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS,
 };
-use lock_core::cache::Cache;
 use lock_core::http::{problem_body, PROBLEM_JSON};
 use tracing::Instrument;
 

@@ -13,7 +13,7 @@ use actix_web::test::{self, TestRequest};
 use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpRequest, HttpResponse};
 use lock_actix::{IdempotencyClaim, Idempotent};
-use lock_core::idempotency::http::IdempotencyRules;
+use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
 use lock_core::testing::idempotency::{Answer, Call, Driver, Handler, Request, USER_HEADER};
 

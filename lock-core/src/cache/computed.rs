@@ -23,7 +23,9 @@ pub(crate) enum Computed {
     Unshared { value: Vec<u8>, mark: bool },
 }
 
-/// Why a computation gave no bytes.
+/// Why a computation gave no bytes. `Replayable` and `Alone` are made by the HTTP layer's
+/// response cache only.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum Failure<E> {
     /// The computation's error; the callers it is shared with get its message.
     User(E),
@@ -59,8 +61,11 @@ impl<E: std::fmt::Display> Failure<E> {
     }
 }
 
-/// A failure handed to callers other than the one whose computation failed.
+/// A failure handed to callers other than the one whose computation failed. When it failed,
+/// and for how long it is remembered, are read by the HTTP layer's response cache (for its
+/// `Cache-Status` and `Retry-After`).
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct SharedFailure {
     /// What the failed computation handed on (see [`Failure::shared`]).
     pub(crate) payload: Vec<u8>,
@@ -75,6 +80,7 @@ pub(crate) struct SharedFailure {
 
 impl SharedFailure {
     /// How long it is still remembered at `now`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn remembered_for(&self, now: SystemTime) -> Duration {
         (self.failed_at + self.negative)
             .duration_since(now)

@@ -43,11 +43,10 @@
 mod call;
 mod client;
 mod codec;
-mod computed;
+pub(crate) mod computed;
 mod entry;
 mod flight;
 mod global;
-pub mod http;
 pub mod metrics;
 mod outcome;
 pub(crate) mod policy;

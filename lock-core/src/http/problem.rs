@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::KeyedLockOptions;
+use super::keyed::KeyedLockOptions;
 use crate::LockError;
 
 /// The content type of every rejection body.
@@ -12,7 +12,8 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 /// Why a request was not run under its lock.
 ///
 /// ```
-/// use lock_core::http::{KeyedLockOptions, Rejection, RejectionKind};
+/// use lock_core::http::keyed::KeyedLockOptions;
+/// use lock_core::http::{Rejection, RejectionKind};
 ///
 /// let busy = Rejection::busy("sku:1", std::time::Duration::ZERO, &KeyedLockOptions::new());
 /// assert_eq!(busy.kind, RejectionKind::Busy);
@@ -80,7 +81,8 @@ impl RejectionKind {
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_core::http::{BusyStatus, KeyedLockOptions, Rejection, PROBLEM_JSON};
+/// use lock_core::http::keyed::{BusyStatus, KeyedLockOptions};
+/// use lock_core::http::{Rejection, PROBLEM_JSON};
 ///
 /// let options = KeyedLockOptions::new().busy_status(BusyStatus::TooManyRequests);
 /// let busy = Rejection::busy("sku:1", Duration::from_millis(20), &options);
@@ -234,7 +236,8 @@ impl Rejection {
     /// debug for an unreachable backend, whose breaker reports the outage once).
     ///
     /// ```
-    /// use lock_core::http::{KeyedLockOptions, Rejection};
+    /// use lock_core::http::keyed::KeyedLockOptions;
+    /// use lock_core::http::Rejection;
     /// use lock_core::LockError;
     ///
     /// let down = LockError::unavailable("redis", "connection refused (127.0.0.1:6379)");

@@ -14,7 +14,8 @@ use super::decode_path_segment;
 /// through, and an adapter that cannot see routing at all fails closed (400 naming why).
 ///
 /// ```
-/// use lock_core::http::{KeySource, MatchedRoute, RequestHead};
+/// use lock_core::http::keyed::KeySource;
+/// use lock_core::http::{MatchedRoute, RequestHead};
 ///
 /// struct Head(MatchedRoute<'static>);
 /// impl RequestHead for Head {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::record::Record;
 use super::stats::Counters;
 use super::{ClaimInfo, Completed, Fingerprint, Idempotency};
-use crate::cache::http::StoredResponse;
+use crate::results::StoredResponse;
 use crate::results::{Replace, FENCE_DIGITS};
 use crate::{FencingToken, LockGuard, LockKey, LockOwner, LostReason, Result};
 
@@ -73,6 +73,8 @@ impl Claim {
         &self.info
     }
 
+    /// The records this claim is in (the HTTP layer counts its outcomes there).
+    #[cfg(feature = "http")]
     pub(crate) fn idempotency(&self) -> &Idempotency {
         &self.idempotency
     }

@@ -30,7 +30,7 @@ pub const MAX_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_core::cache::http::StoredResponse;
+/// use lock_core::results::StoredResponse;
 /// use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use super::record::Record;
 use super::{ClaimInfo, Completed, Fingerprint, RecoveryPoints};
-use crate::cache::http::StoredResponse;
 #[cfg(feature = "postgres")]
 use crate::results::postgres::in_transaction::{Completion, InTransaction};
+use crate::results::StoredResponse;
 #[cfg(feature = "postgres")]
 use crate::results::FENCE_DIGITS;
 use crate::{LockError, Result};
@@ -32,7 +32,7 @@ mod sealed {
 ///
 /// ```no_run
 /// # async fn example(pool: sqlx::PgPool, claim: lock_core::idempotency::ClaimInfo) -> Result<(), Box<dyn std::error::Error>> {
-/// use lock_core::cache::http::StoredResponse;
+/// use lock_core::results::StoredResponse;
 ///
 /// let mut transaction = pool.begin().await?; // a `sqlx::Transaction<'_, Postgres>`
 /// claim.commit_in(&mut transaction, &StoredResponse::new(204, vec![], vec![])).await?;
@@ -145,7 +145,7 @@ impl ClaimInfo {
     /// [`LockError::Unavailable`]; roll back on them too.
     ///
     /// ```no_run
-    /// use lock_core::cache::http::StoredResponse;
+    /// use lock_core::results::StoredResponse;
     /// use lock_core::idempotency::{ClaimInfo, Committed};
     ///
     /// # async fn pay(pool: sqlx::PgPool, claim: ClaimInfo) -> Result<StoredResponse, Box<dyn std::error::Error>> {
@@ -178,7 +178,7 @@ impl ClaimInfo {
             ));
         };
         let response = StoredResponse {
-            headers: super::http::replayable(&response.headers),
+            headers: super::replayable(&response.headers),
             initial_age: Duration::ZERO,
             fresh: Duration::ZERO,
             ..response.clone()

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use lock_core::cache::http::StoredResponse;
+//! use lock_core::results::StoredResponse;
 //! use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -66,11 +66,12 @@ mod client;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod commit;
 mod fingerprint;
-pub mod http;
 mod record;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod recovery;
-mod stats;
+#[cfg(any(feature = "http", feature = "postgres", feature = "mysql"))]
+mod replay;
+pub(crate) mod stats;
 
 pub use self::claim::{Begin, Claim, Completion, InFlight};
 pub use self::claim_info::ClaimInfo;
@@ -81,6 +82,8 @@ pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
 pub use self::record::Completed;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
+#[cfg(any(feature = "http", feature = "postgres", feature = "mysql"))]
+pub(crate) use self::replay::replayable;
 pub use self::stats::IdempotencyStats;
 // The stores are shared with the stampede cache; here too for convenience.
 #[cfg(feature = "postgres")]

@@ -12,7 +12,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Fingerprint;
-use crate::cache::http::StoredResponse;
+use crate::results::StoredResponse;
 use crate::results::{FENCE_DIGITS, VERSION};
 use crate::{FencingToken, LockError};
 
@@ -20,7 +20,7 @@ use crate::{FencingToken, LockError};
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_core::cache::http::StoredResponse;
+/// use lock_core::results::StoredResponse;
 /// use lock_core::idempotency::Completed;
 /// use lock_core::FencingToken;
 ///

@@ -33,6 +33,7 @@ mod memory;
 pub(crate) mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+pub(crate) mod response;
 mod store;
 
 pub use self::memory::MemoryResultStore;
@@ -40,6 +41,7 @@ pub use self::memory::MemoryResultStore;
 pub use self::postgres::{PostgresResultStore, PostgresResultStoreBuilder};
 #[cfg(feature = "redis")]
 pub use self::redis::RedisResultStore;
+pub use self::response::{StoredResponse, StoredResponseError};
 pub use self::store::{Replace, ResultStore, ValueWatch};
 
 /// The version that opens every entry's header.

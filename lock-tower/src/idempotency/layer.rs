@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use http::request::Parts;
-use lock_core::idempotency::http::IdempotencyRules;
+use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
 use lock_core::LockError;
 use tower_layer::Layer;

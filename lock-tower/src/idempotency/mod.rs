@@ -2,7 +2,7 @@
 //! with an `Idempotency-Key` runs once per (scope, key) across every instance; its duplicates
 //! get its response back.
 //!
-//! [`IdempotencyLayer`] is a thin adapter over [`lock_core::idempotency::http`], which makes
+//! [`IdempotencyLayer`] is a thin adapter over [`lock_core::http::idempotency`], which makes
 //! every decision (shared with `lock-actix`'s `Idempotent`). Per request it:
 //! 1. plans from the head: other methods (and, when the key is optional, requests without
 //!    one) pass untouched; a missing or invalid key is answered 400;
@@ -24,7 +24,7 @@
 //! Every answer of the layer's own is an `application/problem+json` response, so the inner
 //! service's error type passes through (an `Infallible` service stays `Infallible`). Each
 //! handled request runs in an `idempotency` span whose `outcome` field is
-//! [`Outcome::as_str`](lock_core::idempotency::http::Outcome::as_str).
+//! [`Outcome::as_str`](lock_core::http::idempotency::Outcome::as_str).
 //!
 //! ```
 //! use axum::{routing::post, Extension, Router};

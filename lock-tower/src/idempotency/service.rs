@@ -7,11 +7,12 @@ use http::header::HeaderName;
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
-use lock_core::http::{race_lost, RequestHead};
-use lock_core::idempotency::http::{
+use lock_core::http::idempotency::{
     begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
     unreadable_request, Finished, Outcome, Plan, Reply, Started,
 };
+use lock_core::http::keyed::race_lost;
+use lock_core::http::RequestHead;
 use tower_service::Service;
 use tracing::Instrument;
 

@@ -1,7 +1,7 @@
 //! [`ResponseCacheLayer`]: wraps services in [`ResponseCacheService`].
 
-use lock_core::cache::http::{HttpCache, HttpCacheBuilder};
 use lock_core::cache::Cache;
+use lock_core::http::cache::{HttpCache, HttpCacheBuilder};
 use tower_layer::Layer;
 
 use super::ResponseCacheService;
@@ -16,7 +16,7 @@ use super::ResponseCacheService;
 /// ```
 /// use std::time::Duration;
 /// use lock_core::cache::{Cache, Freshness};
-/// use lock_core::cache::http::SetCookie;
+/// use lock_core::http::cache::SetCookie;
 /// use lock_tower::ResponseCacheLayer;
 ///
 /// let cache = Cache::memory("web").unwrap();

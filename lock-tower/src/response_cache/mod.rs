@@ -6,7 +6,7 @@
 //! application, and the others wait for its response (pushed to them, not polled). What is
 //! stored, for how long and with which headers follows the response's `Cache-Control` and the
 //! layer's settings; the decisions and the request flow live once in
-//! [`lock_core::cache::http`], shared with `lock-actix`.
+//! [`lock_core::http::cache`], shared with `lock-actix`.
 //!
 //! ```
 //! use std::time::Duration;
@@ -37,7 +37,7 @@
 //!   request bodies pass through with `Cache-Status: …; fwd=method` or `fwd=bypass`.
 //!   `no-cache` recomputes (still collapsed); `Authorization` is answered by the application
 //!   alone and not stored.
-//! - **What is stored**: statuses of [`DEFAULT_STATUSES`](lock_core::cache::http::DEFAULT_STATUSES)
+//! - **What is stored**: statuses of [`DEFAULT_STATUSES`](lock_core::http::cache::DEFAULT_STATUSES)
 //!   with a freshness (`s-maxage`, `max-age`, or the default freshness), not `private`,
 //!   `no-store` or `no-cache`. A response that is not stored goes to its own request only:
 //!   the requests that waited for it call the application themselves, and its key is passed
@@ -52,7 +52,7 @@
 //!   once; a body of unknown length is read up to the limit, then streamed on to its own
 //!   request (the bytes read first, then the rest) and not stored.
 //! - **`Set-Cookie`** reaches the request that computed the response and is never replayed
-//!   (unless [`SetCookie::Replay`](lock_core::cache::http::SetCookie)).
+//!   (unless [`SetCookie::Replay`](lock_core::http::cache::SetCookie)).
 //! - **Backend down**: answered without collapsing across instances (`detail=fail-open`),
 //!   unless the cache fails closed (503). Errors answered by the layer itself are generic
 //!   `application/problem+json`; the details go to `tracing`. Each request runs in a

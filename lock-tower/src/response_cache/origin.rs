@@ -7,7 +7,7 @@ use http::header::CONTENT_LENGTH;
 use http::response::Parts;
 use http::{HeaderMap, Response};
 use http_body::Body;
-use lock_core::cache::http::{BodyFailed, HeaderPairs, OriginResponse};
+use lock_core::http::cache::{BodyFailed, HeaderPairs, OriginResponse};
 
 /// A response being read by the cache: its head, its body, and what reading found (the end,
 /// an error, trailers), so whatever the cache does not keep reaches the client as it was.

@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 use http::header::{HeaderName, CONTENT_LENGTH};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::Body;
-use lock_core::cache::http::{
+use lock_core::http::cache::{
     Answer, ForwardAs, FromOrigin, HeaderPairs, HttpCache, Plan, Served, CACHE_STATUS,
 };
 use tower_service::Service;

@@ -12,7 +12,7 @@ use axum::Router;
 use http::request::Parts;
 use http::HeaderValue;
 use http_body_util::BodyExt;
-use lock_core::idempotency::http::IdempotencyRules;
+use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::{ClaimInfo, Idempotency};
 use lock_core::testing::idempotency::{Answer, Call, Driver, Handler, USER_HEADER};
 use lock_tower::IdempotencyLayer;

@@ -2,14 +2,14 @@
 //! 16): an [`HttpCache`] on the backend's own store (Redis: `RedisResultStore` beside a
 //! `RedisBackend`; PostgreSQL: `PostgresResultStore` beside a `PostgresBackend`), each
 //! instance on connections of its own as separate processes would be, and requests sent
-//! through [`HttpCache::plan`] and [`CacheCall::serve`](lock_core::cache::http::CacheCall::serve):
+//! through [`HttpCache::plan`] and [`CacheCall::serve`](lock_core::http::cache::CacheCall::serve):
 //! the path every adapter takes, with no web framework between.
 
 use std::future::Future;
 use std::time::Duration;
 
-use lock_core::cache::http::{BodyFailed, HeaderPairs, HttpCache, OriginResponse, Plan, Served};
 use lock_core::cache::Cache;
+use lock_core::http::cache::{BodyFailed, HeaderPairs, HttpCache, OriginResponse, Plan, Served};
 use tokio::time::Instant;
 
 use crate::BackendKind;
@@ -112,7 +112,7 @@ where
     Fut: Future<Output = Canned> + Send + 'static,
 {
     let started = Instant::now();
-    let request = lock_core::cache::http::RequestParts::get(path);
+    let request = lock_core::http::cache::RequestParts::get(path);
     let served = match cache.plan(&request) {
         Plan::Cache(call) => {
             call.serve(move |_| async move { Ok::<_, std::convert::Infallible>(origin().await) })

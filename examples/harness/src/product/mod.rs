@@ -37,8 +37,8 @@ mod origin;
 
 use std::sync::Arc;
 
-use lock_core::cache::http::HttpCache;
 use lock_core::cache::Cache;
+use lock_core::http::cache::HttpCache;
 use lock_core::LockError;
 use serde_json::json;
 

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use lock_core::http::{problem_body, KeyedLockOptions, Rejection, RejectionKind, PROBLEM_JSON};
+use lock_core::http::keyed::KeyedLockOptions;
+use lock_core::http::{problem_body, Rejection, RejectionKind, PROBLEM_JSON};
 use lock_core::stock::StockLevel;
 use lock_core::LockError;
 use serde_json::json;

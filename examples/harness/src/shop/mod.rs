@@ -16,7 +16,7 @@ mod rules;
 
 use std::time::Duration;
 
-use lock_core::http::{BusyStatus, KeyedLockOptions, LockInfo};
+use lock_core::http::keyed::{BusyStatus, KeyedLockOptions, LockInfo};
 use lock_core::stock::{
     ConfirmOutcome, DeductOutcome, MemoryStock, RedisStock, ReserveOutcome, Stock, StockLevel,
 };

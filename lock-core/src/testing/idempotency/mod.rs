@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! use std::future::Future;
-//! use lock_core::idempotency::http::IdempotencyRules;
+//! use lock_core::http::idempotency::IdempotencyRules;
 //! use lock_core::idempotency::Idempotency;
 //! use lock_core::testing::idempotency::{self as suite, Answer, Driver, Handler, Request, Store};
 //!
@@ -55,7 +55,7 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
-use crate::idempotency::http::IdempotencyRules;
+use crate::http::idempotency::IdempotencyRules;
 use crate::idempotency::Idempotency;
 
 pub use handler::{Call, Handler, Reply};

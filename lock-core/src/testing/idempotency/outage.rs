@@ -9,7 +9,7 @@ use tokio::time::{timeout, Instant};
 
 use super::{Driver, Handler, Request};
 use crate::breaker::BreakerState;
-use crate::idempotency::http::IdempotencyRules;
+use crate::http::idempotency::IdempotencyRules;
 use crate::idempotency::{Idempotency, RedisResultStore};
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;

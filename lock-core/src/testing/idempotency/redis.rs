@@ -6,8 +6,8 @@ use std::time::Duration;
 use tokio::time::timeout;
 
 use super::{Driver, Handler, Request};
+use crate::http::idempotency::IdempotencyRules;
 use crate::http::PROBLEM_JSON;
-use crate::idempotency::http::IdempotencyRules;
 use crate::idempotency::{Idempotency, RedisResultStore};
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;

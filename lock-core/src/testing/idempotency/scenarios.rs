@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::backing::Backing;
 use super::{send, Answer, Driver, Handler, Request, Store};
+use crate::http::idempotency::IdempotencyRules;
 use crate::http::PROBLEM_JSON;
-use crate::idempotency::http::IdempotencyRules;
 use crate::idempotency::InFlight;
 
 /// The rules of most scenarios: the defaults, with a `Retry-After` of 3 s (to tell it from

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::http::HttpCache;
+use lock_core::http::cache::HttpCache;
 
 use super::Chaos;
 use crate::chaos::cache_app::{self, Answered, Canned};

@@ -1,7 +1,7 @@
 //! The ledger in PostgreSQL: a payment's row, its balances and its answer in one transaction.
 
-use lock_core::cache::http::StoredResponse;
 use lock_core::idempotency::{ClaimInfo, Committed};
+use lock_core::results::StoredResponse;
 use lock_core::LockError;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 

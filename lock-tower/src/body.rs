@@ -86,13 +86,6 @@ impl<B: Body> LayerBody<B> {
     }
 }
 
-impl<B: Body> LayerBody<B> {
-    /// A body read whole (`data`), then the error it failed with, or its trailers.
-    pub(crate) fn read(data: Bytes, error: Option<B::Error>, trailers: Option<HeaderMap>) -> Self {
-        Self::resumed(data, error, None, trailers)
-    }
-}
-
 fn to_bytes<D: Buf>(frame: Frame<D>) -> Frame<Bytes> {
     frame.map_data(|mut data| data.copy_to_bytes(data.remaining()))
 }

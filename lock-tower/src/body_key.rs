@@ -107,9 +107,9 @@ where
         async move {
             let (parts, body) = request.into_parts();
             let body = match read(body, declared_length(&parts.headers), limit.max_bytes()).await {
-                Read::Whole(body, _trailers) => body,
+                Read::Whole(body) => body,
                 Read::TooLarge => return Err(limit.too_large()),
-                Read::Failed(..) => return Err(BodyLimit::unreadable()),
+                Read::Failed => return Err(BodyLimit::unreadable()),
             };
             let Some(found) = key(&parts, &body) else {
                 return Err(BodyLimit::missing_key());

@@ -67,6 +67,7 @@ mod fence;
 mod future;
 pub mod idempotency;
 mod layer;
+mod origin;
 mod read;
 mod rejection;
 pub mod response_cache;

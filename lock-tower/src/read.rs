@@ -1,5 +1,5 @@
-//! Reading a request or response body whole, up to a limit: the idempotency layer keeps
-//! bodies, [`BodyKey`](crate::BodyKey) finds a key in one.
+//! Reading a request body whole, up to a limit: the idempotency layer keeps it,
+//! [`BodyKey`](crate::BodyKey) finds a key in it.
 
 use std::future::poll_fn;
 use std::pin::pin;
@@ -10,13 +10,13 @@ use http::HeaderMap;
 use http_body::Body;
 
 /// A body read up to the limit.
-pub(crate) enum Read<E> {
-    /// All of it, and its trailers.
-    Whole(Bytes, Option<HeaderMap>),
+pub(crate) enum Read {
+    /// All of it (trailers are not part of what is kept).
+    Whole(Bytes),
     /// Longer than the limit (said so, or found so); what was read is dropped.
     TooLarge,
-    /// It failed after these bytes.
-    Failed(Bytes, E),
+    /// It failed before its end.
+    Failed,
 }
 
 /// The `Content-Length` a head declares.
@@ -25,37 +25,30 @@ pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
 }
 
 /// Reads `body` whole unless it is (or says it is) longer than `limit`.
-pub(crate) async fn read<B: Body>(body: B, declared: Option<u64>, limit: usize) -> Read<B::Error> {
+pub(crate) async fn read<B: Body>(body: B, declared: Option<u64>, limit: usize) -> Read {
     let limit_u64 = limit as u64;
     if declared.is_some_and(|length| length > limit_u64) || body.size_hint().lower() > limit_u64 {
         return Read::TooLarge;
     }
     let mut body = pin!(body);
     let mut data = Vec::new();
-    let mut trailers = None;
     while let Some(frame) = poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
         let frame = match frame {
             Ok(frame) => frame,
-            Err(error) => return Read::Failed(data.into(), error),
+            Err(_) => return Read::Failed,
         };
-        match frame.into_data() {
-            Ok(mut chunk) => {
-                if data.len() + chunk.remaining() > limit {
-                    return Read::TooLarge;
-                }
-                while chunk.has_remaining() {
-                    let part = chunk.chunk();
-                    data.extend_from_slice(part);
-                    let read = part.len();
-                    chunk.advance(read);
-                }
+        // Trailers are skipped.
+        if let Ok(mut chunk) = frame.into_data() {
+            if data.len() + chunk.remaining() > limit {
+                return Read::TooLarge;
             }
-            Err(frame) => {
-                if let Ok(frame_trailers) = frame.into_trailers() {
-                    trailers = Some(frame_trailers);
-                }
+            while chunk.has_remaining() {
+                let part = chunk.chunk();
+                data.extend_from_slice(part);
+                let read = part.len();
+                chunk.advance(read);
             }
         }
     }
-    Read::Whole(data.into(), trailers)
+    Read::Whole(data.into())
 }

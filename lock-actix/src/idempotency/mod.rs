@@ -56,6 +56,7 @@
 //! ```
 
 mod claim;
+mod response;
 mod transform;
 
 pub use claim::IdempotencyClaim;

@@ -1,28 +1,25 @@
 //! [`Idempotent`] (the `Transform`), its builder, and [`IdempotentMiddleware`] (the service it
 //! builds).
 
-use std::error::Error as StdError;
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use actix_web::body::{self, BodySize, BodyStream, BoxBody, EitherBody, MessageBody};
+use actix_web::body::{self, BodyStream, BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use lock_core::http::idempotency::{
-    begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
-    unreadable_request, Finished, IdempotencyRules, Outcome, Plan, Reply, Started,
+    reject, Begun, IdempotencyCall, IdempotencyRules, Plan, Ran, Reply, RequestBody,
 };
-use lock_core::http::keyed::race_lost;
 use lock_core::idempotency::Idempotency;
 use lock_core::LockError;
 use tracing::Instrument;
 
+use super::response::Handled;
 use crate::extract::Head;
 
 /// How a request's scope (its principal) is found.
@@ -221,12 +218,8 @@ fn span(request: &ServiceRequest, key: Option<&str>) -> tracing::Span {
     )
 }
 
-fn record(outcome: Outcome) {
-    tracing::Span::current().record("outcome", outcome.as_str());
-}
-
-/// Read the payload (and put it back), begin, run the handler racing the claim's loss,
-/// finish.
+/// Reads the payload and hands the rest to lock-core's [`IdempotencyCall`]: begin, run the
+/// handler (with the payload put back), answer.
 async fn handle<S, B>(
     service: Rc<S>,
     shared: Arc<Shared>,
@@ -247,93 +240,47 @@ where
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|length| length.to_str().ok()?.parse().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        let reply = request_too_large(idempotency, rules);
-        return Ok(request.into_response(answer(reply).map_into_right_body()));
-    }
-    let payload = BodyStream::new(request.take_payload());
-    let body = match body::to_bytes_limited(payload, limit).await {
-        Ok(Ok(body)) => body,
-        Err(_exceeded) => {
-            let reply = request_too_large(idempotency, rules);
-            return Ok(request.into_response(answer(reply).map_into_right_body()));
-        }
-        Ok(Err(_)) => {
-            let reply = unreadable_request();
-            return Ok(request.into_response(answer(reply).map_into_right_body()));
+    let body = if declared.is_some_and(|length| length > limit as u64) {
+        RequestBody::TooLarge
+    } else {
+        let payload = BodyStream::new(request.take_payload());
+        match body::to_bytes_limited(payload, limit).await {
+            Ok(Ok(body)) => RequestBody::Whole(body.into()),
+            Err(_exceeded) => RequestBody::TooLarge,
+            Ok(Err(_)) => RequestBody::Failed,
         }
     };
-    let fingerprint = rules.fingerprint(&Head(&request), &body);
     let scope = scope
         .as_ref()
         .and_then(|scope| scope(&request))
         .unwrap_or_default();
-    let claim = match begin(idempotency, rules, &scope, &key, fingerprint).await {
-        Started::Run(claim) => claim,
-        Started::Answer(reply) => {
+    let call = IdempotencyCall::new(idempotency, rules, key);
+    let (running, body) = match call.begin(&Head(&request), &scope, body).await {
+        Begun::Run(running, body) => (running, body),
+        Begun::Answer(reply) => {
             return Ok(request.into_response(answer(reply).map_into_right_body()));
         }
     };
-    tracing::Span::current().record("fence", claim.info().fence.get());
-    request.set_payload(Payload::from(body));
-    request.extensions_mut().insert(claim.info().clone());
-    let response = match race_lost(service.call(request), claim.lost()).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(error)) => {
-            // Not an answer to keep: the next request with the key runs.
-            record(give_back(claim).await);
-            return Err(error);
-        }
+    request.set_payload(Payload::from(Bytes::from(body)));
+    request.extensions_mut().insert(running.info().clone());
+    match running
+        .run(async { service.call(request).await.map(Handled::new) })
+        .await
+    {
+        Ran::Send { response, read } => Ok(response.into_response(read).map_into_right_body()),
+        Ran::Replace { response, reply } => Ok(ServiceResponse::new(
+            response.into_request(),
+            answer(reply).map_into_right_body(),
+        )),
         // The request went to the cancelled handler (actix routing forbids keeping a clone
         // of it), so the 503 travels as an error that renders the same problem.
-        Err(reason) => {
-            let reply = lost(claim, rules, reason);
-            record(reply.outcome);
-            return Err(Replied(reply).into());
-        }
-    };
-    let (request, response) = response.into_parts();
-    let status = response.status().as_u16();
-    let headers: Vec<(String, Vec<u8>)> = response
-        .headers()
-        .iter()
-        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
-        .collect();
-    let (head, body) = response.into_parts();
-    let response = match body::to_bytes_limited(body, limit).await {
-        Ok(Ok(body)) => match finish(claim, rules, status, &headers, Some(body.to_vec())).await {
-            Finished::Send(outcome) => {
-                record(outcome);
-                head.set_body(BoxBody::new(body))
-            }
-            Finished::Replace(reply) => answer(reply),
-        },
-        Err(_exceeded) => match finish(claim, rules, status, &headers, None).await {
-            Finished::Replace(reply) => answer(reply),
-            // lock-core replaces every response it was not given whole; the body's start is
-            // gone, so nothing else could be sent.
-            Finished::Send(outcome) => answer(response_not_sent(outcome)),
-        },
-        Ok(Err(error)) => {
-            // The handler's response broke off: not an answer to keep (as a handler that
-            // failed); it goes on as broken as it was, and the next request with the key runs.
-            record(give_back(claim).await);
-            head.set_body(BoxBody::new(Failed(Some(error.into()))))
-        }
-    };
-    Ok(ServiceResponse::new(
-        request,
-        response.map_into_right_body(),
-    ))
+        Ran::Lost(reply) => Err(Replied(reply).into()),
+        Ran::Failed(error) => Err(error),
+    }
 }
 
-/// A reply of lock-core's as a response; its outcome recorded in the span.
+/// A reply of lock-core's as a response (lock-core recorded its outcome in the span).
 fn answer(reply: Reply) -> HttpResponse {
-    record(reply.outcome);
-    reply_response(reply)
-}
-
-fn reply_response(reply: Reply) -> HttpResponse {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::with_body(status, BoxBody::new(reply.body));
     let headers = response.headers_mut();
@@ -370,24 +317,6 @@ impl ResponseError for Replied {
     }
 
     fn error_response(&self) -> HttpResponse {
-        reply_response(self.0.clone())
-    }
-}
-
-/// A body that fails at once: the handler's, which failed while it was read.
-struct Failed(Option<Box<dyn StdError>>);
-
-impl MessageBody for Failed {
-    type Error = Box<dyn StdError>;
-
-    fn size(&self) -> BodySize {
-        BodySize::Stream
-    }
-
-    fn poll_next(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
-        Poll::Ready(self.0.take().map(Err))
+        answer(self.0.clone())
     }
 }

@@ -7,11 +7,7 @@ use http::header::HeaderName;
 use http::request::Parts;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
-use lock_core::http::idempotency::{
-    begin, finish, give_back, lost, reject, request_too_large, response_not_sent,
-    unreadable_request, Finished, Outcome, Plan, Reply, Started,
-};
-use lock_core::http::keyed::race_lost;
+use lock_core::http::idempotency::{reject, Begun, IdempotencyCall, Plan, Ran, Reply, RequestBody};
 use lock_core::http::RequestHead;
 use tower_service::Service;
 use tracing::Instrument;
@@ -19,6 +15,7 @@ use tracing::Instrument;
 use super::layer::Shared;
 use super::IdempotencyBody;
 use crate::extract::Head;
+use crate::origin::Origin;
 use crate::read::{declared_length, read, Read};
 use crate::ResponseFuture;
 
@@ -143,11 +140,8 @@ fn span<B>(request: &Request<B>, key: Option<&str>) -> tracing::Span {
     )
 }
 
-fn record(outcome: Outcome) {
-    tracing::Span::current().record("outcome", outcome.as_str());
-}
-
-/// Read the body, begin, run the inner service racing the claim's loss, finish.
+/// Reads the body and hands the rest to lock-core's [`IdempotencyCall`]: begin, run the inner
+/// service, answer.
 async fn handle<S, ReqBody, ResBody>(
     shared: Arc<Shared>,
     mut inner: S,
@@ -157,72 +151,52 @@ async fn handle<S, ReqBody, ResBody>(
 where
     S: Service<Request<IdempotencyBody<ReqBody>>, Response = Response<ResBody>>,
     ReqBody: Body,
-    ResBody: Body,
+    ResBody: Body + Send + 'static,
+    ResBody::Data: Send,
+    ResBody::Error: Send,
 {
     let Shared {
         idempotency,
         rules,
         scope,
     } = &*shared;
-    let limit = rules.max_body_bytes_limit();
     let (parts, body) = request.into_parts();
+    let limit = rules.max_body_bytes_limit();
     let body = match read(body, declared_length(&parts.headers), limit).await {
-        Read::Whole(body, _) => body,
-        Read::TooLarge => return Ok(answer(request_too_large(idempotency, rules))),
-        Read::Failed(..) => return Ok(answer(unreadable_request())),
+        Read::Whole(body) => RequestBody::Whole(body.into()),
+        Read::TooLarge => RequestBody::TooLarge,
+        Read::Failed => RequestBody::Failed,
     };
-    let fingerprint = rules.fingerprint(&PartsHead(&parts), &body);
     let scope = scope
         .as_ref()
         .and_then(|scope| scope(&parts))
         .unwrap_or_default();
-    let claim = match begin(idempotency, rules, &scope, &key, fingerprint).await {
-        Started::Run(claim) => claim,
-        Started::Answer(reply) => return Ok(answer(reply)),
+    let call = IdempotencyCall::new(idempotency, rules, key);
+    let (running, body) = match call.begin(&PartsHead(&parts), &scope, body).await {
+        Begun::Run(running, body) => (running, body),
+        Begun::Answer(reply) => return Ok(answer(reply)),
     };
-    tracing::Span::current().record("fence", claim.info().fence.get());
     let mut request = Request::from_parts(parts, IdempotencyBody::full(body));
-    request.extensions_mut().insert(claim.info().clone());
-    let response = match race_lost(inner.call(request), claim.lost()).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(error)) => {
-            // Not an answer to keep: the next request with the key runs.
-            record(give_back(claim).await);
-            return Err(error);
-        }
-        Err(reason) => return Ok(answer(lost(claim, rules, reason))),
-    };
-    let (parts, body) = response.into_parts();
-    let status = parts.status.as_u16();
-    let headers: Vec<(String, Vec<u8>)> = parts
-        .headers
-        .iter()
-        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
-        .collect();
-    match read(body, declared_length(&parts.headers), limit).await {
-        Read::Whole(body, trailers) => {
-            match finish(claim, rules, status, &headers, Some(body.to_vec())).await {
-                Finished::Send(outcome) => {
-                    record(outcome);
-                    let body = IdempotencyBody::read(body, None, trailers);
-                    Ok(Response::from_parts(parts, body))
-                }
-                Finished::Replace(reply) => Ok(answer(reply)),
-            }
-        }
-        Read::TooLarge => match finish(claim, rules, status, &headers, None).await {
-            Finished::Replace(reply) => Ok(answer(reply)),
-            // lock-core replaces every response it was not given whole; the body's start is
-            // gone, so nothing else could be sent.
-            Finished::Send(outcome) => Ok(answer(response_not_sent(outcome))),
-        },
-        Read::Failed(body, error) => {
-            // The handler's response broke off: not an answer to keep (as a handler that
-            // failed); it goes on, as broken as it was, and the next request with the key runs.
-            record(give_back(claim).await);
-            let body = IdempotencyBody::read(body, Some(error), None);
+    request.extensions_mut().insert(running.info().clone());
+    match running
+        .run(async { inner.call(request).await.map(Origin::new) })
+        .await
+    {
+        Ran::Send { response, read } => {
+            let Origin {
+                parts,
+                body,
+                ended,
+                error,
+                trailers,
+                ..
+            } = response;
+            let rest = (!ended && error.is_none()).then_some(body);
+            let body = IdempotencyBody::resumed(read, error, rest, trailers);
             Ok(Response::from_parts(parts, body))
         }
+        Ran::Replace { reply, .. } | Ran::Lost(reply) => Ok(answer(reply)),
+        Ran::Failed(error) => Err(error),
     }
 }
 
@@ -251,9 +225,8 @@ impl RequestHead for PartsHead<'_> {
     }
 }
 
-/// A reply of lock-core's as a response; its outcome recorded in the span.
+/// A reply of lock-core's as a response (lock-core recorded its outcome in the span).
 fn answer<B: Body>(reply: Reply) -> Response<IdempotencyBody<B>> {
-    record(reply.outcome);
     let mut response = Response::new(IdempotencyBody::full(reply.body));
     *response.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

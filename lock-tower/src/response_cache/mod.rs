@@ -62,7 +62,7 @@
 //!   application's, so an `Infallible` service stays `Infallible`.
 
 mod layer;
-mod origin;
+
 mod service;
 
 pub use crate::body::ResponseCacheBody;

@@ -11,9 +11,9 @@ use lock_core::http::cache::{
 use tower_service::Service;
 use tracing::Instrument;
 
-use super::origin::Origin;
 use super::ResponseCacheBody;
 use crate::extract::Head;
+use crate::origin::Origin;
 use crate::ResponseFuture;
 
 /// Serves cacheable requests through the response cache and calls the inner service on a

@@ -6,10 +6,11 @@
 //! `Idempotent-Replayed: true`) and which responses are kept.
 //!
 //! `lock-tower`'s `IdempotencyLayer` and `lock-actix`'s `Idempotent` are thin adapters: they
-//! [`plan`](IdempotencyRules::plan), read the body (up to the limit), [`begin`], run the
-//! handler racing [`Claim::lost`](super::Claim::lost)
-//! ([`race_lost`](crate::http::keyed::race_lost)), read its body and [`finish`] (or [`give_back`]
-//! the key when the handler failed).
+//! [`plan`](IdempotencyRules::plan), read the request body (up to the limit), and hand the
+//! rest to one [`IdempotencyCall`]: it begins (refuses, replays, or claims the key), runs the
+//! handler racing the claim's loss, reads its response and keeps it or gives the key back.
+//! The adapters only convert requests and responses. The steps it takes ([`begin`],
+//! [`finish`], [`give_back`], [`lost`]) are public for adapters with other needs:
 //!
 //! ```
 //! use lock_core::http::RequestHead;
@@ -40,10 +41,14 @@
 //! ```
 
 mod builder;
+mod call;
+mod handler_response;
 mod plan;
 mod rules;
 mod serve;
 
+pub use call::{Begun, IdempotencyCall, Ran, RequestBody, Running};
+pub use handler_response::HandlerResponse;
 pub use plan::Plan;
 pub use rules::{
     default_store_status, IdempotencyRules, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_KEY_LEN,

@@ -71,8 +71,10 @@ impl Outcome {
     }
 }
 
-/// Counts one answer of the idempotency middleware.
+/// Counts one answer of the idempotency middleware, and records its outcome on the current
+/// span (the adapters' `idempotency` span has an `outcome` field).
 fn record(status: Option<u16>, outcome: Outcome) {
+    tracing::Span::current().record("outcome", outcome.as_str());
     crate::http::metrics::http_response(
         crate::http::metrics::LAYER_IDEMPOTENCY,
         status,

@@ -1,4 +1,5 @@
-//! The application's `http::Response` as lock-core's cache reads it.
+//! The application's `http::Response` as lock-core reads it (the response cache and the
+//! idempotency layer): its head now, its body chunk by chunk.
 
 use std::pin::Pin;
 

@@ -51,21 +51,20 @@
 //!
 //! [`LockClient`]: lock_core::LockClient
 
-mod body_key;
-mod extract;
-mod fence;
+mod extensions;
+mod head;
 pub mod idempotency;
-mod middleware;
+pub mod keyed_lock;
 pub mod response_cache;
 
-pub use body_key::BodyKey;
-pub use extract::KeyExtractor;
-pub use fence::LockFence;
 pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};
+pub use keyed_lock::{
+    BodyKey, KeyExtractor, KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockFence,
+    LockRejection,
+};
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,
 };
 pub use lock_core::http::{MatchedRoute, Rejection, RejectionKind};
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
-pub use middleware::{KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockRejection};
 pub use response_cache::{ResponseCache, ResponseCacheBody, ResponseCacheMiddleware};

@@ -60,29 +60,25 @@
 //! [`LockClient`]: lock_core::LockClient
 
 mod body;
-mod body_key;
-mod extract;
-#[cfg(feature = "axum")]
-mod fence;
 mod future;
+mod head;
 pub mod idempotency;
-mod layer;
+pub mod keyed_lock;
 mod origin;
 mod read;
 mod rejection;
 pub mod response_cache;
-mod service;
 
 pub use body::LayerBody;
-pub use body_key::{AsyncKey, BodyKey};
-pub use extract::KeyExtractor;
-#[cfg(feature = "axum")]
-pub use fence::LockFence;
 pub use future::ResponseFuture;
 pub use idempotency::{
     IdempotencyBody, IdempotencyLayer, IdempotencyLayerBuilder, IdempotencyService,
 };
-pub use layer::{KeyedLockLayer, KeyedLockLayerBuilder};
+#[cfg(feature = "axum")]
+pub use keyed_lock::LockFence;
+pub use keyed_lock::{
+    AsyncKey, BodyKey, KeyExtractor, KeyedLockLayer, KeyedLockLayerBuilder, KeyedLockService,
+};
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,
 };
@@ -90,4 +86,3 @@ pub use lock_core::http::{MatchedRoute, Rejection, RejectionKind};
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
 pub use rejection::{error_response, LockRejection};
 pub use response_cache::{ResponseCacheBody, ResponseCacheLayer, ResponseCacheService};
-pub use service::KeyedLockService;

@@ -40,7 +40,7 @@ impl FromRequest for IdempotencyClaim {
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        crate::fence::from_extensions(
+        crate::extensions::from_extensions(
             request,
             IdempotencyClaim,
             "IdempotencyClaim used in a request the Idempotent middleware did not handle",

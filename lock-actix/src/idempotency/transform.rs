@@ -20,7 +20,7 @@ use lock_core::LockError;
 use tracing::Instrument;
 
 use super::response::Handled;
-use crate::extract::Head;
+use crate::head::Head;
 
 /// How a request's scope (its principal) is found.
 type ScopeFn = dyn Fn(&ServiceRequest) -> Option<String> + Send + Sync;

@@ -17,7 +17,7 @@ use lock_core::http::{problem_body, PROBLEM_JSON};
 use tracing::Instrument;
 
 use super::{driver, ResponseCacheBody};
-use crate::extract::Head;
+use crate::head::Head;
 
 /// Middleware that serves `GET`/`HEAD` requests from a shared response cache, one handler
 /// call per miss across every instance (see the [module docs](crate::response_cache)).

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::layer::Shared;
 use super::IdempotencyBody;
-use crate::extract::Head;
+use crate::head::Head;
 use crate::origin::Origin;
 use crate::read::{declared_length, read, Read};
 use crate::ResponseFuture;

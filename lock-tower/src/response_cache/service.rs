@@ -12,7 +12,7 @@ use tower_service::Service;
 use tracing::Instrument;
 
 use super::ResponseCacheBody;
-use crate::extract::Head;
+use crate::head::Head;
 use crate::origin::Origin;
 use crate::ResponseFuture;
 

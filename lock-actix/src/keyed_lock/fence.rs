@@ -1,11 +1,13 @@
 //! [`LockFence`]: the extractor for the lock a handler runs under.
 
-use std::future::{ready, Ready};
+use std::future::Ready;
 use std::ops::Deref;
 
 use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use actix_web::{FromRequest, HttpRequest};
 use lock_core::http::keyed::LockInfo;
+
+use crate::extensions::from_extensions;
 
 /// The key and fencing token of the lock the [`KeyedLock`](crate::KeyedLock) middleware took
 /// for this request. Extracting it in a handler that is not behind the middleware fails with
@@ -42,21 +44,4 @@ impl FromRequest for LockFence {
             "LockFence used in a handler that is not wrapped in KeyedLock",
         )
     }
-}
-
-/// An extractor's value from what a middleware put in the request's extensions; a 500 naming
-/// the missing middleware when it is not there (the handler is wired wrong, not the client).
-pub(crate) fn from_extensions<T: Clone + 'static, E>(
-    request: &HttpRequest,
-    wrap: fn(T) -> E,
-    missing: &'static str,
-) -> Ready<Result<E, actix_web::Error>> {
-    ready(
-        request
-            .extensions()
-            .get::<T>()
-            .cloned()
-            .map(wrap)
-            .ok_or_else(|| actix_web::error::ErrorInternalServerError(missing)),
-    )
 }

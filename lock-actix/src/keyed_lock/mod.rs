@@ -1,0 +1,33 @@
+//! The keyed-lock middleware: [`KeyedLock`] takes a distributed lock on a key found in each
+//! selected request (a [`KeySource`](lock_core::http::keyed::KeySource) rule, a closure, or
+//! the payload with [`BodyKey`]) and runs the rest of the chain under it; handlers take the
+//! lock's key and fencing token with the [`LockFence`] extractor.
+//!
+//! ```
+//! use actix_web::{web, App, HttpResponse};
+//! use lock_actix::keyed_lock::{KeyedLock, LockFence};
+//! use lock_actix::KeySource;
+//! use lock_core::{LockClient, MemoryBackend};
+//!
+//! async fn buy(fence: LockFence) -> HttpResponse {
+//!     HttpResponse::Ok().body(format!("sold under fence {}", fence.fence))
+//! }
+//!
+//! let locks = LockClient::new(MemoryBackend::new());
+//! let app = App::new().service(
+//!     web::resource("/buy/{sku}")
+//!         .wrap(KeyedLock::new(locks, KeySource::route_param("sku")))
+//!         .route(web::post().to(buy)),
+//! );
+//! # let _ = app;
+//! ```
+
+mod body_key;
+mod fence;
+mod key_extractor;
+mod middleware;
+
+pub use body_key::BodyKey;
+pub use fence::LockFence;
+pub use key_extractor::KeyExtractor;
+pub use middleware::{KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockRejection};

@@ -1,6 +1,6 @@
-//! The READMEs' Rust code blocks as doctests: `cargo test -p readme-check --doc` compiles each
-//! ```rust block as written, runs those on memory and only compiles the `no_run` ones, which
-//! need a server. The crate itself is empty.
+//! The READMEs' and the guide's Rust code blocks as doctests: `cargo test -p readme-check --doc`
+//! compiles each ```rust block as written, runs those on memory and only compiles the `no_run`
+//! ones, which need a server. One struct per page with Rust blocks; the crate itself is empty.
 
 /// The workspace README.
 #[cfg(doctest)]
@@ -11,3 +11,63 @@ struct MainReadme;
 #[cfg(doctest)]
 #[doc = include_str!("../../../lock-macros/README.md")]
 struct LockMacrosReadme;
+
+/// The guide: the lock.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/lock.md")]
+struct GuideLock;
+
+/// The guide: fair locks, read-write locks, semaphores, latches.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/primitives.md")]
+struct GuidePrimitives;
+
+/// The guide: cache stampedes and the response cache.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/cache.md")]
+struct GuideCache;
+
+/// The guide: idempotent endpoints.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/idempotency.md")]
+struct GuideIdempotency;
+
+/// The guide: inventory and the keyed-lock middleware.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/inventory.md")]
+struct GuideInventory;
+
+/// The guide: the macros.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/macros.md")]
+struct GuideMacros;
+
+/// The guide: the memory backend.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/memory.md")]
+struct GuideMemory;
+
+/// The guide: the Redis backend.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/redis.md")]
+struct GuideRedis;
+
+/// The guide: the ZooKeeper backend.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/zookeeper.md")]
+struct GuideZooKeeper;
+
+/// The guide: the etcd backend.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/etcd.md")]
+struct GuideEtcd;
+
+/// The guide: the PostgreSQL backend.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/postgres.md")]
+struct GuidePostgres;
+
+/// The guide: the MySQL backend.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/mysql.md")]
+struct GuideMySql;

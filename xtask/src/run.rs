@@ -1,8 +1,8 @@
 //! `cargo xtask demo|stress|bench`: shortcuts for the `lock-harness`
-//! binaries in `examples/harness`.
+//! binaries in `xtask/harness`.
 //!
 //! `demo inventory [ARGS...]` runs the flash-sale scenario (the example apps
-//! over HTTP, see `examples/harness/src/bin/inventory.rs`); `demo` with no
+//! over HTTP, see `xtask/harness/src/bin/inventory.rs`); `demo` with no
 //! arguments runs the lock demo and then that scenario on memory.
 //! `demo stampede [ARGS...]` runs the cache-stampede scenario (the stampede
 //! apps in one process, see `examples/stampede-demo`), in release mode like
@@ -13,7 +13,7 @@
 //! crate they need (a cold run measured 67 s on 2 cores: 59 s of build), so a first run is
 //! quick; its rates are those of a debug build.
 //!
-//! `chaos [ARGS...]` runs the fault catalogue (`examples/harness/src/bin/chaos.rs`), in release
+//! `chaos [ARGS...]` runs the fault catalogue (`xtask/harness/src/bin/chaos.rs`), in release
 //! mode, with the stack servers of its backends (all by default) and Redis for its fenced
 //! resource.
 //!

@@ -5,7 +5,7 @@
 //! over HTTP, see `xtask/harness/src/bin/inventory.rs`); `demo` with no
 //! arguments runs the lock demo and then that scenario on memory.
 //! `demo stampede [ARGS...]` runs the cache-stampede scenario (the stampede
-//! apps in one process, see `examples/stampede-demo`), in release mode like
+//! apps in one process, see `xtask/stampede-demo`), in release mode like
 //! `stress` and `bench`, as it reports latencies. `demo idempotency [ARGS...]`
 //! runs the idempotent-payments scenario (the payments apps in one process,
 //! see `xtask/payments-demo`), in release mode too. `demo` alone runs the lock demo,
@@ -184,7 +184,7 @@ fn harness_features(args: &[String]) -> &'static [&'static str] {
 /// The `demo` scenario of cache-stampede protection (`demo stampede [ARGS...]`).
 const STAMPEDE: &str = "stampede";
 
-/// `demo stampede`: runs the `stampede` binary of `examples/stampede-demo`
+/// `demo stampede`: runs the `stampede` binary of `xtask/stampede-demo`
 /// (release), which serves both stampede apps in-process, drives the two
 /// phases and exits non-zero on FAIL. Built on its own, so lock-harness comes
 /// without its `servers` feature: no etcd client, no `protoc`.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lock_harness::load::{client, send};
-use lock_harness::prometheus::{has_sample, scrape};
+use lock_harness::scrape::{has_sample, scrape};
 use lock_harness::shop::{Shop, ShopConfig, Strategy};
 use tokio::time::timeout;
 

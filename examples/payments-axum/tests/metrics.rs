@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lock_harness::payments::checks::body;
 use lock_harness::payments::{client, post_payment, PaymentService, PaymentsConfig};
-use lock_harness::prometheus::{has_sample, scrape};
+use lock_harness::scrape::{has_sample, scrape};
 use tokio::time::timeout;
 
 /// The whole exchange: a payment and a scrape.

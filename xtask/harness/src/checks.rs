@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::time::timeout;
 
 use crate::inventory::{fetch_level, unique, Instance, Outcome, Scenario};
-use crate::load::{self, Load, Progress, Report};
-use crate::shop::{classify, ReplyKind, Strategy};
+use crate::load::{self, classify, Load, Progress, ReplyKind, Report};
+use crate::shop::Strategy;
 use crate::test_redis::TestRedis;
 use crate::BackendKind;
 

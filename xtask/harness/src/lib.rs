@@ -26,6 +26,7 @@ mod process;
 pub mod product;
 pub mod progress;
 pub mod prometheus;
+pub mod scrape;
 pub mod shop;
 pub mod stampede;
 pub mod test_redis;

@@ -12,10 +12,11 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use lock_core::http::RejectionKind;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::shop::{classify, ReplyKind as Kind};
+use crate::shop::OUT_OF_STOCK;
 
 /// An HTTP/1 client with a connection pool.
 pub type HttpClient = Client<HttpConnector, Empty<Bytes>>;
@@ -35,6 +36,42 @@ pub struct Reply {
     pub status: u16,
     /// The body (or the transport error).
     pub body: String,
+}
+
+/// What a client makes of an answer to `POST /buy/...`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// 200.
+    Sold {
+        /// An earlier sale to the same order id.
+        duplicate: bool,
+    },
+    /// 409 out of stock.
+    OutOfStock,
+    /// 409 or 429 from the keyed-lock middleware.
+    Busy,
+    /// Anything else (5xx, refusals, no answer).
+    Error,
+}
+
+/// Classifies an answer, and reads the lock hold time (µs) the lock strategy reports.
+#[must_use]
+pub fn classify(status: u16, body: &str) -> (ReplyKind, Option<u64>) {
+    let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let held = match &json["held_us"] {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.parse().ok(),
+        _ => None,
+    };
+    let kind = match (status, json["type"].as_str()) {
+        (200, _) => ReplyKind::Sold {
+            duplicate: json["duplicate"].as_bool().unwrap_or(false),
+        },
+        (409, Some(OUT_OF_STOCK)) => ReplyKind::OutOfStock,
+        (409 | 429, Some(t)) if t == RejectionKind::Busy.type_uri() => ReplyKind::Busy,
+        _ => ReplyKind::Error,
+    };
+    (kind, held)
 }
 
 /// Sends `method path` to `base` (`http://127.0.0.1:port`) with an `Order-Id` when given.
@@ -191,14 +228,14 @@ impl Report {
             self.held_us.push(held);
         }
         match kind {
-            Kind::Sold { duplicate } => {
+            ReplyKind::Sold { duplicate } => {
                 self.sold += 1;
                 self.duplicates += u64::from(duplicate);
                 self.sold_orders.push(order);
             }
-            Kind::OutOfStock => self.out_of_stock += 1,
-            Kind::Busy => self.busy += 1,
-            Kind::Error => {
+            ReplyKind::OutOfStock => self.out_of_stock += 1,
+            ReplyKind::Busy => self.busy += 1,
+            ReplyKind::Error => {
                 self.errors += 1;
                 if self.error_samples.len() < 3 {
                     self.error_samples

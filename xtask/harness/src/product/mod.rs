@@ -9,10 +9,9 @@
 //!   front stores it with the service's freshness ([`ProductPolicy`]: the cache's default
 //!   freshness, as the answer states none) and says how each request was answered in an
 //!   RFC 9211 `Cache-Status` (`lock-core; hit`, `…; fwd=miss; fwd-status=200; stored`,
-//!   `…; fwd=miss; collapsed`, ...; [`outcome_of`] names them). When the origin fails: `503`
-//!   problem+json with `Retry-After: 1`, which the cache shares with the requests waiting for
-//!   it and remembers for its negative TTL (or answers from a stored product within
-//!   stale-if-error).
+//!   `…; fwd=miss; collapsed`, ...). When the origin fails: `503` problem+json with
+//!   `Retry-After: 1`, which the cache shares with the requests waiting for it and remembers
+//!   for its negative TTL (or answers from a stored product within stale-if-error).
 //! - `GET /stats`: the origin's calls (in total, per product, per expiry generation).
 //!
 //! Anything else a request carries (an id that is not 1–64 ASCII letters, digits or `-`, a
@@ -42,7 +41,7 @@ use lock_core::cache::Cache;
 use lock_core::LockError;
 use serde_json::json;
 
-pub use self::answer::{outcome_of, ProductAnswer, CACHE_STATUS_HEADER, ORIGIN_UNAVAILABLE};
+pub use self::answer::{ProductAnswer, ORIGIN_UNAVAILABLE};
 pub use self::config::{CacheBackend, ProductConfig, ProductPolicy};
 pub use self::input::{BadInput, ProductId, ProductRequest, ProductRoute, BAD_INPUT, MAX_ID_LEN};
 pub use self::origin::{Origin, OriginError, Product};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_core::http::{problem_body, KeyedLockOptions, Rejection, RejectionKind, PROBLEM_JSON};
+use lock_core::http::{problem_body, KeyedLockOptions, Rejection, PROBLEM_JSON};
 use lock_core::stock::StockLevel;
 use lock_core::LockError;
 use serde_json::json;
@@ -148,42 +148,6 @@ impl BuyOutcome {
             }
         }
     }
-}
-
-/// What a client makes of an answer to `POST /buy/...`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplyKind {
-    /// 200.
-    Sold {
-        /// An earlier sale to the same order id.
-        duplicate: bool,
-    },
-    /// 409 out of stock.
-    OutOfStock,
-    /// 409 or 429 from the keyed-lock middleware.
-    Busy,
-    /// Anything else (5xx, refusals, no answer).
-    Error,
-}
-
-/// Classifies an answer, and reads the lock hold time (µs) the lock strategy reports.
-#[must_use]
-pub fn classify(status: u16, body: &str) -> (ReplyKind, Option<u64>) {
-    let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-    let held = match &json["held_us"] {
-        serde_json::Value::Number(n) => n.as_u64(),
-        serde_json::Value::String(s) => s.parse().ok(),
-        _ => None,
-    };
-    let kind = match (status, json["type"].as_str()) {
-        (200, _) => ReplyKind::Sold {
-            duplicate: json["duplicate"].as_bool().unwrap_or(false),
-        },
-        (409, Some(OUT_OF_STOCK)) => ReplyKind::OutOfStock,
-        (409 | 429, Some(t)) if t == RejectionKind::Busy.type_uri() => ReplyKind::Busy,
-        _ => ReplyKind::Error,
-    };
-    (kind, held)
 }
 
 /// The answer to `GET /stock/{sku}`: the level as JSON, or the store's failure.

@@ -22,7 +22,7 @@ use lock_core::stock::{
 };
 use lock_core::{LeaseMode, LockClient, LockError, MemoryBackend, RedisBackend, WaitPolicy};
 
-pub use self::answer::{classify, level_answer, Answer, BuyOutcome, ReplyKind, OUT_OF_STOCK};
+pub use self::answer::{level_answer, Answer, BuyOutcome, OUT_OF_STOCK};
 pub use self::config::{ShopConfig, Strategy};
 pub use self::counter::{Counter, CounterRead, WriteOutcome};
 pub use self::input::{RawRequest, RequestBody, ShopInput};

@@ -9,8 +9,8 @@ use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::cache_status::{outcome_of, CACHE_STATUS_HEADER};
 use crate::load::{exchange, HttpClient};
-use crate::product::{outcome_of, CACHE_STATUS_HEADER};
 use crate::progress::Live;
 
 /// One timed `GET`.

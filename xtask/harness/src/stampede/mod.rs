@@ -15,6 +15,7 @@
 //! Starting the instances is the caller's part (the demo binary links both apps); this module
 //! needs only their base URLs and the origin they share.
 
+mod cache_status;
 mod checks;
 mod fire;
 mod report;
@@ -26,6 +27,7 @@ use crate::inventory::unique;
 use crate::load;
 use crate::product::{Origin, ProductPolicy};
 
+pub use self::cache_status::{outcome_of, CACHE_STATUS_HEADER};
 pub use self::checks::{
     bad_ids_are_refused, cold_key_collapses, origin_calls, second_request_hits, stats,
 };

@@ -14,7 +14,7 @@ pub struct PhaseReport {
     /// Requests sent.
     pub requests: u64,
     /// 200 answers by how the response cache answered (see
-    /// [`outcome_of`](crate::product::outcome_of)).
+    /// [`outcome_of`](super::outcome_of)).
     pub by_status: BTreeMap<String, u64>,
     /// Answers other than 200, and requests without an answer.
     pub errors: u64,

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
+use example_support::shop::Strategy;
 use tokio::time::timeout;
 
 use crate::inventory::{fetch_level, unique, Instance, Outcome, Scenario};
 use crate::load::{self, classify, Load, Progress, ReplyKind, Report};
-use crate::shop::Strategy;
 use crate::test_redis::TestRedis;
-use crate::BackendKind;
 
 /// How long any one scenario may take.
 pub const LIMIT: Duration = Duration::from_secs(120);

@@ -34,13 +34,13 @@ pub async fn run() -> serde_json::Value {
     let namespace = format!("bench-contention-{}", std::process::id());
     let mut clients = Vec::with_capacity(WORKERS);
     for _ in 0..WORKERS {
-        let backend = EtcdBackend::connect(&etcd_url())
-            .await
-            .unwrap_or_else(|e| crate::usage_error(&format!("cannot reach etcd: {e}")));
+        let backend = EtcdBackend::connect(&etcd_url()).await.unwrap_or_else(|e| {
+            example_support::flags::usage_error(&format!("cannot reach etcd: {e}"))
+        });
         let locks = LockClient::builder(backend)
             .namespace(&namespace)
             .build()
-            .unwrap_or_else(|e| crate::usage_error(&format!("lock client: {e}")));
+            .unwrap_or_else(|e| example_support::flags::usage_error(&format!("lock client: {e}")));
         // Warm the channel and the backend's session before measuring.
         for i in 0..5 {
             let guard = locks.lock(format!("warm:{i}")).await.expect("acquire");

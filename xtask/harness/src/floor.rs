@@ -17,10 +17,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use etcd_client as etcd;
+use example_support::backend::postgres_url;
+use example_support::flags::usage_error;
 use tokio::time::Instant;
 use zookeeper_client as zk;
 
-use crate::{etcd_url, mysql_url, postgres_url, usage_error, zookeeper_url, Percentiles};
+use crate::{etcd_url, mysql_url, zookeeper_url, Percentiles};
 
 /// How many tasks the concurrent figures run.
 pub const CONCURRENT_TASKS: usize = 64;

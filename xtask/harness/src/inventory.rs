@@ -4,13 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use example_support::backend::BackendKind;
+use example_support::shop::Strategy;
 use lock_core::stock::StockLevel;
 use tokio::process::Child;
 
 use crate::load::{self, Load, Progress, Report};
 use crate::process::launch;
-use crate::shop::Strategy;
-use crate::BackendKind;
 
 /// A running app process; killed when dropped.
 #[derive(Debug)]

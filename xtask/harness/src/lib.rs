@@ -1,7 +1,9 @@
-//! Shared pieces of the demo, stress and bench programs: choosing a backend, reading flags,
-//! and summarising latencies.
+//! The tooling behind `cargo xtask demo|stress|bench|chaos` and the example apps' tests: the
+//! drivers (`src/bin`), the load generators and checks they share, the fault catalogue, the
+//! floors of the bench; at the root, connecting a backend and summarising latencies. The apps'
+//! own code (the shop, the product pages, the payments service, their flags) is the
+//! `example-support` crate's, in `examples/support`.
 
-pub mod app;
 pub mod bad_input;
 // The bench's floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]
@@ -23,65 +25,15 @@ pub mod overhead;
 pub mod payments;
 pub mod primitive_stress;
 mod process;
-pub mod product;
 pub mod progress;
-pub mod prometheus;
 pub mod scrape;
-pub mod shop;
 pub mod stampede;
 pub mod test_redis;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
+use example_support::backend::{server_url, BackendKind};
 use lock_core::{LockClient, LockError, MemoryBackend, RedisBackend};
-
-/// Which backend a run uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    /// In-process memory (tasks of one process).
-    Memory,
-    /// The Redis server at `LOCK_TEST_REDIS_URL` (or `--redis-url`).
-    Redis,
-    /// The PostgreSQL lock table at `LOCK_TEST_POSTGRES_URL`.
-    Postgres,
-    /// The MySQL / MariaDB lock table at `LOCK_TEST_MYSQL_URL`.
-    Mysql,
-    /// The ZooKeeper ensemble at `LOCK_TEST_ZOOKEEPER_URL` (see [`zookeeper_url`]).
-    Zookeeper,
-    /// The etcd cluster at `LOCK_TEST_ETCD_URL` (see [`etcd_url`]).
-    Etcd,
-}
-
-impl BackendKind {
-    /// Parses `memory` or `redis`.
-    pub fn parse(name: &str) -> Result<Self, String> {
-        match name {
-            "memory" => Ok(Self::Memory),
-            "redis" => Ok(Self::Redis),
-            "postgres" => Ok(Self::Postgres),
-            "mysql" => Ok(Self::Mysql),
-            "zookeeper" => Ok(Self::Zookeeper),
-            "etcd" => Ok(Self::Etcd),
-            other => Err(format!(
-                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper or etcd"
-            )),
-        }
-    }
-
-    /// The backend's name.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Memory => "memory",
-            Self::Redis => "redis",
-            Self::Postgres => "postgres",
-            Self::Mysql => "mysql",
-            Self::Zookeeper => "zookeeper",
-            Self::Etcd => "etcd",
-        }
-    }
-}
 
 /// A connected backend: the lock client, and the Redis handle when there is one (for its
 /// command counters).
@@ -118,7 +70,9 @@ pub async fn connect(
         }
         #[cfg(feature = "servers")]
         BackendKind::Postgres => {
-            let backend = lock_core::PostgresBackend::connect(&postgres_url()).await?;
+            let backend =
+                lock_core::PostgresBackend::connect(&example_support::backend::postgres_url())
+                    .await?;
             Ok(Connected {
                 locks: LockClient::builder(backend).namespace(namespace).build()?,
                 redis: None,
@@ -168,115 +122,10 @@ pub fn etcd_url() -> String {
     std::env::var("LOCK_TEST_ETCD_URL").unwrap_or_else(|_| "http://127.0.0.1:22379".to_owned())
 }
 
-/// The PostgreSQL URL: `LOCK_TEST_POSTGRES_URL`, else the xtask stack's default.
-#[must_use]
-pub fn postgres_url() -> String {
-    server_url(
-        "LOCK_TEST_POSTGRES_URL",
-        "postgres://postgres@127.0.0.1:25432/postgres",
-    )
-}
-
 /// The MySQL URL: `LOCK_TEST_MYSQL_URL`, else the xtask stack's default.
 #[must_use]
 pub fn mysql_url() -> String {
     server_url("LOCK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:23306/locks")
-}
-
-/// A server's URL: the env var `var` (as `cargo xtask` sets it), else the xtask stack's default.
-#[must_use]
-pub fn server_url(var: &str, default: &str) -> String {
-    std::env::var(var)
-        .ok()
-        .filter(|url| !url.is_empty())
-        .unwrap_or_else(|| default.to_owned())
-}
-
-/// The Redis URL: `--redis-url`, else `LOCK_TEST_REDIS_URL`, else the xtask stack's default.
-#[must_use]
-pub fn redis_url(flags: &Flags) -> String {
-    flags
-        .get("redis-url")
-        .map(str::to_owned)
-        .or_else(|| std::env::var("LOCK_TEST_REDIS_URL").ok())
-        .unwrap_or_else(|| "redis://127.0.0.1:26379/".to_owned())
-}
-
-/// `--name value` / `--name=value` / `--switch` flags.
-#[derive(Debug, Default)]
-pub struct Flags {
-    values: HashMap<String, String>,
-}
-
-impl Flags {
-    /// The process's flags after the program name; an unknown one exits with a usage error.
-    #[must_use]
-    pub fn of_process(allowed: &[&str]) -> Self {
-        Self::parse(std::env::args().skip(1), allowed).unwrap_or_else(|e| usage_error(&e))
-    }
-
-    /// Parses the process arguments after the program name; `allowed` lists the flag names.
-    pub fn parse(args: impl IntoIterator<Item = String>, allowed: &[&str]) -> Result<Self, String> {
-        let mut values = HashMap::new();
-        let mut args = args.into_iter().peekable();
-        while let Some(arg) = args.next() {
-            let Some(name) = arg.strip_prefix("--") else {
-                return Err(format!("unexpected argument {arg:?}"));
-            };
-            let (name, value) = match name.split_once('=') {
-                Some((name, value)) => (name.to_owned(), value.to_owned()),
-                None => {
-                    let value = match args.peek() {
-                        Some(next) if !next.starts_with("--") => args.next().unwrap_or_default(),
-                        _ => "true".to_owned(),
-                    };
-                    (name.to_owned(), value)
-                }
-            };
-            if !allowed.contains(&name.as_str()) {
-                return Err(format!(
-                    "unknown flag --{name}; known: --{}",
-                    allowed.join(", --")
-                ));
-            }
-            values.insert(name, value);
-        }
-        Ok(Self { values })
-    }
-
-    /// The raw value of `--name`.
-    #[must_use]
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.values.get(name).map(String::as_str)
-    }
-
-    /// `--name` as a number, or `default`.
-    pub fn number(&self, name: &str, default: u64) -> Result<u64, String> {
-        match self.get(name) {
-            None => Ok(default),
-            Some(raw) => raw
-                .parse()
-                .map_err(|_| format!("--{name} expects a whole number, got {raw:?}")),
-        }
-    }
-
-    /// `--name` as a number, or `default`; anything else exits with a usage error.
-    #[must_use]
-    pub fn number_or_exit(&self, name: &str, default: u64) -> u64 {
-        self.number(name, default)
-            .unwrap_or_else(|e| usage_error(&e))
-    }
-
-    /// `--backend`, default memory.
-    pub fn backend(&self) -> Result<BackendKind, String> {
-        BackendKind::parse(self.get("backend").unwrap_or("memory"))
-    }
-
-    /// `--backend`, default memory; an unknown backend exits with a usage error.
-    #[must_use]
-    pub fn backend_or_exit(&self) -> BackendKind {
-        self.backend().unwrap_or_else(|e| usage_error(&e))
-    }
 }
 
 /// p50/p99/max of a set of durations.
@@ -311,10 +160,4 @@ impl Percentiles {
 #[must_use]
 pub fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
-}
-
-/// Exits with status 2 and `message` on stderr.
-pub fn usage_error(message: &str) -> ! {
-    eprintln!("error: {message}");
-    std::process::exit(2)
 }

@@ -16,7 +16,7 @@ use lock_core::http::RejectionKind;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::shop::OUT_OF_STOCK;
+use example_support::shop::OUT_OF_STOCK;
 
 /// An HTTP/1 client with a connection pool.
 pub type HttpClient = Client<HttpConnector, Empty<Bytes>>;

@@ -10,8 +10,9 @@
 //! # }
 //! ```
 
+use example_support::prometheus::{CONTENT_TYPE, PATH};
+
 use crate::load::{client, exchange};
-use crate::prometheus::{CONTENT_TYPE, PATH};
 
 /// `GET {base}/metrics` (`base`: `http://127.0.0.1:port`), for the apps' tests: the page, or
 /// why there is none (transport error, not 200, not the text format; within 30 s).

@@ -20,9 +20,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use example_support::backend::{postgres_url, redis_url};
+use example_support::flags::{usage_error, Flags};
+use lock_harness::inventory::unique;
 use lock_harness::payments::checks::AppCommand;
 use lock_harness::payments::crash::{proxied, sweep, CrashSetup, Records, Tally};
-use lock_harness::{inventory::unique, postgres_url, redis_url, usage_error, Flags};
 
 const FLAGS: &[&str] = &[
     "backend",

@@ -13,10 +13,10 @@
 
 use std::time::Duration;
 
+use example_support::flags::{usage_error, Flags};
+use example_support::payments::{PaymentService, PaymentsBackend, PaymentsConfig};
 use lock_harness::inventory::unique;
 use lock_harness::payments::demo::Demo;
-use lock_harness::payments::{PaymentService, PaymentsBackend, PaymentsConfig};
-use lock_harness::{usage_error, Flags};
 
 const FLAGS: &[&str] = &[
     "backend",

@@ -3,8 +3,9 @@
 //! routers); the cross-process tests of this package start one of each, since a test can
 //! only start its own package's binaries.
 
-use lock_harness::payments::{PaymentsConfig, APP_FLAGS};
-use lock_harness::{app, usage_error, Flags};
+use example_support::app;
+use example_support::flags::{usage_error, Flags};
+use example_support::payments::{PaymentsConfig, APP_FLAGS};
 
 #[tokio::main]
 async fn main() {

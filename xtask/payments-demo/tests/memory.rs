@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use example_support::payments::{PaymentService, PaymentsBackend, PaymentsConfig};
 use lock_harness::payments::checks::idempotent_answers;
 use lock_harness::payments::demo::Demo;
-use lock_harness::payments::{PaymentService, PaymentsBackend, PaymentsConfig};
 
 async fn both_apps(handler: Duration) -> (Vec<String>, Vec<PaymentService>) {
     let mut config = PaymentsConfig::memory();

@@ -10,10 +10,11 @@
 
 use std::time::Duration;
 
+use example_support::backend::redis_url;
+use example_support::flags::{usage_error, Flags};
+use example_support::product::{CacheBackend, Origin, ProductPolicy, ProductService};
 use lock_harness::inventory::unique;
-use lock_harness::product::{CacheBackend, Origin, ProductPolicy, ProductService};
 use lock_harness::stampede::{print_table, Stampede};
-use lock_harness::{redis_url, usage_error, Flags};
 
 const FLAGS: &[&str] = &[
     "backend",

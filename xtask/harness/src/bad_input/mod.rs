@@ -14,7 +14,7 @@ mod table;
 pub use raw::{send, RawReply};
 pub use table::rows;
 
-use crate::shop::{Shop, MAX_SKU_LEN};
+use example_support::shop::{Shop, MAX_SKU_LEN};
 
 /// What a row must answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

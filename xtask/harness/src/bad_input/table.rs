@@ -1,7 +1,8 @@
 //! The rows: each class of bad input beside the good input it must not catch.
 
+use example_support::shop::MAX_SKU_LEN;
+
 use super::{Expect, Row};
-use crate::shop::MAX_SKU_LEN;
 
 fn row(name: impl Into<String>, method: &'static str, target: impl Into<Vec<u8>>) -> Row {
     Row {

@@ -14,14 +14,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use example_support::backend::{redis_url, BackendKind};
+use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
 use lock_harness::floor::{
     concurrent_rate, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
     CONCURRENT_TASKS, HANDOFF_WAITERS,
 };
-use lock_harness::{
-    connect, micros, redis_url, usage_error, BackendKind, Connected, Flags, Percentiles,
-};
+use lock_harness::{connect, micros, Connected, Percentiles};
 use serde_json::json;
 use tokio::time::Instant;
 

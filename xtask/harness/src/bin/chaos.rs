@@ -2,14 +2,14 @@
 
 use std::time::{Duration, Instant};
 
+use example_support::backend::{postgres_url, redis_url, BackendKind};
+use example_support::flags::{usage_error, Flags};
 use lock_core::testing::{free_port, unique, RedisServer};
 use lock_harness::chaos::report::{table, Outcome, Row};
 use lock_harness::chaos::scenarios::{Chaos, Settings, CATALOGUE};
 use lock_harness::chaos::target::Target;
 use lock_harness::chaos::{cache_worker, starve, web, worker};
-use lock_harness::{
-    etcd_url, mysql_url, postgres_url, redis_url, usage_error, zookeeper_url, BackendKind, Flags,
-};
+use lock_harness::{etcd_url, mysql_url, zookeeper_url};
 
 const FLAGS: &[&str] = &[
     "backend",

@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use example_support::backend::redis_url;
+use example_support::flags::{usage_error, Flags};
 use lock_core::MemoryBackend;
-use lock_harness::{connect, redis_url, usage_error, Flags, Percentiles};
+use lock_harness::{connect, Percentiles};
 use tokio::time::Instant;
 
 #[derive(Default)]

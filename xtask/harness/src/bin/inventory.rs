@@ -7,9 +7,10 @@
 
 use std::path::PathBuf;
 
+use example_support::backend::{redis_url, BackendKind};
+use example_support::flags::{usage_error, Flags};
+use example_support::shop::Strategy;
 use lock_harness::inventory::{print_table, Scenario};
-use lock_harness::shop::Strategy;
-use lock_harness::{redis_url, usage_error, BackendKind, Flags};
 
 #[tokio::main]
 async fn main() {

@@ -23,8 +23,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use example_support::backend::{redis_url, BackendKind};
+use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
-use lock_harness::{connect, redis_url, usage_error, BackendKind, Flags};
+use lock_harness::connect;
 use redis::AsyncCommands;
 use tokio::time::Instant;
 

@@ -12,7 +12,7 @@ use lock_core::cache::http::{BodyFailed, HeaderPairs, HttpCache, OriginResponse,
 use lock_core::cache::Cache;
 use tokio::time::Instant;
 
-use crate::BackendKind;
+use example_support::backend::BackendKind;
 
 /// Whether the cache scenarios apply to `kind`: the response cache stores its responses in
 /// Redis or PostgreSQL.

@@ -11,12 +11,13 @@
 
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
+use example_support::flags::Flags;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::cache_app::{self, Canned};
 use super::worker::event;
-use crate::{BackendKind, Flags};
 
 /// The flags `chaos cache-worker` takes.
 pub const FLAGS: &[&str] = &[
@@ -43,7 +44,9 @@ pub async fn run(flags: &Flags) -> i32 {
     let required = |name: &str| {
         flags
             .get(name)
-            .unwrap_or_else(|| crate::usage_error(&format!("chaos cache-worker needs --{name}")))
+            .unwrap_or_else(|| {
+                example_support::flags::usage_error(&format!("chaos cache-worker needs --{name}"))
+            })
             .to_owned()
     };
     let kind: BackendKind = flags.backend_or_exit();

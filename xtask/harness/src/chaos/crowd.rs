@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
 use lock_core::backend::LeaseKind;
 use lock_core::{LockClient, LockGuard};
 use tokio::time::{sleep, Instant};
@@ -23,7 +24,6 @@ use tokio::time::{sleep, Instant};
 use super::report::p50_p99;
 use super::target::Target;
 use super::worker::{connect, event};
-use crate::BackendKind;
 
 /// The crowd's shape.
 #[derive(Clone, Copy, Debug)]

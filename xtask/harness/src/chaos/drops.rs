@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
 use lock_core::{LeaseMode, LockClient};
 use tokio::time::{sleep, timeout, Instant};
 
 use super::random::Random;
 use super::worker::{connect, event};
-use crate::BackendKind;
 
 /// How long the process stays after `done`, connected, while the server is inspected.
 const STAY: Duration = Duration::from_secs(3);

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::BackendKind;
+use example_support::backend::BackendKind;
 
 /// The processes of one server.
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use etcd_client as etcd;
 use zookeeper_client as zk;
 
-use crate::BackendKind;
+use example_support::backend::BackendKind;
 
 /// A lock server: the backend and its URL.
 #[derive(Clone, Debug)]

@@ -34,7 +34,7 @@ pub const FLAGS: &[&str] = &["url", "namespace", "no-fail-fast"];
 pub const ORIGIN_MS: u64 = 20;
 
 /// Serves until killed; returns an exit code on a setup failure.
-pub async fn run(flags: &crate::Flags) -> i32 {
+pub async fn run(flags: &example_support::flags::Flags) -> i32 {
     let Some(url) = flags.get("url") else {
         eprintln!("chaos web: --url is required");
         return 2;

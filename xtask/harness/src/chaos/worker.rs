@@ -11,11 +11,12 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use example_support::backend::BackendKind;
+use example_support::flags::Flags;
 use lock_core::{LeaseMode, LockClient, LockError, LockGuard};
 use tokio::time::{sleep, Instant};
 
 use super::resource::{Resource, Written};
-use crate::{BackendKind, Flags};
 
 /// The flags `chaos worker` takes.
 pub const FLAGS: &[&str] = &[
@@ -145,7 +146,9 @@ pub async fn run(flags: &Flags) -> i32 {
     let required = |name: &str| {
         flags
             .get(name)
-            .unwrap_or_else(|| crate::usage_error(&format!("chaos worker needs --{name}")))
+            .unwrap_or_else(|| {
+                example_support::flags::usage_error(&format!("chaos worker needs --{name}"))
+            })
             .to_owned()
     };
     let (url, round) = (required("url"), required("round"));

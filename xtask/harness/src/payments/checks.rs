@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use example_support::payments::{Effect, Ledger, Payment, Receipt, BAD_INPUT, STATS_PATH};
 use serde_json::Value;
 use tokio::sync::Barrier;
 use tokio::time::{timeout, Instant};
 
 use super::client::{client, get, post_payment, PaymentClient, Posted};
-use super::{AppProcess, Ledger, Payment, Receipt, BAD_INPUT, STATS_PATH};
+use super::AppProcess;
 use crate::inventory::unique;
 
 /// How long any one check may take.
@@ -186,7 +187,7 @@ async fn answers(targets: &[String], ledger: Option<&Ledger>) -> Result<(), Stri
     Ok(())
 }
 
-async fn effects(ledger: &Ledger, user: &str, key: &str) -> Result<Vec<super::Effect>, String> {
+async fn effects(ledger: &Ledger, user: &str, key: &str) -> Result<Vec<Effect>, String> {
     ledger
         .effects_of(user, key)
         .await

@@ -4,13 +4,12 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use example_support::payments::PAYMENTS_PATH;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
-
-use super::PAYMENTS_PATH;
 
 /// The header a replayed answer carries (`true`).
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";

@@ -16,13 +16,14 @@ use std::process::Stdio;
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
+use example_support::flags::usage_error;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, Script};
 use tokio::process::Child;
 use tokio::time::Instant;
 
 use super::{data, share, Plan, Tally};
-use crate::{usage_error, BackendKind};
 
 /// The permits' lease in a fault run: short, so a pause of [`PAUSE`] outlives it.
 pub(crate) const FAULT_LEASE: Duration = Duration::from_millis(1000);

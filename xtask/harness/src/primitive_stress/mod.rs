@@ -23,13 +23,15 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use example_support::backend::BackendKind;
+use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
 use tokio::time::Instant;
 
 use self::operations::Task;
-use crate::{connect, usage_error, BackendKind, Flags};
+use crate::connect;
 
 mod faults;
 mod operations;

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use example_support::product::{BAD_INPUT, MAX_ID_LEN};
 use lock_core::http::PROBLEM_JSON;
 
 use super::fire::{burst, get};
 use crate::inventory::unique;
 use crate::load;
-use crate::product::{BAD_INPUT, MAX_ID_LEN};
 
 /// `GET /stats` from `base`, as JSON.
 pub async fn stats(base: &str) -> Result<serde_json::Value, String> {
@@ -124,10 +124,10 @@ pub async fn second_request_hits(base: &str) -> Result<(), String> {
 /// app in-process on the memory backend, within 60 s. `serve` is the app's
 /// `async fn(ProductService) -> String` that serves the service on a free loopback port and
 /// returns its base URL; the tests are `#[tokio::test]`s, so the crate needs tokio's `macros`
-/// and `rt-multi-thread`.
+/// and `rt-multi-thread`, and `example-support` (the service) as a dependency.
 ///
 /// ```ignore
-/// async fn serve(service: lock_harness::product::ProductService) -> String {
+/// async fn serve(service: example_support::product::ProductService) -> String {
 ///     stampede_axum::spawn(service).await.unwrap()
 /// }
 ///
@@ -139,12 +139,12 @@ macro_rules! stampede_app_tests {
         /// A fresh app; its base URL.
         async fn fresh_app() -> String {
             // Fresh for a minute: nothing expires while a test runs.
-            let config = $crate::product::ProductConfig::from_args(
+            let config = ::example_support::product::ProductConfig::from_args(
                 ["--fresh-ms", "60000"].map(str::to_owned),
             )
             .unwrap();
             $serve(
-                $crate::product::ProductService::start(&config)
+                ::example_support::product::ProductService::start(&config)
                     .await
                     .unwrap(),
             )

@@ -23,9 +23,10 @@ mod report;
 use std::sync::Arc;
 use std::time::Duration;
 
+use example_support::product::{Origin, ProductPolicy};
+
 use crate::inventory::unique;
 use crate::load;
-use crate::product::{Origin, ProductPolicy};
 
 pub use self::cache_status::{outcome_of, CACHE_STATUS_HEADER};
 pub use self::checks::{

@@ -20,6 +20,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
 use lock_core::testing::cluster::{
     data_dir, try_wait_for_quorum, Cluster, EtcdCluster, ZooKeeperEnsemble,
 };
@@ -32,7 +33,6 @@ use crate::chaos::report::Measured;
 use crate::chaos::resource::Resource;
 use crate::chaos::target::Target;
 use crate::chaos::worker;
-use crate::BackendKind;
 
 /// How long a cluster may take to serve (at the start, after a restart).
 const QUORUM: Duration = Duration::from_secs(30);

@@ -25,6 +25,7 @@ mod starved;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
 use lock_core::testing::RedisServer;
 
 use super::cache_app;
@@ -32,7 +33,6 @@ use super::process::{Event, Worker};
 use super::report::{Measured, Outcome};
 use super::resource::Resource;
 use super::target::Target;
-use crate::BackendKind;
 
 /// The catalogue: number, short name, and whether it is built.
 pub const CATALOGUE: &[(u32, &str, bool)] = &[

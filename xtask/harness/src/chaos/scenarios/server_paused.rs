@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use example_support::backend::BackendKind;
 use tokio::time::sleep;
 
 use super::{
@@ -20,7 +21,6 @@ use crate::chaos::report::Measured;
 use crate::chaos::server_process::ServerProcesses;
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
-use crate::BackendKind;
 
 /// Scheduling slack on top of the lease for `lost()` (the coordinator's clock reading and the
 /// worker's event are separate steps).

@@ -20,8 +20,9 @@ mod verify;
 
 use std::time::Duration;
 
+use example_support::payments::Ledger;
+
 use super::checks::AppCommand;
-use super::Ledger;
 
 pub use self::verify::{KeyVerdict, Tally};
 

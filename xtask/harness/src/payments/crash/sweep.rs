@@ -126,7 +126,7 @@ async fn warm_up(
 ) -> Result<(), String> {
     let base = victim.base.clone();
     let base = base.as_str();
-    let stats = format!("{base}{}", crate::payments::STATS_PATH);
+    let stats = format!("{base}{}", example_support::payments::STATS_PATH);
     let opened: Vec<_> = (0..connections)
         .map(|_| {
             let (client, stats) = (client.clone(), stats.clone());

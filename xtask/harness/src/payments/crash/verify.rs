@@ -3,8 +3,9 @@
 
 use std::fmt;
 
+use example_support::payments::{Ledger, Receipt};
+
 use super::super::client::Posted;
-use super::super::{Ledger, Receipt};
 
 /// One key after its retry was answered.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,12 +22,12 @@ mod report;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use example_support::payments::{Ledger, Payment, PaymentService};
 use tokio::sync::Semaphore;
 
 pub use self::fire::{fire, Request, Sent};
 pub use self::report::{print_report, table_header, table_row, PhaseRow, Verdict};
 use super::client::client;
-use super::{Ledger, Payment, PaymentService};
 use crate::inventory::unique;
 pub use crate::progress::{Live, ProgressLine};
 

@@ -44,7 +44,7 @@ pub struct RawRequest<'a> {
 /// | body                                    | none (an order id sent in a body would otherwise be ignored)              |
 ///
 /// ```
-/// use lock_harness::shop::{RawRequest, RequestBody, Route, ShopInput};
+/// use example_support::shop::{RawRequest, RequestBody, Route, ShopInput};
 ///
 /// let request = RawRequest {
 ///     path: "/reservations/caf%C3%A9",

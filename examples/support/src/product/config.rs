@@ -5,7 +5,8 @@ use std::time::Duration;
 use lock_core::cache::{Cache, Freshness, MemoryResultStore, RedisResultStore};
 use lock_core::{LockError, MemoryBackend, RedisBackend};
 
-use crate::{redis_url, BackendKind, Flags};
+use crate::backend::{redis_url, BackendKind};
+use crate::flags::Flags;
 
 /// How long the product pages stay fresh and stale, and how slow the origin is.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -17,7 +17,7 @@ impl User {
     /// case), the name 1–64 ASCII letters, digits, `-`, `_` or `.`; else the 401 to answer.
     ///
     /// ```
-    /// use lock_harness::payments::User;
+    /// use example_support::payments::User;
     ///
     /// assert_eq!(User::from_authorization(Some(b"Bearer alice")).unwrap(), User("alice".into()));
     /// assert_eq!(User::from_authorization(None).unwrap_err().status, 401);

@@ -42,7 +42,7 @@ pub struct OriginError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_harness::product::Origin;
+/// use example_support::product::Origin;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let origin = Origin::new(Duration::from_millis(1), Duration::from_secs(60));

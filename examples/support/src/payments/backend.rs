@@ -7,7 +7,7 @@
 //! | `redis`    | `RedisResultStore`     | `RedisBackend`         | PostgreSQL tables       | `RecoveryPoints` in the ledger's database, written with the payment |
 //! | `postgres` | `PostgresResultStore`  | `PostgresBackend`      | the same PostgreSQL     | the record itself, completed in the payment's transaction |
 //!
-//! The server-backed ones need lock-harness's `postgres` feature (part of `servers`).
+//! The server-backed ones need this crate's `postgres` feature (the payments apps' `servers`).
 
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use lock_core::{LeaseMode, MemoryBackend};
 
 use super::ledger::Ledger;
 use super::PaymentsConfig;
-use crate::BackendKind;
+use crate::backend::BackendKind;
 
 /// The backend the instances of a run share. Each [`instance`](Self::instance) is one
 /// instance's: on the servers its own connections, as separate processes would have; what
@@ -215,7 +215,7 @@ impl PaymentsBackend {
             }
             #[cfg(not(feature = "postgres"))]
             other => Err(format!(
-                "the {} backend needs lock-harness's `postgres` feature (the apps' `servers`)",
+                "the {} backend needs example-support's `postgres` feature (the apps' `servers`)",
                 other.name()
             )),
         }

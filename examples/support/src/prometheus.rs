@@ -7,7 +7,7 @@
 //! (`histogram_quantile(0.99, sum by (backend, le) (rate(lock_acquire_wait_seconds_bucket[5m])))`).
 //!
 //! ```
-//! use lock_harness::prometheus;
+//! use example_support::prometheus;
 //!
 //! // An app's `/metrics` handler answers with these two.
 //! let body: String = prometheus::render();

@@ -18,7 +18,7 @@
 //! query string) is a 400 `application/problem+json` that never reaches the origin.
 //!
 //! ```
-//! use lock_harness::product::{ProductConfig, ProductRequest, ProductRoute, ProductService};
+//! use example_support::product::{ProductConfig, ProductRequest, ProductRoute, ProductService};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let service = ProductService::start(&ProductConfig::memory()).await.unwrap();

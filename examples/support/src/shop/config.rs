@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use super::{check_sku, check_ttl};
-use crate::{redis_url, BackendKind, Flags};
+use crate::backend::{redis_url, BackendKind};
+use crate::flags::Flags;
 
 /// How the shop sells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use lock_core::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
 
-use crate::{postgres_url, redis_url, BackendKind, Flags};
+use crate::backend::{postgres_url, redis_url, BackendKind};
+use crate::flags::Flags;
 
 /// Everything a standalone app instance is started with.
 #[derive(Clone, Debug)]
@@ -66,7 +67,7 @@ impl PaymentsConfig {
     /// Parses the app's arguments (after the program name).
     ///
     /// ```
-    /// use lock_harness::payments::PaymentsConfig;
+    /// use example_support::payments::PaymentsConfig;
     ///
     /// let args = ["--handler-ms", "5", "--lease-ms", "500"].map(String::from);
     /// let config = PaymentsConfig::from_args(args).unwrap();

@@ -7,11 +7,11 @@
 use std::future::Future;
 use std::time::Duration;
 
+use example_support::payments::{Ledger, LedgerError, Payment, Recorded};
 use lock_core::idempotency::ClaimInfo;
 use lock_core::FencingToken;
-use lock_harness::payments::{Ledger, LedgerError, Payment, Recorded};
 
-fn made(recorded: Result<Recorded, LedgerError>) -> lock_harness::payments::Effect {
+fn made(recorded: Result<Recorded, LedgerError>) -> example_support::payments::Effect {
     match recorded {
         Ok(Recorded::Made(effect)) => effect,
         other => panic!("the payment is made, got {other:?}"),

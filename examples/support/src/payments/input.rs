@@ -37,7 +37,7 @@ impl Payment {
     /// Checks a request body.
     ///
     /// ```
-    /// use lock_harness::payments::Payment;
+    /// use example_support::payments::Payment;
     ///
     /// let payment = Payment::parse(br#"{"from":"acct-a","to":"acct-b","cents":100}"#).unwrap();
     /// assert_eq!((payment.from.as_str(), payment.cents), ("acct-a", 100));

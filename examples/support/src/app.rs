@@ -2,7 +2,7 @@
 //! process's flags configure, and the listening socket announced on stdout.
 //!
 //! ```no_run
-//! use lock_harness::app;
+//! use example_support::app;
 //!
 //! # #[tokio::main] async fn main() {
 //! let (service, port) = app::product_service().await;
@@ -12,10 +12,10 @@
 //! # }
 //! ```
 
+use crate::flags::usage_error;
 use crate::payments::{PaymentService, PaymentsConfig};
 use crate::product::{ProductConfig, ProductService};
 use crate::shop::{Shop, ShopConfig};
-use crate::usage_error;
 
 /// The product service the process's flags configure ([`ProductConfig::from_args`]) and the
 /// port to serve it on; a bad flag or a failed start exits with a usage error.

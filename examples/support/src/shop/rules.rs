@@ -96,7 +96,7 @@ impl BadInput {
     /// The 400 `application/problem+json` answer, with `input` and `allowed` members.
     ///
     /// ```
-    /// use lock_harness::shop::check_sku;
+    /// use example_support::shop::check_sku;
     ///
     /// let answer = check_sku("").unwrap_err().answer();
     /// let body = String::from_utf8(answer.body).unwrap();
@@ -122,7 +122,7 @@ impl BadInput {
 /// Checks a decoded SKU: 1..=[`MAX_SKU_LEN`] bytes, no control characters.
 ///
 /// ```
-/// use lock_harness::shop::{check_sku, MAX_SKU_LEN};
+/// use example_support::shop::{check_sku, MAX_SKU_LEN};
 ///
 /// assert!(check_sku("café-1").is_ok());
 /// assert!(check_sku(&"s".repeat(MAX_SKU_LEN + 1)).is_err());
@@ -135,7 +135,7 @@ pub fn check_sku(sku: &str) -> Result<(), BadInput> {
 /// Checks an order id: 1..=[`MAX_ORDER_ID_LEN`] bytes, no control characters.
 ///
 /// ```
-/// use lock_harness::shop::{check_order_id, MAX_ORDER_ID_LEN};
+/// use example_support::shop::{check_order_id, MAX_ORDER_ID_LEN};
 ///
 /// assert!(check_order_id("order-42").is_ok());
 /// assert!(check_order_id(&"o".repeat(MAX_ORDER_ID_LEN + 1)).is_err());
@@ -150,7 +150,7 @@ pub fn check_order_id(order: &str) -> Result<(), BadInput> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_harness::shop::parse_ttl_ms;
+/// use example_support::shop::parse_ttl_ms;
 ///
 /// assert_eq!(parse_ttl_ms("250"), Ok(Duration::from_millis(250)));
 /// for bad in ["0", "-5", "1e30", "1.5", "", "18446744073709551616", "86400001"] {

@@ -31,7 +31,7 @@ pub use self::rules::{
     check_order_id, check_sku, check_ttl, parse_ttl_ms, BadInput, BAD_INPUT, LOCK_KEY_PREFIX,
     MAX_ORDER_ID_LEN, MAX_SKU_LEN, MAX_TTL_MS, MIN_TTL_MS,
 };
-use crate::BackendKind;
+use crate::backend::BackendKind;
 
 /// The shop: its strategy, lock client, stock primitive and plain counter.
 #[derive(Clone)]

@@ -131,7 +131,7 @@ impl Ledger {
     /// ```
     /// use lock_core::idempotency::ClaimInfo;
     /// use lock_core::FencingToken;
-    /// use lock_harness::payments::{Ledger, Payment, Recorded};
+    /// use example_support::payments::{Ledger, Payment, Recorded};
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let ledger = Ledger::memory("docs");

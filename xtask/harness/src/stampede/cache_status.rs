@@ -1,5 +1,13 @@
 //! How a client reads the response cache's RFC 9211 `Cache-Status` in front of the product
 //! pages: one short name per way of answering, for the stampede's samples and table.
+//!
+//! ```
+//! use lock_harness::stampede::{outcome_of, CACHE_STATUS_HEADER};
+//!
+//! // A response's `cache-status` header, as the layer in front of the product route wrote it.
+//! let (name, value) = (CACHE_STATUS_HEADER, "lock-core; hit; ttl=12");
+//! assert_eq!((name, outcome_of(value)), ("cache-status", "hit"));
+//! ```
 
 /// The response header that says how the response cache answered (RFC 9211), as the layer in
 /// front of the product route writes it.

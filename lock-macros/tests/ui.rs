@@ -3,7 +3,7 @@
 //! `TRYBUILD=overwrite` and read them: each must show one clear error.
 //!
 //! The READMEs' examples, `#[single_flight]` ones included, are compiled as doctests by the
-//! `readme-check` crate (`examples/readme-check`).
+//! `readme-check` crate (`xtask/readme-check`).
 
 #[test]
 fn ui() {

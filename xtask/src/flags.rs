@@ -41,7 +41,7 @@ pub(crate) enum StackCmd {
     Status,
 }
 
-/// The binaries of `examples/harness` (package `lock-harness`).
+/// The binaries of `xtask/harness` (package `lock-harness`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HarnessBin {
     /// Interactive walkthrough; needs no servers by default.

@@ -1,19 +1,19 @@
 //! `cargo xtask demo|stress|bench`: shortcuts for the `lock-harness`
-//! binaries in `examples/harness`.
+//! binaries in `xtask/harness`.
 //!
 //! `demo inventory [ARGS...]` runs the flash-sale scenario (the example apps
-//! over HTTP, see `examples/harness/src/bin/inventory.rs`); `demo` with no
+//! over HTTP, see `xtask/harness/src/bin/inventory.rs`); `demo` with no
 //! arguments runs the lock demo and then that scenario on memory.
 //! `demo stampede [ARGS...]` runs the cache-stampede scenario (the stampede
-//! apps in one process, see `examples/stampede-demo`), in release mode like
+//! apps in one process, see `xtask/stampede-demo`), in release mode like
 //! `stress` and `bench`, as it reports latencies. `demo idempotency [ARGS...]`
 //! runs the idempotent-payments scenario (the payments apps in one process,
-//! see `examples/payments-demo`), in release mode too. `demo` alone runs the lock demo,
+//! see `xtask/payments-demo`), in release mode too. `demo` alone runs the lock demo,
 //! the inventory and the idempotency scenarios on memory from one debug build of every
 //! crate they need (a cold run measured 67 s on 2 cores: 59 s of build), so a first run is
 //! quick; its rates are those of a debug build.
 //!
-//! `chaos [ARGS...]` runs the fault catalogue (`examples/harness/src/bin/chaos.rs`), in release
+//! `chaos [ARGS...]` runs the fault catalogue (`xtask/harness/src/bin/chaos.rs`), in release
 //! mode, with the stack servers of its backends (all by default) and Redis for its fenced
 //! resource.
 //!
@@ -184,7 +184,7 @@ fn harness_features(args: &[String]) -> &'static [&'static str] {
 /// The `demo` scenario of cache-stampede protection (`demo stampede [ARGS...]`).
 const STAMPEDE: &str = "stampede";
 
-/// `demo stampede`: runs the `stampede` binary of `examples/stampede-demo`
+/// `demo stampede`: runs the `stampede` binary of `xtask/stampede-demo`
 /// (release), which serves both stampede apps in-process, drives the two
 /// phases and exits non-zero on FAIL. Built on its own, so lock-harness comes
 /// without its `servers` feature: no etcd client, no `protoc`.
@@ -205,7 +205,7 @@ fn run_stampede(args: &[String]) -> Result<()> {
 /// The `demo` scenario of idempotent endpoints (`demo idempotency [ARGS...]`).
 const IDEMPOTENCY: &str = "idempotency";
 
-/// `demo idempotency`: runs the `idempotency` binary of `examples/payments-demo`,
+/// `demo idempotency`: runs the `idempotency` binary of `xtask/payments-demo`,
 /// which serves both payments apps in-process, fires duplicates and retries and
 /// exits non-zero on FAIL. On memory it is built without its `servers` feature
 /// (no sqlx: nothing but the Rust toolchain); redis and postgres need it, for
@@ -231,7 +231,7 @@ fn run_idempotency(args: &[String]) -> Result<()> {
 const CRASH: &str = "crash";
 
 /// `demo crash`: builds the `payments` app binary and the `crash` driver of
-/// `examples/payments-demo` (release), then runs the driver, which starts and kills
+/// `xtask/payments-demo` (release), then runs the driver, which starts and kills
 /// `payments` processes next to it.
 fn run_crash(args: &[String]) -> Result<()> {
     let mut build = cmd::cargo();

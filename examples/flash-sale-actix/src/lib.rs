@@ -7,7 +7,7 @@
 //! - `GET /stock/{sku}`: `{available, reserved, sold, received}`.
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
-//!   ([`lock_harness::prometheus`]).
+//!   ([`example_support::prometheus`]).
 //!
 //! Every route first checks its input with [`ShopInput::parse`] on the request as sent (the
 //! raw path, not actix's lossily decoded `match_info`): bad input answers 400
@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! use actix_web::{App, HttpServer};
-//! use lock_harness::shop::{Shop, ShopConfig, Strategy};
+//! use example_support::shop::{Shop, ShopConfig, Strategy};
 //!
 //! # #[actix_web::main] async fn main() -> std::io::Result<()> {
 //! let shop = Shop::start(ShopConfig::memory(Strategy::Lock)).await.unwrap();
@@ -32,9 +32,9 @@ use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, Error, HttpMessage, HttpResponse};
+use example_support::prometheus;
+use example_support::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 use lock_actix::{KeySource, KeyedLock, LockFence};
-use lock_harness::prometheus;
-use lock_harness::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 
 /// Registers the app's routes for `shop` (for `App::configure`).
 pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {

@@ -3,7 +3,7 @@
 //! `listening on http://127.0.0.1:P` once it accepts connections (`--port 0` picks a free port).
 
 use actix_web::{App, HttpServer};
-use lock_harness::app;
+use example_support::app;
 
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {

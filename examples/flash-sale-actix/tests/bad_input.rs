@@ -3,8 +3,8 @@
 //! a 5xx, and good input still sells.
 
 use actix_web::{App, HttpServer};
+use example_support::shop::{Shop, ShopConfig, Strategy};
 use lock_harness::bad_input::{check_all, seed};
-use lock_harness::shop::{Shop, ShopConfig, Strategy};
 
 async fn bad_input_is_refused(strategy: Strategy) {
     let shop = Shop::start(ShopConfig::memory(strategy)).await.unwrap();

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use example_support::shop::Strategy;
 use lock_harness::checks::{reservations_expire, sells_exactly, LIMIT};
 use lock_harness::inventory::Instance;
-use lock_harness::shop::Strategy;
 use tokio::time::timeout;
 
 async fn start(strategy: Strategy, sku: &str, stock: u64) -> Instance {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lock_harness::inventory::Instance;
 use lock_harness::load::{client, send};
-use lock_harness::prometheus::{has_sample, scrape};
+use lock_harness::scrape::{has_sample, scrape};
 use tokio::time::timeout;
 
 /// The whole exchange: start, a purchase and a scrape.

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use example_support::shop::Strategy;
 use lock_core::testing::server_url;
 use lock_harness::checks::redis_sells_exactly;
-use lock_harness::shop::Strategy;
 
 async fn two_processes(strategy: Strategy) {
     let Some(url) = server_url("LOCK_TEST_REDIS_URL").unwrap() else {

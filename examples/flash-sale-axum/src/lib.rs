@@ -9,16 +9,16 @@
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`: the two
 //!   halves of the reserve strategy, separately.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
-//!   ([`lock_harness::prometheus`]).
+//!   ([`example_support::prometheus`]).
 //!
 //! Every route first checks its input with [`ShopInput::parse`] (SKU of at most
-//! [`MAX_SKU_LEN`](lock_harness::shop::MAX_SKU_LEN) bytes, one `Order-Id`, `ttl_ms` in range,
+//! [`MAX_SKU_LEN`](example_support::shop::MAX_SKU_LEN) bytes, one `Order-Id`, `ttl_ms` in range,
 //! no other query parameters, no body): bad input answers 400 `application/problem+json`
 //! before anything runs, the lock included.
 //!
 //! ```no_run
 //! use flash_sale_axum::router;
-//! use lock_harness::shop::{Shop, ShopConfig, Strategy};
+//! use example_support::shop::{Shop, ShopConfig, Strategy};
 //!
 //! # #[tokio::main] async fn main() {
 //! let shop = Shop::start(ShopConfig::memory(Strategy::Lock)).await.unwrap();
@@ -37,8 +37,8 @@ use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Router};
-use lock_harness::prometheus;
-use lock_harness::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
+use example_support::prometheus;
+use example_support::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 use lock_tower::{KeySource, KeyedLockLayer, LockInfo};
 
 /// The app's routes for `shop`.

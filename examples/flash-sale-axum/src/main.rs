@@ -2,7 +2,8 @@
 //! [--redis-url URL] [--stock N --sku S] [--namespace NS]`: serves the flash sale; prints
 //! `listening on http://127.0.0.1:P` once it accepts connections (`--port 0` picks a free port).
 
-use lock_harness::{app, usage_error};
+use example_support::app;
+use example_support::flags::usage_error;
 
 #[tokio::main]
 async fn main() {

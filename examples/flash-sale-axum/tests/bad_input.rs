@@ -2,8 +2,8 @@
 //! in-process on the memory backend: bad input answers a 400 problem naming it, never a 5xx,
 //! and good input still sells.
 
+use example_support::shop::{Shop, ShopConfig, Strategy};
 use lock_harness::bad_input::{check_all, seed};
-use lock_harness::shop::{Shop, ShopConfig, Strategy};
 
 async fn bad_input_is_refused(strategy: Strategy) {
     let shop = Shop::start(ShopConfig::memory(strategy)).await.unwrap();

@@ -1,8 +1,8 @@
 //! The axum app in-process on the memory backend: 1,000 concurrent HTTP buyers for 100 units
 //! sell exactly 100 with each strategy; retried orders and reservation expiry over HTTP.
 
+use example_support::shop::{Shop, ShopConfig, Strategy};
 use lock_harness::checks::{reservations_expire, sells_exactly, LIMIT};
-use lock_harness::shop::{Shop, ShopConfig, Strategy};
 use tokio::time::timeout;
 
 async fn serve(strategy: Strategy) -> (String, Shop) {

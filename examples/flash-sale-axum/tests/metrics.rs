@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use example_support::shop::{Shop, ShopConfig, Strategy};
 use lock_harness::load::{client, send};
-use lock_harness::prometheus::{has_sample, scrape};
-use lock_harness::shop::{Shop, ShopConfig, Strategy};
+use lock_harness::scrape::{has_sample, scrape};
 use tokio::time::timeout;
 
 /// The whole exchange: a purchase and a scrape.

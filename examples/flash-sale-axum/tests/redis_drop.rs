@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 
+use example_support::shop::Strategy;
 use lock_core::testing::server_url;
 use lock_harness::checks::redis_dropped_mid_run;
-use lock_harness::shop::Strategy;
 
 async fn dropped(strategy: Strategy) {
     if server_url("LOCK_TEST_REDIS_URL").unwrap().is_none() {

@@ -17,11 +17,11 @@
 //!   puts the [`User`] the idempotency scope is read from.
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
-//!   ([`lock_harness::prometheus`]).
+//!   ([`example_support::prometheus`]).
 //!
 //! ```no_run
 //! use actix_web::{App, HttpServer};
-//! use lock_harness::payments::{PaymentService, PaymentsConfig};
+//! use example_support::payments::{PaymentService, PaymentsConfig};
 //!
 //! # #[actix_web::main] async fn main() -> std::io::Result<()> {
 //! let service = PaymentService::start(&PaymentsConfig::memory()).await.unwrap();
@@ -40,12 +40,12 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::{header, StatusCode};
 use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
-use lock_actix::{IdempotencyClaim, Idempotent};
-use lock_core::LockError;
-use lock_harness::payments::{
+use example_support::payments::{
     scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
 };
-use lock_harness::prometheus;
+use example_support::prometheus;
+use lock_actix::{IdempotencyClaim, Idempotent};
+use lock_core::LockError;
 
 /// The idempotency middleware of `service` (build it once, clone it into every worker's app);
 /// an error if its settings are refused.

@@ -1,8 +1,8 @@
 //! The actix-web app in process on memory: a duplicate is replayed, a key reused with another body
 //! is 422, no user is 401, and user B cannot replay user A's key.
 
+use example_support::payments::{PaymentService, PaymentsConfig};
 use lock_harness::payments::checks::idempotent_answers;
-use lock_harness::payments::{PaymentService, PaymentsConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicates_replay_reused_keys_422_and_keys_belong_to_their_user() {

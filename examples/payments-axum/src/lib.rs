@@ -16,13 +16,13 @@
 //!   Bearer <user>`, else 401) whose [`User`] is the idempotency scope.
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
-//!   ([`lock_harness::prometheus`]).
+//!   ([`example_support::prometheus`]).
 //!
-//! The decisions are lock-core's (the layer) and lock-harness's (the payment); this crate
+//! The decisions are lock-core's (the layer) and example-support's (the payment); this crate
 //! only wires them into axum.
 //!
 //! ```no_run
-//! use lock_harness::payments::{PaymentService, PaymentsConfig};
+//! use example_support::payments::{PaymentService, PaymentsConfig};
 //!
 //! # #[tokio::main] async fn main() {
 //! let service = PaymentService::start(&PaymentsConfig::memory()).await.unwrap();
@@ -39,12 +39,12 @@ use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
-use lock_core::idempotency::ClaimInfo;
-use lock_core::LockError;
-use lock_harness::payments::{
+use example_support::payments::{
     scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
 };
-use lock_harness::prometheus;
+use example_support::prometheus;
+use lock_core::idempotency::ClaimInfo;
+use lock_core::LockError;
 use lock_tower::IdempotencyLayer;
 
 /// The app's routes for `service`; an error if the idempotency layer's settings are refused.

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use example_support::payments::{PaymentService, PaymentsConfig};
 use lock_harness::payments::checks::body;
-use lock_harness::payments::{client, post_payment, PaymentService, PaymentsConfig};
-use lock_harness::prometheus::{has_sample, scrape};
+use lock_harness::payments::{client, post_payment};
+use lock_harness::scrape::{has_sample, scrape};
 use tokio::time::timeout;
 
 /// The whole exchange: a payment and a scrape.

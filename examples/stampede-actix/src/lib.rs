@@ -6,7 +6,7 @@
 //!   says how in an RFC 9211 `Cache-Status`.
 //! - `GET /stats`: the origin's calls (per product, per expiry).
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
-//!   ([`lock_harness::prometheus`]).
+//!   ([`example_support::prometheus`]).
 //!
 //! The handlers hand the request as sent (the raw path, not actix's decoded `match_info`) to
 //! [`ProductService::handle`], which checks it (an id of 1–64 ASCII letters, digits or `-`,
@@ -14,7 +14,7 @@
 //!
 //! ```no_run
 //! use actix_web::{App, HttpServer};
-//! use lock_harness::product::{ProductConfig, ProductService};
+//! use example_support::product::{ProductConfig, ProductService};
 //!
 //! # #[actix_web::main] async fn main() -> std::io::Result<()> {
 //! let service = ProductService::start(&ProductConfig::memory()).await.unwrap();
@@ -27,9 +27,9 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use example_support::product::{ProductAnswer, ProductRoute, ProductService};
+use example_support::prometheus;
 use lock_actix::ResponseCache;
-use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
-use lock_harness::prometheus;
 
 /// Registers the app's routes for `service` (for `App::configure`).
 pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {

@@ -4,7 +4,7 @@
 //! free port).
 
 use actix_web::{App, HttpServer};
-use lock_harness::app;
+use example_support::app;
 
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {

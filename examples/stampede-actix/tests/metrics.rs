@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use example_support::product::{ProductConfig, ProductService};
 use lock_harness::load::{client, send};
-use lock_harness::product::{ProductConfig, ProductService};
-use lock_harness::prometheus::{has_sample, scrape};
+use lock_harness::scrape::{has_sample, scrape};
 use tokio::time::timeout;
 
 /// The whole exchange: a product and a scrape.

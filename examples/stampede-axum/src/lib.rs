@@ -7,14 +7,14 @@
 //!   `lock-core; fwd=miss; fwd-status=200; stored`, `lock-core; fwd=miss; collapsed`, ...).
 //! - `GET /stats`: the origin's calls (per product, per expiry).
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
-//!   ([`lock_harness::prometheus`]).
+//!   ([`example_support::prometheus`]).
 //!
 //! The handlers hand the raw path and query to [`ProductService::handle`], which checks them
 //! (an id of 1–64 ASCII letters, digits or `-`, no query string: else 400
 //! `application/problem+json`) and decides the answer; this crate only routes.
 //!
 //! ```no_run
-//! use lock_harness::product::{ProductConfig, ProductService};
+//! use example_support::product::{ProductConfig, ProductService};
 //!
 //! # #[tokio::main] async fn main() {
 //! let service = ProductService::start(&ProductConfig::memory()).await.unwrap();
@@ -29,8 +29,8 @@ use axum::http::{header, Response, Uri};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use lock_harness::product::{ProductAnswer, ProductRoute, ProductService};
-use lock_harness::prometheus;
+use example_support::product::{ProductAnswer, ProductRoute, ProductService};
+use example_support::prometheus;
 use lock_tower::ResponseCacheLayer;
 
 /// The app's routes for `service`.

@@ -3,7 +3,7 @@
 //! second request is a hit (the checks and tests of `lock_harness::stampede`, shared with the
 //! actix-web app).
 
-use lock_harness::product::ProductService;
+use example_support::product::ProductService;
 
 async fn serve(service: ProductService) -> String {
     stampede_axum::spawn(service).await.unwrap()

@@ -1,0 +1,86 @@
+//! Which backend an app runs on (`--backend`), and where the servers are: the flag, else the
+//! env var `cargo xtask` sets, else the port the xtask stack uses.
+//!
+//! ```
+//! use example_support::backend::BackendKind;
+//!
+//! assert_eq!(BackendKind::parse("redis"), Ok(BackendKind::Redis));
+//! assert!(BackendKind::parse("dynamo").is_err());
+//! ```
+
+use crate::flags::Flags;
+
+/// Which backend a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// In-process memory (tasks of one process).
+    Memory,
+    /// The Redis server at `LOCK_TEST_REDIS_URL` (or `--redis-url`).
+    Redis,
+    /// The PostgreSQL lock table at `LOCK_TEST_POSTGRES_URL`.
+    Postgres,
+    /// The MySQL / MariaDB lock table at `LOCK_TEST_MYSQL_URL`.
+    Mysql,
+    /// The ZooKeeper ensemble at `LOCK_TEST_ZOOKEEPER_URL`.
+    Zookeeper,
+    /// The etcd cluster at `LOCK_TEST_ETCD_URL`.
+    Etcd,
+}
+
+impl BackendKind {
+    /// Parses `memory`, `redis`, `postgres`, `mysql`, `zookeeper` or `etcd`.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "memory" => Ok(Self::Memory),
+            "redis" => Ok(Self::Redis),
+            "postgres" => Ok(Self::Postgres),
+            "mysql" => Ok(Self::Mysql),
+            "zookeeper" => Ok(Self::Zookeeper),
+            "etcd" => Ok(Self::Etcd),
+            other => Err(format!(
+                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper or etcd"
+            )),
+        }
+    }
+
+    /// The backend's name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Redis => "redis",
+            Self::Postgres => "postgres",
+            Self::Mysql => "mysql",
+            Self::Zookeeper => "zookeeper",
+            Self::Etcd => "etcd",
+        }
+    }
+}
+
+/// The Redis URL: `--redis-url`, else `LOCK_TEST_REDIS_URL`, else the xtask stack's default.
+#[must_use]
+pub fn redis_url(flags: &Flags) -> String {
+    flags
+        .get("redis-url")
+        .map(str::to_owned)
+        .or_else(|| std::env::var("LOCK_TEST_REDIS_URL").ok())
+        .unwrap_or_else(|| "redis://127.0.0.1:26379/".to_owned())
+}
+
+/// The PostgreSQL URL: `LOCK_TEST_POSTGRES_URL`, else the xtask stack's default.
+#[must_use]
+pub fn postgres_url() -> String {
+    server_url(
+        "LOCK_TEST_POSTGRES_URL",
+        "postgres://postgres@127.0.0.1:25432/postgres",
+    )
+}
+
+/// A server's URL: the env var `var` (as `cargo xtask` sets it), else the xtask stack's default.
+#[must_use]
+pub fn server_url(var: &str, default: &str) -> String {
+    std::env::var(var)
+        .ok()
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}

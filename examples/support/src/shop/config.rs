@@ -1,0 +1,136 @@
+//! The example apps' command line.
+
+use std::time::Duration;
+
+use super::{check_sku, check_ttl};
+use crate::backend::{redis_url, BackendKind};
+use crate::flags::Flags;
+
+/// How the shop sells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Keyed-lock middleware, then read-check-write of a plain counter, fenced.
+    Lock,
+    /// One atomic, idempotent deduction.
+    Atomic,
+    /// Reserve a unit, then confirm the reservation.
+    Reserve,
+}
+
+impl Strategy {
+    /// Every strategy, in the order the demo runs them.
+    pub const ALL: [Self; 3] = [Self::Lock, Self::Atomic, Self::Reserve];
+
+    /// Parses `lock`, `atomic` or `reserve`.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "lock" => Ok(Self::Lock),
+            "atomic" => Ok(Self::Atomic),
+            "reserve" => Ok(Self::Reserve),
+            other => Err(format!(
+                "unknown strategy {other:?}; expected lock, atomic or reserve"
+            )),
+        }
+    }
+
+    /// The strategy's name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lock => "lock",
+            Self::Atomic => "atomic",
+            Self::Reserve => "reserve",
+        }
+    }
+}
+
+/// Everything an app instance is started with.
+#[derive(Clone, Debug)]
+pub struct ShopConfig {
+    /// `--port` (0: any free port; the app prints the one it got).
+    pub port: u16,
+    /// `--strategy`.
+    pub strategy: Strategy,
+    /// `--backend`.
+    pub backend: BackendKind,
+    /// `--redis-url` (else `LOCK_TEST_REDIS_URL`, else the stack's default).
+    pub redis_url: String,
+    /// `--namespace`: keeps runs sharing a Redis apart.
+    pub namespace: String,
+    /// `--sku`: the SKU `--stock` seeds (the rules of [`check_sku`]).
+    pub sku: String,
+    /// `--stock N`: add N units to `--sku` on start.
+    pub seed: Option<u64>,
+    /// `--wait-ms`: how long the lock strategy waits for a busy SKU.
+    pub wait: Duration,
+    /// `--busy-429`: answer a busy SKU with 429 instead of 409.
+    pub busy_429: bool,
+    /// `--reservation-ms`: how long the reserve strategy holds a unit (the range of
+    /// [`check_ttl`], as the `ttl_ms` query parameter).
+    pub reservation_ttl: Duration,
+}
+
+// The flags `ShopConfig::from_args` accepts.
+const APP_FLAGS: &[&str] = &[
+    "port",
+    "strategy",
+    "backend",
+    "redis-url",
+    "namespace",
+    "sku",
+    "stock",
+    "wait-ms",
+    "busy-429",
+    "reservation-ms",
+];
+
+impl ShopConfig {
+    /// Parses the app's arguments (after the program name); the SKU and reservation TTL must
+    /// pass the checks requests do.
+    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let flags = Flags::parse(args, APP_FLAGS)?;
+        let port = flags.number("port", 8080)?;
+        let config = Self {
+            port: u16::try_from(port).map_err(|_| format!("--port {port} is not a port"))?,
+            strategy: Strategy::parse(flags.get("strategy").unwrap_or("atomic"))?,
+            backend: flags.backend()?,
+            redis_url: redis_url(&flags),
+            namespace: flags.get("namespace").unwrap_or("flash").to_owned(),
+            sku: flags.get("sku").unwrap_or("sku-1").to_owned(),
+            seed: flags
+                .get("stock")
+                .map(|_| flags.number("stock", 0))
+                .transpose()?,
+            wait: Duration::from_millis(flags.number("wait-ms", 10_000)?),
+            busy_429: flags.get("busy-429").is_some_and(|v| v != "false"),
+            reservation_ttl: Duration::from_millis(flags.number("reservation-ms", 30_000)?),
+        };
+        check_sku(&config.sku).map_err(|e| format!("--{e}"))?;
+        check_ttl(config.reservation_ttl).map_err(|e| format!("--reservation-ms: {e}"))?;
+        Ok(config)
+    }
+
+    /// The defaults with `strategy` on memory (for in-process tests).
+    #[must_use]
+    pub fn memory(strategy: Strategy) -> Self {
+        Self::from_args(["--strategy".to_owned(), strategy.name().to_owned()])
+            .expect("the defaults parse")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ShopConfig, String> {
+        ShopConfig::from_args(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    #[test]
+    fn the_seeded_sku_and_reservation_ttl_follow_the_request_rules() {
+        assert!(parse(&["--sku", "café", "--reservation-ms", "30"]).is_ok());
+        assert!(parse(&["--sku", &"s".repeat(crate::shop::MAX_SKU_LEN + 1)]).is_err());
+        assert!(parse(&["--reservation-ms", "0"]).is_err());
+        assert!(parse(&["--reservation-ms", "86400001"]).is_err());
+    }
+}

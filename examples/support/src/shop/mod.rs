@@ -1,0 +1,300 @@
+//! The flash-sale shop behind both example apps (axum and actix-web): three ways to sell a
+//! SKU, what a request may carry ([`ShopInput`], checked before anything runs), and what
+//! each outcome answers over HTTP. The apps only route requests here.
+//!
+//! - `lock`: the keyed-lock middleware holds `sku:{sku}`; the handler reads a plain counter,
+//!   checks it and writes it back with the lock's fencing token ([`Shop::buy_locked`]).
+//! - `atomic`: one atomic, idempotent [`Stock::deduct`].
+//! - `reserve`: [`Stock::reserve`] then [`Stock::confirm`].
+
+mod answer;
+mod config;
+mod counter;
+mod input;
+mod route;
+mod rules;
+
+use std::time::Duration;
+
+use lock_core::http::keyed::{BusyStatus, KeyedLockOptions, LockInfo};
+use lock_core::stock::{
+    ConfirmOutcome, DeductOutcome, MemoryStock, RedisStock, ReserveOutcome, Stock, StockLevel,
+};
+use lock_core::{LeaseMode, LockClient, LockError, MemoryBackend, RedisBackend, WaitPolicy};
+
+pub use self::answer::{level_answer, Answer, BuyOutcome, OUT_OF_STOCK};
+pub use self::config::{ShopConfig, Strategy};
+pub use self::counter::{Counter, CounterRead, WriteOutcome};
+pub use self::input::{RawRequest, RequestBody, ShopInput};
+pub use self::route::Route;
+pub use self::rules::{
+    check_order_id, check_sku, check_ttl, parse_ttl_ms, BadInput, BAD_INPUT, LOCK_KEY_PREFIX,
+    MAX_ORDER_ID_LEN, MAX_SKU_LEN, MAX_TTL_MS, MIN_TTL_MS,
+};
+use crate::backend::BackendKind;
+
+/// The shop: its strategy, lock client, stock primitive and plain counter.
+#[derive(Clone)]
+pub struct Shop {
+    config: ShopConfig,
+    locks: LockClient,
+    stock: Stock,
+    counter: Counter,
+}
+
+impl Shop {
+    /// Connects the backend the config names and seeds the stock when asked.
+    pub async fn start(config: ShopConfig) -> Result<Self, LockError> {
+        let namespace = config.namespace.as_str();
+        let shop = match config.backend {
+            BackendKind::Memory => Self {
+                locks: LockClient::builder(MemoryBackend::new())
+                    .namespace(namespace)
+                    .build()?,
+                stock: Stock::new(MemoryStock::new()).with_namespace(namespace)?,
+                counter: Counter::memory(),
+                config,
+            },
+            BackendKind::Redis => {
+                let backend = RedisBackend::connect(&config.redis_url).await?;
+                Self {
+                    locks: LockClient::builder(backend.clone())
+                        .namespace(namespace)
+                        .build()?,
+                    stock: Stock::new(RedisStock::new(&backend)).with_namespace(namespace)?,
+                    counter: Counter::redis(&config.redis_url, namespace).await?,
+                    config,
+                }
+            }
+            // The shop's stock lives in Redis or memory; the lock-only backends have none.
+            BackendKind::Zookeeper
+            | BackendKind::Etcd
+            | BackendKind::Postgres
+            | BackendKind::Mysql => {
+                return Err(LockError::InvalidConfig(format!(
+                    "the shop needs --backend memory or redis, not {}",
+                    config.backend.name()
+                )))
+            }
+        };
+        if let Some(units) = shop.config.seed {
+            shop.restock(&shop.config.sku.clone(), units).await?;
+        }
+        Ok(shop)
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ShopConfig {
+        &self.config
+    }
+
+    /// The lock client the keyed-lock middleware uses.
+    #[must_use]
+    pub fn locks(&self) -> LockClient {
+        self.locks.clone()
+    }
+
+    /// The middleware options of the lock strategy: `POST /buy/...` only, key `sku:{sku}`
+    /// ([`LOCK_KEY_PREFIX`]), wait up to `--wait-ms`, a short watchdog lease so a crashed
+    /// holder frees the SKU soon.
+    pub fn lock_options(&self) -> KeyedLockOptions {
+        KeyedLockOptions::new()
+            .wait(WaitPolicy::Within(self.config.wait))
+            .lease(LeaseMode::watchdog(Duration::from_secs(3)))
+            .busy_status(if self.config.busy_429 {
+                BusyStatus::TooManyRequests
+            } else {
+                BusyStatus::Conflict
+            })
+            .key_prefix(LOCK_KEY_PREFIX)
+            .methods(["POST"])
+            .path_prefix("/buy")
+    }
+
+    /// Adds units to `sku` in the store the strategy sells from.
+    pub async fn restock(&self, sku: &str, units: u64) -> Result<(), LockError> {
+        match self.config.strategy {
+            Strategy::Lock => self.counter.restock(sku, units).await,
+            Strategy::Atomic | Strategy::Reserve => self.stock.restock(sku, units).await.map(drop),
+        }
+    }
+
+    /// Where `sku`'s units are, in the store the strategy sells from.
+    pub async fn level(&self, sku: &str) -> Result<StockLevel, LockError> {
+        match self.config.strategy {
+            Strategy::Lock => self.counter.level(sku).await,
+            Strategy::Atomic | Strategy::Reserve => self.stock.audit(sku).await,
+        }
+    }
+
+    /// Answers a checked request: `lock` is the lock the keyed-lock middleware holds for
+    /// `POST /buy/...` under the lock strategy (`None` elsewhere).
+    pub async fn serve(&self, input: &ShopInput, lock: Option<&LockInfo>) -> Answer {
+        let (sku, order) = (input.sku(), input.order_id().unwrap_or_default());
+        let outcome = match input.route() {
+            Route::Stock => return level_answer(self.level(sku).await),
+            Route::Buy => match lock {
+                Some(lock) => self.buy_locked(sku, order, lock).await,
+                None => self.buy(sku, order).await,
+            },
+            Route::Reserve => {
+                let ttl = input.ttl().unwrap_or(self.config.reservation_ttl);
+                self.reserve(sku, order, ttl).await
+            }
+            Route::Confirm => self.confirm(sku, order).await,
+        };
+        outcome.answer(sku, order)
+    }
+
+    /// Sells one unit of `sku` to `order` with the atomic or reserve strategy (the lock
+    /// strategy goes through [`Shop::buy_locked`] behind the middleware).
+    pub async fn buy(&self, sku: &str, order: &str) -> BuyOutcome {
+        let sold = |remaining, duplicate| BuyOutcome::Sold {
+            remaining,
+            duplicate,
+            fence: None,
+            held: None,
+        };
+        let result = match self.config.strategy {
+            Strategy::Lock => Ok(BuyOutcome::Refused(
+                "the lock strategy sells through the locked route",
+            )),
+            Strategy::Atomic => self
+                .stock
+                .deduct(sku, 1, order)
+                .await
+                .map(|d| match d.outcome {
+                    DeductOutcome::Deducted { remaining } => sold(remaining, d.duplicate),
+                    DeductOutcome::OutOfStock { available } => BuyOutcome::OutOfStock {
+                        available,
+                        held: None,
+                    },
+                    _ => BuyOutcome::Refused("unexpected deduction outcome"),
+                }),
+            Strategy::Reserve => self.reserve_then_confirm(sku, order).await,
+        };
+        result.unwrap_or_else(BuyOutcome::Failed)
+    }
+
+    async fn reserve_then_confirm(&self, sku: &str, order: &str) -> Result<BuyOutcome, LockError> {
+        let reservation = self
+            .stock
+            .reserve(sku, 1, order, self.config.reservation_ttl)
+            .await?;
+        let remaining = match reservation.outcome {
+            ReserveOutcome::Reserved { remaining } => remaining,
+            ReserveOutcome::OutOfStock { available } => {
+                return Ok(BuyOutcome::OutOfStock {
+                    available,
+                    held: None,
+                })
+            }
+            _ => return Ok(BuyOutcome::Refused("unexpected reservation outcome")),
+        };
+        // Payment would happen here; a failure before confirming lets the reservation expire.
+        Ok(match self.stock.confirm(sku, order).await? {
+            ConfirmOutcome::Confirmed => BuyOutcome::Sold {
+                remaining,
+                duplicate: reservation.duplicate,
+                fence: None,
+                held: None,
+            },
+            ConfirmOutcome::AlreadyConfirmed => BuyOutcome::Sold {
+                remaining,
+                duplicate: true,
+                fence: None,
+                held: None,
+            },
+            ConfirmOutcome::Expired => BuyOutcome::Refused("the reservation expired"),
+            ConfirmOutcome::Cancelled => BuyOutcome::Refused("the reservation was cancelled"),
+            _ => BuyOutcome::Refused("no such reservation"),
+        })
+    }
+
+    /// The lock strategy's handler body, run under the middleware's lock on `sku:{sku}`:
+    /// read the counter, check it, write it back fenced with the lock's token.
+    pub async fn buy_locked(&self, sku: &str, order: &str, lock: &LockInfo) -> BuyOutcome {
+        let fence = lock.fence.get();
+        let outcome = async {
+            let read = self.counter.read(sku, order).await?;
+            if let Some(fence) = read.sold_with {
+                return Ok(BuyOutcome::Sold {
+                    remaining: read.count,
+                    duplicate: true,
+                    fence: Some(fence),
+                    held: Some(lock.acquired_at.elapsed()),
+                });
+            }
+            if read.count == 0 {
+                return Ok(BuyOutcome::OutOfStock {
+                    available: 0,
+                    held: Some(lock.acquired_at.elapsed()),
+                });
+            }
+            let remaining = read.count - 1;
+            Ok(
+                match self.counter.write(sku, remaining, order, fence).await? {
+                    WriteOutcome::Written => BuyOutcome::Sold {
+                        remaining,
+                        duplicate: false,
+                        fence: Some(fence),
+                        held: Some(lock.acquired_at.elapsed()),
+                    },
+                    WriteOutcome::Stale { last } => BuyOutcome::StaleFence { fence, last },
+                },
+            )
+        };
+        outcome.await.unwrap_or_else(BuyOutcome::Failed)
+    }
+
+    /// Holds one unit for `order` for `ttl` (the first half of the reserve strategy, exposed
+    /// for tests of expiry).
+    pub async fn reserve(&self, sku: &str, order: &str, ttl: Duration) -> BuyOutcome {
+        match self.stock.reserve(sku, 1, order, ttl).await {
+            Ok(r) => match r.outcome {
+                ReserveOutcome::Reserved { remaining } => BuyOutcome::Reserved { remaining },
+                ReserveOutcome::OutOfStock { available } => BuyOutcome::OutOfStock {
+                    available,
+                    held: None,
+                },
+                _ => BuyOutcome::Refused("unexpected reservation outcome"),
+            },
+            Err(error) => BuyOutcome::Failed(error),
+        }
+    }
+
+    /// Confirms `order`'s reservation (the second half of the reserve strategy).
+    pub async fn confirm(&self, sku: &str, order: &str) -> BuyOutcome {
+        match self.stock.confirm(sku, order).await {
+            Ok(ConfirmOutcome::Confirmed | ConfirmOutcome::AlreadyConfirmed) => {
+                let remaining = self.stock.level(sku).await.map_or(0, |l| l.available);
+                BuyOutcome::Sold {
+                    remaining,
+                    duplicate: false,
+                    fence: None,
+                    held: None,
+                }
+            }
+            Ok(ConfirmOutcome::Expired) => BuyOutcome::Refused("the reservation expired"),
+            Ok(ConfirmOutcome::Cancelled) => BuyOutcome::Refused("the reservation was cancelled"),
+            Ok(_) => BuyOutcome::Refused("no such reservation"),
+            Err(error) => BuyOutcome::Failed(error),
+        }
+    }
+}
+
+/// An order id for a request without an `Order-Id` header: unique per process and call.
+#[must_use]
+pub fn generated_order_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "gen-{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}

@@ -1,0 +1,355 @@
+//! `cargo xtask bench --backend memory|redis|postgres|mysql|zookeeper|etcd`: lock throughput and
+//! latency, each beside a raw floor measured in the same run, with the ratio.
+//!
+//! Floors (see `lock_harness::floor`): on each server, its cheapest operation on the same kind
+//! of client the backend uses (Redis `EVALSHA` of `return 1`; PostgreSQL and MySQL `SELECT 1` on
+//! a sqlx pool; ZooKeeper create+delete of an ephemeral node; etcd one txn), sequentially and
+//! from 64 tasks; on memory, a `tokio::sync::Mutex` (uncontended pair, 64 concurrent, handoff to
+//! a waiter). Results are printed and written as JSON under `target/bench/`.
+//!
+//! `--only fair` (with `--backend redis`) runs only the fair lock vs lock figure
+//! (`lock_harness::fair_bench`), written to `target/bench/fair.json`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use example_support::backend::{redis_url, BackendKind};
+use example_support::flags::{usage_error, Flags};
+use lock_core::{LockClient, MemoryBackend};
+use lock_harness::floor::{
+    concurrent_rate, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
+    CONCURRENT_TASKS, HANDOFF_WAITERS,
+};
+use lock_harness::{connect, micros, Connected, Percentiles};
+use serde_json::json;
+use tokio::time::Instant;
+
+#[tokio::main]
+async fn main() {
+    let flags = Flags::parse(
+        std::env::args().skip(1),
+        &["backend", "iterations", "redis-url", "seconds", "only"],
+    )
+    .unwrap_or_else(|e| usage_error(&e));
+    let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
+    match flags.get("only") {
+        None => {}
+        Some("fair") if kind == BackendKind::Redis => {
+            let report = lock_harness::fair_bench::run(&redis_url(&flags)).await;
+            write_report("fair", &report);
+            return;
+        }
+        Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
+        Some(other) => usage_error(&format!("--only {other:?}: the only filter is `fair`")),
+    }
+    let iterations = flags
+        .number("iterations", 3000)
+        .unwrap_or_else(|e| usage_error(&e))
+        .max(10) as usize;
+    let seconds = flags
+        .number("seconds", 2)
+        .unwrap_or_else(|e| usage_error(&e))
+        .max(1);
+    let window = Duration::from_secs(seconds);
+    let url = redis_url(&flags);
+    let namespace = format!("bench-{}", std::process::id());
+    let memory = MemoryBackend::new();
+    let connected = connect(kind, &url, &namespace, &memory)
+        .await
+        .unwrap_or_else(|e| usage_error(&format!("cannot connect: {e}")));
+    let run = Run {
+        kind,
+        connected,
+        iterations,
+        window,
+        url: url.clone(),
+    };
+    match kind {
+        BackendKind::Memory => run.bench(MemoryFloor::default()).await,
+        BackendKind::Redis => run.bench(RedisFloor::connect(&url).await).await,
+        BackendKind::Postgres => run.bench(SqlFloor::postgres().await).await,
+        BackendKind::Mysql => run.bench(SqlFloor::mysql().await).await,
+        BackendKind::Zookeeper => run.bench(ZooKeeperFloor::connect().await).await,
+        BackendKind::Etcd => run.bench(EtcdFloor::connect().await).await,
+    }
+}
+
+/// One bench run: the backend under test and the run's settings.
+struct Run {
+    kind: BackendKind,
+    connected: Connected,
+    iterations: usize,
+    window: Duration,
+    /// The Redis URL (the cache figures run on Redis).
+    url: String,
+}
+
+impl Run {
+    /// Measures every figure beside `floor`, prints them and writes the JSON report.
+    async fn bench<F: Floor>(self, floor: F) {
+        let Self {
+            kind,
+            connected,
+            iterations,
+            window,
+            url,
+        } = self;
+        println!(
+            "bench: {} backend, {iterations} iterations, {} s windows\n",
+            kind.name(),
+            window.as_secs()
+        );
+
+        // Warm up connections, scripts, the watchdog driver and the allocator before measuring.
+        floor.sequential(200).await;
+        for i in 0..200 {
+            let guard = connected
+                .locks
+                .lock(format!("warm:{i}"))
+                .await
+                .expect("acquire");
+            guard.release().await.expect("release");
+        }
+
+        // 1. Uncontended acquire + release, one task.
+        let floor_single = floor.sequential(iterations).await;
+        let mut pairs = Vec::with_capacity(iterations);
+        for i in 0..iterations {
+            let key = format!("solo:{}", i % 64);
+            let start = Instant::now();
+            let guard = connected.locks.lock(&key).await.expect("acquire");
+            guard.release().await.expect("release");
+            pairs.push(start.elapsed());
+        }
+        let lock_single = Summary::of(&mut pairs);
+        let mean_pair = lock_single.mean;
+        let floor_pairs = floor_single.times(floor.ops_per_pair());
+        let floor_pair = floor_pairs.mean;
+        let uncontended_ratio = ratio(mean_pair, floor_pair);
+        println!(
+            "uncontended acquire+release      mean {:>10}  p50 {:>10}  p99 {:>10}  {:>8.0} ops/s",
+            micros(mean_pair),
+            micros(lock_single.p50),
+            micros(lock_single.p99),
+            1.0 / mean_pair.as_secs_f64()
+        );
+        println!("  floor: {:<26}mean {:>10}  p50 {:>10}  p99 {:>10}  ratio {uncontended_ratio:.2}× (mean vs floor)",
+            floor.pair_name(), micros(floor_pair), micros(floor_pairs.p50), micros(floor_pairs.p99));
+
+        // 2. 64 tasks on distinct keys.
+        let stats_start = floor.script_stats().await;
+        let floor_rate = floor.concurrent(window).await;
+        let stats_mid = floor.script_stats().await;
+        let lock_rate = concurrent_pairs(&connected.locks, window).await;
+        let stats_end = floor.script_stats().await;
+        let floor_pair_rate = floor_rate / f64::from(floor.ops_per_pair());
+        let concurrent_ratio = lock_rate / floor_pair_rate;
+        println!(
+            "\n{CONCURRENT_TASKS} tasks, distinct keys        {lock_rate:>10.0} acquire+release/s"
+        );
+        println!("  floor: {:<26}{floor_pair_rate:>10.0} /s  ({floor_rate:.0} raw ops/s)  ratio {concurrent_ratio:.2}×",
+            floor.rate_name());
+        // Where the time goes: the server's own time per script call in each phase (network
+        // and client excluded). When the server is the bottleneck, this multiple, not the
+        // client, sets the ratio above.
+        let mut server_time = json!(null);
+        if let (Some(start), Some(mid), Some(end)) = (stats_start, stats_mid, stats_end) {
+            let (floor_call, lock_call) = (mid.since(start), end.since(mid));
+            let multiple = lock_call.usec_per_call() / floor_call.usec_per_call().max(1e-9);
+            println!("  server time per script call (INFO commandstats): lock {:.2} µs, floor {:.2} µs  \
+                      ({multiple:.1}× the floor's)",
+                lock_call.usec_per_call(), floor_call.usec_per_call());
+            server_time = json!({ "lock_usec_per_call": lock_call.usec_per_call(),
+                                  "floor_usec_per_call": floor_call.usec_per_call(), "multiple": multiple });
+        }
+
+        // 3. Handoff under 16-way contention on one key, with round trips per acquisition.
+        let floor_handoff = floor.handoff(iterations).await;
+        let commands_before = connected
+            .redis
+            .as_ref()
+            .map(lock_core::RedisBackend::commands_sent);
+        let stats_before = floor.script_stats().await;
+        let (mut handoffs, acquisitions) = handoff(&connected, iterations).await;
+        let lock_handoff = Percentiles::of(&mut handoffs);
+        let handoff_ratio = ratio(lock_handoff.p50, floor_handoff.p50);
+        println!("\nhandoff, {HANDOFF_WAITERS} waiters on one key     p50 {:>10}  p99 {:>10}  ({acquisitions} acquisitions)",
+            micros(lock_handoff.p50), micros(lock_handoff.p99));
+        println!(
+            "  floor: {:<26}p50 {:>10}  p99 {:>10}  ratio {handoff_ratio:.2}× (p50)",
+            floor.handoff_name(),
+            micros(floor_handoff.p50),
+            micros(floor_handoff.p99)
+        );
+        let mut round_trips = json!(null);
+        if let (Some(before), Some(redis)) = (commands_before, connected.redis.as_ref()) {
+            let sent = redis.commands_sent() - before;
+            let per_acquisition = sent as f64 / acquisitions as f64;
+            let server = floor
+                .script_stats()
+                .await
+                .zip(stats_before)
+                .map(|(after, before)| after.since(before).calls);
+            println!("  client round trips per acquisition (acquire attempts + release): {per_acquisition:.2}  \
+                      [client counted {sent}; server INFO commandstats evalsha+eval: {}]",
+                server.map_or("n/a".into(), |s| s.to_string()));
+            round_trips = json!({ "per_acquisition": per_acquisition, "client_commands": sent, "server_script_calls": server });
+        }
+
+        // 4. What #[distributed_lock] costs over the same calls by hand (memory backend).
+        let macro_ratio = macro_overhead(iterations).await;
+        println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
+
+        // 5. etcd only: 8 clients contending for one key (`etcd_contention_bench`).
+        if kind == BackendKind::Etcd {
+            lock_harness::etcd_contention_bench::run().await;
+        }
+
+        let (cache, middleware, idempotency, fair) = match kind {
+            BackendKind::Redis => (
+                lock_harness::cache_bench::run(&url, iterations).await,
+                lock_harness::middleware_bench::run(&url, iterations).await,
+                lock_harness::idempotency_bench::run(&url, iterations).await,
+                lock_harness::fair_bench::run(&url).await,
+            ),
+            _ => (json!(null), json!(null), json!(null), json!(null)),
+        };
+
+        let report = json!({
+            "cache": cache,
+            "response_cache_layer": middleware,
+            "idempotency_layer": idempotency,
+            "fair_lock": fair,
+            "macro_overhead_ratio": macro_ratio,
+            "backend": kind.name(),
+            "iterations": iterations,
+            "raw_floor": { "op": floor.op_name(), "mean_us": us(floor_single.mean), "p50_us": us(floor_single.p50),
+                           "p99_us": us(floor_single.p99), "ops_per_pair": floor.ops_per_pair(), "raw_ops_per_s": floor_rate },
+            "uncontended": { "mean_us": us(mean_pair), "p50_us": us(lock_single.p50), "p99_us": us(lock_single.p99),
+                             "floor_mean_us": us(floor_pair), "floor": floor.pair_name(), "ratio": uncontended_ratio },
+            "concurrent": { "tasks": CONCURRENT_TASKS, "pairs_per_s": lock_rate, "floor_pairs_per_s": floor_pair_rate,
+                            "floor_raw_ops_per_s": floor_rate, "floor": floor.rate_name(), "ratio": concurrent_ratio,
+                            "server_time": server_time },
+            "handoff": { "waiters": HANDOFF_WAITERS, "p50_us": us(lock_handoff.p50), "p99_us": us(lock_handoff.p99),
+                         "floor_p50_us": us(floor_handoff.p50), "floor_p99_us": us(floor_handoff.p99), "ratio_p50": handoff_ratio,
+                         "floor": floor.handoff_name(), "round_trips": round_trips },
+        });
+        floor.clean_up().await;
+        write_report(kind.name(), &report);
+    }
+}
+
+/// Writes `report` to `target/bench/<name>.json`.
+fn write_report(name: &str, report: &serde_json::Value) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir).ok();
+    let path = dir.join(format!("{name}.json"));
+    match std::fs::write(
+        &path,
+        serde_json::to_string_pretty(report).unwrap_or_default(),
+    ) {
+        Ok(()) => println!("\nwritten: {}", path.display()),
+        Err(e) => eprintln!("could not write {}: {e}", path.display()),
+    }
+}
+
+/// Median over alternating rounds of (macro time / hand-written time) on the memory backend.
+async fn macro_overhead(iterations: usize) -> f64 {
+    use lock_harness::overhead::{annotated, by_hand};
+    let locks = LockClient::new(MemoryBackend::new());
+    let mut ratios = Vec::new();
+    for round in 0..10 {
+        let start = Instant::now();
+        for i in 0..iterations as u64 {
+            by_hand(&locks, i % 64).await.expect("by hand");
+        }
+        let hand = start.elapsed();
+        let start = Instant::now();
+        for i in 0..iterations as u64 {
+            annotated(&locks, i % 64).await.expect("annotated");
+        }
+        let annotated_time = start.elapsed();
+        if round > 0 {
+            ratios.push(annotated_time.as_secs_f64() / hand.as_secs_f64());
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    ratios[ratios.len() / 2]
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-12)
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Acquire+release pairs per second from [`CONCURRENT_TASKS`] tasks, each on its own key.
+async fn concurrent_pairs(locks: &LockClient, window: Duration) -> f64 {
+    let locks = locks.clone();
+    concurrent_rate(window, move |task| {
+        let locks = locks.clone();
+        async move {
+            let guard = locks.lock(format!("wide:{task}")).await.expect("acquire");
+            guard.release().await.expect("release");
+        }
+    })
+    .await
+}
+
+/// Handoff latencies (release called → next holder returns from acquire) with 16 tasks
+/// looping on one key; returns them and the number of acquisitions.
+async fn handoff(connected: &Connected, target: usize) -> (Vec<Duration>, u64) {
+    let released_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let samples: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let acquisitions = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..HANDOFF_WAITERS)
+        .map(|_| {
+            let (locks, released_at, samples, acquisitions) = (
+                connected.locks.clone(),
+                released_at.clone(),
+                samples.clone(),
+                acquisitions.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    let guard = locks.lock("handoff").await.expect("acquire");
+                    let now = Instant::now();
+                    acquisitions.fetch_add(1, Ordering::Relaxed);
+                    let enough = {
+                        let mut samples = samples
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if let Some(at) = released_at
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .take()
+                        {
+                            samples.push(now - at);
+                        }
+                        samples.len() >= target
+                    };
+                    *released_at
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+                    guard.release().await.expect("release");
+                    if enough {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    // The first task to see `enough` stops; the others stop when they next get the lock.
+    for task in tasks {
+        task.await.expect("handoff task");
+    }
+    let samples = std::mem::take(
+        &mut *samples
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    (samples, acquisitions.load(Ordering::Relaxed))
+}

@@ -1,0 +1,112 @@
+//! `cargo xtask demo inventory [--backend memory|redis] [--instances N] [--buyers B]
+//! [--stock S] [--strategies lock,atomic,reserve] [--concurrency C] [--app axum|actix|both]`:
+//! the flash sale, end to end over HTTP, once per strategy, then a table of what sold.
+//!
+//! The app binaries are looked for next to this one (`cargo xtask demo inventory` builds
+//! them first) or in `--bin-dir`.
+
+use std::path::PathBuf;
+
+use example_support::backend::{redis_url, BackendKind};
+use example_support::flags::{usage_error, Flags};
+use example_support::shop::Strategy;
+use lock_harness::inventory::{print_table, Scenario};
+
+#[tokio::main]
+async fn main() {
+    let flags = Flags::of_process(&[
+        "backend",
+        "instances",
+        "buyers",
+        "stock",
+        "strategies",
+        "concurrency",
+        "app",
+        "redis-url",
+        "bin-dir",
+    ]);
+    let backend = flags.backend_or_exit();
+    let default_instances = if backend == BackendKind::Redis { 2 } else { 1 };
+    let number = |name, default| flags.number_or_exit(name, default);
+    let instances = number("instances", default_instances) as usize;
+    if backend == BackendKind::Memory && instances != 1 {
+        usage_error(
+            "the memory backend lives in one process: use --instances 1 or --backend redis",
+        );
+    }
+    let strategies: Vec<Strategy> = flags
+        .get("strategies")
+        .unwrap_or("lock,atomic,reserve")
+        .split(',')
+        .map(|s| Strategy::parse(s).unwrap_or_else(|e| usage_error(&e)))
+        .collect();
+    let bin_dir = flags.get("bin-dir").map_or_else(
+        || {
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.parent().map(PathBuf::from))
+                .unwrap_or_default()
+        },
+        PathBuf::from,
+    );
+    let apps: Vec<PathBuf> = match flags.get("app").unwrap_or("both") {
+        "axum" => vec!["flash-sale-axum"],
+        "actix" => vec!["flash-sale-actix"],
+        "both" => vec!["flash-sale-axum", "flash-sale-actix"],
+        other => usage_error(&format!(
+            "unknown --app {other:?}; expected axum, actix or both"
+        )),
+    }
+    .into_iter()
+    .map(|name| bin_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)))
+    .collect();
+    if let Some(missing) = apps.iter().find(|app| !app.exists()) {
+        usage_error(&format!(
+            "{} not found; build it with `cargo build -p flash-sale-axum -p flash-sale-actix` or pass --bin-dir",
+            missing.display()
+        ));
+    }
+
+    let buyers = number("buyers", 10_000);
+    let stock = number("stock", 500);
+    let mut outcomes = Vec::new();
+    for strategy in strategies {
+        let scenario = Scenario {
+            strategy,
+            backend,
+            redis_url: redis_url(&flags),
+            apps: apps.clone(),
+            instances,
+            buyers,
+            stock,
+            concurrency: number("concurrency", 256) as usize,
+            progress: true,
+        };
+        let names: Vec<String> = (0..instances)
+            .map(|i| {
+                apps[i % apps.len()]
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        eprintln!(
+            "inventory: {} on {}, {buyers} buyers for {stock} units, instances: {}",
+            strategy.name(),
+            backend.name(),
+            names.join(", ")
+        );
+        outcomes.push(scenario.run().await.unwrap_or_else(|e| usage_error(&e)));
+    }
+    print_table(&outcomes);
+    let failures: Vec<String> = outcomes.iter().filter_map(|o| o.check().err()).collect();
+    if failures.is_empty() {
+        println!("\nevery strategy sold exactly min(stock, buyers); nothing oversold");
+    } else {
+        for failure in &failures {
+            eprintln!("FAILED: {failure}");
+        }
+        std::process::exit(1);
+    }
+}

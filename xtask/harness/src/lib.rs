@@ -1,0 +1,163 @@
+//! The tooling behind `cargo xtask demo|stress|bench|chaos` and the example apps' tests: the
+//! drivers (`src/bin`), the load generators and checks they share, the fault catalogue, the
+//! floors of the bench; at the root, connecting a backend and summarising latencies. The apps'
+//! own code (the shop, the product pages, the payments service, their flags) is the
+//! `example-support` crate's, in `examples/support`.
+
+pub mod bad_input;
+// The bench's floors speak to every server (feature `servers`).
+#[cfg(feature = "servers")]
+pub mod cache_bench;
+pub mod chaos;
+pub mod checks;
+#[cfg(feature = "servers")]
+pub mod etcd_contention_bench;
+pub mod fair_bench;
+#[cfg(feature = "servers")]
+pub mod floor;
+#[cfg(feature = "servers")]
+pub mod idempotency_bench;
+pub mod inventory;
+pub mod load;
+#[cfg(feature = "servers")]
+pub mod middleware_bench;
+pub mod overhead;
+pub mod payments;
+pub mod primitive_stress;
+mod process;
+pub mod progress;
+pub mod scrape;
+pub mod stampede;
+pub mod test_redis;
+
+use std::time::Duration;
+
+use example_support::backend::{server_url, BackendKind};
+use lock_core::{LockClient, LockError, MemoryBackend, RedisBackend};
+
+/// A connected backend: the lock client, and the Redis handle when there is one (for its
+/// command counters).
+#[derive(Clone)]
+pub struct Connected {
+    /// The lock client.
+    pub locks: LockClient,
+    /// The Redis backend behind `locks`, when it is Redis.
+    pub redis: Option<RedisBackend>,
+}
+
+/// Connects `kind` under `namespace`; `memory` shares `shared_memory`.
+pub async fn connect(
+    kind: BackendKind,
+    redis_url: &str,
+    namespace: &str,
+    shared_memory: &MemoryBackend,
+) -> Result<Connected, LockError> {
+    match kind {
+        BackendKind::Memory => Ok(Connected {
+            locks: LockClient::builder(shared_memory.clone())
+                .namespace(namespace)
+                .build()?,
+            redis: None,
+        }),
+        BackendKind::Redis => {
+            let backend = RedisBackend::connect(redis_url).await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend.clone())
+                    .namespace(namespace)
+                    .build()?,
+                redis: Some(backend),
+            })
+        }
+        #[cfg(feature = "servers")]
+        BackendKind::Postgres => {
+            let backend =
+                lock_core::PostgresBackend::connect(&example_support::backend::postgres_url())
+                    .await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend).namespace(namespace).build()?,
+                redis: None,
+            })
+        }
+        #[cfg(feature = "servers")]
+        BackendKind::Mysql => {
+            let backend = lock_core::MySqlBackend::connect(&mysql_url()).await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend).namespace(namespace).build()?,
+                redis: None,
+            })
+        }
+        #[cfg(feature = "servers")]
+        BackendKind::Zookeeper => Ok(Connected {
+            locks: LockClient::builder(
+                lock_core::ZooKeeperBackend::connect(&zookeeper_url()).await?,
+            )
+            .namespace(namespace)
+            .build()?,
+            redis: None,
+        }),
+        #[cfg(feature = "servers")]
+        BackendKind::Etcd => Ok(Connected {
+            locks: LockClient::builder(lock_core::EtcdBackend::connect(&etcd_url()).await?)
+                .namespace(namespace)
+                .build()?,
+            redis: None,
+        }),
+        #[cfg(not(feature = "servers"))]
+        other => Err(LockError::InvalidConfig(format!(
+            "the {} backend needs lock-harness's `servers` feature",
+            other.name()
+        ))),
+    }
+}
+
+/// The ZooKeeper connect string: `LOCK_TEST_ZOOKEEPER_URL`, else the xtask stack's default.
+#[must_use]
+pub fn zookeeper_url() -> String {
+    std::env::var("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|_| "127.0.0.1:22181".to_owned())
+}
+
+/// The etcd endpoints: `LOCK_TEST_ETCD_URL`, else the xtask stack's default.
+#[must_use]
+pub fn etcd_url() -> String {
+    std::env::var("LOCK_TEST_ETCD_URL").unwrap_or_else(|_| "http://127.0.0.1:22379".to_owned())
+}
+
+/// The MySQL URL: `LOCK_TEST_MYSQL_URL`, else the xtask stack's default.
+#[must_use]
+pub fn mysql_url() -> String {
+    server_url("LOCK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:23306/locks")
+}
+
+/// p50/p99/max of a set of durations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Percentiles {
+    /// The median.
+    pub p50: Duration,
+    /// The 99th percentile.
+    pub p99: Duration,
+    /// The largest.
+    pub max: Duration,
+}
+
+impl Percentiles {
+    /// Summarises `samples` (sorts them).
+    #[must_use]
+    pub fn of(samples: &mut [Duration]) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort_unstable();
+        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+        Self {
+            p50: at(0.5),
+            p99: at(0.99),
+            max: samples[samples.len() - 1],
+        }
+    }
+}
+
+/// Formats a duration in µs with one decimal.
+#[must_use]
+pub fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}

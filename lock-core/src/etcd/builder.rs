@@ -169,3 +169,16 @@ impl EtcdBackendBuilder {
         Ok(backend)
     }
 }
+
+impl EtcdBackend {
+    /// Connects with default settings to `endpoints`: one URL (`http://host:2379`) or several
+    /// separated by commas.
+    pub async fn connect(endpoints: &str) -> Result<Self> {
+        Self::builder(endpoints).connect().await
+    }
+
+    /// Starts configuring a backend for `endpoints` (URLs separated by commas).
+    pub fn builder(endpoints: &str) -> EtcdBackendBuilder {
+        EtcdBackendBuilder::new(endpoints)
+    }
+}

@@ -1,4 +1,4 @@
-//! Count-down latches: one key, `<prefix>/~latch/<name>`, whose value is
+//! Count-down latches ([`LatchBackend`]): one key, `<prefix>/~latch/<name>`, whose value is
 //! `<count>;<expiry in Unix ms>`, under an etcd lease of the latch's expiry.
 //!
 //! etcd lease TTLs are whole seconds (and raised to the server's minimum), so the exact expiry
@@ -15,6 +15,7 @@ use tokio::time::{sleep_until, Instant};
 use super::keys::latch_key;
 use super::watch::{Fired, Target, Watch};
 use super::{ttl_seconds, EtcdBackend, BACKEND};
+use crate::backend::LatchBackend;
 use crate::{LockError, LockKey, Result};
 
 /// A latch as read.
@@ -83,14 +84,10 @@ impl EtcdBackend {
             .await?;
         Ok(reply.succeeded())
     }
+}
 
-    /// See [`LockBackend::latch_create`](crate::backend::LockBackend::latch_create).
-    pub(super) async fn create_latch(
-        &self,
-        key: &LockKey,
-        count: u64,
-        expire: Duration,
-    ) -> Result<bool> {
+impl LatchBackend for EtcdBackend {
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
         let key = latch_key(&self.shared.prefix, key.full());
         let seconds = ttl_seconds(expire);
         loop {
@@ -129,8 +126,7 @@ impl EtcdBackend {
         }
     }
 
-    /// See [`LockBackend::latch_count_down`](crate::backend::LockBackend::latch_count_down).
-    pub(super) async fn count_down_latch(&self, key: &LockKey) -> Result<u64> {
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
         let key = latch_key(&self.shared.prefix, key.full());
         loop {
             let (Some(latch), _) = self.read_latch(&key).await? else {
@@ -163,19 +159,13 @@ impl EtcdBackend {
         }
     }
 
-    /// See [`LockBackend::latch_count`](crate::backend::LockBackend::latch_count).
-    pub(super) async fn latch_count_of(&self, key: &LockKey) -> Result<u64> {
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
         let key = latch_key(&self.shared.prefix, key.full());
         let (latch, _) = self.read_latch(&key).await?;
         Ok(latch.filter(|l| !l.open()).map_or(0, |l| l.count))
     }
 
-    /// See [`LockBackend::latch_wait`](crate::backend::LockBackend::latch_wait).
-    pub(super) async fn wait_latch(
-        &self,
-        key: &LockKey,
-        deadline: Option<Instant>,
-    ) -> Result<bool> {
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
         let key = latch_key(&self.shared.prefix, key.full());
         let mut watch: Option<Watch> = None;
         loop {

@@ -75,6 +75,7 @@
 //! [`session_ttl`]: EtcdBackendBuilder::session_ttl
 //! [`Primitives::ALL`]: crate::backend::Primitives::ALL
 
+mod acquire;
 mod builder;
 mod claim;
 mod held;
@@ -93,22 +94,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client as etcd;
-use tokio::time::Instant;
 
 pub use self::builder::EtcdBackendBuilder;
 use self::builder::EtcdConfig;
 pub use self::held::EtcdLease;
-use self::held::Held;
 use self::leases::Spares;
-use self::look::Spec;
-use self::queue::Turn;
 use self::session::Session;
 use self::watch::Watches;
-use crate::backend::{
-    AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
-};
+use crate::backend::LeaseKind;
 use crate::breaker::Breaker;
-use crate::{LockError, LockKey, OwnerToken, Result};
+use crate::{LockError, Result};
 
 /// The backend's name in errors and metrics.
 const BACKEND: &str = "etcd";
@@ -159,17 +154,6 @@ impl Drop for Shared {
 }
 
 impl EtcdBackend {
-    /// Connects with default settings to `endpoints`: one URL (`http://host:2379`) or several
-    /// separated by commas.
-    pub async fn connect(endpoints: &str) -> Result<Self> {
-        Self::builder(endpoints).connect().await
-    }
-
-    /// Starts configuring a backend for `endpoints` (URLs separated by commas).
-    pub fn builder(endpoints: &str) -> EtcdBackendBuilder {
-        EtcdBackendBuilder::new(endpoints)
-    }
-
     /// The key range (a prefix) holding the queue of the lock named `full_key`
     /// (`namespace:key`), for operators and tests.
     #[must_use]
@@ -278,110 +262,6 @@ impl EtcdBackend {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move { backend.revoke_quietly(lease_id).await });
         }
-    }
-}
-
-impl LockBackend for EtcdBackend {
-    type Lease = EtcdLease;
-
-    fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new(BACKEND);
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn breaker(&self) -> Option<&Breaker> {
-        Some(&self.shared.breaker)
-    }
-
-    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {
-        let spec = Spec::new(
-            &request,
-            self.queue_prefix(request.kind, request.key.full()),
-        );
-        loop {
-            match self.take_turn(&spec).await? {
-                Turn::Holds {
-                    queued,
-                    lease,
-                    sent,
-                    revision,
-                } => {
-                    let create_revision = queued.create_revision;
-                    let key = queued.keep();
-                    let held = Held {
-                        key,
-                        lease,
-                        create_revision,
-                        revision,
-                    };
-                    return Ok(Some(self.grant(held, request.ttl, sent)));
-                }
-                Turn::Busy(queued) => {
-                    queued.remove().await;
-                    return Ok(None);
-                }
-                // Our entry vanished while waiting (session lease lost, entry deleted): queue
-                // again, at the end.
-                Turn::Lost => {}
-            }
-        }
-    }
-
-    async fn renew(&self, lease: &EtcdLease, ttl: Option<Duration>) -> Result<bool> {
-        self.renew_held(lease, ttl).await
-    }
-
-    async fn release(&self, lease: &EtcdLease) -> Result<bool> {
-        self.release_held(lease).await
-    }
-
-    /// Deletes the entry of this owner token in the primitive's range (its key is named by the
-    /// token). gRPC requests on one channel are not ordered, so a put of the abandoned
-    /// acquisition still in flight could land after the delete: the delete is sent again once
-    /// such a put can no longer land (after the response timeout), and it never touches
-    /// another acquisition's entry, the token being this acquisition's own.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        // An entry put still on its way would land after the delete (HTTP/2 streams are not
-        // ordered): wait for it first.
-        self.shared.in_flight.settled(owner).await;
-        let entry = keys::entry_key(&self.queue_prefix(kind, key.full()), owner);
-        Ok(self.delete_quietly(entry).await)
-    }
-
-    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
-        self.waiting(key, kind).await
-    }
-
-    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
-        self.put_size(key, permits).await
-    }
-
-    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
-        self.read_semaphore(key).await
-    }
-
-    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
-        self.create_latch(key, count, expire).await
-    }
-
-    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
-        self.count_down_latch(key).await
-    }
-
-    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
-        self.latch_count_of(key).await
-    }
-
-    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
-        self.wait_latch(key, deadline).await
     }
 }
 

@@ -13,6 +13,9 @@
 //! just ahead, or the last writer ahead) or any change in the range (a semaphore). It watches
 //! from *now* and looks at the queue once etcd has created the watch (see `watch.rs` for why),
 //! and looks again on a capped, jittered timer in case an event is lost.
+//!
+//! Counting a queue's waiters ([`QueueBackend`]) reads its range: the entries not marked
+//! holding.
 
 use std::time::Duration;
 
@@ -24,7 +27,8 @@ use super::look::Spec;
 use super::watch::{Fired, Target, Watch};
 use super::EtcdBackend;
 use crate::backend::queue_rule::Admission;
-use crate::Result;
+use crate::backend::{LeaseKind, QueueBackend};
+use crate::{LockKey, Result};
 
 /// Our entry while it waits: dropping this (a cancelled or failed acquire) deletes it in a
 /// spawned task, so the waiter behind us is not held up by an orphan.
@@ -365,6 +369,13 @@ impl EtcdBackend {
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_secs(1));
         }
+    }
+}
+
+impl QueueBackend for EtcdBackend {
+    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
+        let listing = self.listing(key, kind).await?;
+        Ok(listing.entries.iter().filter(|(_, holds)| !holds).count())
     }
 }
 

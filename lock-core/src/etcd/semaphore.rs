@@ -2,28 +2,28 @@
 //!
 //! A semaphore's size is the key `size` in its queue's range (no lease: it outlives the
 //! permits). The first acquisition creates it with the request's `limit` when absent;
-//! [`set_permits`](crate::backend::LockBackend::set_permits) puts it, and since it lies in the
+//! [`set_permits`](SemaphoreBackend::set_permits) puts it, and since it lies in the
 //! range waiting requests watch, a larger size wakes them.
 
 use etcd_client as etcd;
 
 use super::keys::{owner_of, parse_value, queue_prefix, size_key};
 use super::EtcdBackend;
-use crate::backend::{LeaseKind, SemaphoreState};
+use crate::backend::{LeaseKind, SemaphoreBackend, SemaphoreState};
 use crate::{LockKey, Result};
 
 /// The kind whose range a semaphore's keys live in.
 const SEMAPHORE: LeaseKind = LeaseKind::Permits { count: 1, limit: 1 };
 
 /// One queue as read: its entries' kinds and holding marks, and the size key's value.
-struct Listing {
-    entries: Vec<(LeaseKind, bool)>,
+pub(super) struct Listing {
+    pub(super) entries: Vec<(LeaseKind, bool)>,
     size: Option<u32>,
 }
 
 impl EtcdBackend {
     /// Reads the queue of the primitive of `kind` named `key`.
-    async fn listing(&self, key: &LockKey, kind: LeaseKind) -> Result<Listing> {
+    pub(super) async fn listing(&self, key: &LockKey, kind: LeaseKind) -> Result<Listing> {
         let prefix = queue_prefix(&self.shared.prefix, kind, key.full());
         let reply = self
             .call("read", |mut c| {
@@ -50,15 +50,10 @@ impl EtcdBackend {
         }
         Ok(listing)
     }
+}
 
-    /// Entries of `kind`'s queue `key` that wait (not marked holding).
-    pub(super) async fn waiting(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
-        let listing = self.listing(key, kind).await?;
-        Ok(listing.entries.iter().filter(|(_, holds)| !holds).count())
-    }
-
-    /// Puts the semaphore's size.
-    pub(super) async fn put_size(&self, key: &LockKey, permits: u32) -> Result<()> {
+impl SemaphoreBackend for EtcdBackend {
+    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
         let size = size_key(&queue_prefix(&self.shared.prefix, SEMAPHORE, key.full()));
         self.call("set_permits", |mut c| {
             let size = size.clone();
@@ -69,7 +64,7 @@ impl EtcdBackend {
     }
 
     /// The semaphore's size and the permits of its holding entries.
-    pub(super) async fn read_semaphore(&self, key: &LockKey) -> Result<SemaphoreState> {
+    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
         let listing = self.listing(key, SEMAPHORE).await?;
         let held = listing
             .entries

@@ -111,8 +111,9 @@ impl LockClient {
 
     /// How many acquisitions of `kind` wait for `key` in the store right now, across every
     /// process (for monitoring and tests). Memory, Redis, ZooKeeper and etcd keep their queues
-    /// in the store and answer; PostgreSQL and MySQL keep none (their waiters wait in their own
-    /// process: see `PostgresBackend::waiters`) and answer
+    /// in the store and answer ([`QueueBackend`](crate::backend::QueueBackend)); PostgreSQL and
+    /// MySQL keep none (their waiters wait in their own process: see
+    /// `PostgresBackend::waiters`) and answer
     /// [`LockError::Unsupported`](crate::LockError::Unsupported).
     ///
     /// ```
@@ -126,7 +127,14 @@ impl LockClient {
     /// ```
     pub async fn queue_length(&self, kind: LeaseKind, key: &str) -> Result<usize> {
         let key = LockKey::new(&self.inner.namespace, key)?;
-        self.inner.backend.queue_length(&key, kind).await
+        let Some(queues) = self.inner.backend.as_queue_backend() else {
+            // Not "no lock": the backend may well offer the kind, only not a queue to count.
+            return Err(LockError::Unsupported {
+                backend: self.capabilities().backend,
+                primitive: "waiter queue in the store",
+            });
+        };
+        queues.queue_length(&key, kind).await
     }
 
     /// The [circuit breaker](crate::breaker) of the backend's server connection (`None` for

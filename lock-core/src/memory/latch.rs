@@ -1,4 +1,5 @@
-//! Count-down latches in memory: a count, an expiry, and the waiters to wake at zero.
+//! Count-down latches in memory ([`LatchBackend`]): a count, an expiry, and the waiters to wake
+//! at zero.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,7 +8,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
+use super::MemoryBackend;
+use crate::backend::LatchBackend;
 use crate::lock::held::lock;
+use crate::{LockKey, Result};
 
 struct Latch {
     count: u64,
@@ -102,5 +106,23 @@ impl Latches {
                 () = sleep_until(until) => {}
             }
         }
+    }
+}
+
+impl LatchBackend for MemoryBackend {
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
+        Ok(self.shared.latches.create(key.full(), count, expire))
+    }
+
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
+        Ok(self.shared.latches.count_down(key.full()))
+    }
+
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
+        Ok(self.shared.latches.count(key.full()))
+    }
+
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
+        Ok(self.shared.latches.wait(key.full(), deadline).await)
     }
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::backend::DynLatchBackend;
 use crate::{LockClient, LockError, LockKey, Result, WaitPolicy};
 
 /// How long a latch lives by default after it is set: a day.
@@ -87,12 +88,8 @@ impl CountDownLatch {
                 reason: format!("{:?} is outside 1ms..={MAX_LATCH_EXPIRY:?}", self.expire),
             });
         }
-        let key = self.key()?;
-        self.client
-            .inner
-            .backend
-            .latch_create(&key, count, self.expire)
-            .await
+        let (latches, key) = self.backend()?;
+        latches.latch_create(&key, count, self.expire).await
     }
 
     /// Counts down by one; returns the count left (0: the latch opened, or was not set).
@@ -105,14 +102,14 @@ impl CountDownLatch {
     /// # Ok(()) }
     /// ```
     pub async fn count_down(&self) -> Result<u64> {
-        let key = self.key()?;
-        self.client.inner.backend.latch_count_down(&key).await
+        let (latches, key) = self.backend()?;
+        latches.latch_count_down(&key).await
     }
 
     /// The count now (0 when open, expired or never set).
     pub async fn count(&self) -> Result<u64> {
-        let key = self.key()?;
-        self.client.inner.backend.latch_count(&key).await
+        let (latches, key) = self.backend()?;
+        latches.latch_count(&key).await
     }
 
     /// Waits until the count is zero, as long as it takes.
@@ -137,9 +134,9 @@ impl CountDownLatch {
 
     /// Waits as `policy` says (a [`WaitPolicy::Try`] only looks).
     pub async fn wait_with(&self, policy: WaitPolicy) -> Result<bool> {
-        let key = self.key()?;
+        let (latches, key) = self.backend()?;
         let deadline = policy.deadline(Instant::now());
-        self.client.inner.backend.latch_wait(&key, deadline).await
+        latches.latch_wait(&key, deadline).await
     }
 
     /// The latch's name.
@@ -148,14 +145,24 @@ impl CountDownLatch {
         &self.name
     }
 
-    fn key(&self) -> Result<LockKey> {
+    /// The backend's latches and this latch's key; a backend that declares no latch, or does
+    /// not implement [`LatchBackend`](crate::backend::LatchBackend), is refused here, before
+    /// anything is sent.
+    fn backend(&self) -> Result<(&dyn DynLatchBackend, LockKey)> {
         let capabilities = self.client.capabilities();
-        if !capabilities.primitives.latch {
-            return Err(LockError::Unsupported {
+        let latches = self
+            .client
+            .inner
+            .backend
+            .as_latch_backend()
+            .filter(|_| capabilities.primitives.latch)
+            .ok_or(LockError::Unsupported {
                 backend: capabilities.backend,
                 primitive: "count-down latch",
-            });
-        }
-        LockKey::new(&self.client.inner.namespace, &self.name)
+            })?;
+        Ok((
+            latches,
+            LockKey::new(&self.client.inner.namespace, &self.name)?,
+        ))
     }
 }

@@ -1,6 +1,6 @@
 //! The semaphore: N permits, each acquired permit a lease of its own.
 
-use crate::backend::{LeaseKind, SemaphoreState};
+use crate::backend::{DynSemaphoreBackend, LeaseKind, SemaphoreState};
 use crate::{LockClient, LockError, LockKey, LockRequest, Result};
 
 /// The most permits a semaphore can have.
@@ -90,15 +90,15 @@ impl Semaphore {
     /// ```
     pub async fn set_permits(&self, permits: u32) -> Result<()> {
         validate_permits("permits", permits)?;
-        let key = self.key()?;
-        self.client.inner.backend.set_permits(&key, permits).await
+        let (semaphores, key) = self.backend()?;
+        semaphores.set_permits(&key, permits).await
     }
 
     /// The size as the store has it (the `permits` given at creation until one is set) and
     /// the permits held under live leases.
     pub async fn state(&self) -> Result<SemaphoreState> {
-        let key = self.key()?;
-        let mut state = self.client.inner.backend.semaphore_state(&key).await?;
+        let (semaphores, key) = self.backend()?;
+        let mut state = semaphores.semaphore_state(&key).await?;
         state.permits = state.permits.or(Some(self.permits));
         Ok(state)
     }
@@ -118,15 +118,25 @@ impl Semaphore {
         &self.name
     }
 
-    fn key(&self) -> Result<LockKey> {
+    /// The backend's semaphores and this semaphore's key; a backend that declares no
+    /// semaphore, or does not implement [`SemaphoreBackend`](crate::backend::SemaphoreBackend),
+    /// is refused here, before anything is sent.
+    fn backend(&self) -> Result<(&dyn DynSemaphoreBackend, LockKey)> {
         let capabilities = self.client.capabilities();
-        if !capabilities.primitives.semaphore {
-            return Err(LockError::Unsupported {
+        let semaphores = self
+            .client
+            .inner
+            .backend
+            .as_semaphore_backend()
+            .filter(|_| capabilities.primitives.semaphore)
+            .ok_or(LockError::Unsupported {
                 backend: capabilities.backend,
                 primitive: "semaphore",
-            });
-        }
-        LockKey::new(&self.client.inner.namespace, &self.name)
+            })?;
+        Ok((
+            semaphores,
+            LockKey::new(&self.client.inner.namespace, &self.name)?,
+        ))
     }
 }
 

@@ -1,4 +1,4 @@
-//! Count-down latches on Redis: the count is a string with the latch's expiry as its TTL;
+//! Count-down latches on Redis ([`LatchBackend`]): the count is a string with the latch's expiry as its TTL;
 //! waiters register their wake-hub id in a set that the count-down reaching zero publishes to
 //! (push), and re-check on a capped, jittered timer as a safety net.
 
@@ -10,6 +10,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::LatchKeys;
 use super::{millis, scripts, RedisBackend};
+use crate::backend::LatchBackend;
 use crate::{LockKey, Result};
 
 /// A latch waiter's registration; dropping it takes its id out of the latch's waiters.
@@ -55,13 +56,10 @@ impl RedisBackend {
     fn latch_keys(&self, key: &LockKey) -> LatchKeys {
         LatchKeys::new(&self.shared.prefix, key.full())
     }
+}
 
-    pub(super) async fn create_latch(
-        &self,
-        key: &LockKey,
-        count: u64,
-        expire: Duration,
-    ) -> Result<bool> {
+impl LatchBackend for RedisBackend {
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
         let keys = self.latch_keys(key);
         let mut invocation = scripts::LATCH_CREATE.prepare_invoke();
         invocation.key(&keys.count).arg(count).arg(millis(expire));
@@ -69,7 +67,7 @@ impl RedisBackend {
         Ok(created == 1)
     }
 
-    pub(super) async fn count_down_latch(&self, key: &LockKey) -> Result<u64> {
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
         let keys = self.latch_keys(key);
         let mut invocation = scripts::LATCH_COUNT_DOWN.prepare_invoke();
         invocation
@@ -80,7 +78,7 @@ impl RedisBackend {
         Ok(u64::try_from(left).unwrap_or(0))
     }
 
-    pub(super) async fn latch_count_of(&self, key: &LockKey) -> Result<u64> {
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
         let keys = self.latch_keys(key);
         let mut get = redis::cmd("GET");
         get.arg(&keys.count);
@@ -88,11 +86,7 @@ impl RedisBackend {
         Ok(count.and_then(|c| u64::try_from(c).ok()).unwrap_or(0))
     }
 
-    pub(super) async fn wait_latch(
-        &self,
-        key: &LockKey,
-        deadline: Option<Instant>,
-    ) -> Result<bool> {
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
         let keys = self.latch_keys(key);
         let (seq, id, notify) = self.shared.hub.register();
         let waiter = LatchWaiter {

@@ -50,7 +50,8 @@
 //!
 //! All three share one hash tag. Keys and tokens reach Redis only as `KEYS`/`ARGV`.
 //!
-//! The other primitives ([`Capabilities::primitives`] is [`Primitives::ALL`]) have keys of
+//! The other primitives ([`Capabilities::primitives`](crate::backend::Capabilities::primitives) is
+//! [`Primitives::ALL`](crate::backend::Primitives::ALL)) have keys of
 //! their own, apart from the lock's: `lock:fair:{#…}`, `lock:rw:{#…}` and `lock:sem:{#…}`
 //! (holders by lease expiry, with `:leases`, `:fence`, `:queue`, `:queue:deadline` and, for a
 //! semaphore, `:size`; see `primitives.rs`), and `lock:latch:{#…}` (the count, with
@@ -67,7 +68,8 @@
 //! # Failures
 //! Commands that time out or lose their connection are retried with the same owner token, which
 //! the scripts treat idempotently. An acquire dropped mid-command, or failed after every retry,
-//! is cleaned up by its owner token (see [`LockBackend::release_abandoned`]).
+//! is cleaned up by its owner token (see
+//! [`LockBackend::release_abandoned`](crate::backend::LockBackend::release_abandoned)).
 //!
 //! Every command goes through the backend's [circuit breaker](crate::breaker) (shared with the
 //! `RedisResultStore` and `RedisStock` made from it): after 3 calls in a row found the server
@@ -88,13 +90,17 @@
 //! granted the lock while the old holder still believes it holds it. Only fencing tokens,
 //! checked by the resource, make that window safe; they keep increasing across such a restart.
 
+mod acquire;
 pub(crate) mod availability;
+mod builder;
 mod keys;
 mod latch;
 mod leases;
 mod primitive_keys;
 mod primitives;
+mod queue;
 mod scripts;
+mod semaphore;
 pub(crate) mod subscription;
 mod wakeups;
 
@@ -102,19 +108,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use tokio::time::{sleep_until, Instant};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use redis::aio::ConnectionManager;
+use tokio_util::sync::DropGuard;
 
+pub use self::builder::RedisBackendBuilder;
+use self::builder::RedisConfig;
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
-use self::primitive_keys::{Family, PrimitiveKeys};
+use self::primitive_keys::PrimitiveKeys;
 use self::wakeups::WakeHub;
-use crate::backend::{
-    AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
-};
-use crate::breaker::{Breaker, BreakerOptions};
-use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
+use crate::breaker::Breaker;
+use crate::{LockError, Result};
 
 const BACKEND: &str = "redis";
 
@@ -168,332 +172,7 @@ enum Held {
     },
 }
 
-/// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`] (a URL),
-/// [`RedisBackend::builder_from_client`] (your `redis::Client`) or
-/// [`RedisBackend::builder_from_parts`] (your client and `ConnectionManager`).
-#[derive(Clone)]
-#[must_use]
-pub struct RedisBackendBuilder {
-    source: Source,
-    prefix: String,
-    config: RedisConfig,
-}
-
-/// Where a builder's connections come from.
-#[derive(Clone)]
-enum Source {
-    Url(String),
-    Client(redis::Client),
-    Parts(redis::Client, ConnectionManager),
-}
-
-impl std::fmt::Debug for RedisBackendBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The URL or client may carry a password: name only the kind of source.
-        let source = match self.source {
-            Source::Url(_) => "url",
-            Source::Client(_) => "client",
-            Source::Parts(..) => "client and connection manager",
-        };
-        f.debug_struct("RedisBackendBuilder")
-            .field("source", &source)
-            .field("prefix", &self.prefix)
-            .field("config", &self.config)
-            .finish()
-    }
-}
-
-/// Opens a client for `url`; `rediss://` needs the `redis-tls` feature.
-fn open_client(url: &str) -> Result<redis::Client> {
-    redis::Client::open(url).map_err(|e| {
-        // Name the scheme and host only: the URL may carry a password.
-        let shown = match url.split_once('@') {
-            Some((head, host)) => {
-                let scheme = head.split_once("://").map_or("", |(scheme, _)| scheme);
-                format!("{scheme}://…@{host}")
-            }
-            None => url.to_owned(),
-        };
-        let hint = if url.starts_with("rediss:") && cfg!(not(feature = "redis-tls")) {
-            " (TLS needs lock-core's `redis-tls` feature)"
-        } else {
-            ""
-        };
-        LockError::InvalidConfig(format!("Redis URL {shown:?}: {e}{hint}"))
-    })
-}
-
-#[derive(Clone, Copy, Debug)]
-struct RedisConfig {
-    response_timeout: Duration,
-    poll_cap: Duration,
-    attempts: u32,
-    claim_window: Duration,
-    breaker: BreakerOptions,
-}
-
-impl RedisBackendBuilder {
-    /// The prefix of every Redis key this backend writes (default `lock`).
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// How long one command may take before it counts as lost (default 2 s). With
-    /// [`RedisBackend::builder_from_parts`] the given connection manager keeps its own
-    /// timeouts; this one is then only what a timed-out command's error reports.
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.config.response_timeout = timeout;
-        self
-    }
-
-    /// The longest a waiter goes without re-checking the lock, in case a wake-up message is
-    /// lost (default 1 s; a waiter also re-checks when the holder's lease runs out).
-    pub fn poll_cap(mut self, cap: Duration) -> Self {
-        self.config.poll_cap = cap;
-        self
-    }
-
-    /// How many times a command whose reply was lost is sent again (default 3 in all).
-    pub fn attempts(mut self, attempts: u32) -> Self {
-        self.config.attempts = attempts;
-        self
-    }
-
-    /// How long a fair lock handed over by a release is held for its next waiter before that
-    /// waiter's watchdog extends it to the whole lease (default 2 s; at most the waiter's
-    /// lease). A waiter that has gone, or is cut off, costs the queue this long at most.
-    /// The releasing backend's window applies (the handoff message carries it), and a waiter
-    /// re-checks at least every third of its own window: give every backend sharing a fair lock
-    /// the same window.
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// use lock_core::RedisBackend;
-    ///
-    /// # async fn example() -> Result<(), lock_core::LockError> {
-    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
-    ///     .claim_window(Duration::from_millis(500))
-    ///     .connect()
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn claim_window(mut self, window: Duration) -> Self {
-        self.config.claim_window = window;
-        self
-    }
-
-    /// When the connection's [circuit breaker](crate::breaker) opens and how it probes
-    /// (default [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down);
-    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
-    /// again, with the breaker only reporting.
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// use lock_core::breaker::BreakerOptions;
-    /// use lock_core::RedisBackend;
-    ///
-    /// # async fn example() -> Result<(), lock_core::LockError> {
-    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
-    ///     .breaker(BreakerOptions::new().cool_down(Duration::from_millis(200), Duration::from_secs(2)))
-    ///     .connect()
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn breaker(mut self, options: BreakerOptions) -> Self {
-        self.config.breaker = options;
-        self
-    }
-
-    /// Connects, loads the scripts and subscribes for wake-ups.
-    pub async fn connect(self) -> Result<RedisBackend> {
-        self.config.breaker.validate()?;
-        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
-            return Err(LockError::InvalidConfig(format!(
-                "Redis key prefix {:?} must be non-empty and free of '{{' and '}}'",
-                self.prefix
-            )));
-        }
-        if self.config.attempts == 0 || self.config.response_timeout.is_zero() {
-            return Err(LockError::InvalidConfig(
-                "Redis attempts and response timeout must be positive".into(),
-            ));
-        }
-        if self.config.claim_window < Duration::from_millis(10) {
-            return Err(LockError::InvalidConfig(format!(
-                "the fair lock's claim window ({:?}) must be at least 10ms",
-                self.config.claim_window
-            )));
-        }
-        let (client, manager) = match self.source {
-            Source::Url(url) => (open_client(&url)?, None),
-            Source::Client(client) => (client, None),
-            Source::Parts(client, manager) => (client, Some(manager)),
-        };
-        let mut connection = match manager {
-            Some(manager) => manager,
-            None => {
-                let manager_config = ConnectionManagerConfig::new()
-                    .set_response_timeout(Some(self.config.response_timeout))
-                    .set_connection_timeout(Some(self.config.response_timeout))
-                    .set_number_of_retries(2)
-                    .set_max_delay(Duration::from_secs(1));
-                ConnectionManager::new_with_config(client.clone(), manager_config)
-                    .await
-                    .map_err(to_lock_error)?
-            }
-        };
-        for script in scripts::all() {
-            script
-                .prepare_invoke()
-                .load_async(&mut connection)
-                .await
-                .map_err(to_lock_error)?;
-        }
-        let hub = Arc::new(WakeHub::new(
-            &self.prefix,
-            OwnerToken::random()?.to_hex()[..16].to_owned(),
-        ));
-        let breaker = Breaker::new(BACKEND, self.config.breaker);
-        let stop = CancellationToken::new();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let leases = Arc::new(LeaseBook::default());
-        tokio::spawn(wakeups::run(
-            client.clone(),
-            hub.clone(),
-            leases.clone(),
-            connection.clone(),
-            breaker.clone(),
-            stop.clone(),
-            ready_tx,
-        ));
-        ready_rx
-            .await
-            .map_err(|_| LockError::Protocol {
-                backend: BACKEND,
-                detail: "the wake-up subscription task ended before subscribing".into(),
-            })?
-            .map_err(to_lock_error)?;
-        Ok(RedisBackend {
-            shared: Arc::new(Shared {
-                connection,
-                client,
-                prefix: self.prefix,
-                hub,
-                leases,
-                config: self.config,
-                breaker,
-                commands: AtomicU64::new(0),
-                _stop_subscription: stop.drop_guard(),
-            }),
-        })
-    }
-}
-
 impl RedisBackend {
-    /// Connects with default settings to `url` (`redis://host:port/db`, or
-    /// `rediss://host:port/db` for TLS with the `redis-tls` feature).
-    pub async fn connect(url: &str) -> Result<Self> {
-        Self::builder(url).connect().await
-    }
-
-    /// Starts configuring a backend for `url`.
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// use lock_core::RedisBackend;
-    ///
-    /// # async fn example() -> Result<(), lock_core::LockError> {
-    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
-    ///     .key_prefix("orders-lock")
-    ///     .response_timeout(Duration::from_secs(1))
-    ///     .connect()
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn builder(url: impl Into<String>) -> RedisBackendBuilder {
-        Self::builder_with(Source::Url(url.into()))
-    }
-
-    /// Connects with default settings through an existing `redis::Client` (see
-    /// [`builder_from_client`](Self::builder_from_client)).
-    pub async fn from_client(client: redis::Client) -> Result<Self> {
-        Self::builder_from_client(client).connect().await
-    }
-
-    /// Starts configuring a backend on an existing `redis::Client`, with whatever connection
-    /// settings it was built with (TLS roots and client certificates, credentials, RESP
-    /// version, database). The backend opens its own `ConnectionManager` and its wake-up
-    /// subscription from it.
-    ///
-    /// ```no_run
-    /// use lock_core::{LockClient, RedisBackend};
-    ///
-    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-    /// let client = redis::Client::open("redis://127.0.0.1:6379/2")?;
-    /// let backend = RedisBackend::builder_from_client(client)
-    ///     .key_prefix("orders-lock")
-    ///     .connect()
-    ///     .await?;
-    /// let locks = LockClient::new(backend);
-    /// # Ok(()) }
-    /// ```
-    pub fn builder_from_client(client: redis::Client) -> RedisBackendBuilder {
-        Self::builder_with(Source::Client(client))
-    }
-
-    /// Connects with default settings through an existing client and connection manager (see
-    /// [`builder_from_parts`](Self::builder_from_parts)).
-    pub async fn from_parts(client: redis::Client, connection: ConnectionManager) -> Result<Self> {
-        Self::builder_from_parts(client, connection).connect().await
-    }
-
-    /// Starts configuring a backend that sends its commands on an existing
-    /// `ConnectionManager` (shared with the application: one multiplexed connection for
-    /// both). Redis pub/sub needs a connection of its own, so the backend also takes the
-    /// `redis::Client` it opens the wake-up subscription with; both must reach the same
-    /// server. The manager keeps its own timeouts and reconnect policy
-    /// ([`response_timeout`](RedisBackendBuilder::response_timeout) does not change them);
-    /// give it a response timeout, or a lost reply waits for the connection to drop.
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// use lock_core::RedisBackend;
-    /// use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-    ///
-    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-    /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
-    /// let config = ConnectionManagerConfig::new()
-    ///     .set_response_timeout(Some(Duration::from_secs(2)))
-    ///     .set_connection_timeout(Some(Duration::from_secs(2)));
-    /// let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
-    /// // The application keeps using `manager` (it is a cheap clone) for its own commands.
-    /// let backend = RedisBackend::builder_from_parts(client, manager.clone())
-    ///     .connect()
-    ///     .await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn builder_from_parts(
-        client: redis::Client,
-        connection: ConnectionManager,
-    ) -> RedisBackendBuilder {
-        Self::builder_with(Source::Parts(client, connection))
-    }
-
-    fn builder_with(source: Source) -> RedisBackendBuilder {
-        RedisBackendBuilder {
-            source,
-            prefix: "lock".into(),
-            config: RedisConfig {
-                response_timeout: Duration::from_secs(2),
-                poll_cap: Duration::from_secs(1),
-                attempts: 3,
-                claim_window: Duration::from_secs(2),
-                breaker: BreakerOptions::new(),
-            },
-        }
-    }
-
     /// The multiplexed connection, for other primitives on the same server (stock, cache).
     pub(crate) fn connection(&self) -> ConnectionManager {
         self.shared.connection.clone()
@@ -554,7 +233,7 @@ impl RedisBackend {
 
     /// Runs a script through the breaker, sending it again (same arguments, so the same owner
     /// token) when the reply was lost to a timeout or a dropped connection.
-    async fn run<T: redis::FromRedisValue>(
+    pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         operation: &'static str,
         invocation: &redis::ScriptInvocation<'_>,
@@ -596,289 +275,12 @@ impl RedisBackend {
     }
 
     /// Sends a plain command through the breaker.
-    async fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T> {
+    pub(super) async fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T> {
         self.shared.commands.fetch_add(1, Ordering::Relaxed);
         let mut connection = self.shared.connection.clone();
         availability::through(&self.shared.breaker, command.query_async(&mut connection))
             .await?
             .map_err(to_lock_error)
-    }
-
-    /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
-    async fn attempt(
-        &self,
-        keys: &LockKeys,
-        owner: OwnerToken,
-        ttl: Duration,
-        waiter_id: &str,
-        queued_before: bool,
-        fence_retention: Duration,
-    ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
-        let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
-        let mut invocation = scripts::ACQUIRE.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.fence)
-            .key(&keys.waiters)
-            .arg(owner.to_hex())
-            .arg(millis(ttl))
-            .arg(waiter_id)
-            .arg(if queued_before { "1" } else { "0" })
-            .arg(millis(queue_lifetime))
-            .arg(millis(fence_retention));
-        let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
-        match granted {
-            1 => u64::try_from(value)
-                .map(|fence| Ok(FencingToken::new(fence)))
-                .map_err(|_| protocol(format!("negative fencing token {value}"))),
-            0 => Ok(Err(u64::try_from(value).ok().map(Duration::from_millis))),
-            other => Err(protocol(format!("acquire script answered {other}"))),
-        }
-    }
-}
-
-/// A waiter's registration: leaving it removes the queue entry, and passes on a wake-up it
-/// received but did not use.
-struct Waiting<'a> {
-    backend: &'a RedisBackend,
-    keys: &'a LockKeys,
-    seq: u64,
-    id: String,
-    notify: Arc<tokio::sync::Notify>,
-    granted: bool,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.backend.shared.hub.unregister(self.seq);
-        if self.granted {
-            return; // the acquire script removed the queue entry
-        }
-        let backend = self.backend.clone();
-        let (lock_key, waiters, id) = (
-            self.keys.lock.clone(),
-            self.keys.waiters.clone(),
-            std::mem::take(&mut self.id),
-        );
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        runtime.spawn(async move {
-            // While the server is known to be down nothing reaches it: the entry ends with
-            // the queue's lifetime (or with the server's data, after a restart).
-            if backend.shared.breaker.check().is_err() {
-                return;
-            }
-            let mut connection = backend.shared.connection.clone();
-            backend.shared.commands.fetch_add(2, Ordering::Relaxed);
-            let removed: redis::RedisResult<i64> = redis::cmd("ZREM").arg(&waiters).arg(&id).query_async(&mut connection).await;
-            // If the entry was already popped, this waiter may have been the one woken: pass it on.
-            if matches!(removed, Ok(0)) {
-                let passed: redis::RedisResult<i64> = scripts::WAKE
-                    .key(&lock_key)
-                    .key(&waiters)
-                    .arg(&backend.shared.hub.channel_prefix)
-                    .invoke_async(&mut connection)
-                    .await;
-                if let Err(error) = passed {
-                    tracing::debug!(%error, "passing a wake-up on failed; the next waiter's poll covers it");
-                }
-            }
-        });
-    }
-}
-
-impl LockBackend for RedisBackend {
-    type Lease = RedisLease;
-
-    fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new(BACKEND);
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn breaker(&self) -> Option<&Breaker> {
-        Some(&self.shared.breaker)
-    }
-
-    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
-        if let Some(family) = Family::of(request.kind) {
-            return self.acquire_primitive(family, request).await;
-        }
-        let keys = LockKeys::new(&self.shared.prefix, request.key.full());
-        let mut waiting: Option<Waiting<'_>> = None;
-        let mut queued_before = false;
-        loop {
-            let queue = request.deadline.is_none_or(|d| Instant::now() < d);
-            if queue && waiting.is_none() {
-                let (seq, id, notify) = self.shared.hub.register();
-                waiting = Some(Waiting {
-                    backend: self,
-                    keys: &keys,
-                    seq,
-                    id,
-                    notify,
-                    granted: false,
-                });
-            }
-            let waiter_id = waiting.as_ref().map_or("", |w| w.id.as_str());
-            let sent = Instant::now();
-            let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
-            match self
-                .attempt(
-                    &keys,
-                    request.owner,
-                    request.ttl,
-                    waiter_id,
-                    queued_before,
-                    retention,
-                )
-                .await?
-            {
-                Ok(fence) => {
-                    if let Some(waiting) = waiting.as_mut() {
-                        waiting.granted = true;
-                    }
-                    let value = format!("{}:{}", request.owner.to_hex(), fence.get());
-                    let loss = LossSignal::new();
-                    let lease = RedisLease {
-                        _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
-                        held: Held::Lock {
-                            keys: keys.clone(),
-                            value,
-                        },
-                    };
-                    return Ok(Some(Grant::new(lease, fence, sent).with_loss(loss)));
-                }
-                Err(remaining) => {
-                    queued_before |= !waiter_id.is_empty();
-                    let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed())
-                    else {
-                        return Ok(None);
-                    };
-                    let remaining = remaining.filter(|r| !r.is_zero());
-                    let poll = remaining.map_or(Duration::from_millis(5), |r| {
-                        r.min(self.shared.config.poll_cap)
-                    });
-                    // Jittered, but never past the holder's lease: a holder that died frees
-                    // the key when its lease runs out, and the waiter looks then (as the SQL
-                    // backends' waiters do).
-                    let mut pause = crate::backend::jitter(poll);
-                    if let Some(left) = remaining {
-                        pause = pause.min(left + Duration::from_millis(1));
-                    }
-                    let mut recheck_at = Instant::now() + pause;
-                    if let Some(deadline) = request.deadline {
-                        recheck_at = recheck_at.min(deadline);
-                    }
-                    tokio::select! {
-                        () = waiting.notify.notified() => {}
-                        () = sleep_until(recheck_at) => {}
-                    }
-                }
-            }
-        }
-    }
-
-    async fn renew(&self, lease: &RedisLease, ttl: Option<Duration>) -> Result<bool> {
-        let (keys, value) = match &lease.held {
-            Held::Lock { keys, value } => (keys, value),
-            Held::Primitive { keys, owner, fence } => {
-                return self.renew_primitive(keys, owner, *fence, ttl).await
-            }
-        };
-        let mut invocation = scripts::RENEW.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .arg(value)
-            .arg(ttl.map_or(0, millis));
-        let held: i64 = self.run("renew", &invocation).await?;
-        Ok(held == 1)
-    }
-
-    async fn keep_fence(&self, lease: &RedisLease, at_least: Duration) -> Result<()> {
-        // A primitive's counter is kept for FENCE_RETENTION after each grant.
-        let Held::Lock { keys, .. } = &lease.held else {
-            return Ok(());
-        };
-        let mut invocation = scripts::KEEP_FENCE.prepare_invoke();
-        invocation.key(&keys.fence).arg(millis(at_least));
-        let _: i64 = self.run("keep fence", &invocation).await?;
-        Ok(())
-    }
-
-    async fn release(&self, lease: &RedisLease) -> Result<bool> {
-        let (keys, value) = match &lease.held {
-            Held::Lock { keys, value } => (keys, value),
-            Held::Primitive { keys, owner, fence } => {
-                return self.release_primitive(keys, owner, *fence).await
-            }
-        };
-        let mut invocation = scripts::RELEASE.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.waiters)
-            .arg(value)
-            .arg(&self.shared.hub.channel_prefix);
-        let released: i64 = self.run("release", &invocation).await?;
-        Ok(released == 1)
-    }
-
-    /// Runs on the same multiplexed connection as the abandoned acquisition's commands, so
-    /// Redis executes it after any of them that was already sent.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        if let Some(family) = Family::of(kind) {
-            return self.release_abandoned_primitive(family, key, owner).await;
-        }
-        let keys = LockKeys::new(&self.shared.prefix, key.full());
-        let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.waiters)
-            .arg(owner.to_hex())
-            .arg(&self.shared.hub.channel_prefix);
-        let released: i64 = self.run("release", &invocation).await?;
-        Ok(released == 1)
-    }
-
-    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
-        if let Some(family) = Family::of(kind) {
-            return Ok(self.primitive_info(family, key).await?.0);
-        }
-        let mut zcard = redis::cmd("ZCARD");
-        zcard.arg(LockKeys::new(&self.shared.prefix, key.full()).waiters);
-        self.query(&zcard).await
-    }
-
-    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
-        self.set_semaphore_size(key, permits).await
-    }
-
-    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
-        self.semaphore(key).await
-    }
-
-    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
-        self.create_latch(key, count, expire).await
-    }
-
-    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
-        self.count_down_latch(key).await
-    }
-
-    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
-        self.latch_count_of(key).await
-    }
-
-    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
-        self.wait_latch(key, deadline).await
     }
 }
 
@@ -909,45 +311,5 @@ fn protocol(detail: String) -> LockError {
     LockError::Protocol {
         backend: BACKEND,
         detail,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_urls_open_and_bad_ones_are_config_errors() {
-        assert!(open_client("redis://127.0.0.1:6379/0").is_ok());
-        let error = open_client("http://user:secret@127.0.0.1/").unwrap_err();
-        assert!(matches!(error, LockError::InvalidConfig(_)), "{error}");
-        assert!(!error.to_string().contains("secret"), "{error}");
-    }
-
-    #[cfg(feature = "redis-tls")]
-    #[test]
-    fn tls_urls_are_accepted_with_redis_tls() {
-        let client = open_client("rediss://:secret@cache.example.com:6380/1").unwrap();
-        assert!(matches!(
-            client.get_connection_info().addr(),
-            redis::ConnectionAddr::TcpTls { .. }
-        ));
-    }
-
-    #[cfg(not(feature = "redis-tls"))]
-    #[test]
-    fn tls_urls_name_the_feature_without_redis_tls() {
-        let error = open_client("rediss://cache.example.com:6380/").unwrap_err();
-        assert!(error.to_string().contains("redis-tls"), "{error}");
-    }
-
-    #[test]
-    fn builder_debug_leaves_secrets_out() {
-        let builder = RedisBackend::builder("redis://:secret@127.0.0.1/");
-        let shown = format!("{builder:?}");
-        assert!(
-            !shown.contains("secret") && shown.contains("url"),
-            "{shown}"
-        );
     }
 }

@@ -28,7 +28,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::{kind_code, Family, PrimitiveKeys};
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, FENCE_RETENTION};
-use crate::backend::{AcquireRequest, Grant, LeaseKind, SemaphoreState};
+use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 /// A waiter's place in a primitive's queue. Leaving without a grant removes the entry, and
@@ -72,7 +72,7 @@ impl RedisBackend {
     }
 
     /// An invocation of a primitive script with its keys and common arguments.
-    fn primitive_invocation(
+    pub(super) fn primitive_invocation(
         &self,
         script: &'static Script,
         keys: &PrimitiveKeys,
@@ -89,7 +89,7 @@ impl RedisBackend {
         invocation
     }
 
-    fn primitive_keys(&self, family: Family, key: &LockKey) -> PrimitiveKeys {
+    pub(super) fn primitive_keys(&self, family: Family, key: &LockKey) -> PrimitiveKeys {
         PrimitiveKeys::new(&self.shared.prefix, family, key.full())
     }
 
@@ -283,18 +283,5 @@ impl RedisBackend {
             u32::try_from(size).ok(),
             u32::try_from(held).unwrap_or(u32::MAX),
         ))
-    }
-
-    pub(super) async fn set_semaphore_size(&self, key: &LockKey, permits: u32) -> Result<()> {
-        let keys = self.primitive_keys(Family::Semaphore, key);
-        let mut invocation = self.primitive_invocation(&scripts::SET_PERMITS, &keys);
-        invocation.arg(permits);
-        let _: i64 = self.run("set permits", &invocation).await?;
-        Ok(())
-    }
-
-    pub(super) async fn semaphore(&self, key: &LockKey) -> Result<SemaphoreState> {
-        let (_, size, held) = self.primitive_info(Family::Semaphore, key).await?;
-        Ok(SemaphoreState::new(size, held))
     }
 }

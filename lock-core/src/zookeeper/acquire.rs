@@ -1,7 +1,9 @@
-//! Acquiring a lease of any kind: queue a node in the primitive's directory, let
-//! `queue_rule::admit` say where it stands, and wait for what the rule says to wait for.
+//! The [`LockBackend`] side of [`ZooKeeperBackend`], and acquiring a lease of any kind: queue a
+//! node in the primitive's directory, let `queue_rule::admit` say where it stands, and wait for
+//! what the rule says to wait for. Renewal and release are in `held.rs`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -9,14 +11,18 @@ use super::kinds::{downgrade_name, entry, node_name, Family};
 use super::path::{owner_prefix, sequence};
 use super::queue::{place_in, Ask, Node, Place, Queued};
 use super::session::Session;
-use super::{is_session_end, ZooKeeperBackend, ZooKeeperLease, BACKEND};
+use super::{is_session_end, queue, ZooKeeperBackend, ZooKeeperLease, BACKEND};
 use crate::backend::queue_rule::{admit, QueueEntry};
-use crate::backend::{AcquireRequest, Grant, LeaseKind};
-use crate::{LockError, OwnerToken, Result};
+use crate::backend::{
+    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
+    LeaseKind, LockBackend, Primitives,
+};
+use crate::breaker::Breaker;
+use crate::{LockError, LockKey, OwnerToken, Result};
 
 impl ZooKeeperBackend {
-    /// See [`LockBackend::acquire`](crate::backend::LockBackend::acquire).
-    pub(super) async fn acquire_lease(
+    /// See [`LockBackend::acquire`].
+    async fn acquire_lease(
         &self,
         request: AcquireRequest<'_>,
     ) -> Result<Option<Grant<ZooKeeperLease>>> {
@@ -186,5 +192,70 @@ impl ZooKeeperBackend {
             }),
             _ => None,
         }
+    }
+}
+
+impl LockBackend for ZooKeeperBackend {
+    type Lease = ZooKeeperLease;
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::new(BACKEND);
+        caps.push_wakeups = true;
+        caps.loss_push = true;
+        caps.primitives = Primitives::ALL;
+        caps
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
+    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
+        Some(self)
+    }
+
+    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
+        Some(self)
+    }
+
+    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
+        Some(self)
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {
+        self.guarded(self.acquire_lease(request)).await
+    }
+
+    async fn renew(&self, lease: &ZooKeeperLease, ttl: Option<Duration>) -> Result<bool> {
+        self.guarded(self.renew_lease(lease, ttl)).await
+    }
+
+    async fn release(&self, lease: &ZooKeeperLease) -> Result<bool> {
+        self.guarded(self.release_lease(lease)).await
+    }
+
+    /// Deletes every node of the primitive's queue named with this owner's protection prefix
+    /// (`_c_<owner uuid>-`). ZooKeeper runs one session's requests in the order they were sent,
+    /// so the listing sees a node whose `create` was in flight when the acquire was dropped.
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        let dir = self.primitive_dir(Family::of(kind), key.full());
+        let prefix = owner_prefix(owner);
+        self.guarded(async {
+            let session = self.session().await?;
+            let mut found = false;
+            for name in self.children(&session, &dir).await? {
+                if name.starts_with(&prefix) {
+                    queue::delete_quietly(&session, &format!("{dir}/{name}")).await;
+                    found = true;
+                }
+            }
+            Ok(found)
+        })
+        .await
     }
 }

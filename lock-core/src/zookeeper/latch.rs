@@ -1,4 +1,4 @@
-//! The count-down latch: one persistent node holding the count and when the latch expires.
+//! The count-down latch ([`LatchBackend`]): one persistent node holding the count and when the latch expires.
 //!
 //! The latch `k` is the node `<root>/k%latch`, whose data is `<count> <expiry> <write id>`:
 //! the count left, the absolute expiry in milliseconds since the Unix epoch (so every client
@@ -23,6 +23,7 @@ use zookeeper_client as zk;
 use super::queue::{backoff, is_transient};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, BACKEND};
+use crate::backend::LatchBackend;
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 /// What follows the lock's path to make a latch's node.
@@ -116,13 +117,8 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// See [`LockBackend::latch_create`](crate::backend::LockBackend::latch_create).
-    pub(super) async fn create_latch(
-        &self,
-        key: &LockKey,
-        count: u64,
-        expire: Duration,
-    ) -> Result<bool> {
+    /// See [`LatchBackend::latch_create`].
+    async fn create_latch(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
         if count == 0 {
             return Err(LockError::InvalidInput {
                 what: "latch count",
@@ -183,8 +179,8 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// See [`LockBackend::latch_count_down`](crate::backend::LockBackend::latch_count_down).
-    pub(super) async fn count_down_latch(&self, key: &LockKey) -> Result<u64> {
+    /// See [`LatchBackend::latch_count_down`].
+    async fn count_down_latch(&self, key: &LockKey) -> Result<u64> {
         let path = self.latch_node(key.full());
         let session = self.session().await?;
         let write = write_id()?;
@@ -227,8 +223,8 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// See [`LockBackend::latch_count`](crate::backend::LockBackend::latch_count).
-    pub(super) async fn latch_count_of(&self, key: &LockKey) -> Result<u64> {
+    /// See [`LatchBackend::latch_count`].
+    async fn latch_count_of(&self, key: &LockKey) -> Result<u64> {
         let path = self.latch_node(key.full());
         let session = self.session().await?;
         match self.read_latch(&session, &path).await? {
@@ -241,12 +237,8 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// See [`LockBackend::latch_wait`](crate::backend::LockBackend::latch_wait).
-    pub(super) async fn wait_latch(
-        &self,
-        key: &LockKey,
-        deadline: Option<Instant>,
-    ) -> Result<bool> {
+    /// See [`LatchBackend::latch_wait`].
+    async fn wait_latch(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
         let path = self.latch_node(key.full());
         loop {
             let session = self.session().await?;
@@ -276,6 +268,25 @@ impl ZooKeeperBackend {
                 () = sleep_until(recheck_at) => {}
             }
         }
+    }
+}
+
+/// Each call goes through the breaker as a whole.
+impl LatchBackend for ZooKeeperBackend {
+    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
+        self.guarded(self.create_latch(key, count, expire)).await
+    }
+
+    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
+        self.guarded(self.count_down_latch(key)).await
+    }
+
+    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
+        self.guarded(self.latch_count_of(key)).await
+    }
+
+    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
+        self.guarded(self.wait_latch(key, deadline)).await
     }
 }
 

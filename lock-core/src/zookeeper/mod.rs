@@ -84,6 +84,7 @@
 //! [`latch_path`]: ZooKeeperBackend::latch_path
 
 mod acquire;
+mod builder;
 mod held;
 mod kinds;
 mod latch;
@@ -94,22 +95,18 @@ mod session;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio::time::Instant;
 use zookeeper_client as zk;
 
+use self::builder::ZkConfig;
+pub use self::builder::ZooKeeperBackendBuilder;
 use self::kinds::Family;
-use self::path::owner_prefix;
 use self::queue::{backoff, is_transient, Node};
 use self::session::Session;
 use crate::backend::expiry::Expiry;
-use crate::backend::{
-    AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives, SemaphoreState,
-};
-use crate::breaker::{Breaker, BreakerOptions};
+use crate::backend::LeaseKind;
+use crate::breaker::Breaker;
 use crate::lock::held::lock;
-use crate::{LockError, LockKey, OwnerToken, Result};
+use crate::{LockError, Result};
 
 const BACKEND: &str = "zookeeper";
 
@@ -134,15 +131,6 @@ struct Shared {
     breaker: Breaker,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct ZkConfig {
-    session_timeout: Duration,
-    connect_timeout: Duration,
-    poll_cap: Duration,
-    attempts: u32,
-    breaker: BreakerOptions,
-}
-
 /// A lease held in ZooKeeper: our node in the primitive's queue, on one session.
 pub struct ZooKeeperLease {
     session: Arc<Session>,
@@ -160,110 +148,7 @@ impl std::fmt::Debug for ZooKeeperLease {
     }
 }
 
-/// Settings of a [`ZooKeeperBackend`]; start from [`ZooKeeperBackend::builder`].
-#[derive(Clone, Debug)]
-#[must_use]
-pub struct ZooKeeperBackendBuilder {
-    cluster: String,
-    root: String,
-    config: ZkConfig,
-}
-
-impl ZooKeeperBackendBuilder {
-    /// The node every lock node is created under (default `/locks`). Give a Curator user the
-    /// same root and key to share locks with it.
-    pub fn root(mut self, root: impl Into<String>) -> Self {
-        self.root = root.into();
-        self
-    }
-
-    /// The session timeout to ask for (default 10 s; the server bounds it, by default to
-    /// 2–20 × its `tickTime`). A holder whose process dies frees its locks after this.
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.config.session_timeout = timeout;
-        self
-    }
-
-    /// How long opening a session may take (default 5 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.config.connect_timeout = timeout;
-        self
-    }
-
-    /// The longest a waiter goes without checking what it waits for again, in case a watch
-    /// event is lost (default 1 s). A lock waiter checks the node ahead of it and its own (two
-    /// `exists`); a semaphore waiter lists the queue.
-    pub fn poll_cap(mut self, cap: Duration) -> Self {
-        self.config.poll_cap = cap;
-        self
-    }
-
-    /// How many times a request whose connection was lost is sent again (default 3 in all).
-    pub fn attempts(mut self, attempts: u32) -> Self {
-        self.config.attempts = attempts;
-        self
-    }
-
-    /// When the [circuit breaker](crate::breaker) opens and how it probes (default
-    /// [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down).
-    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
-    /// again, with the breaker only reporting.
-    pub fn breaker(mut self, options: BreakerOptions) -> Self {
-        self.config.breaker = options;
-        self
-    }
-
-    /// Checks the settings and opens the session.
-    pub async fn connect(self) -> Result<ZooKeeperBackend> {
-        path::validate_root(&self.root)?;
-        self.config.breaker.validate()?;
-        let config = self.config;
-        if config.attempts == 0 || config.connect_timeout.is_zero() || config.poll_cap.is_zero() {
-            return Err(LockError::InvalidConfig(
-                "ZooKeeper attempts, connect timeout and poll cap must be positive".into(),
-            ));
-        }
-        let session = Session::connect(
-            &self.cluster,
-            config.session_timeout,
-            config.connect_timeout,
-        )
-        .await?;
-        Ok(ZooKeeperBackend {
-            shared: Arc::new(Shared {
-                cluster: self.cluster,
-                root: self.root,
-                config,
-                session: Mutex::new(session),
-                reconnecting: tokio::sync::Mutex::new(()),
-                breaker: Breaker::new(BACKEND, config.breaker),
-            }),
-        })
-    }
-}
-
 impl ZooKeeperBackend {
-    /// Connects with default settings to `cluster`, a ZooKeeper connect string
-    /// (`host:port,host:port[/chroot]`).
-    pub async fn connect(cluster: &str) -> Result<Self> {
-        Self::builder(cluster).connect().await
-    }
-
-    /// Starts configuring a backend for the connect string `cluster`.
-    pub fn builder(cluster: impl Into<String>) -> ZooKeeperBackendBuilder {
-        ZooKeeperBackendBuilder {
-            cluster: cluster.into(),
-            root: "/locks".into(),
-            config: ZkConfig {
-                session_timeout: Duration::from_secs(10),
-                connect_timeout: Duration::from_secs(5),
-                poll_cap: Duration::from_secs(1),
-                attempts: 3,
-                breaker: BreakerOptions::new(),
-            },
-        }
-    }
-
     /// The lock node of the lock named `full_key` (`namespace:key`): its children are the queue.
     /// A Curator `InterProcessMutex` on this path shares the lock.
     #[must_use]
@@ -362,101 +247,6 @@ impl ZooKeeperBackend {
                 outcome => return outcome,
             }
         }
-    }
-}
-
-impl LockBackend for ZooKeeperBackend {
-    type Lease = ZooKeeperLease;
-
-    fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new(BACKEND);
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn breaker(&self) -> Option<&Breaker> {
-        Some(&self.shared.breaker)
-    }
-
-    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {
-        self.guarded(self.acquire_lease(request)).await
-    }
-
-    async fn renew(&self, lease: &ZooKeeperLease, ttl: Option<Duration>) -> Result<bool> {
-        self.guarded(self.renew_lease(lease, ttl)).await
-    }
-
-    async fn release(&self, lease: &ZooKeeperLease) -> Result<bool> {
-        self.guarded(self.release_lease(lease)).await
-    }
-
-    /// Deletes every node of the primitive's queue named with this owner's protection prefix
-    /// (`_c_<owner uuid>-`). ZooKeeper runs one session's requests in the order they were sent,
-    /// so the listing sees a node whose `create` was in flight when the acquire was dropped.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        let dir = self.primitive_dir(Family::of(kind), key.full());
-        let prefix = owner_prefix(owner);
-        self.guarded(async {
-            let session = self.session().await?;
-            let mut found = false;
-            for name in self.children(&session, &dir).await? {
-                if name.starts_with(&prefix) {
-                    queue::delete_quietly(&session, &format!("{dir}/{name}")).await;
-                    found = true;
-                }
-            }
-            Ok(found)
-        })
-        .await
-    }
-
-    /// The nodes of the primitive's queue that the grant rule does not admit now (for a
-    /// semaphore: behind the holders).
-    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
-        let family = Family::of(kind);
-        let dir = self.primitive_dir(family, key.full());
-        self.guarded(async {
-            let session = self.session().await?;
-            let listing = self.listing(&session, family, &dir).await?;
-            let holding = if family == Family::Semaphore {
-                self.holding(&session, &dir, &listing).await?
-            } else {
-                queue::admitted(&listing.queue, 0)
-            };
-            Ok(holding.into_iter().filter(|holds| !holds).count())
-        })
-        .await
-    }
-
-    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
-        self.guarded(self.write_size(key, permits)).await
-    }
-
-    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
-        self.guarded(self.read_semaphore(key)).await
-    }
-
-    async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
-        self.guarded(self.create_latch(key, count, expire)).await
-    }
-
-    async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
-        self.guarded(self.count_down_latch(key)).await
-    }
-
-    async fn latch_count(&self, key: &LockKey) -> Result<u64> {
-        self.guarded(self.latch_count_of(key)).await
-    }
-
-    async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
-        self.guarded(self.wait_latch(key, deadline)).await
     }
 }
 

@@ -12,8 +12,8 @@ use super::path::{sequence, sort_queue, stem};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend};
 use crate::backend::queue_rule::{admit, Admission, QueueEntry};
-use crate::backend::LeaseKind;
-use crate::{OwnerToken, Result};
+use crate::backend::{LeaseKind, QueueBackend};
+use crate::{LockKey, OwnerToken, Result};
 
 /// A node this backend created in a lock's queue.
 #[derive(Clone, Debug)]
@@ -379,4 +379,24 @@ pub(super) fn is_transient(error: &zk::Error) -> bool {
 /// The pause before the `failures`-th retry.
 pub(super) fn backoff(failures: u32) -> Duration {
     Duration::from_millis(20) * failures.min(10)
+}
+
+impl QueueBackend for ZooKeeperBackend {
+    /// The nodes of the primitive's queue that the grant rule does not admit now (for a
+    /// semaphore: behind the holders).
+    async fn queue_length(&self, key: &LockKey, kind: LeaseKind) -> Result<usize> {
+        let family = Family::of(kind);
+        let dir = self.primitive_dir(family, key.full());
+        self.guarded(async {
+            let session = self.session().await?;
+            let listing = self.listing(&session, family, &dir).await?;
+            let holding = if family == Family::Semaphore {
+                self.holding(&session, &dir, &listing).await?
+            } else {
+                admitted(&listing.queue, 0)
+            };
+            Ok(holding.into_iter().filter(|holds| !holds).count())
+        })
+        .await
+    }
 }

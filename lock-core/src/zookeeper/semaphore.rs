@@ -12,8 +12,8 @@
 //! A waiter whose permits do not fit waits for *any* change: a children watch on the directory
 //! (a node ahead left) and a data watch on `size` (a resize), plus the capped re-check timer.
 //! A granted node writes `held` into its own data, so that once the size shrinks below the
-//! permits out, [`semaphore_state`](crate::backend::LockBackend::semaphore_state) and
-//! [`queue_length`](crate::backend::LockBackend::queue_length) still count the leases granted
+//! permits out, [`semaphore_state`](SemaphoreBackend::semaphore_state) and
+//! [`queue_length`](crate::backend::QueueBackend::queue_length) still count the leases granted
 //! under the larger size as held (the rule alone, at the new size, would call them waiting).
 //!
 //! A permit's lease is a node like a lock's: it dies with its session, and with its TTL (the
@@ -27,7 +27,7 @@ use super::path::sort_queue;
 use super::queue::{admitted, backoff, entries, is_transient, Listing, Node};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, BACKEND};
-use crate::backend::{LeaseKind, SemaphoreState};
+use crate::backend::{LeaseKind, SemaphoreBackend, SemaphoreState};
 use crate::{LockError, LockKey, Result};
 
 /// The child of a semaphore's directory that holds its size.
@@ -184,7 +184,7 @@ impl ZooKeeperBackend {
     }
 
     /// Sets the size of the semaphore `key` to `permits`.
-    pub(super) async fn write_size(&self, key: &LockKey, permits: u32) -> Result<()> {
+    async fn write_size(&self, key: &LockKey, permits: u32) -> Result<()> {
         if permits == 0 {
             return Err(LockError::InvalidInput {
                 what: "semaphore size",
@@ -217,7 +217,7 @@ impl ZooKeeperBackend {
     }
 
     /// The semaphore `key`'s size and the permits its holders have.
-    pub(super) async fn read_semaphore(&self, key: &LockKey) -> Result<SemaphoreState> {
+    async fn read_semaphore(&self, key: &LockKey) -> Result<SemaphoreState> {
         let dir = self.primitive_dir(Family::Semaphore, key.full());
         let session = self.session().await?;
         let listing = self.semaphore_listing(&session, &dir).await?;
@@ -289,6 +289,17 @@ fn parse_size(data: &[u8]) -> Result<u32> {
                 String::from_utf8_lossy(data)
             ),
         })
+}
+
+/// Each call goes through the breaker as a whole.
+impl SemaphoreBackend for ZooKeeperBackend {
+    async fn set_permits(&self, key: &LockKey, permits: u32) -> Result<()> {
+        self.guarded(self.write_size(key, permits)).await
+    }
+
+    async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
+        self.guarded(self.read_semaphore(key)).await
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,119 @@
+//! The object-safe form of [`LockBackend`], which [`LockClient`](crate::LockClient) holds: every
+//! `LockBackend` is a [`DynLockBackend`] through a blanket impl, its leases bound to it as
+//! [`DynLease`]s. The optional capabilities have object-safe forms of their own, reached through
+//! [`DynLockBackend::as_latch_backend`] and its siblings.
+
+use std::time::Duration;
+
+use super::{
+    AcquireRequest, BoxFuture, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
+    Grant, LeaseKind, LockBackend,
+};
+use crate::breaker::Breaker;
+use crate::{LockKey, OwnerToken, Result};
+
+/// A granted lease bound to its backend, object-safe.
+pub trait DynLease: Send + Sync {
+    /// See [`LockBackend::renew`].
+    fn renew(&self, ttl: Option<Duration>) -> BoxFuture<'_, Result<bool>>;
+    /// See [`LockBackend::release`].
+    fn release(&self) -> BoxFuture<'_, Result<bool>>;
+    /// See [`LockBackend::keep_fence`].
+    fn keep_fence(&self, at_least: Duration) -> BoxFuture<'_, Result<()>>;
+}
+
+/// A grant whose lease is bound to its backend, as [`DynLockBackend::acquire`] returns it.
+pub type DynGrant = Grant<Box<dyn DynLease>>;
+
+/// The object-safe form of [`LockBackend`], implemented for every `LockBackend`.
+pub trait DynLockBackend: Send + Sync {
+    /// See [`LockBackend::capabilities`].
+    fn capabilities(&self) -> Capabilities;
+    /// See [`LockBackend::acquire`].
+    fn acquire<'a>(
+        &'a self,
+        request: AcquireRequest<'a>,
+    ) -> BoxFuture<'a, Result<Option<DynGrant>>>;
+    /// See [`LockBackend::release_abandoned`].
+    fn release_abandoned<'a>(
+        &'a self,
+        key: &'a LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> BoxFuture<'a, Result<bool>>;
+    /// See [`LockBackend::breaker`].
+    fn breaker(&self) -> Option<&Breaker>;
+    /// See [`LockBackend::as_latch_backend`].
+    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend>;
+    /// See [`LockBackend::as_semaphore_backend`].
+    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend>;
+    /// See [`LockBackend::as_queue_backend`].
+    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend>;
+}
+
+struct BoundLease<B: LockBackend> {
+    backend: B,
+    lease: B::Lease,
+}
+
+impl<B: LockBackend> DynLease for BoundLease<B> {
+    fn renew(&self, ttl: Option<Duration>) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(self.backend.renew(&self.lease, ttl))
+    }
+
+    fn release(&self) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(self.backend.release(&self.lease))
+    }
+
+    fn keep_fence(&self, at_least: Duration) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.backend.keep_fence(&self.lease, at_least))
+    }
+}
+
+impl<B: LockBackend> DynLockBackend for B {
+    fn capabilities(&self) -> Capabilities {
+        LockBackend::capabilities(self)
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        request: AcquireRequest<'a>,
+    ) -> BoxFuture<'a, Result<Option<DynGrant>>> {
+        Box::pin(async move {
+            let grant = LockBackend::acquire(self, request).await?;
+            Ok(grant.map(|grant| {
+                grant.map(|lease| {
+                    Box::new(BoundLease {
+                        backend: self.clone(),
+                        lease,
+                    }) as Box<dyn DynLease>
+                })
+            }))
+        })
+    }
+
+    fn release_abandoned<'a>(
+        &'a self,
+        key: &'a LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(LockBackend::release_abandoned(self, key, kind, owner))
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        LockBackend::breaker(self)
+    }
+
+    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
+        LockBackend::as_latch_backend(self)
+    }
+
+    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
+        LockBackend::as_semaphore_backend(self)
+    }
+
+    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
+        LockBackend::as_queue_backend(self)
+    }
+}

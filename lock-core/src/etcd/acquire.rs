@@ -1,0 +1,104 @@
+//! Granting, renewing and releasing leases on etcd: the [`LockBackend`] side of
+//! [`EtcdBackend`]. An acquisition takes its turn in the primitive's queue (`queue.rs`) and
+//! holds under a lease of its own (`held.rs`).
+
+use std::time::Duration;
+
+use super::held::Held;
+use super::look::Spec;
+use super::queue::Turn;
+use super::{keys, EtcdBackend, EtcdLease, BACKEND};
+use crate::backend::{
+    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
+    LeaseKind, LockBackend, Primitives,
+};
+use crate::breaker::Breaker;
+use crate::{LockKey, OwnerToken, Result};
+
+impl LockBackend for EtcdBackend {
+    type Lease = EtcdLease;
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::new(BACKEND);
+        caps.push_wakeups = true;
+        caps.loss_push = true;
+        caps.primitives = Primitives::ALL;
+        caps
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
+    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
+        Some(self)
+    }
+
+    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
+        Some(self)
+    }
+
+    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
+        Some(self)
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {
+        let spec = Spec::new(
+            &request,
+            self.queue_prefix(request.kind, request.key.full()),
+        );
+        loop {
+            match self.take_turn(&spec).await? {
+                Turn::Holds {
+                    queued,
+                    lease,
+                    sent,
+                    revision,
+                } => {
+                    let create_revision = queued.create_revision;
+                    let key = queued.keep();
+                    let held = Held {
+                        key,
+                        lease,
+                        create_revision,
+                        revision,
+                    };
+                    return Ok(Some(self.grant(held, request.ttl, sent)));
+                }
+                Turn::Busy(queued) => {
+                    queued.remove().await;
+                    return Ok(None);
+                }
+                // Our entry vanished while waiting (session lease lost, entry deleted): queue
+                // again, at the end.
+                Turn::Lost => {}
+            }
+        }
+    }
+
+    async fn renew(&self, lease: &EtcdLease, ttl: Option<Duration>) -> Result<bool> {
+        self.renew_held(lease, ttl).await
+    }
+
+    async fn release(&self, lease: &EtcdLease) -> Result<bool> {
+        self.release_held(lease).await
+    }
+
+    /// Deletes the entry of this owner token in the primitive's range (its key is named by the
+    /// token). gRPC requests on one channel are not ordered, so a put of the abandoned
+    /// acquisition still in flight could land after the delete: the delete is sent again once
+    /// such a put can no longer land (after the response timeout), and it never touches
+    /// another acquisition's entry, the token being this acquisition's own.
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        // An entry put still on its way would land after the delete (HTTP/2 streams are not
+        // ordered): wait for it first.
+        self.shared.in_flight.settled(owner).await;
+        let entry = keys::entry_key(&self.queue_prefix(kind, key.full()), owner);
+        Ok(self.delete_quietly(entry).await)
+    }
+}

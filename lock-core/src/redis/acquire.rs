@@ -1,0 +1,225 @@
+//! Granting, renewing and releasing leases on Redis: the [`LockBackend`] side of
+//! [`RedisBackend`]. The lock is one key and the `acquire.lua` family of scripts; the other
+//! primitives go to `primitives.rs`.
+
+use std::time::Duration;
+
+use tokio::time::{sleep_until, Instant};
+
+use super::keys::LockKeys;
+use super::primitive_keys::Family;
+use super::queue::Waiting;
+use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
+use crate::backend::{
+    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
+    LeaseKind, LockBackend, Primitives,
+};
+use crate::breaker::Breaker;
+use crate::{FencingToken, LockKey, LossSignal, OwnerToken, Result};
+
+impl RedisBackend {
+    /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
+    async fn attempt(
+        &self,
+        keys: &LockKeys,
+        owner: OwnerToken,
+        ttl: Duration,
+        waiter_id: &str,
+        queued_before: bool,
+        fence_retention: Duration,
+    ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
+        let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
+        let mut invocation = scripts::ACQUIRE.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.fence)
+            .key(&keys.waiters)
+            .arg(owner.to_hex())
+            .arg(millis(ttl))
+            .arg(waiter_id)
+            .arg(if queued_before { "1" } else { "0" })
+            .arg(millis(queue_lifetime))
+            .arg(millis(fence_retention));
+        let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
+        match granted {
+            1 => u64::try_from(value)
+                .map(|fence| Ok(FencingToken::new(fence)))
+                .map_err(|_| protocol(format!("negative fencing token {value}"))),
+            0 => Ok(Err(u64::try_from(value).ok().map(Duration::from_millis))),
+            other => Err(protocol(format!("acquire script answered {other}"))),
+        }
+    }
+}
+
+impl LockBackend for RedisBackend {
+    type Lease = RedisLease;
+
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::new(BACKEND);
+        caps.push_wakeups = true;
+        caps.loss_push = true;
+        caps.primitives = Primitives::ALL;
+        caps
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
+    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
+        Some(self)
+    }
+
+    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
+        Some(self)
+    }
+
+    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
+        Some(self)
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
+        if let Some(family) = Family::of(request.kind) {
+            return self.acquire_primitive(family, request).await;
+        }
+        let keys = LockKeys::new(&self.shared.prefix, request.key.full());
+        let mut waiting: Option<Waiting<'_>> = None;
+        let mut queued_before = false;
+        loop {
+            let queue = request.deadline.is_none_or(|d| Instant::now() < d);
+            if queue && waiting.is_none() {
+                let (seq, id, notify) = self.shared.hub.register();
+                waiting = Some(Waiting {
+                    backend: self,
+                    keys: &keys,
+                    seq,
+                    id,
+                    notify,
+                    granted: false,
+                });
+            }
+            let waiter_id = waiting.as_ref().map_or("", |w| w.id.as_str());
+            let sent = Instant::now();
+            let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
+            match self
+                .attempt(
+                    &keys,
+                    request.owner,
+                    request.ttl,
+                    waiter_id,
+                    queued_before,
+                    retention,
+                )
+                .await?
+            {
+                Ok(fence) => {
+                    if let Some(waiting) = waiting.as_mut() {
+                        waiting.granted = true;
+                    }
+                    let value = format!("{}:{}", request.owner.to_hex(), fence.get());
+                    let loss = LossSignal::new();
+                    let lease = RedisLease {
+                        _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
+                        held: Held::Lock {
+                            keys: keys.clone(),
+                            value,
+                        },
+                    };
+                    return Ok(Some(Grant::new(lease, fence, sent).with_loss(loss)));
+                }
+                Err(remaining) => {
+                    queued_before |= !waiter_id.is_empty();
+                    let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed())
+                    else {
+                        return Ok(None);
+                    };
+                    let remaining = remaining.filter(|r| !r.is_zero());
+                    let poll = remaining.map_or(Duration::from_millis(5), |r| {
+                        r.min(self.shared.config.poll_cap)
+                    });
+                    // Jittered, but never past the holder's lease: a holder that died frees
+                    // the key when its lease runs out, and the waiter looks then (as the SQL
+                    // backends' waiters do).
+                    let mut pause = crate::backend::jitter(poll);
+                    if let Some(left) = remaining {
+                        pause = pause.min(left + Duration::from_millis(1));
+                    }
+                    let mut recheck_at = Instant::now() + pause;
+                    if let Some(deadline) = request.deadline {
+                        recheck_at = recheck_at.min(deadline);
+                    }
+                    tokio::select! {
+                        () = waiting.notify.notified() => {}
+                        () = sleep_until(recheck_at) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn renew(&self, lease: &RedisLease, ttl: Option<Duration>) -> Result<bool> {
+        let (keys, value) = match &lease.held {
+            Held::Lock { keys, value } => (keys, value),
+            Held::Primitive { keys, owner, fence } => {
+                return self.renew_primitive(keys, owner, *fence, ttl).await
+            }
+        };
+        let mut invocation = scripts::RENEW.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .arg(value)
+            .arg(ttl.map_or(0, millis));
+        let held: i64 = self.run("renew", &invocation).await?;
+        Ok(held == 1)
+    }
+
+    async fn keep_fence(&self, lease: &RedisLease, at_least: Duration) -> Result<()> {
+        // A primitive's counter is kept for FENCE_RETENTION after each grant.
+        let Held::Lock { keys, .. } = &lease.held else {
+            return Ok(());
+        };
+        let mut invocation = scripts::KEEP_FENCE.prepare_invoke();
+        invocation.key(&keys.fence).arg(millis(at_least));
+        let _: i64 = self.run("keep fence", &invocation).await?;
+        Ok(())
+    }
+
+    async fn release(&self, lease: &RedisLease) -> Result<bool> {
+        let (keys, value) = match &lease.held {
+            Held::Lock { keys, value } => (keys, value),
+            Held::Primitive { keys, owner, fence } => {
+                return self.release_primitive(keys, owner, *fence).await
+            }
+        };
+        let mut invocation = scripts::RELEASE.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.waiters)
+            .arg(value)
+            .arg(&self.shared.hub.channel_prefix);
+        let released: i64 = self.run("release", &invocation).await?;
+        Ok(released == 1)
+    }
+
+    /// Runs on the same multiplexed connection as the abandoned acquisition's commands, so
+    /// Redis executes it after any of them that was already sent.
+    async fn release_abandoned(
+        &self,
+        key: &LockKey,
+        kind: LeaseKind,
+        owner: OwnerToken,
+    ) -> Result<bool> {
+        if let Some(family) = Family::of(kind) {
+            return self.release_abandoned_primitive(family, key, owner).await;
+        }
+        let keys = LockKeys::new(&self.shared.prefix, key.full());
+        let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.waiters)
+            .arg(owner.to_hex())
+            .arg(&self.shared.hub.channel_prefix);
+        let released: i64 = self.run("release", &invocation).await?;
+        Ok(released == 1)
+    }
+}

@@ -1,0 +1,383 @@
+//! Settings of a [`RedisBackend`] and connecting it: from a URL, your `redis::Client`, or your
+//! client and `ConnectionManager`.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio_util::sync::CancellationToken;
+
+use super::leases::LeaseBook;
+use super::wakeups::{self, WakeHub};
+use super::{scripts, to_lock_error, RedisBackend, Shared, BACKEND};
+use crate::breaker::{Breaker, BreakerOptions};
+use crate::{LockError, OwnerToken, Result};
+
+/// Settings of a [`RedisBackend`]; start from [`RedisBackend::builder`] (a URL),
+/// [`RedisBackend::builder_from_client`] (your `redis::Client`) or
+/// [`RedisBackend::builder_from_parts`] (your client and `ConnectionManager`).
+#[derive(Clone)]
+#[must_use]
+pub struct RedisBackendBuilder {
+    source: Source,
+    prefix: String,
+    config: RedisConfig,
+}
+
+/// Where a builder's connections come from.
+#[derive(Clone)]
+enum Source {
+    Url(String),
+    Client(redis::Client),
+    Parts(redis::Client, ConnectionManager),
+}
+
+impl std::fmt::Debug for RedisBackendBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL or client may carry a password: name only the kind of source.
+        let source = match self.source {
+            Source::Url(_) => "url",
+            Source::Client(_) => "client",
+            Source::Parts(..) => "client and connection manager",
+        };
+        f.debug_struct("RedisBackendBuilder")
+            .field("source", &source)
+            .field("prefix", &self.prefix)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Opens a client for `url`; `rediss://` needs the `redis-tls` feature.
+fn open_client(url: &str) -> Result<redis::Client> {
+    redis::Client::open(url).map_err(|e| {
+        // Name the scheme and host only: the URL may carry a password.
+        let shown = match url.split_once('@') {
+            Some((head, host)) => {
+                let scheme = head.split_once("://").map_or("", |(scheme, _)| scheme);
+                format!("{scheme}://…@{host}")
+            }
+            None => url.to_owned(),
+        };
+        let hint = if url.starts_with("rediss:") && cfg!(not(feature = "redis-tls")) {
+            " (TLS needs lock-core's `redis-tls` feature)"
+        } else {
+            ""
+        };
+        LockError::InvalidConfig(format!("Redis URL {shown:?}: {e}{hint}"))
+    })
+}
+
+/// The settings a backend keeps.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RedisConfig {
+    pub(super) response_timeout: Duration,
+    pub(super) poll_cap: Duration,
+    pub(super) attempts: u32,
+    pub(super) claim_window: Duration,
+    pub(super) breaker: BreakerOptions,
+}
+
+impl RedisBackendBuilder {
+    /// The prefix of every Redis key this backend writes (default `lock`).
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How long one command may take before it counts as lost (default 2 s). With
+    /// [`RedisBackend::builder_from_parts`] the given connection manager keeps its own
+    /// timeouts; this one is then only what a timed-out command's error reports.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.config.response_timeout = timeout;
+        self
+    }
+
+    /// The longest a waiter goes without re-checking the lock, in case a wake-up message is
+    /// lost (default 1 s; a waiter also re-checks when the holder's lease runs out).
+    pub fn poll_cap(mut self, cap: Duration) -> Self {
+        self.config.poll_cap = cap;
+        self
+    }
+
+    /// How many times a command whose reply was lost is sent again (default 3 in all).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.config.attempts = attempts;
+        self
+    }
+
+    /// How long a fair lock handed over by a release is held for its next waiter before that
+    /// waiter's watchdog extends it to the whole lease (default 2 s; at most the waiter's
+    /// lease). A waiter that has gone, or is cut off, costs the queue this long at most.
+    /// The releasing backend's window applies (the handoff message carries it), and a waiter
+    /// re-checks at least every third of its own window: give every backend sharing a fair lock
+    /// the same window.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .claim_window(Duration::from_millis(500))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn claim_window(mut self, window: Duration) -> Self {
+        self.config.claim_window = window;
+        self
+    }
+
+    /// When the connection's [circuit breaker](crate::breaker) opens and how it probes
+    /// (default [`BreakerOptions::new`]: 3 failures in a row, a 0.5–5 s cool-down);
+    /// `BreakerOptions::new().fail_fast(false)` makes every call wait for its own timeouts
+    /// again, with the breaker only reporting.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::breaker::BreakerOptions;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .breaker(BreakerOptions::new().cool_down(Duration::from_millis(200), Duration::from_secs(2)))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn breaker(mut self, options: BreakerOptions) -> Self {
+        self.config.breaker = options;
+        self
+    }
+
+    /// Connects, loads the scripts and subscribes for wake-ups.
+    pub async fn connect(self) -> Result<RedisBackend> {
+        self.config.breaker.validate()?;
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return Err(LockError::InvalidConfig(format!(
+                "Redis key prefix {:?} must be non-empty and free of '{{' and '}}'",
+                self.prefix
+            )));
+        }
+        if self.config.attempts == 0 || self.config.response_timeout.is_zero() {
+            return Err(LockError::InvalidConfig(
+                "Redis attempts and response timeout must be positive".into(),
+            ));
+        }
+        if self.config.claim_window < Duration::from_millis(10) {
+            return Err(LockError::InvalidConfig(format!(
+                "the fair lock's claim window ({:?}) must be at least 10ms",
+                self.config.claim_window
+            )));
+        }
+        let (client, manager) = match self.source {
+            Source::Url(url) => (open_client(&url)?, None),
+            Source::Client(client) => (client, None),
+            Source::Parts(client, manager) => (client, Some(manager)),
+        };
+        let mut connection = match manager {
+            Some(manager) => manager,
+            None => {
+                let manager_config = ConnectionManagerConfig::new()
+                    .set_response_timeout(Some(self.config.response_timeout))
+                    .set_connection_timeout(Some(self.config.response_timeout))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_secs(1));
+                ConnectionManager::new_with_config(client.clone(), manager_config)
+                    .await
+                    .map_err(to_lock_error)?
+            }
+        };
+        for script in scripts::all() {
+            script
+                .prepare_invoke()
+                .load_async(&mut connection)
+                .await
+                .map_err(to_lock_error)?;
+        }
+        let hub = Arc::new(WakeHub::new(
+            &self.prefix,
+            OwnerToken::random()?.to_hex()[..16].to_owned(),
+        ));
+        let breaker = Breaker::new(BACKEND, self.config.breaker);
+        let stop = CancellationToken::new();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let leases = Arc::new(LeaseBook::default());
+        tokio::spawn(wakeups::run(
+            client.clone(),
+            hub.clone(),
+            leases.clone(),
+            connection.clone(),
+            breaker.clone(),
+            stop.clone(),
+            ready_tx,
+        ));
+        ready_rx
+            .await
+            .map_err(|_| LockError::Protocol {
+                backend: BACKEND,
+                detail: "the wake-up subscription task ended before subscribing".into(),
+            })?
+            .map_err(to_lock_error)?;
+        Ok(RedisBackend {
+            shared: Arc::new(Shared {
+                connection,
+                client,
+                prefix: self.prefix,
+                hub,
+                leases,
+                config: self.config,
+                breaker,
+                commands: AtomicU64::new(0),
+                _stop_subscription: stop.drop_guard(),
+            }),
+        })
+    }
+}
+
+impl RedisBackend {
+    /// Connects with default settings to `url` (`redis://host:port/db`, or
+    /// `rediss://host:port/db` for TLS with the `redis-tls` feature).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts configuring a backend for `url`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .key_prefix("orders-lock")
+    ///     .response_timeout(Duration::from_secs(1))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(url: impl Into<String>) -> RedisBackendBuilder {
+        Self::builder_with(Source::Url(url.into()))
+    }
+
+    /// Connects with default settings through an existing `redis::Client` (see
+    /// [`builder_from_client`](Self::builder_from_client)).
+    pub async fn from_client(client: redis::Client) -> Result<Self> {
+        Self::builder_from_client(client).connect().await
+    }
+
+    /// Starts configuring a backend on an existing `redis::Client`, with whatever connection
+    /// settings it was built with (TLS roots and client certificates, credentials, RESP
+    /// version, database). The backend opens its own `ConnectionManager` and its wake-up
+    /// subscription from it.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, RedisBackend};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/2")?;
+    /// let backend = RedisBackend::builder_from_client(client)
+    ///     .key_prefix("orders-lock")
+    ///     .connect()
+    ///     .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_client(client: redis::Client) -> RedisBackendBuilder {
+        Self::builder_with(Source::Client(client))
+    }
+
+    /// Connects with default settings through an existing client and connection manager (see
+    /// [`builder_from_parts`](Self::builder_from_parts)).
+    pub async fn from_parts(client: redis::Client, connection: ConnectionManager) -> Result<Self> {
+        Self::builder_from_parts(client, connection).connect().await
+    }
+
+    /// Starts configuring a backend that sends its commands on an existing
+    /// `ConnectionManager` (shared with the application: one multiplexed connection for
+    /// both). Redis pub/sub needs a connection of its own, so the backend also takes the
+    /// `redis::Client` it opens the wake-up subscription with; both must reach the same
+    /// server. The manager keeps its own timeouts and reconnect policy
+    /// ([`response_timeout`](RedisBackendBuilder::response_timeout) does not change them);
+    /// give it a response timeout, or a lost reply waits for the connection to drop.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    /// use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+    /// let config = ConnectionManagerConfig::new()
+    ///     .set_response_timeout(Some(Duration::from_secs(2)))
+    ///     .set_connection_timeout(Some(Duration::from_secs(2)));
+    /// let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
+    /// // The application keeps using `manager` (it is a cheap clone) for its own commands.
+    /// let backend = RedisBackend::builder_from_parts(client, manager.clone())
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_parts(
+        client: redis::Client,
+        connection: ConnectionManager,
+    ) -> RedisBackendBuilder {
+        Self::builder_with(Source::Parts(client, connection))
+    }
+
+    fn builder_with(source: Source) -> RedisBackendBuilder {
+        RedisBackendBuilder {
+            source,
+            prefix: "lock".into(),
+            config: RedisConfig {
+                response_timeout: Duration::from_secs(2),
+                poll_cap: Duration::from_secs(1),
+                attempts: 3,
+                claim_window: Duration::from_secs(2),
+                breaker: BreakerOptions::new(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_urls_open_and_bad_ones_are_config_errors() {
+        assert!(open_client("redis://127.0.0.1:6379/0").is_ok());
+        let error = open_client("http://user:secret@127.0.0.1/").unwrap_err();
+        assert!(matches!(error, LockError::InvalidConfig(_)), "{error}");
+        assert!(!error.to_string().contains("secret"), "{error}");
+    }
+
+    #[cfg(feature = "redis-tls")]
+    #[test]
+    fn tls_urls_are_accepted_with_redis_tls() {
+        let client = open_client("rediss://:secret@cache.example.com:6380/1").unwrap();
+        assert!(matches!(
+            client.get_connection_info().addr(),
+            redis::ConnectionAddr::TcpTls { .. }
+        ));
+    }
+
+    #[cfg(not(feature = "redis-tls"))]
+    #[test]
+    fn tls_urls_name_the_feature_without_redis_tls() {
+        let error = open_client("rediss://cache.example.com:6380/").unwrap_err();
+        assert!(error.to_string().contains("redis-tls"), "{error}");
+    }
+
+    #[test]
+    fn builder_debug_leaves_secrets_out() {
+        let builder = RedisBackend::builder("redis://:secret@127.0.0.1/");
+        let shown = format!("{builder:?}");
+        assert!(
+            !shown.contains("secret") && shown.contains("url"),
+            "{shown}"
+        );
+    }
+}

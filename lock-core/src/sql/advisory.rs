@@ -9,10 +9,13 @@ use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio::time::Instant;
 
-use super::postgres::{PgShared, BACKEND};
-use super::{fence_from_i64, run, storage_key, to_lock_error, wait_for_grant, Attempt};
+use super::dialect::Sealed;
+use super::{fence_from_i64, run, storage_key, to_lock_error, wait_for_grant, Attempt, Shared};
 use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::{LockError, LockKey, LossSignal, LostReason, OwnerToken, Result};
+
+/// Errors name the table backend's database: the two share a pool and its breaker.
+const BACKEND: &str = <sqlx::Postgres as Sealed>::BACKEND;
 
 /// Whether the session running it holds the advisory lock `$1` (a bigint key shows in
 /// `pg_locks` as `classid` = high and `objid` = low 32 bits, `objsubid` = 1).
@@ -61,7 +64,7 @@ const UNLOCK: &str =
 /// ```
 #[derive(Clone)]
 pub struct PostgresAdvisoryBackend {
-    shared: Arc<PgShared>,
+    shared: Arc<Shared<sqlx::Postgres>>,
 }
 
 /// A lease held as a session advisory lock; dropping it closes the session, which frees the
@@ -78,7 +81,7 @@ enum Command {
 }
 
 impl PostgresAdvisoryBackend {
-    pub(super) fn new(shared: Arc<PgShared>) -> Self {
+    pub(super) fn new(shared: Arc<Shared<sqlx::Postgres>>) -> Self {
         Self { shared }
     }
 
@@ -113,7 +116,7 @@ impl PostgresAdvisoryBackend {
             .idle_timeout(None)
             .max_lifetime(None)
             .acquire_timeout(self.shared.config.response_timeout)
-            .connect_with(self.shared.options.clone())
+            .connect_with((*self.shared.pool.connect_options()).clone())
             .await?;
         let mut session = PgListener::connect_with(&pool).await?;
         session.ignore_pool_close_event(true);
@@ -143,7 +146,7 @@ impl PostgresAdvisoryBackend {
                     unreachable!("opened above");
                 };
                 let sent = Instant::now();
-                let result = sqlx::query_scalar::<_, Option<i64>>(&shared.sql.advisory_try)
+                let result = sqlx::query_scalar::<_, Option<i64>>(&shared.grant.advisory_try)
                     .bind(key)
                     .fetch_one(&mut *listener)
                     .await;
@@ -228,7 +231,7 @@ impl LockBackend for PostgresAdvisoryBackend {
         let session = Mutex::new(None);
         let shared = &*self.shared;
         let wake_key = storage_key(name);
-        wait_for_grant(&shared.hub, &wake_key, &request, &shared.config, |_| {
+        wait_for_grant(&shared.hub, &wake_key, &request, shared.polling, |_| {
             self.attempt(&session, key, &wake_key)
         })
         .await

@@ -1,68 +1,66 @@
-//! The settings shared by the SQL backends.
+//! Settings of a SQL backend, and connecting it: open (or take) the pool, create the schema,
+//! start the wake-up listener and the sweeper. The dialect does the first three its own way.
 
-use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
-#[cfg(feature = "mysql")]
-use super::MySqlBackend;
-#[cfg(feature = "postgres")]
-use super::PostgresBackend;
-use super::DEFAULT_TABLE;
-use crate::breaker::BreakerOptions;
+use sqlx::pool::PoolOptions;
+use sqlx::Pool;
+use tokio_util::sync::CancellationToken;
+
+use super::dialect::{Options, Wake};
+use super::wait::Polling;
+use super::{sweep, to_lock_error, Dialect, Shared, SqlBackend, WaiterHub, DEFAULT_TABLE};
+use crate::backend::in_flight::InFlight;
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
 
 /// Settings of a SQL backend; start from `PostgresBackend::builder` or `MySqlBackend::builder`
 /// (a URL), or `builder_from_pool` (your sqlx pool).
 #[must_use]
-pub struct SqlBackendBuilder<B> {
-    source: Source,
+pub struct SqlBackendBuilder<D: Dialect> {
+    source: Source<D>,
     config: SqlConfig,
+    /// `None`: the dialect's (see [`Polling::new`]).
+    poll_cap: Option<Duration>,
     create_schema: bool,
-    backend: PhantomData<fn() -> B>,
 }
 
 #[cfg(feature = "postgres")]
-/// Settings of a [`PostgresBackend`].
-pub type PostgresBackendBuilder = SqlBackendBuilder<PostgresBackend>;
+/// Settings of a [`PostgresBackend`](super::PostgresBackend).
+pub type PostgresBackendBuilder = SqlBackendBuilder<sqlx::Postgres>;
 #[cfg(feature = "mysql")]
-/// Settings of a [`MySqlBackend`].
-pub type MySqlBackendBuilder = SqlBackendBuilder<MySqlBackend>;
+/// Settings of a [`MySqlBackend`](super::MySqlBackend).
+pub type MySqlBackendBuilder = SqlBackendBuilder<sqlx::MySql>;
 
 /// Where a builder's connections come from.
-pub(crate) enum Source {
+pub(crate) enum Source<D: Dialect> {
     Url(String),
-    #[cfg(feature = "postgres")]
-    Postgres(sqlx::PgPool),
-    #[cfg(feature = "mysql")]
-    MySql(sqlx::MySqlPool),
+    Pool(Pool<D>),
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct SqlConfig {
     pub(crate) table: String,
     pub(crate) response_timeout: Duration,
-    pub(crate) poll_first: Duration,
-    pub(crate) poll_cap: Duration,
     pub(crate) attempts: u32,
     pub(crate) max_connections: u32,
     pub(crate) breaker: BreakerOptions,
 }
 
-impl<B> SqlBackendBuilder<B> {
-    pub(crate) fn new(source: Source, poll_first: Duration, poll_cap: Duration) -> Self {
+impl<D: Dialect> SqlBackendBuilder<D> {
+    pub(crate) fn new(source: Source<D>) -> Self {
         Self {
             source,
             config: SqlConfig {
                 table: DEFAULT_TABLE.to_owned(),
                 response_timeout: Duration::from_secs(2),
-                poll_first,
-                poll_cap,
                 attempts: 3,
                 max_connections: 10,
                 breaker: BreakerOptions::new(),
             },
+            poll_cap: None,
             create_schema: true,
-            backend: PhantomData,
         }
     }
 
@@ -92,8 +90,7 @@ impl<B> SqlBackendBuilder<B> {
     /// The longest a waiter goes without re-checking the lock (PostgreSQL default 1 s, MySQL
     /// 100 ms). A waiter also re-checks when the holder's lease ends.
     pub fn poll_cap(mut self, cap: Duration) -> Self {
-        self.config.poll_cap = cap;
-        self.config.poll_first = self.config.poll_first.min(cap);
+        self.poll_cap = Some(cap);
         self
     }
 
@@ -119,12 +116,16 @@ impl<B> SqlBackendBuilder<B> {
         self
     }
 
-    /// Checks the settings, before connecting.
-    pub(crate) fn checked(self) -> Result<(Source, SqlConfig, bool)> {
+    /// Checks the settings, opens (or takes) the pool, creates the schema (unless turned off)
+    /// and starts listening for wake-ups (PostgreSQL) and sweeping old rows.
+    pub async fn connect(self) -> Result<SqlBackend<D>> {
         let config = self.config;
         validate_table(&config.table)?;
         config.breaker.validate()?;
-        if config.attempts == 0 || config.response_timeout.is_zero() || config.poll_cap.is_zero() {
+        if config.attempts == 0
+            || config.response_timeout.is_zero()
+            || self.poll_cap.is_some_and(|cap| cap.is_zero())
+        {
             return Err(LockError::InvalidConfig(
                 "SQL attempts, response timeout and poll cap must be positive".into(),
             ));
@@ -134,26 +135,78 @@ impl<B> SqlBackendBuilder<B> {
                 "SQL max_connections must be positive".into(),
             ));
         }
-        Ok((self.source, config, self.create_schema))
+        let pool = match self.source {
+            Source::Url(url) => open(&url, &config).await?,
+            Source::Pool(pool) => pool,
+        };
+        if self.create_schema {
+            D::create_schema(&pool, &config.table).await?;
+        }
+        let hub = Arc::new(WaiterHub::default());
+        let breaker = Breaker::new(D::BACKEND, config.breaker);
+        let stop = CancellationToken::new();
+        let wake = Wake {
+            hub: hub.clone(),
+            breaker: breaker.clone(),
+            stop: stop.clone(),
+        };
+        let notifies = D::listen(&pool, &config.table, wake).await?;
+        let polling = Polling::new(notifies, self.poll_cap);
+        let (sql, grant) = D::statements(&config.table);
+        let backend = SqlBackend {
+            shared: Arc::new(Shared {
+                pool,
+                hub,
+                in_flight: InFlight::default(),
+                config,
+                breaker,
+                notifies,
+                polling,
+                sql,
+                grant: Arc::new(grant),
+                _stop_tasks: stop.clone().drop_guard(),
+            }),
+        };
+        sweep::spawn_sweeper(
+            D::BACKEND,
+            "rows of locks unused for a day",
+            stop,
+            Arc::downgrade(&backend.shared),
+            sweep::sweep_rows,
+        );
+        Ok(backend)
     }
 }
 
-impl<B> std::fmt::Debug for SqlBackendBuilder<B> {
+impl<D: Dialect> std::fmt::Debug for SqlBackendBuilder<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may carry a password: leave it out.
         let source = match self.source {
             Source::Url(_) => "url",
-            #[cfg(feature = "postgres")]
-            Source::Postgres(_) => "pool",
-            #[cfg(feature = "mysql")]
-            Source::MySql(_) => "pool",
+            Source::Pool(_) => "pool",
         };
         f.debug_struct("SqlBackendBuilder")
             .field("source", &source)
             .field("config", &self.config)
+            .field("poll_cap", &self.poll_cap)
             .field("create_schema", &self.create_schema)
             .finish_non_exhaustive()
     }
+}
+
+/// Opens a pool for `url`, with the backend's size and acquire timeout and the dialect's own
+/// settings.
+async fn open<D: Dialect>(url: &str, config: &SqlConfig) -> Result<Pool<D>> {
+    let options: Options<D> = url.parse().map_err(|e| {
+        LockError::InvalidConfig(format!("{} URL: {e}", <D as sqlx::Database>::NAME))
+    })?;
+    let pool = PoolOptions::<D>::new()
+        .max_connections(config.max_connections)
+        .acquire_timeout(config.response_timeout);
+    let (pool, options) = D::connecting(pool, options);
+    pool.connect_with(options)
+        .await
+        .map_err(|e| to_lock_error(D::BACKEND, e))
 }
 
 /// Checks that `table` is a plain identifier (it is put into statements as it is).

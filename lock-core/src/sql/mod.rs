@@ -33,6 +33,13 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # One backend, two dialects
+//! [`PostgresBackend`] and [`MySqlBackend`] are one [`SqlBackend`] over a [`Dialect`]
+//! (sqlx's `Database` model): the dialect has the statements and the order it binds their
+//! parameters in, how it opens its pool, creates its schema, wakes waiters and runs a grant
+//! attempt; waiting, retries, the breaker, renewal, release, the clean-up after an abandoned
+//! acquire and the sweeps are written once.
+//!
 //! # The lock table
 //! Both backends keep one row per held lock in a table (default `lock_core_locks`, created on
 //! first use unless [`SqlBackendBuilder::create_schema`] turns that off; the statements are
@@ -94,9 +101,11 @@
 //! `PostgresAdvisoryBackend` (feature `postgres`) offers PostgreSQL session advisory locks
 //! instead of the table, with their own trade-offs (see its docs).
 
+mod acquire;
 #[cfg(feature = "postgres")]
 mod advisory;
 mod builder;
+mod dialect;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -105,10 +114,12 @@ mod sweep;
 mod wait;
 mod waiters;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use sqlx::Pool;
+use tokio_util::sync::DropGuard;
 
 #[cfg(feature = "postgres")]
 pub use self::advisory::{PostgresAdvisoryBackend, PostgresAdvisoryLease};
@@ -119,15 +130,20 @@ pub use self::builder::MySqlBackendBuilder;
 pub use self::builder::PostgresBackendBuilder;
 pub use self::builder::SqlBackendBuilder;
 pub(crate) use self::builder::{Source, SqlConfig};
-#[cfg(feature = "mysql")]
-pub use self::mysql::{MySqlBackend, MySqlLease};
-#[cfg(feature = "postgres")]
-pub use self::postgres::{PostgresBackend, PostgresLease};
+pub use self::dialect::Dialect;
+use self::dialect::Statements;
 pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
-pub(crate) use self::wait::{fence_from_i64, protocol};
-pub(crate) use self::wait::{is_unreachable, run, to_lock_error, wait_for_grant, Attempt};
+pub(crate) use self::wait::protocol;
+use self::wait::Polling;
+pub(crate) use self::wait::{
+    fence_from_i64, is_unreachable, run, to_lock_error, wait_for_grant, Attempt,
+};
+use self::waiters::WaiterHub;
+use crate::backend::in_flight::InFlight;
+use crate::breaker::Breaker;
+use crate::Result;
 
 /// The default lock table.
 pub const DEFAULT_TABLE: &str = "lock_core_locks";
@@ -138,6 +154,247 @@ const MAX_STORED_KEY: usize = 128;
 /// The prefix of a hashed `lock_key`; short names starting with it are hashed too, so a stored
 /// name can never be mistaken for another name's hash.
 const HASH_PREFIX: &str = "sha256:";
+
+/// Locks as rows of a SQL table, expiring by the database's clock: [`PostgresBackend`] or
+/// [`MySqlBackend`], one backend over the database `D` (`sqlx::Postgres` or `sqlx::MySql`).
+///
+/// Cheap to clone: clones share one connection pool (and, on PostgreSQL, one `LISTEN`
+/// connection). See the [module docs](self) for the table and the waiting strategy.
+///
+/// ```no_run
+/// use lock_core::{LockClient, PostgresBackend};
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let backend = PostgresBackend::builder("postgres://app@127.0.0.1/app")
+///     .table("app_locks")
+///     .connect()
+///     .await?;
+/// let locks = LockClient::new(backend);
+/// let guard = locks.lock("report:daily").await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct SqlBackend<D: Dialect> {
+    pub(crate) shared: Arc<Shared<D>>,
+}
+
+impl<D: Dialect> Clone for SqlBackend<D> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Locks as rows of a PostgreSQL table, expiring by the database's clock; waiters are woken by
+/// `LISTEN`/`NOTIFY`.
+///
+/// Cheap to clone: clones share one connection pool and one `LISTEN` connection. See the
+/// [module docs](self) for the table and the waiting strategy, and
+/// [`advisory`](SqlBackend::advisory) for session advisory locks on the same pool.
+///
+/// ```no_run
+/// use lock_core::{LockClient, PostgresBackend};
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let backend = PostgresBackend::connect("postgres://app@127.0.0.1/app").await?;
+/// let locks = LockClient::new(backend);
+/// let guard = locks.lock("report:daily").await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "postgres")]
+pub type PostgresBackend = SqlBackend<sqlx::Postgres>;
+
+/// A lease held as a row of a [`PostgresBackend`]'s table.
+#[cfg(feature = "postgres")]
+pub type PostgresLease = SqlLease;
+
+/// Locks as rows of a MySQL (8.0+) or MariaDB (10.3+) table, expiring by the database's clock;
+/// waiters poll.
+///
+/// Cheap to clone: clones share one connection pool. Grant transactions run at `READ
+/// COMMITTED`, so looking for a missing row takes no gap locks (the classic source of insert
+/// deadlocks).
+///
+/// ```no_run
+/// use lock_core::{LockClient, MySqlBackend};
+///
+/// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+/// let backend = MySqlBackend::connect("mysql://app@127.0.0.1/app").await?;
+/// let locks = LockClient::new(backend);
+/// let guard = locks.lock("invoice:7").await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "mysql")]
+pub type MySqlBackend = SqlBackend<sqlx::MySql>;
+
+/// A lease held as a row of a [`MySqlBackend`]'s table.
+#[cfg(feature = "mysql")]
+pub type MySqlLease = SqlLease;
+
+/// What the clones of one backend share.
+pub(crate) struct Shared<D: Dialect> {
+    pub(crate) pool: Pool<D>,
+    /// This backend's waiters by key (and, on PostgreSQL, its advisory twin's).
+    pub(crate) hub: Arc<WaiterHub>,
+    /// Grant statements in flight, which run to their end even if their caller goes away.
+    in_flight: InFlight,
+    pub(crate) config: SqlConfig,
+    /// The pool's circuit breaker (shared with the advisory backend made from this one).
+    pub(crate) breaker: Breaker,
+    /// A release wakes waiters through the database, in every process (PostgreSQL's
+    /// `NOTIFY`), so this process wakes none of its own.
+    notifies: bool,
+    /// How often its waiters re-check on their own.
+    pub(crate) polling: Polling,
+    sql: Statements,
+    pub(crate) grant: Arc<D::Grant>,
+    /// Stops the sweeper and the wake-up listener with the last clone.
+    _stop_tasks: DropGuard,
+}
+
+/// A lease held as a row of the lock table.
+#[derive(Debug)]
+pub struct SqlLease {
+    lock_key: String,
+    /// The owner token's hex form, as stored.
+    owner: String,
+    fence: i64,
+    /// How far back the release dates the free row (µs): `ROW_RETENTION` less the grant's
+    /// fence retention, 0 without one (PostgreSQL, which keeps released rows).
+    backdate: i64,
+}
+
+impl<D: Dialect> SqlBackend<D> {
+    /// Connects with default settings to `url` (`postgres://user:password@host:port/db` or
+    /// `mysql://user:password@host:port/db`).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// Starts configuring a backend for `url`.
+    pub fn builder(url: impl Into<String>) -> SqlBackendBuilder<D> {
+        SqlBackendBuilder::new(Source::Url(url.into()))
+    }
+
+    /// Builds a backend with default settings on an existing pool (see
+    /// [`builder_from_pool`](Self::builder_from_pool)); creates the schema if missing.
+    pub async fn from_pool(pool: Pool<D>) -> Result<Self> {
+        Self::builder_from_pool(pool).connect().await
+    }
+
+    /// Starts configuring a backend on an existing pool (`sqlx::PgPool` or `sqlx::MySqlPool`,
+    /// shared with the application). The pool keeps its size and acquire timeout
+    /// ([`max_connections`](SqlBackendBuilder::max_connections) is not used). On PostgreSQL
+    /// the backend's `LISTEN` connection is taken from it for as long as the backend lives
+    /// (count one connection more), and advisory locks ([`advisory`](PostgresBackend::advisory))
+    /// open their sessions with the pool's connect options. On MySQL the connections keep
+    /// their session settings: the backend starts each grant transaction at `READ COMMITTED`
+    /// itself.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, MySqlBackend, PostgresBackend};
+    /// use sqlx::postgres::PgPoolOptions;
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = PgPoolOptions::new()
+    ///     .max_connections(20)
+    ///     .connect("postgres://app@127.0.0.1/app")
+    ///     .await?;
+    /// let backend = PostgresBackend::builder_from_pool(pool.clone())
+    ///     // The application's migrations create the table (see `MIGRATION`).
+    ///     .create_schema(false)
+    ///     .connect()
+    ///     .await?;
+    /// let locks = LockClient::new(backend);
+    ///
+    /// let pool = sqlx::MySqlPool::connect("mysql://app@127.0.0.1/app").await?;
+    /// let locks = LockClient::new(MySqlBackend::from_pool(pool).await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_pool(pool: Pool<D>) -> SqlBackendBuilder<D> {
+        SqlBackendBuilder::new(Source::Pool(pool))
+    }
+
+    /// The migration creating the default lock table (`lock_core_locks`) and its fencing
+    /// counter: the statements of [`schema_statements`](Self::schema_statements), as the file
+    /// `lock-core/migrations/{postgres,mysql}/0001_lock_core.sql`. For `sqlx migrate` or any
+    /// other migration tool; then connect with
+    /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
+    pub const MIGRATION: &'static str = D::MIGRATION;
+
+    /// The statements that create the lock table `table` and its fencing counter
+    /// (`<table>_fence`: a sequence on PostgreSQL, a table of per-name counters on MySQL), for
+    /// migrations: [`MIGRATION`](Self::MIGRATION)'s, with `table` for the default table's
+    /// name. All are idempotent (`IF NOT EXISTS`). On MySQL a counter table made by an earlier
+    /// version lacks `touched_at`; [`create_schema`](Self::create_schema) adds it. MySQL keys
+    /// are `VARBINARY`, so names compare byte for byte (no case folding, no trailing-space
+    /// rules).
+    #[must_use]
+    pub fn schema_statements(table: &str) -> Vec<String> {
+        let code: String = D::MIGRATION
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        code.split(';')
+            .map(str::trim)
+            .filter(|statement| !statement.is_empty())
+            .map(|statement| statement.replace(DEFAULT_TABLE, table))
+            .collect()
+    }
+
+    /// Creates the table and counter if missing (what `connect` does unless
+    /// [`create_schema(false)`](SqlBackendBuilder::create_schema) was set).
+    pub async fn create_schema(&self) -> Result<()> {
+        D::create_schema(&self.shared.pool, &self.shared.config.table).await
+    }
+
+    /// The [circuit breaker](crate::breaker) of this backend's pool: its calls (and, on
+    /// PostgreSQL, the `LISTEN` connection's reconnects) go through it.
+    #[must_use]
+    pub fn breaker(&self) -> &Breaker {
+        &self.shared.breaker
+    }
+
+    /// The connection pool, e.g. to write to a fenced resource on the same database.
+    #[must_use]
+    pub fn pool(&self) -> &Pool<D> {
+        &self.shared.pool
+    }
+
+    /// The lock table's name.
+    #[must_use]
+    pub fn table(&self) -> &str {
+        &self.shared.config.table
+    }
+
+    /// How many tasks of this backend (and, on PostgreSQL, its advisory twin) wait for the
+    /// lock `full_key` (`namespace:key`). The database keeps no waiter entries; this is the
+    /// local count.
+    #[must_use]
+    pub fn waiters(&self, full_key: &str) -> usize {
+        self.shared.hub.count(&storage_key(full_key))
+    }
+
+    /// Deletes now the rows of locks whose lease ended (and, on MySQL, the counters of names
+    /// not granted) more than [`ROW_RETENTION`] ago (the backend also does this every
+    /// [`SWEEP_EVERY`]); returns how many rows.
+    pub async fn sweep_expired(&self) -> Result<u64> {
+        sweep::sweep_rows(self.shared.clone()).await
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for SqlBackend<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlBackend")
+            .field("dialect", &D::BACKEND)
+            .field("table", &self.shared.config.table)
+            .finish_non_exhaustive()
+    }
+}
 
 /// The primary key a lock named `full_key` is stored under: the name itself, or its SHA-256
 /// (`sha256:<64 hex digits>`) when it is long or could be mistaken for a hash.
@@ -209,23 +466,37 @@ mod tests {
             .collect()
     }
 
+    /// The migration runs as `create_schema` runs it, and another table's statements name
+    /// that table throughout.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn migration_is_what_create_schema_runs<D: Dialect>(counter: &str) {
+        let statements = SqlBackend::<D>::schema_statements(DEFAULT_TABLE);
+        assert_eq!(
+            normalized(SqlBackend::<D>::MIGRATION),
+            normalized(&statements.join(";"))
+        );
+        let other = SqlBackend::<D>::schema_statements("app_locks");
+        assert_eq!(other.len(), 2);
+        assert!(other[0].starts_with("CREATE TABLE IF NOT EXISTS app_locks ("));
+        assert!(other[1].starts_with(counter), "{}", other[1]);
+        assert!(other
+            .iter()
+            .all(|s| !s.contains(DEFAULT_TABLE) && !s.contains("--")));
+    }
+
     #[cfg(feature = "postgres")]
     #[test]
     fn postgres_migration_is_what_create_schema_runs() {
-        let statements = PostgresBackend::schema_statements(DEFAULT_TABLE);
-        assert_eq!(
-            normalized(PostgresBackend::MIGRATION),
-            normalized(&statements.join(";"))
+        migration_is_what_create_schema_runs::<sqlx::Postgres>(
+            "CREATE SEQUENCE IF NOT EXISTS app_locks_fence AS bigint",
         );
     }
 
     #[cfg(feature = "mysql")]
     #[test]
     fn mysql_migration_is_what_create_schema_runs() {
-        let statements = MySqlBackend::schema_statements(DEFAULT_TABLE);
-        assert_eq!(
-            normalized(MySqlBackend::MIGRATION),
-            normalized(&statements.join(";"))
+        migration_is_what_create_schema_runs::<sqlx::MySql>(
+            "CREATE TABLE IF NOT EXISTS app_locks_fence (",
         );
     }
 

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::dialect::Values;
+use super::{micros, run, Dialect, Shared};
 use crate::Result;
 
 /// How long after a lock's lease ended (released, expired or abandoned) its rows are kept.
@@ -43,6 +45,25 @@ where
         if rows < SWEEP_BATCH {
             break;
         }
+    }
+    Ok(deleted)
+}
+
+/// One sweep of a lock backend's rows (and counters) unused for [`ROW_RETENTION`], statement by
+/// statement, in batches.
+pub(crate) async fn sweep_rows<D: Dialect>(shared: Arc<Shared<D>>) -> Result<u64> {
+    let values = Values {
+        retention: micros(ROW_RETENTION),
+        ..Values::default()
+    };
+    let mut deleted = 0;
+    for statement in &shared.sql.sweeps {
+        deleted += sweep(|| {
+            run(D::BACKEND, &shared.config, &shared.breaker, "sweep", || {
+                D::rows(&shared.pool, statement, values)
+            })
+        })
+        .await?;
     }
     Ok(deleted)
 }

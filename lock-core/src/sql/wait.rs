@@ -11,6 +11,33 @@ use crate::backend::{AcquireRequest, Grant};
 use crate::breaker::Breaker;
 use crate::{LockError, Result};
 
+/// How often a waiter re-checks the lock on its own.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Polling {
+    /// The first pause.
+    first: Duration,
+    /// The longest pause, which the pauses double up to.
+    cap: Duration,
+}
+
+impl Polling {
+    /// Where the database wakes waiters (`notified`), a re-check every second as a safety net
+    /// in case a notification is lost; where it cannot, a poll doubling from 10 ms to 100 ms.
+    /// `cap`, when given, replaces the cap (and caps the first pause).
+    pub(crate) fn new(notified: bool, cap: Option<Duration>) -> Self {
+        let (first, default_cap) = if notified {
+            (Duration::from_secs(1), Duration::from_secs(1))
+        } else {
+            (Duration::from_millis(10), Duration::from_millis(100))
+        };
+        let cap = cap.unwrap_or(default_cap);
+        Self {
+            first: first.min(cap),
+            cap,
+        }
+    }
+}
+
 /// The outcome of one acquire attempt.
 pub(crate) enum Attempt<L> {
     Granted(Grant<L>),
@@ -21,13 +48,13 @@ pub(crate) enum Attempt<L> {
 /// Tries `attempt` until it grants or `request.deadline` passes, sleeping between tries until a
 /// wake-up for `lock_key` arrives through `hub`; the key's one polling waiter (see
 /// `waiters.rs`) also looks again when the holder's lease ends or the poll interval (doubling
-/// from `poll_first` to `poll_cap`, jittered) runs out. `attempt` gets `true` for
+/// as `polling` says, jittered) runs out. `attempt` gets `true` for
 /// re-checks after a busy answer. Dropping the future unregisters the waiter.
 pub(crate) async fn wait_for_grant<L, F, Fut>(
     hub: &WaiterHub,
     lock_key: &str,
     request: &AcquireRequest<'_>,
-    config: &SqlConfig,
+    polling: Polling,
     mut attempt: F,
 ) -> Result<Option<Grant<L>>>
 where
@@ -35,7 +62,7 @@ where
     Fut: Future<Output = Result<Attempt<L>>>,
 {
     let mut waiting = None;
-    let mut interval = config.poll_first;
+    let mut interval = polling.first;
     let mut rechecking = false;
     loop {
         if waiting.is_none() && request.deadline.is_none_or(|d| Instant::now() < d) {
@@ -59,7 +86,7 @@ where
                     if let Some(left) = left {
                         pause = pause.min(left + Duration::from_millis(1));
                     }
-                    interval = (interval * 2).min(config.poll_cap);
+                    interval = (interval * 2).min(polling.cap);
                     Some(Instant::now() + pause)
                 } else {
                     None
@@ -194,13 +221,12 @@ pub(crate) fn to_lock_error(backend: &'static str, error: sqlx::Error) -> LockEr
     }
 }
 
-#[cfg(feature = "postgres")]
 pub(crate) fn protocol(backend: &'static str, detail: String) -> LockError {
     LockError::Protocol { backend, detail }
 }
 
-#[cfg(feature = "postgres")]
-/// A fencing token as stored (a signed 64-bit column on PostgreSQL).
+/// A fencing token as stored (a signed 64-bit column on PostgreSQL; MySQL's unsigned one is
+/// read as signed, its tokens being far below 2^63).
 pub(crate) fn fence_from_i64(backend: &'static str, value: i64) -> Result<crate::FencingToken> {
     u64::try_from(value)
         .map(crate::FencingToken::new)

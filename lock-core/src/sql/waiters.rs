@@ -141,10 +141,9 @@ impl Drop for Waiting<'_> {
 /// reconnect per cool-down, each logged at DEBUG (the breaker reports the outage).
 pub(crate) async fn route_notifications(
     mut listener: sqlx::postgres::PgListener,
-    hub: Arc<WaiterHub>,
-    breaker: crate::breaker::Breaker,
-    stop: tokio_util::sync::CancellationToken,
+    wake: super::dialect::Wake,
 ) {
+    let super::dialect::Wake { hub, breaker, stop } = wake;
     let mut backoff = std::time::Duration::from_millis(50);
     loop {
         let next = tokio::select! {

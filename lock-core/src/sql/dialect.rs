@@ -1,0 +1,301 @@
+//! What differs between PostgreSQL and MySQL, and nothing else (sqlx's `Database` model, on
+//! sqlx's own database types): each dialect's statements with the order it binds their
+//! parameters in, its pool and connection settings, how it creates its schema, wakes waiters and
+//! runs one grant attempt. Everything else, waiting,
+//! retries, the breaker, renewal, release, clean-up and sweeps, is written once over
+//! [`Dialect`] (`acquire.rs`, `builder.rs`, `sweep.rs`).
+//!
+//! A statement names its parameters by what they are ([`Bind`]); the shared code fills in the
+//! values ([`Values`]) and the dialect's list says which go where, so PostgreSQL's `$n` and
+//! MySQL's `?` need no code of their own.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use sqlx::pool::PoolOptions;
+use sqlx::{Arguments, ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::waiters::WaiterHub;
+use crate::breaker::Breaker;
+use crate::Result;
+
+/// A SQL database the lock table speaks: `sqlx::Postgres` (feature `postgres`) or `sqlx::MySql`
+/// (feature `mysql`), as in sqlx's own `Pool<DB>`. Sealed: the two are all there are.
+pub trait Dialect: Sealed {}
+
+#[cfg(feature = "postgres")]
+impl Dialect for sqlx::Postgres {}
+#[cfg(feature = "mysql")]
+impl Dialect for sqlx::MySql {}
+
+#[cfg(feature = "postgres")]
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl RowsAffected for sqlx::mysql::MySqlQueryResult {
+    fn rows(&self) -> u64 {
+        self.rows_affected()
+    }
+}
+
+/// A connection's settings on database `DB`.
+pub(crate) type Options<DB> = <<DB as Database>::Connection as sqlx::Connection>::Options;
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// The dialect's side of the SQL backend (see the [module docs](super)).
+    pub trait Sealed: Exec {
+        /// The dialect's own statements for a grant attempt.
+        type Grant: Send + Sync + 'static;
+        /// The backend's name in errors and metrics.
+        const BACKEND: &'static str;
+        /// The migration creating the default table (`lock_core_locks`); for another table,
+        /// its name is replaced throughout.
+        const MIGRATION: &'static str;
+
+        /// The statements on `table`.
+        fn statements(table: &str) -> (Statements, Self::Grant);
+
+        /// The dialect's own pool and connection settings, on top of the backend's.
+        fn connecting(
+            pool: PoolOptions<Self>,
+            options: Options<Self>,
+        ) -> (PoolOptions<Self>, Options<Self>);
+
+        /// Creates the schema if missing.
+        fn create_schema(pool: &Pool<Self>, table: &str)
+            -> impl Future<Output = Result<()>> + Send;
+
+        /// Starts routing the database's wake-ups to the backend's waiters until `wake.stop`;
+        /// false when the database has none to send (waiters poll).
+        fn listen(
+            pool: &Pool<Self>,
+            table: &str,
+            wake: Wake,
+        ) -> impl Future<Output = Result<bool>> + Send;
+
+        /// One grant attempt's statements, run to their end whatever happens to the caller.
+        fn grant(
+            pool: Pool<Self>,
+            grant: Arc<Self::Grant>,
+            ask: Ask,
+        ) -> impl Future<Output = std::result::Result<Outcome, sqlx::Error>> + Send + 'static;
+    }
+}
+
+pub(crate) use self::sealed::Sealed;
+
+/// What [`Sealed::listen`] routes wake-ups with (PostgreSQL's notifications; MySQL has none).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub struct Wake {
+    pub(crate) hub: Arc<WaiterHub>,
+    pub(crate) breaker: Breaker,
+    pub(crate) stop: CancellationToken,
+}
+
+/// One grant attempt, as the dialect's statements need it.
+pub struct Ask {
+    pub(crate) lock_key: String,
+    pub(crate) name: String,
+    pub(crate) owner: String,
+    /// The lease in µs.
+    pub(crate) ttl: i64,
+}
+
+/// What one grant attempt found.
+pub enum Outcome {
+    /// Granted with this fencing token; the lease counts from `sent`.
+    Granted { fence: i64, sent: Instant },
+    /// Held by another owner, with this much left (µs, by the database's clock).
+    Busy(Option<i64>),
+}
+
+/// A parameter of a statement, by what it is.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // `Channel`, `Backdate`: PostgreSQL's
+pub(crate) enum Bind {
+    /// The lock's storage key.
+    Key,
+    /// The owner token's hex form.
+    Owner,
+    /// The lease's fencing token.
+    Fence,
+    /// A lease length in µs.
+    Ttl,
+    /// The `NOTIFY` channel: the table's name.
+    Channel,
+    /// How far back a release dates a free row, in µs.
+    Backdate,
+    /// How long rows are kept after their lease ended, in µs.
+    Retention,
+}
+
+/// A statement and its parameters, in the order it binds them.
+#[derive(Debug)]
+pub struct Statement {
+    pub(crate) sql: String,
+    pub(crate) binds: &'static [Bind],
+}
+
+impl Statement {
+    pub(crate) fn new(sql: String, binds: &'static [Bind]) -> Self {
+        Self { sql, binds }
+    }
+}
+
+/// The statements every dialect has, with the table's name put in once.
+#[derive(Debug)]
+pub struct Statements {
+    /// A waiter's re-check before it tries again: the holder's owner token and time left (µs),
+    /// if the dialect reads first (MySQL, whose grant is a transaction).
+    pub(crate) peek: Option<Statement>,
+    /// The lease is held: a count of 0 or 1.
+    pub(crate) check: Statement,
+    /// Extends a held lease: 1 row when held.
+    pub(crate) renew: Statement,
+    /// Frees a held lease: 1 row when it was held.
+    pub(crate) release: Statement,
+    /// After a release that found no live lease: drops the owner's expired row, if the
+    /// dialect keeps none.
+    pub(crate) release_expired: Option<Statement>,
+    /// Frees whatever row the owner has, live or not: the rows freed.
+    pub(crate) forget: Statement,
+    /// One batch of the retention sweep each: the rows deleted.
+    pub(crate) sweeps: Vec<Statement>,
+}
+
+/// The values a statement's parameters take.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Values<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) owner: &'a str,
+    pub(crate) fence: i64,
+    pub(crate) ttl: i64,
+    pub(crate) channel: &'a str,
+    pub(crate) backdate: i64,
+    pub(crate) retention: i64,
+}
+
+/// A parameter's value.
+enum Value<'a> {
+    Text(&'a str),
+    Number(i64),
+}
+
+impl<'a> Values<'a> {
+    fn value(&self, bind: Bind) -> Value<'a> {
+        match bind {
+            Bind::Key => Value::Text(self.key),
+            Bind::Owner => Value::Text(self.owner),
+            Bind::Channel => Value::Text(self.channel),
+            Bind::Fence => Value::Number(self.fence),
+            Bind::Ttl => Value::Number(self.ttl),
+            Bind::Backdate => Value::Number(self.backdate),
+            Bind::Retention => Value::Number(self.retention),
+        }
+    }
+}
+
+/// The rows a statement changed (or, for a `SELECT`, returned), whatever the database.
+pub trait RowsAffected {
+    /// The number of rows.
+    fn rows(&self) -> u64;
+}
+
+/// Running the shared statements on a pool of any database that can bind their parameters.
+pub trait Exec: Database {
+    /// Runs `statement`: the rows it changed.
+    fn rows<'a>(
+        pool: &'a Pool<Self>,
+        statement: &'a Statement,
+        values: Values<'a>,
+    ) -> impl Future<Output = std::result::Result<u64, sqlx::Error>> + Send + 'a;
+
+    /// Runs `statement`, which returns one number.
+    fn number<'a>(
+        pool: &'a Pool<Self>,
+        statement: &'a Statement,
+        values: Values<'a>,
+    ) -> impl Future<Output = std::result::Result<i64, sqlx::Error>> + Send + 'a;
+
+    /// Runs `statement`, which returns an owner token and a number, or nothing.
+    fn holder<'a>(
+        pool: &'a Pool<Self>,
+        statement: &'a Statement,
+        values: Values<'a>,
+    ) -> impl Future<Output = std::result::Result<Option<(Vec<u8>, i64)>, sqlx::Error>> + Send + 'a;
+}
+
+impl<DB> Exec for DB
+where
+    DB: Database,
+    DB::QueryResult: RowsAffected,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'r> Vec<u8>: Decode<'r, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn rows<'a>(
+        pool: &'a Pool<Self>,
+        statement: &'a Statement,
+        values: Values<'a>,
+    ) -> std::result::Result<u64, sqlx::Error> {
+        let arguments = arguments::<DB>(statement, values)?;
+        let done = sqlx::query_with(&statement.sql, arguments)
+            .execute(pool)
+            .await?;
+        Ok(done.rows())
+    }
+
+    async fn number<'a>(
+        pool: &'a Pool<Self>,
+        statement: &'a Statement,
+        values: Values<'a>,
+    ) -> std::result::Result<i64, sqlx::Error> {
+        let arguments = arguments::<DB>(statement, values)?;
+        sqlx::query_scalar_with(&statement.sql, arguments)
+            .fetch_one(pool)
+            .await
+    }
+
+    async fn holder<'a>(
+        pool: &'a Pool<Self>,
+        statement: &'a Statement,
+        values: Values<'a>,
+    ) -> std::result::Result<Option<(Vec<u8>, i64)>, sqlx::Error> {
+        let arguments = arguments::<DB>(statement, values)?;
+        sqlx::query_as_with(&statement.sql, arguments)
+            .fetch_optional(pool)
+            .await
+    }
+}
+
+/// `values` in the order `statement` binds them.
+fn arguments<'a, DB>(
+    statement: &Statement,
+    values: Values<'a>,
+) -> std::result::Result<DB::Arguments<'a>, sqlx::Error>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut arguments = DB::Arguments::default();
+    for &bind in statement.binds {
+        match values.value(bind) {
+            Value::Text(text) => arguments.add(text),
+            Value::Number(number) => arguments.add(number),
+        }
+        .map_err(sqlx::Error::Encode)?;
+    }
+    Ok(arguments)
+}

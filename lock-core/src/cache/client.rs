@@ -8,7 +8,7 @@ use super::request::CacheRequest;
 use super::{Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::{DynLockBackend, LockBackend};
 use crate::lock::key::validate_namespace;
-use crate::results::{MemoryResultStore, ResultStore};
+use crate::results::{DynResultStore, MemoryResultStore, ResultStore};
 use crate::{LeaseMode, LockClient, LockError, MemoryBackend, Result};
 
 /// The largest value stored by default: 1 MiB.
@@ -48,7 +48,7 @@ pub struct Cache {
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: Arc<dyn ResultStore>,
+    pub(crate) store: Arc<dyn DynResultStore>,
     /// Leases for computations, on the caller's backend, under `cache.<namespace>`.
     pub(crate) locks: LockClient,
     pub(crate) namespace: String,
@@ -144,7 +144,7 @@ impl std::fmt::Debug for Cache {
 /// Configures a [`Cache`].
 #[must_use]
 pub struct CacheBuilder {
-    store: Arc<dyn ResultStore>,
+    store: Arc<dyn DynResultStore>,
     backend: Arc<dyn DynLockBackend>,
     namespace: String,
     freshness: Freshness,

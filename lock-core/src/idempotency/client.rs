@@ -9,7 +9,7 @@ use super::stats::Counters;
 use super::{Completed, Fingerprint, IdempotencyStats};
 use crate::backend::{DynLockBackend, LockBackend};
 use crate::lock::key::validate_namespace;
-use crate::results::{MemoryResultStore, ResultStore};
+use crate::results::{DynResultStore, MemoryResultStore, ResultStore};
 use crate::{LeaseMode, LockClient, LockError, LockKey, MemoryBackend, Result};
 
 /// How long a completed request is kept for replay by default: 24 hours, as Stripe does.
@@ -59,7 +59,7 @@ pub struct Idempotency {
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: Arc<dyn ResultStore>,
+    pub(crate) store: Arc<dyn DynResultStore>,
     /// Claims, on the caller's backend, under `idem.<namespace>`.
     pub(crate) locks: LockClient,
     /// `idem.<namespace>` (or `idem`): the records' key namespace in the store, too.
@@ -227,7 +227,7 @@ impl std::fmt::Debug for Idempotency {
 /// Configures an [`Idempotency`].
 #[must_use]
 pub struct IdempotencyBuilder {
-    store: Arc<dyn ResultStore>,
+    store: Arc<dyn DynResultStore>,
     backend: Arc<dyn DynLockBackend>,
     namespace: String,
     retention: Duration,

@@ -7,7 +7,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
-use crate::backend::BoxFuture;
 use crate::lock::held::lock;
 use crate::{LockKey, Result};
 
@@ -76,29 +75,23 @@ impl ResultStore for MemoryResultStore {
         "memory"
     }
 
-    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
-        let found = self.read(key.full());
-        Box::pin(async move { Ok(found) })
+    async fn get(&self, key: &LockKey) -> Result<Option<Vec<u8>>> {
+        Ok(self.read(key.full()))
     }
 
-    fn watch<'a>(
-        &'a self,
-        key: &'a LockKey,
-        _wait: Duration,
-    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
+    async fn watch(&self, key: &LockKey, _wait: Duration) -> Result<(ValueWatch, Option<Vec<u8>>)> {
         let watch = self.shared.watchers.subscribe(key.full());
-        let found = self.read(key.full());
-        Box::pin(async move { Ok((watch, found)) })
+        Ok((watch, self.read(key.full())))
     }
 
-    fn put<'a>(
-        &'a self,
-        key: &'a LockKey,
-        fence_digits: &'a str,
-        entry: &'a [u8],
+    async fn put(
+        &self,
+        key: &LockKey,
+        fence_digits: &str,
+        entry: &[u8],
         keep: Duration,
         rule: Replace,
-    ) -> BoxFuture<'a, Result<bool>> {
+    ) -> Result<bool> {
         let stored = {
             let mut entries = lock(&self.shared.entries);
             let now = Instant::now();
@@ -116,18 +109,17 @@ impl ResultStore for MemoryResultStore {
                 Some(bytes)
             }
         };
-        let stored = match stored {
+        Ok(match stored {
             Some(bytes) => {
                 self.shared.watchers.deliver(key.full(), bytes);
                 true
             }
             None => false,
-        };
-        Box::pin(async move { Ok(stored) })
+        })
     }
 
-    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
+    async fn remove(&self, key: &LockKey) -> Result<()> {
         lock(&self.shared.entries).remove(key.full());
-        Box::pin(async { Ok(()) })
+        Ok(())
     }
 }

@@ -42,7 +42,7 @@ pub use self::postgres::{PostgresResultStore, PostgresResultStoreBuilder};
 #[cfg(feature = "redis")]
 pub use self::redis::RedisResultStore;
 pub use self::response::{StoredResponse, StoredResponseError};
-pub use self::store::{Replace, ResultStore, ValueWatch};
+pub use self::store::{DynResultStore, Replace, ResultStore, ValueWatch, Watchers};
 
 /// The version that opens every entry's header.
 pub(crate) const VERSION: &str = "lc1";

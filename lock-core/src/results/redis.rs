@@ -25,7 +25,6 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
-use crate::backend::BoxFuture;
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
@@ -138,90 +137,78 @@ impl ResultStore for RedisResultStore {
         STORE
     }
 
-    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
-        Box::pin(async move {
-            let mut connection = self.connection();
-            let mut get = redis::cmd("GET");
-            get.arg(self.redis_key(key.full()));
-            through(&self.shared.breaker, get.query_async(&mut connection))
-                .await?
-                .map_err(to_lock_error)
-        })
-    }
-
-    fn watch<'a>(
-        &'a self,
-        key: &'a LockKey,
-        wait: Duration,
-    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
-        Box::pin(async move {
-            // Subscribed locally before registering, so a push right after is not missed.
-            let watch = self.shared.watchers.subscribe(key.full());
-            let entry = self.redis_key(key.full());
-            let mut connection = self.connection();
-            let mut invocation = WATCH.prepare_invoke();
-            invocation
-                .key(&entry)
-                .key(format!("{entry}:watchers"))
-                .arg(&self.shared.client_id)
-                .arg(millis(wait + Duration::from_secs(1)));
-            let there: Option<Vec<u8>> = through(
-                &self.shared.breaker,
-                invocation.invoke_async(&mut connection),
-            )
+    async fn get(&self, key: &LockKey) -> Result<Option<Vec<u8>>> {
+        let mut connection = self.connection();
+        let mut get = redis::cmd("GET");
+        get.arg(self.redis_key(key.full()));
+        through(&self.shared.breaker, get.query_async(&mut connection))
             .await?
-            .map_err(to_lock_error)?;
-            Ok((watch, there))
-        })
+            .map_err(to_lock_error)
     }
 
-    fn put<'a>(
-        &'a self,
-        key: &'a LockKey,
-        fence_digits: &'a str,
-        entry: &'a [u8],
+    async fn watch(&self, key: &LockKey, wait: Duration) -> Result<(ValueWatch, Option<Vec<u8>>)> {
+        // Subscribed locally before registering, so a push right after is not missed.
+        let watch = self.shared.watchers.subscribe(key.full());
+        let entry = self.redis_key(key.full());
+        let mut connection = self.connection();
+        let mut invocation = WATCH.prepare_invoke();
+        invocation
+            .key(&entry)
+            .key(format!("{entry}:watchers"))
+            .arg(&self.shared.client_id)
+            .arg(millis(wait + Duration::from_secs(1)));
+        let there: Option<Vec<u8>> = through(
+            &self.shared.breaker,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?
+        .map_err(to_lock_error)?;
+        Ok((watch, there))
+    }
+
+    async fn put(
+        &self,
+        key: &LockKey,
+        fence_digits: &str,
+        entry: &[u8],
         keep: Duration,
         rule: Replace,
-    ) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            let redis_key = self.redis_key(key.full());
-            let mut connection = self.connection();
-            let mut invocation = PUT.prepare_invoke();
-            invocation
-                .key(&redis_key)
-                .key(format!("{redis_key}:watchers"))
-                .arg(fence_digits)
-                .arg(entry)
-                .arg(if keep.is_zero() { 0 } else { millis(keep) })
-                .arg(&self.shared.channel_prefix)
-                .arg(key.full())
-                .arg(match rule {
-                    Replace::Older => "older",
-                    Replace::OlderOrSame => "same",
-                });
-            let stored: i64 = through(
-                &self.shared.breaker,
-                invocation.invoke_async(&mut connection),
-            )
-            .await?
-            .map_err(to_lock_error)?;
-            Ok(stored == 1)
-        })
+    ) -> Result<bool> {
+        let redis_key = self.redis_key(key.full());
+        let mut connection = self.connection();
+        let mut invocation = PUT.prepare_invoke();
+        invocation
+            .key(&redis_key)
+            .key(format!("{redis_key}:watchers"))
+            .arg(fence_digits)
+            .arg(entry)
+            .arg(if keep.is_zero() { 0 } else { millis(keep) })
+            .arg(&self.shared.channel_prefix)
+            .arg(key.full())
+            .arg(match rule {
+                Replace::Older => "older",
+                Replace::OlderOrSame => "same",
+            });
+        let stored: i64 = through(
+            &self.shared.breaker,
+            invocation.invoke_async(&mut connection),
+        )
+        .await?
+        .map_err(to_lock_error)?;
+        Ok(stored == 1)
     }
 
-    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let mut connection = self.connection();
-            let mut del = redis::cmd("DEL");
-            del.arg(self.redis_key(key.full()));
-            through(
-                &self.shared.breaker,
-                del.query_async::<i64>(&mut connection),
-            )
-            .await?
-            .map(drop)
-            .map_err(to_lock_error)
-        })
+    async fn remove(&self, key: &LockKey) -> Result<()> {
+        let mut connection = self.connection();
+        let mut del = redis::cmd("DEL");
+        del.arg(self.redis_key(key.full()));
+        through(
+            &self.shared.breaker,
+            del.query_async::<i64>(&mut connection),
+        )
+        .await?
+        .map(drop)
+        .map_err(to_lock_error)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Where computed values live, and how they reach the callers waiting for them.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,30 +12,87 @@ use crate::{LockKey, Result};
 /// A store of results that pushes each stored entry to the processes waiting for it.
 /// Implemented by [`MemoryResultStore`](super::MemoryResultStore) and, with the `redis` and
 /// `postgres` features, `RedisResultStore` and `PostgresResultStore`; used through
-/// [`Cache`](crate::cache::Cache) and [`Idempotency`](crate::idempotency::Idempotency).
+/// [`Cache`](crate::cache::Cache) and [`Idempotency`](crate::idempotency::Idempotency), which
+/// hold it as a [`DynResultStore`].
+///
+/// A store keeps encoded entries (see the [module docs](super) for the header every entry
+/// starts with, the only part a store reads) by [`LockKey`], replaces one only as
+/// [`Replace`] says, and pushes every stored entry to the waiting processes; [`Watchers`]
+/// is the in-process half of that.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::results::{MemoryResultStore, Replace, ResultStore};
+/// use lock_core::LockKey;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let store = MemoryResultStore::new();
+/// let key = LockKey::new("shop", "price:42")?;
+/// let (mut watch, there) = store.watch(&key, Duration::from_secs(5)).await?;
+/// assert!(there.is_none());
+/// let fence = format!("{:020}", 7);
+/// let entry = format!("lc1 V {fence} 9.99");
+/// assert!(store.put(&key, &fence, entry.as_bytes(), Duration::from_secs(60), Replace::Older).await?);
+/// assert_eq!(watch.next_bytes().await.unwrap().as_slice(), entry.as_bytes(), "pushed");
+/// assert_eq!(store.get(&key).await?.unwrap(), entry.as_bytes());
+/// # Ok(()) }
+/// ```
 pub trait ResultStore: Send + Sync + 'static {
     /// The store's name, for errors and tracing.
     fn name(&self) -> &'static str;
 
     /// Reads the entry of `key` (one round trip).
-    #[doc(hidden)]
-    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>>;
+    fn get(&self, key: &LockKey) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
 
     /// Registers this process as waiting for the next entry stored under `key` for up to
     /// `wait`, and returns the entry there now, in one step, so that no push can fall between
     /// the read and the registration.
-    #[doc(hidden)]
+    fn watch(
+        &self,
+        key: &LockKey,
+        wait: Duration,
+    ) -> impl Future<Output = Result<(ValueWatch, Option<Vec<u8>>)>> + Send;
+
+    /// Stores `entry` (encoded; its fencing token is `fence_digits`) for `keep` if `rule` lets
+    /// it replace the entry there (an entry of kind `C` is never replaced; see the
+    /// [module docs](super)); then pushes it to every waiting process. Returns whether it was
+    /// stored. A `keep` of zero pushes without storing (a value that must not be shared: the
+    /// waiters compute their own).
+    fn put(
+        &self,
+        key: &LockKey,
+        fence_digits: &str,
+        entry: &[u8],
+        keep: Duration,
+        rule: Replace,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Deletes the entry of `key`.
+    fn remove(&self, key: &LockKey) -> impl Future<Output = Result<()>> + Send;
+
+    /// The PostgreSQL table the entries are kept in, when they are (`PostgresResultStore`):
+    /// an idempotency claim then completes its record inside the application's own
+    /// transaction ([`ClaimInfo::commit_in`](crate::idempotency::ClaimInfo::commit_in)). The
+    /// default: `None`, for every other store.
+    #[cfg(feature = "postgres")]
+    fn postgres_table(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// The object-safe form of [`ResultStore`], implemented for every `ResultStore`.
+pub trait DynResultStore: Send + Sync {
+    /// See [`ResultStore::name`].
+    fn name(&self) -> &'static str;
+    /// See [`ResultStore::get`].
+    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>>;
+    /// See [`ResultStore::watch`].
     fn watch<'a>(
         &'a self,
         key: &'a LockKey,
         wait: Duration,
     ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>>;
-
-    /// Stores `entry` (encoded) for `keep` if `rule` lets it replace the entry there (an
-    /// entry of kind `C` is never replaced; see the [module docs](super)); then pushes it to
-    /// every waiting process. Returns whether it was stored. A `keep` of zero pushes without
-    /// storing (a value that must not be shared: the waiters compute their own).
-    #[doc(hidden)]
+    /// See [`ResultStore::put`].
     fn put<'a>(
         &'a self,
         key: &'a LockKey,
@@ -43,24 +101,53 @@ pub trait ResultStore: Send + Sync + 'static {
         keep: Duration,
         rule: Replace,
     ) -> BoxFuture<'a, Result<bool>>;
-
-    /// Deletes the entry of `key`.
-    #[doc(hidden)]
+    /// See [`ResultStore::remove`].
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>>;
-
-    /// The PostgreSQL table the entries are kept in, when they are (`PostgresResultStore`):
-    /// an idempotency claim then completes its record inside the application's own
-    /// transaction ([`ClaimInfo::commit_in`](crate::idempotency::ClaimInfo::commit_in)).
+    /// See [`ResultStore::postgres_table`].
     #[cfg(feature = "postgres")]
-    #[doc(hidden)]
+    fn postgres_table(&self) -> Option<&str>;
+}
+
+impl<S: ResultStore> DynResultStore for S {
+    fn name(&self) -> &'static str {
+        ResultStore::name(self)
+    }
+
+    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
+        Box::pin(ResultStore::get(self, key))
+    }
+
+    fn watch<'a>(
+        &'a self,
+        key: &'a LockKey,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
+        Box::pin(ResultStore::watch(self, key, wait))
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a LockKey,
+        fence_digits: &'a str,
+        entry: &'a [u8],
+        keep: Duration,
+        rule: Replace,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(ResultStore::put(self, key, fence_digits, entry, keep, rule))
+    }
+
+    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
+        Box::pin(ResultStore::remove(self, key))
+    }
+
+    #[cfg(feature = "postgres")]
     fn postgres_table(&self) -> Option<&str> {
-        None
+        ResultStore::postgres_table(self)
     }
 }
 
 /// Which entries a [`ResultStore::put`] replaces, by the fencing token of the claim that
 /// stored them (`Older` than the put's, or `OlderOrSame`); a final entry (kind `C`) never.
-#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Replace {
     /// Only an entry of an older claim: a cache value over a value.
@@ -69,8 +156,8 @@ pub enum Replace {
     OlderOrSame,
 }
 
-/// The entries pushed for one key, as one process receives them.
-#[doc(hidden)]
+/// The entries pushed for one key, as one process receives them; made by
+/// [`Watchers::subscribe`].
 pub struct ValueWatch {
     pub(crate) receiver: broadcast::Receiver<Arc<Vec<u8>>>,
     /// The entry the watch began with, for stores whose pushes can trail their reads (a
@@ -81,7 +168,6 @@ pub struct ValueWatch {
 
 impl ValueWatch {
     /// The next pushed entry, encoded; `None` when the store's push channel closed.
-    #[doc(hidden)]
     pub async fn next_bytes(&mut self) -> Option<Arc<Vec<u8>>> {
         loop {
             match self.receiver.recv().await {
@@ -94,7 +180,6 @@ impl ValueWatch {
 
     /// A pushed entry that has already arrived, without waiting; `None` when there is none
     /// (yet) or the channel closed.
-    #[doc(hidden)]
     pub fn try_next_bytes(&mut self) -> Option<Arc<Vec<u8>>> {
         loop {
             match self.receiver.try_recv() {
@@ -127,15 +212,30 @@ impl ValueWatch {
     }
 }
 
-/// The in-process side of pushes: one broadcast channel per watched key, shared by every
-/// local waiter of that key; dropped when the last receiver goes.
+/// The in-process side of a store's pushes: one channel per watched key, shared by every local
+/// waiter of that key, dropped when the last one goes. A store subscribes in
+/// [`watch`](ResultStore::watch) and delivers what its server pushes (and, for a store in this
+/// process alone, what it stores).
+///
+/// ```
+/// use std::sync::Arc;
+/// use lock_core::results::Watchers;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let watchers = Watchers::default();
+/// let mut watch = watchers.subscribe("shop:price:42");
+/// watchers.deliver("shop:price:42", Arc::new(b"lc1 V 00000000000000000007 9.99".to_vec()));
+/// assert!(watch.next_bytes().await.is_some());
+/// # }
+/// ```
 #[derive(Default)]
-pub(crate) struct Watchers {
+pub struct Watchers {
     keys: std::sync::Mutex<std::collections::HashMap<String, broadcast::Sender<Arc<Vec<u8>>>>>,
 }
 
 impl Watchers {
-    pub(crate) fn subscribe(&self, key: &str) -> ValueWatch {
+    /// A watch of the entries delivered for `key` (a full key, `namespace:key`) from now on.
+    pub fn subscribe(&self, key: &str) -> ValueWatch {
         let mut keys = crate::lock::held::lock(&self.keys);
         keys.retain(|_, sender| sender.receiver_count() > 0);
         let sender = keys
@@ -156,7 +256,7 @@ impl Watchers {
     }
 
     /// Hands `entry` to the local waiters of `key`, if any.
-    pub(crate) fn deliver(&self, key: &str, entry: Arc<Vec<u8>>) {
+    pub fn deliver(&self, key: &str, entry: Arc<Vec<u8>>) {
         let keys = crate::lock::held::lock(&self.keys);
         if let Some(sender) = keys.get(key) {
             sender.send(entry).ok();

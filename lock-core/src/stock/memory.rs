@@ -12,7 +12,6 @@ use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
-use crate::backend::BoxFuture;
 use crate::lock::held::lock;
 use crate::Result;
 
@@ -110,7 +109,7 @@ impl MemoryStock {
 }
 
 impl StockStore for MemoryStock {
-    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
+    async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
         let level = self.with(sku, |s| {
             s.stocked = true;
             s.forget_at = None;
@@ -118,16 +117,11 @@ impl StockStore for MemoryStock {
             s.level.received += quantity;
             s.level
         });
-        Box::pin(async move { Ok(level) })
+        Ok(level)
     }
 
-    fn deduct<'a>(
-        &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<Deduction>> {
-        let deduction = self.with(sku, |s| {
+    async fn deduct(&self, sku: &str, quantity: u64, order: &str) -> Result<Deduction> {
+        self.with(sku, |s| {
             if let Some(&(first_quantity, outcome)) = s.deductions.get(order) {
                 if first_quantity != quantity {
                     return Err(order_reused(order, first_quantity, quantity));
@@ -153,18 +147,17 @@ impl StockStore for MemoryStock {
                 outcome,
                 duplicate: false,
             })
-        });
-        Box::pin(async move { deduction })
+        })
     }
 
-    fn reserve<'a>(
-        &'a self,
-        sku: &'a str,
+    async fn reserve(
+        &self,
+        sku: &str,
         quantity: u64,
-        order: &'a str,
+        order: &str,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<Reservation>> {
-        let reservation = self.with(sku, |s| {
+    ) -> Result<Reservation> {
+        self.with(sku, |s| {
             if let Some(held) = s.reservations.get(order) {
                 if held.quantity != quantity {
                     return Err(order_reused(order, held.quantity, quantity));
@@ -203,15 +196,10 @@ impl StockStore for MemoryStock {
                 outcome,
                 duplicate: false,
             })
-        });
-        Box::pin(async move { reservation })
+        })
     }
 
-    fn confirm<'a>(
-        &'a self,
-        sku: &'a str,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<ConfirmOutcome>> {
+    async fn confirm(&self, sku: &str, order: &str) -> Result<ConfirmOutcome> {
         let outcome = self.with(sku, |s| {
             let Some(held) = s.reservations.get_mut(order) else {
                 return ConfirmOutcome::Unknown;
@@ -229,10 +217,10 @@ impl StockStore for MemoryStock {
                 HeldState::Refused => ConfirmOutcome::Unknown,
             }
         });
-        Box::pin(async move { Ok(outcome) })
+        Ok(outcome)
     }
 
-    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>> {
+    async fn cancel(&self, sku: &str, order: &str) -> Result<CancelOutcome> {
         let outcome = self.with(sku, |s| {
             let Some(held) = s.reservations.get_mut(order) else {
                 return CancelOutcome::Unknown;
@@ -249,11 +237,11 @@ impl StockStore for MemoryStock {
                 HeldState::Refused => CancelOutcome::Unknown,
             }
         });
-        Box::pin(async move { Ok(outcome) })
+        Ok(outcome)
     }
 
-    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>> {
+    async fn level(&self, sku: &str) -> Result<StockLevel> {
         let level = self.with(sku, |s| s.level);
-        Box::pin(async move { Ok(level) })
+        Ok(level)
     }
 }

@@ -27,6 +27,7 @@
 mod memory;
 #[cfg(feature = "redis")]
 mod redis;
+mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +35,7 @@ use std::time::Duration;
 pub use self::memory::MemoryStock;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStock;
-use crate::backend::BoxFuture;
+pub use self::store::{DynStockStore, StockStore};
 use crate::lock::key::validate_namespace;
 use crate::{LockError, LockKey, Result};
 
@@ -154,40 +155,10 @@ impl StockLevel {
     }
 }
 
-/// A store that keeps stock; [`MemoryStock`] and (feature `redis`) `RedisStock`.
-///
-/// Keys arrive validated and namespaced (`namespace:sku`); order ids validated.
-pub trait StockStore: Send + Sync {
-    /// Adds `quantity` units.
-    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>>;
-    /// Takes `quantity` units for `order` if available, once per order id.
-    fn deduct<'a>(
-        &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<Deduction>>;
-    /// Holds `quantity` units for `order` for `ttl`, once per order id.
-    fn reserve<'a>(
-        &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<Reservation>>;
-    /// Turns `order`'s live reservation into a sale.
-    fn confirm<'a>(&'a self, sku: &'a str, order: &'a str)
-        -> BoxFuture<'a, Result<ConfirmOutcome>>;
-    /// Returns `order`'s live reservation to stock.
-    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>>;
-    /// The current level (expired reservations already returned).
-    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>>;
-}
-
 /// Stock operations on one store, with validated names. Cheap to clone.
 #[derive(Clone)]
 pub struct Stock {
-    store: Arc<dyn StockStore>,
+    store: Arc<dyn DynStockStore>,
     namespace: String,
 }
 

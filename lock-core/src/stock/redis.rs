@@ -11,7 +11,6 @@ use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
-use crate::backend::BoxFuture;
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::{LockError, RedisBackend, Result};
@@ -147,99 +146,78 @@ fn protocol(detail: String) -> LockError {
 }
 
 impl StockStore for RedisStock {
-    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
-        Box::pin(async move {
-            let values: Vec<u64> = self.run(&RESTOCK, sku, &[quantity.to_string()]).await?;
-            parse_level(&values)
+    async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
+        let values: Vec<u64> = self.run(&RESTOCK, sku, &[quantity.to_string()]).await?;
+        parse_level(&values)
+    }
+
+    async fn deduct(&self, sku: &str, quantity: u64, order: &str) -> Result<Deduction> {
+        let (duplicate, record): (u8, String) = self
+            .run(&DEDUCT, sku, &[quantity.to_string(), order.to_owned()])
+            .await?;
+        check_repeat(duplicate, &record, order, quantity)?;
+        let number = last_number(&record)?;
+        let outcome = if record.starts_with('D') {
+            DeductOutcome::Deducted { remaining: number }
+        } else {
+            DeductOutcome::OutOfStock { available: number }
+        };
+        Ok(Deduction {
+            outcome,
+            duplicate: duplicate == 1,
         })
     }
 
-    fn deduct<'a>(
-        &'a self,
-        sku: &'a str,
+    async fn reserve(
+        &self,
+        sku: &str,
         quantity: u64,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<Deduction>> {
-        Box::pin(async move {
-            let (duplicate, record): (u8, String) = self
-                .run(&DEDUCT, sku, &[quantity.to_string(), order.to_owned()])
-                .await?;
-            check_repeat(duplicate, &record, order, quantity)?;
-            let number = last_number(&record)?;
-            let outcome = if record.starts_with('D') {
-                DeductOutcome::Deducted { remaining: number }
-            } else {
-                DeductOutcome::OutOfStock { available: number }
-            };
-            Ok(Deduction {
-                outcome,
-                duplicate: duplicate == 1,
-            })
-        })
-    }
-
-    fn reserve<'a>(
-        &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
+        order: &str,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<Reservation>> {
-        Box::pin(async move {
-            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-            let args = [quantity.to_string(), order.to_owned(), ttl_ms.to_string()];
-            let (duplicate, record): (u8, String) = self.run(&RESERVE, sku, &args).await?;
-            check_repeat(duplicate, &record, order, quantity)?;
-            let number = last_number(&record)?;
-            let outcome = if record.starts_with('O') {
-                ReserveOutcome::OutOfStock { available: number }
-            } else {
-                ReserveOutcome::Reserved { remaining: number }
-            };
-            Ok(Reservation {
-                outcome,
-                duplicate: duplicate == 1,
-            })
+    ) -> Result<Reservation> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let args = [quantity.to_string(), order.to_owned(), ttl_ms.to_string()];
+        let (duplicate, record): (u8, String) = self.run(&RESERVE, sku, &args).await?;
+        check_repeat(duplicate, &record, order, quantity)?;
+        let number = last_number(&record)?;
+        let outcome = if record.starts_with('O') {
+            ReserveOutcome::OutOfStock { available: number }
+        } else {
+            ReserveOutcome::Reserved { remaining: number }
+        };
+        Ok(Reservation {
+            outcome,
+            duplicate: duplicate == 1,
         })
     }
 
-    fn confirm<'a>(
-        &'a self,
-        sku: &'a str,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<ConfirmOutcome>> {
-        Box::pin(async move {
-            let before: String = self
-                .run(&SETTLE, sku, &[order.to_owned(), "confirm".into()])
-                .await?;
-            Ok(match before.as_str() {
-                "L" => ConfirmOutcome::Confirmed,
-                "C" => ConfirmOutcome::AlreadyConfirmed,
-                "X" => ConfirmOutcome::Cancelled,
-                "E" => ConfirmOutcome::Expired,
-                _ => ConfirmOutcome::Unknown,
-            })
+    async fn confirm(&self, sku: &str, order: &str) -> Result<ConfirmOutcome> {
+        let before: String = self
+            .run(&SETTLE, sku, &[order.to_owned(), "confirm".into()])
+            .await?;
+        Ok(match before.as_str() {
+            "L" => ConfirmOutcome::Confirmed,
+            "C" => ConfirmOutcome::AlreadyConfirmed,
+            "X" => ConfirmOutcome::Cancelled,
+            "E" => ConfirmOutcome::Expired,
+            _ => ConfirmOutcome::Unknown,
         })
     }
 
-    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>> {
-        Box::pin(async move {
-            let before: String = self
-                .run(&SETTLE, sku, &[order.to_owned(), "cancel".into()])
-                .await?;
-            Ok(match before.as_str() {
-                "L" => CancelOutcome::Cancelled,
-                "X" | "E" => CancelOutcome::AlreadyReleased,
-                "C" => CancelOutcome::AlreadyConfirmed,
-                _ => CancelOutcome::Unknown,
-            })
+    async fn cancel(&self, sku: &str, order: &str) -> Result<CancelOutcome> {
+        let before: String = self
+            .run(&SETTLE, sku, &[order.to_owned(), "cancel".into()])
+            .await?;
+        Ok(match before.as_str() {
+            "L" => CancelOutcome::Cancelled,
+            "X" | "E" => CancelOutcome::AlreadyReleased,
+            "C" => CancelOutcome::AlreadyConfirmed,
+            _ => CancelOutcome::Unknown,
         })
     }
 
-    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>> {
-        Box::pin(async move {
-            let values: Vec<u64> = self.run(&LEVEL, sku, &[]).await?;
-            parse_level(&values)
-        })
+    async fn level(&self, sku: &str) -> Result<StockLevel> {
+        let values: Vec<u64> = self.run(&LEVEL, sku, &[]).await?;
+        parse_level(&values)
     }
 }

@@ -16,7 +16,6 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
-use crate::backend::BoxFuture;
 use crate::breaker::Breaker;
 use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::{LockError, LockKey, Result};
@@ -353,71 +352,61 @@ impl ResultStore for PostgresResultStore {
         STORE
     }
 
-    fn get<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Vec<u8>>>> {
-        Box::pin(self.shared.db.get(key.full()))
+    async fn get(&self, key: &LockKey) -> Result<Option<Vec<u8>>> {
+        self.shared.db.get(key.full()).await
     }
 
-    fn watch<'a>(
-        &'a self,
-        key: &'a LockKey,
-        _wait: Duration,
-    ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>> {
-        Box::pin(async move {
-            // Subscribed locally before reading: a put committed after the read notifies the
-            // listening connection, which has listened since the store connected. The
-            // notification of a put the read already saw can still arrive after it: the watch
-            // ignores pushes of what it read, and of older entries.
-            let watch = self.shared.watchers.subscribe(key.full());
-            let there = self.shared.db.get(key.full()).await?;
-            Ok((watch.after(there.as_deref()), there))
-        })
+    async fn watch(&self, key: &LockKey, _wait: Duration) -> Result<(ValueWatch, Option<Vec<u8>>)> {
+        // Subscribed locally before reading: a put committed after the read notifies the
+        // listening connection, which has listened since the store connected. The
+        // notification of a put the read already saw can still arrive after it: the watch
+        // ignores pushes of what it read, and of older entries.
+        let watch = self.shared.watchers.subscribe(key.full());
+        let there = self.shared.db.get(key.full()).await?;
+        Ok((watch.after(there.as_deref()), there))
     }
 
-    fn put<'a>(
-        &'a self,
-        key: &'a LockKey,
-        fence_digits: &'a str,
-        entry: &'a [u8],
+    async fn put(
+        &self,
+        key: &LockKey,
+        fence_digits: &str,
+        entry: &[u8],
         keep: Duration,
         rule: Replace,
-    ) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            let db = &self.shared.db;
-            let (kind, entry_fence) = statements::header(entry);
-            let keep_us = if keep.is_zero() {
-                0
-            } else {
-                micros(keep.min(MAX_KEEP))
-            };
-            let payload = push::payload(key.full(), entry, !keep.is_zero());
-            let statement = sqlx::query_as(&db.sql.put)
-                .bind(key.full())
-                .bind(fence_digits)
-                .bind(rule == Replace::OlderOrSame)
-                .bind(kind)
-                .bind(entry_fence)
-                .bind(entry)
-                .bind(keep_us)
-                .bind(&self.shared.channel)
-                .bind(payload)
-                .fetch_one(&db.pool);
-            let (stored, _pushed): (i64, i64) = db.timed("put", statement).await?;
-            Ok(stored > 0)
-        })
+    ) -> Result<bool> {
+        let db = &self.shared.db;
+        let (kind, entry_fence) = statements::header(entry);
+        let keep_us = if keep.is_zero() {
+            0
+        } else {
+            micros(keep.min(MAX_KEEP))
+        };
+        let payload = push::payload(key.full(), entry, !keep.is_zero());
+        let statement = sqlx::query_as(&db.sql.put)
+            .bind(key.full())
+            .bind(fence_digits)
+            .bind(rule == Replace::OlderOrSame)
+            .bind(kind)
+            .bind(entry_fence)
+            .bind(entry)
+            .bind(keep_us)
+            .bind(&self.shared.channel)
+            .bind(payload)
+            .fetch_one(&db.pool);
+        let (stored, _pushed): (i64, i64) = db.timed("put", statement).await?;
+        Ok(stored > 0)
     }
 
     fn postgres_table(&self) -> Option<&str> {
         Some(&self.shared.table)
     }
 
-    fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let db = &self.shared.db;
-            let statement = sqlx::query(&db.sql.remove)
-                .bind(key.full())
-                .execute(&db.pool);
-            db.timed("remove", statement).await.map(drop)
-        })
+    async fn remove(&self, key: &LockKey) -> Result<()> {
+        let db = &self.shared.db;
+        let statement = sqlx::query(&db.sql.remove)
+            .bind(key.full())
+            .execute(&db.pool);
+        db.timed("remove", statement).await.map(drop)
     }
 }
 

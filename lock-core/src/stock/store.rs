@@ -1,0 +1,130 @@
+//! What a store of stock does, and its object-safe form, which [`Stock`](super::Stock) holds.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::{CancelOutcome, ConfirmOutcome, Deduction, Reservation, StockLevel};
+use crate::backend::BoxFuture;
+use crate::Result;
+
+/// A store that keeps stock; [`MemoryStock`](super::MemoryStock) and (feature `redis`)
+/// `RedisStock`. Each operation is one atomic step in the store that also records the order id
+/// and quantity, so a retried order returns its first outcome.
+///
+/// Keys arrive validated and namespaced (`namespace:sku`), order ids and quantities validated:
+/// call it through [`Stock`](super::Stock).
+///
+/// ```
+/// use lock_core::stock::{MemoryStock, StockStore};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let store = MemoryStock::new();
+/// store.restock("shop:sku-1", 3).await?;
+/// assert!(!store.deduct("shop:sku-1", 1, "order-a").await?.duplicate);
+/// assert!(store.deduct("shop:sku-1", 1, "order-a").await?.duplicate);
+/// assert_eq!(store.level("shop:sku-1").await?.available, 2);
+/// # Ok(()) }
+/// ```
+pub trait StockStore: Send + Sync {
+    /// Adds `quantity` units.
+    fn restock(&self, sku: &str, quantity: u64) -> impl Future<Output = Result<StockLevel>> + Send;
+
+    /// Takes `quantity` units for `order` if available, once per order id.
+    fn deduct(
+        &self,
+        sku: &str,
+        quantity: u64,
+        order: &str,
+    ) -> impl Future<Output = Result<Deduction>> + Send;
+
+    /// Holds `quantity` units for `order` for `ttl`, once per order id.
+    fn reserve(
+        &self,
+        sku: &str,
+        quantity: u64,
+        order: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Reservation>> + Send;
+
+    /// Turns `order`'s live reservation into a sale.
+    fn confirm(
+        &self,
+        sku: &str,
+        order: &str,
+    ) -> impl Future<Output = Result<ConfirmOutcome>> + Send;
+
+    /// Returns `order`'s live reservation to stock.
+    fn cancel(&self, sku: &str, order: &str) -> impl Future<Output = Result<CancelOutcome>> + Send;
+
+    /// The current level (expired reservations already returned).
+    fn level(&self, sku: &str) -> impl Future<Output = Result<StockLevel>> + Send;
+}
+
+/// The object-safe form of [`StockStore`], implemented for every `StockStore`.
+pub trait DynStockStore: Send + Sync {
+    /// See [`StockStore::restock`].
+    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>>;
+    /// See [`StockStore::deduct`].
+    fn deduct<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<Deduction>>;
+    /// See [`StockStore::reserve`].
+    fn reserve<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Reservation>>;
+    /// See [`StockStore::confirm`].
+    fn confirm<'a>(&'a self, sku: &'a str, order: &'a str)
+        -> BoxFuture<'a, Result<ConfirmOutcome>>;
+    /// See [`StockStore::cancel`].
+    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>>;
+    /// See [`StockStore::level`].
+    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>>;
+}
+
+impl<S: StockStore> DynStockStore for S {
+    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
+        Box::pin(StockStore::restock(self, sku, quantity))
+    }
+
+    fn deduct<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<Deduction>> {
+        Box::pin(StockStore::deduct(self, sku, quantity, order))
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        sku: &'a str,
+        quantity: u64,
+        order: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Reservation>> {
+        Box::pin(StockStore::reserve(self, sku, quantity, order, ttl))
+    }
+
+    fn confirm<'a>(
+        &'a self,
+        sku: &'a str,
+        order: &'a str,
+    ) -> BoxFuture<'a, Result<ConfirmOutcome>> {
+        Box::pin(StockStore::confirm(self, sku, order))
+    }
+
+    fn cancel<'a>(&'a self, sku: &'a str, order: &'a str) -> BoxFuture<'a, Result<CancelOutcome>> {
+        Box::pin(StockStore::cancel(self, sku, order))
+    }
+
+    fn level<'a>(&'a self, sku: &'a str) -> BoxFuture<'a, Result<StockLevel>> {
+        Box::pin(StockStore::level(self, sku))
+    }
+}

@@ -1,4 +1,5 @@
-//! The semaphore's size and state, and what a queue holds, as read from its range.
+//! The semaphore's size and state ([`SemaphoreBackend`]), and the listing of a queue's range they
+//! are read from (which `queue.rs` also counts waiters with).
 //!
 //! A semaphore's size is the key `size` in its queue's range (no lease: it outlives the
 //! permits). The first acquisition creates it with the request's `limit` when absent;

@@ -130,12 +130,12 @@ impl RecoveryPointsBuilder {
             #[cfg(feature = "postgres")]
             Source::Postgres(pool) => Db::Postgres {
                 pool,
-                sql: super::postgres::Statements::new(&self.table),
+                sql: super::postgres::statements(&self.table),
             },
             #[cfg(feature = "mysql")]
             Source::MySql(pool) => Db::MySql {
                 pool,
-                sql: super::mysql::Statements::new(&self.table),
+                sql: super::mysql::statements(&self.table),
             },
         };
         let breaker = self

@@ -16,7 +16,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 pub use self::builder::RecoveryPointsBuilder;
 use super::commit::Dialect;
 use crate::breaker::Breaker;
-use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table};
+use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table, RowsAffected};
 use crate::{LockError, Result};
 
 /// The default table.
@@ -87,15 +87,35 @@ struct Shared {
 /// The database and its statements.
 enum Db {
     #[cfg(feature = "postgres")]
-    Postgres {
-        pool: sqlx::PgPool,
-        sql: postgres::Statements,
-    },
+    Postgres { pool: sqlx::PgPool, sql: Statements },
     #[cfg(feature = "mysql")]
     MySql {
         pool: sqlx::MySqlPool,
-        sql: mysql::Statements,
+        sql: Statements,
     },
+}
+
+/// One point to write: the record's full key, its entry, and how long to keep it (µs).
+#[derive(Clone, Copy, Debug)]
+struct Point<'a> {
+    key: &'a str,
+    entry: &'a [u8],
+    keep: i64,
+}
+
+/// One dialect's statements on the points table, with its name put in once.
+#[derive(Debug)]
+struct Statements {
+    /// The stored key → the live entry, if any.
+    find: String,
+    /// Before `record`, where the dialect needs it (MySQL): deletes the key's point if it
+    /// expired, so that the insert after it can take its place.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    clear_expired: Option<String>,
+    /// Writes the point unless a live one is there.
+    record: String,
+    /// Deletes up to [`SWEEP_BATCH`](crate::sql::SWEEP_BATCH) expired rows.
+    purge_batch: String,
 }
 
 impl Db {
@@ -292,9 +312,9 @@ impl RecoveryPoints {
             let created = async {
                 match &db {
                     #[cfg(feature = "postgres")]
-                    Db::Postgres { pool, .. } => postgres::Statements::create(pool, &table).await,
+                    Db::Postgres { pool, .. } => postgres::create(pool, &table).await,
                     #[cfg(feature = "mysql")]
-                    Db::MySql { pool, .. } => mysql::Statements::create(pool, &table).await,
+                    Db::MySql { pool, .. } => mysql::create(pool, &table).await,
                 }
             };
             through(&breaker, timeout, db.name(), "create table", created).await?;
@@ -324,9 +344,9 @@ impl RecoveryPoints {
         let found = async {
             match &shared.db {
                 #[cfg(feature = "postgres")]
-                Db::Postgres { pool, sql } => sql.find(pool, key).await,
+                Db::Postgres { pool, sql } => postgres::find(sql, pool, key).await,
                 #[cfg(feature = "mysql")]
-                Db::MySql { pool, sql } => sql.find(pool, key).await,
+                Db::MySql { pool, sql } => mysql::find(sql, pool, key).await,
             }
         };
         let name = shared.db.name();
@@ -351,14 +371,19 @@ impl RecoveryPoints {
         entry: &[u8],
         keep: Duration,
     ) -> Result<Option<Vec<u8>>> {
+        let point = Point {
+            key,
+            entry,
+            keep: crate::sql::micros(keep.min(MAX_KEEP)),
+        };
         let there = match (&self.shared.db, transaction) {
             #[cfg(feature = "postgres")]
             (Db::Postgres { sql, .. }, Dialect::Postgres(transaction)) => {
-                sql.record_in(transaction, key, entry, keep).await?
+                postgres::record_in(sql, transaction, point).await?
             }
             #[cfg(feature = "mysql")]
             (Db::MySql { sql, .. }, Dialect::MySql(transaction)) => {
-                sql.record_in(transaction, key, entry, keep).await?
+                mysql::record_in(sql, transaction, point).await?
             }
             #[allow(unreachable_patterns)] // with one SQL feature, the only pair
             (db, transaction) => {
@@ -399,9 +424,9 @@ async fn purge(shared: Arc<Shared>) -> Result<u64> {
         let batch = async {
             match &shared.db {
                 #[cfg(feature = "postgres")]
-                Db::Postgres { pool, sql } => sql.purge_batch(pool).await,
+                Db::Postgres { pool, sql } => purge_rows(pool, &sql.purge_batch).await,
                 #[cfg(feature = "mysql")]
-                Db::MySql { pool, sql } => sql.purge_batch(pool).await,
+                Db::MySql { pool, sql } => purge_rows(pool, &sql.purge_batch).await,
             }
         };
         // A purge is a batch of deletes, not a request: it gets the time it needs.
@@ -409,6 +434,38 @@ async fn purge(shared: Arc<Shared>) -> Result<u64> {
         through(&shared.breaker, generous, shared.db.name(), "purge", batch).await
     })
     .await
+}
+
+/// The live point a dialect's `find` statement (one parameter: the stored key) reads, on the
+/// pool or in the application's transaction.
+async fn read_point<'a, DB, E>(
+    executor: E,
+    find: &'a str,
+    stored_key: &'a str,
+) -> Result<Option<Vec<u8>>, sqlx::Error>
+where
+    DB: sqlx::Database,
+    E: sqlx::Executor<'a, Database = DB> + 'a,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'r> Vec<u8>: sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    sqlx::query_scalar(find)
+        .bind(stored_key)
+        .fetch_optional(executor)
+        .await
+}
+
+/// Runs a dialect's purge statement (one bounded batch): the rows deleted.
+async fn purge_rows<DB>(pool: &sqlx::Pool<DB>, purge: &str) -> Result<u64, sqlx::Error>
+where
+    DB: sqlx::Database,
+    DB::QueryResult: RowsAffected,
+    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+    for<'c> &'c sqlx::Pool<DB>: sqlx::Executor<'c, Database = DB>,
+{
+    Ok(sqlx::query(purge).execute(pool).await?.rows())
 }
 
 /// Runs `statement` through `breaker` (refused at once while the database is known to be
@@ -437,5 +494,36 @@ async fn through<T>(
                 after: timeout,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The migration of the default table is the constant, and another table's names that
+    /// table throughout (`index`: how its index is declared).
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn the_migration_names_its_table(migration: fn(&str) -> String, constant: &str, index: &str) {
+        assert_eq!(migration(super::DEFAULT_TABLE), constant);
+        let other = migration("points");
+        assert!(other.starts_with("CREATE TABLE IF NOT EXISTS points ("));
+        assert!(other.contains(index), "{other}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn the_postgres_migration_of_the_default_table_is_the_constant() {
+        use super::postgres::{migration, MIGRATION};
+        the_migration_names_its_table(
+            migration,
+            MIGRATION,
+            "points_expires_at ON points (expires_at)",
+        );
+    }
+
+    #[cfg(feature = "mysql")]
+    #[test]
+    fn the_mysql_migration_of_the_default_table_is_the_constant() {
+        use super::mysql::{migration, MIGRATION};
+        the_migration_names_its_table(migration, MIGRATION, "INDEX points_expires_at (expires_at)");
     }
 }

@@ -1,9 +1,9 @@
 //! What differs between PostgreSQL and MySQL, and nothing else (sqlx's `Database` model, on
 //! sqlx's own database types): each dialect's statements with the order it binds their
-//! parameters in, its pool and connection settings, how it creates its schema, wakes waiters and
-//! runs one grant attempt. Everything else, waiting,
-//! retries, the breaker, renewal, release, clean-up and sweeps, is written once over
-//! [`Dialect`] (`acquire.rs`, `builder.rs`, `sweep.rs`).
+//! parameters in, its pool and connection settings, how it creates its schema, wakes waiters
+//! and runs one grant attempt. Everything else (waiting, retries, the breaker, renewal,
+//! release, the clean-up after an abandoned acquire, sweeps) is written once over [`Dialect`]
+//! (`acquire.rs`, `builder.rs`, `sweep.rs`).
 //!
 //! A statement names its parameters by what they are ([`Bind`]); the shared code fills in the
 //! values ([`Values`]) and the dialect's list says which go where, so PostgreSQL's `$n` and

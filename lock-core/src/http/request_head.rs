@@ -60,7 +60,7 @@ pub trait RequestHead {
         usize::from(self.header(name).is_some())
     }
 
-    /// The route the framework's router matched, for [`KeySource::route_param`]. The default,
+    /// The route the framework's router matched, for [`KeySource::route_param`](super::keyed::KeySource::route_param). The default,
     /// [`MatchedRoute::Unknown`], is for adapters that cannot see routing: route parameters
     /// then fail closed (400) instead of silently locking nothing.
     ///

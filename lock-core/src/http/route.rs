@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use super::decode_path_segment;
 
 /// What the framework's router decided for a request, as an adapter sees it; read by
-/// [`KeySource::route_param`](super::KeySource::route_param) through
+/// [`KeySource::route_param`](super::keyed::KeySource::route_param) through
 /// [`RequestHead::matched_route`](super::RequestHead::matched_route).
 ///
 /// The three cases lead to three answers: a known route with the parameter is locked, a

@@ -362,6 +362,54 @@ async fn a_commit_waits_for_the_open_one(records: Records) {
     }
 }
 
+/// Payments of different keys commit at the same moment, each in its own transaction, a
+/// round after another: every one is recorded, none fails (on MySQL a delete of a missing
+/// point before the insert took gap locks two transactions could share, and their inserts
+/// deadlocked: the database rolled one back, effect and all).
+async fn payments_of_different_keys_commit_at_once(records: Records) {
+    let Some(setup) = Setup::new(records).await else {
+        return;
+    };
+    let setup = std::sync::Arc::new(setup);
+    let instance = setup.instance(LeaseMode::default()).await;
+    for round in 0..10 {
+        let mut claims = Vec::new();
+        for n in 0..8 {
+            let key = unique(&format!("together-{round}-{n}"));
+            claims.push(run(&instance, &key, 5).await);
+        }
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(claims.len()));
+        let payments: Vec<_> = claims
+            .iter()
+            .map(|claim| {
+                let (setup, barrier, info) = (setup.clone(), barrier.clone(), claim.info().clone());
+                tokio::spawn(async move {
+                    let mut transaction = setup.effects.begin().await;
+                    transaction
+                        .insert_effect(&setup.effect_key(&info.key), info.fence.get())
+                        .await;
+                    barrier.wait().await;
+                    let committed = transaction.commit_in(&info, &receipt("paid")).await;
+                    if matches!(committed, Ok(Committed::Recorded)) {
+                        transaction.commit().await;
+                    }
+                    committed.map_err(|error| error.to_string())
+                })
+            })
+            .collect();
+        for payment in payments {
+            assert_eq!(
+                payment.await.unwrap(),
+                Ok(Committed::Recorded),
+                "round {round}"
+            );
+        }
+        for claim in claims {
+            assert_eq!(setup.effects(&claim.info().key).await, 1);
+        }
+    }
+}
+
 /// The tests of one configuration, in a module of their own.
 macro_rules! tests_for {
     ($module:ident, $records:expr, [$($name:ident => $body:ident;)*]) => {
@@ -401,6 +449,7 @@ every_configuration!([
     the_paused_holder_commits_first_and_once => paused_holder_commits_first;
     the_retry_commits_first_and_once => retry_commits_first;
     a_commit_waits_for_the_open_one => a_commit_waits_for_the_open_one;
+    payments_of_different_keys_commit_at_once => payments_of_different_keys_commit_at_once;
 ]);
 
 /// Records on Redis lost (a restart without persistence, a `forget`): the recovery point still

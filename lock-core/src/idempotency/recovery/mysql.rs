@@ -63,30 +63,50 @@ pub(super) async fn find(
 
 /// `Ok(None)` when written; otherwise the live point there (committed by another
 /// execution), or `Ok(Some(None))` if it expired between the statements.
+///
+/// The insert comes first. A delete of a key that is not there would take a gap lock (InnoDB,
+/// repeatable read) that two transactions can both hold, and their inserts then wait for each
+/// other: a deadlock that rolls back the application's whole transaction, effect and all
+/// (seen with two payments of different keys committing at once). An expired point is cleared
+/// only when the insert found one: a lock on that row alone.
 pub(super) async fn record_in(
     sql: &Statements,
     transaction: &mut Transaction<'_, MySql>,
     point: Point<'_>,
 ) -> Result<Option<Option<Vec<u8>>>> {
     let stored_key = storage_key(point.key);
+    if insert(sql, transaction, &stored_key, &point).await? {
+        return Ok(None);
+    }
     if let Some(clear_expired) = &sql.clear_expired {
-        sqlx::query(clear_expired)
+        let cleared = sqlx::query(clear_expired)
             .bind(&stored_key)
             .execute(&mut **transaction)
             .await
-            .map_err(|e| to_lock_error(STORE, e))?;
+            .map_err(|e| to_lock_error(STORE, e))?
+            .rows_affected();
+        if cleared > 0 && insert(sql, transaction, &stored_key, &point).await? {
+            return Ok(None);
+        }
     }
+    let there = super::read_point(&mut **transaction, &sql.find, &stored_key).await;
+    Ok(Some(there.map_err(|e| to_lock_error(STORE, e))?))
+}
+
+/// The `INSERT IGNORE`: whether it wrote the point (no row had its key).
+async fn insert(
+    sql: &Statements,
+    transaction: &mut Transaction<'_, MySql>,
+    stored_key: &str,
+    point: &Point<'_>,
+) -> Result<bool> {
     let written = sqlx::query(&sql.record)
-        .bind(&stored_key)
+        .bind(stored_key)
         .bind(point.entry)
         .bind(point.keep)
         .execute(&mut **transaction)
         .await
         .map_err(|e| to_lock_error(STORE, e))?
         .rows_affected();
-    if written > 0 {
-        return Ok(None);
-    }
-    let there = super::read_point(&mut **transaction, &sql.find, &stored_key).await;
-    Ok(Some(there.map_err(|e| to_lock_error(STORE, e))?))
+    Ok(written > 0)
 }

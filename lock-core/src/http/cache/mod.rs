@@ -76,7 +76,7 @@ mod control;
 pub(crate) mod headers;
 mod http_cache;
 mod key;
-mod origin;
+pub(crate) mod origin;
 mod request;
 mod response;
 mod rules;

@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use super::headers::HeaderPairs;
+use crate::http::idempotency::HandlerResponse;
 
 /// How the cache forwards a request to the application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +69,7 @@ pub trait OriginResponse: HeaderPairs + Send + 'static {
 
 /// A body read up to a limit.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum ReadBody {
+pub(crate) enum ReadBody {
     /// The whole body, within the limit.
     Complete(Vec<u8>),
     /// More than the limit: the bytes read so far (the limit and the chunk that crossed it).
@@ -77,8 +78,9 @@ pub(super) enum ReadBody {
     Failed(Vec<u8>),
 }
 
-/// Reads `response`'s body until it ends or passes `limit` bytes.
-pub(super) async fn read_body(response: &mut impl OriginResponse, limit: u64) -> ReadBody {
+/// Reads `response`'s body until it ends or passes `limit` bytes (the response cache's
+/// computation, and the idempotency layer's handler response).
+pub(crate) async fn read_body(response: &mut impl HandlerResponse, limit: u64) -> ReadBody {
     let mut body = Vec::new();
     loop {
         match response.next_chunk().await {

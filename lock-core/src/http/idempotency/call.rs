@@ -10,12 +10,13 @@
 
 use std::future::Future;
 
-use super::handler_response::{read_body, BodyRead, HandlerResponse};
+use super::handler_response::HandlerResponse;
 use super::serve::{
     begin, finish, give_back, lost, request_too_large, response_not_sent, unreadable_request,
     Finished, Reply, Started,
 };
 use super::IdempotencyRules;
+use crate::http::cache::origin::{read_body, ReadBody};
 use crate::http::keyed::race_lost;
 use crate::http::RequestHead;
 use crate::idempotency::{Claim, ClaimInfo, Idempotency};
@@ -218,9 +219,18 @@ impl Running<'_> {
             headers.push((name.to_owned(), value.to_vec()));
         });
         let limit = rules.max_body_bytes_limit() as u64;
-        let read = read_body(&mut response, limit).await;
+        let declared = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, value)| std::str::from_utf8(value).ok()?.trim().parse::<u64>().ok());
+        // A `Content-Length` over the limit is refused before a byte is read.
+        let read = if declared.is_some_and(|length| length > limit) {
+            ReadBody::TooLarge(Vec::new())
+        } else {
+            read_body(&mut response, limit).await
+        };
         match read {
-            BodyRead::Whole(body) => {
+            ReadBody::Complete(body) => {
                 match finish(claim, rules, status, &headers, Some(body.clone())).await {
                     Finished::Send(_) => Ran::Send {
                         response,
@@ -229,7 +239,7 @@ impl Running<'_> {
                     Finished::Replace(reply) => Ran::Replace { response, reply },
                 }
             }
-            BodyRead::TooLarge => {
+            ReadBody::TooLarge(_) => {
                 let reply = match finish(claim, rules, status, &headers, None).await {
                     Finished::Replace(reply) => reply,
                     // lock-core replaces every response it was not given whole; the body's
@@ -238,7 +248,7 @@ impl Running<'_> {
                 };
                 Ran::Replace { response, reply }
             }
-            BodyRead::Failed(read) => {
+            ReadBody::Failed(read) => {
                 // The handler's response broke off: not an answer to keep (as a handler that
                 // failed); it goes on, as broken as it was, and the next request with the
                 // key runs.

@@ -80,7 +80,8 @@ pub use backend::{Capabilities, LockBackend};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdBackend;
 pub use lease::{LeaseMode, WaitPolicy};
-pub use lock::client::{LockClient, LockClientBuilder};
+pub use lock::client::LockClient;
+pub use lock::client_builder::LockClientBuilder;
 pub use lock::error::{LockError, Result};
 pub use lock::guard::LockGuard;
 pub use lock::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};

@@ -1,15 +1,23 @@
 //! The client users hold: a backend, a namespace and the re-entrant holds of this process.
+//! Every way into the store starts here: the lock, the fair lock, the read-write lock, the
+//! semaphore and the latch (the last three are types of [`primitives`](crate::primitives)),
+//! and the process-wide default client.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::{Capabilities, DynLockBackend, LeaseKind, LockBackend};
-use crate::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
+use std::sync::OnceLock;
+
+use crate::lock::client_builder::LockClientBuilder;
 use crate::lock::held::HeldRegistry;
-use crate::lock::key::validate_namespace;
 use crate::lock::request::LockRequest;
 use crate::lock::watchdog::Watchdog;
-use crate::{LeaseMode, LockError, LockKey, Result};
+use crate::{CountDownLatch, LeaseMode, LockError, LockKey, ReadWriteLock, Result, Semaphore};
+
+/// The process-wide default client ([`LockClient::install_global`]), for code that cannot be
+/// handed one (the `#[distributed_lock]` attribute without `client = ...`).
+static GLOBAL: OnceLock<LockClient> = OnceLock::new();
 
 /// A handle to distributed locks on one backend. Cheap to clone; clones share everything.
 ///
@@ -84,17 +92,84 @@ impl LockClient {
 
     /// Starts configuring a client on `backend`.
     pub fn builder(backend: impl LockBackend) -> LockClientBuilder {
-        LockClientBuilder {
-            backend: Arc::new(backend),
-            namespace: String::new(),
-            default_lease: LeaseMode::default(),
-            fence_retention: None,
-        }
+        LockClientBuilder::new(Arc::new(backend), String::new(), LeaseMode::default())
     }
 
     /// Starts a request for the lock named `key` (validated when the request runs).
     pub fn lock(&self, key: impl Into<String>) -> LockRequest<'_> {
         LockRequest::new(self, key.into())
+    }
+
+    /// Starts a request for the fair lock named `key`: waiters are served strictly in the
+    /// order they arrived, and a newcomer never takes it while others wait (no barging), so
+    /// every waiter gets its turn. On Redis the release hands the lock to the next waiter
+    /// inside the release itself: the waiter wakes up holding it.
+    ///
+    /// A fair lock is its own lock: `fair_lock("k")` and [`lock("k")`](Self::lock) do not
+    /// exclude each other. Everything else is the lock's: the returned [`LockRequest`], the
+    /// [`LockGuard`](crate::LockGuard), reentrancy, fencing tokens and `lost()`. The backend
+    /// must offer it ([`Primitives::fair`](crate::backend::Primitives::fair)); otherwise
+    /// [`LockError::Unsupported`](crate::LockError::Unsupported).
+    ///
+    /// ```
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// let locks = LockClient::new(MemoryBackend::new());
+    /// let turn = locks.fair_lock("printer").await?;
+    /// // ... print, fenced with turn.fencing_token() ...
+    /// turn.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, key: impl Into<String>) -> LockRequest<'_> {
+        LockRequest::of_kind(self, key.into(), LeaseKind::Fair)
+    }
+
+    /// The read-write lock named `name` (validated when a side of it is acquired). The backend
+    /// must offer it ([`Primitives::read_write`](crate::backend::Primitives::read_write)).
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock::new(self.clone(), name.into())
+    }
+
+    /// The semaphore named `name`, of `permits` permits unless the store already has a size
+    /// for it. The backend must offer it
+    /// ([`Primitives::semaphore`](crate::backend::Primitives::semaphore)).
+    pub fn semaphore(&self, name: impl Into<String>, permits: u32) -> Semaphore {
+        Semaphore::new(self.clone(), name.into(), permits)
+    }
+
+    /// The count-down latch named `name`. The backend must offer it
+    /// ([`Primitives::latch`](crate::backend::Primitives::latch)).
+    pub fn latch(&self, name: impl Into<String>) -> CountDownLatch {
+        CountDownLatch::new(self.clone(), name.into())
+    }
+
+    /// Installs `self` as the process-wide default client, once, at startup. Installing a second
+    /// time is refused with [`LockError::InvalidConfig`] (the first stays).
+    ///
+    /// ```
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// LockClient::new(MemoryBackend::new()).install_global().unwrap();
+    /// assert!(LockClient::global().is_ok());
+    /// assert!(LockClient::new(MemoryBackend::new()).install_global().is_err());
+    /// ```
+    pub fn install_global(self) -> Result<()> {
+        GLOBAL.set(self).map_err(|_| {
+            LockError::InvalidConfig("a global lock client is already installed".into())
+        })
+    }
+
+    /// The process-wide default client; [`LockError::InvalidConfig`] until one is installed
+    /// with [`install_global`](Self::install_global).
+    pub fn global() -> Result<&'static LockClient> {
+        GLOBAL.get().ok_or_else(|| {
+            LockError::InvalidConfig(
+                "no global lock client installed; call LockClient::install_global at startup \
+                 or pass `client = ...` to #[distributed_lock]"
+                    .into(),
+            )
+        })
     }
 
     /// What the backend can do.
@@ -185,86 +260,6 @@ impl LockClient {
         namespace: String,
         default_lease: LeaseMode,
     ) -> LockClientBuilder {
-        LockClientBuilder {
-            backend,
-            namespace,
-            default_lease,
-            fence_retention: None,
-        }
-    }
-}
-
-/// Configures a [`LockClient`].
-#[must_use]
-pub struct LockClientBuilder {
-    backend: Arc<dyn DynLockBackend>,
-    namespace: String,
-    default_lease: LeaseMode,
-    fence_retention: Option<Duration>,
-}
-
-impl LockClientBuilder {
-    /// Places every key under `namespace` (`namespace:key`), so services sharing a backend do
-    /// not collide. ASCII letters, digits, `-`, `_` and `.`, at most 64 bytes; empty (the default)
-    /// is no namespace.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = namespace.into();
-        self
-    }
-
-    /// The lease used when a request names none (default: a 30 s watchdog lease).
-    pub fn default_lease(mut self, lease: LeaseMode) -> Self {
-        self.default_lease = lease;
-        self
-    }
-
-    /// How long after each grant, at least, the store keeps what makes the key's next fencing
-    /// token larger (within `MIN_LEASE_TTL..=MAX_LEASE_TTL`; default: the backend's own, a
-    /// day on Redis and PostgreSQL). For locks on keys that anonymous requests make up (a
-    /// cache's URLs), so each leaves nothing behind for long: a Redis fencing counter expires
-    /// this long after the last grant (or later: see [`LockGuard::keep_fence_for`]), a
-    /// PostgreSQL lock row is swept this long after its lease ended (at the next sweep). A
-    /// counter that is gone starts again from the server's clock, past every token it gave;
-    /// what the retention adds is room for the server's clock to be stepped back meanwhile.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use lock_core::{LockClient, MemoryBackend};
-    ///
-    /// let locks = LockClient::builder(MemoryBackend::new())
-    ///     .fence_retention(Duration::from_secs(60))
-    ///     .build();
-    /// assert!(locks.is_ok());
-    /// ```
-    ///
-    /// [`LockGuard::keep_fence_for`]: crate::LockGuard::keep_fence_for
-    pub fn fence_retention(mut self, retention: Duration) -> Self {
-        self.fence_retention = Some(retention);
-        self
-    }
-
-    /// Checks the settings and builds the client.
-    pub fn build(self) -> Result<LockClient> {
-        validate_namespace(&self.namespace)?;
-        self.default_lease.validate()?;
-        if let Some(retention) = self.fence_retention {
-            crate::lease::validate_ttl(retention).map_err(|_| LockError::InvalidDuration {
-                what: "fence retention",
-                reason: format!(
-                    "{retention:?} is outside {:?}..={:?}",
-                    MIN_LEASE_TTL, MAX_LEASE_TTL
-                ),
-            })?;
-        }
-        Ok(LockClient {
-            inner: Arc::new(ClientInner {
-                backend: self.backend,
-                namespace: self.namespace,
-                default_lease: self.default_lease,
-                fence_retention: self.fence_retention,
-                held: HeldRegistry::default(),
-                watchdog: Arc::default(),
-            }),
-        })
+        LockClientBuilder::new(backend, namespace, default_lease)
     }
 }

@@ -1,4 +1,4 @@
-//! The core lock: what a caller holds and how it is kept. [`client`] and [`request`] acquire,
+//! The core lock: what a caller holds and how it is kept. [`client`] (with its [`client_builder`]) and [`request`] acquire,
 //! [`guard`] is the held lock, [`held`] the state its guards share, [`watchdog`] keeps leases
 //! alive, [`lost`] tells a holder when one is gone, [`abandoned`] cleans up after acquisitions
 //! that never reached their caller; keys ([`key_template`] builds them from templates), owners,
@@ -6,8 +6,8 @@
 
 pub(crate) mod abandoned;
 pub(crate) mod client;
+pub(crate) mod client_builder;
 pub(crate) mod error;
-pub(crate) mod global;
 pub(crate) mod guard;
 pub(crate) mod held;
 pub(crate) mod key;

@@ -44,19 +44,16 @@ pub struct CountDownLatch {
     expire: Duration,
 }
 
-impl LockClient {
-    /// The count-down latch named `name`. The backend must offer it
-    /// ([`Primitives::latch`](crate::backend::Primitives::latch)).
-    pub fn latch(&self, name: impl Into<String>) -> CountDownLatch {
-        CountDownLatch {
-            client: self.clone(),
-            name: name.into(),
+impl CountDownLatch {
+    /// The latch named `name`, with the default expiry; made by [`LockClient::latch`].
+    pub(crate) fn new(client: LockClient, name: String) -> Self {
+        Self {
+            client,
+            name,
             expire: DEFAULT_LATCH_EXPIRY,
         }
     }
-}
 
-impl CountDownLatch {
     /// How long a latch set by [`try_set_count`](Self::try_set_count) lives (1 ms ..=
     /// [`MAX_LATCH_EXPIRY`], checked when it is set).
     ///

@@ -43,18 +43,12 @@ pub struct ReadWriteLock {
     name: String,
 }
 
-impl LockClient {
-    /// The read-write lock named `name` (validated when a side of it is acquired). The backend
-    /// must offer it ([`Primitives::read_write`](crate::backend::Primitives::read_write)).
-    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
-        ReadWriteLock {
-            client: self.clone(),
-            name: name.into(),
-        }
-    }
-}
-
 impl ReadWriteLock {
+    /// The lock named `name`; made by [`LockClient::read_write_lock`].
+    pub(crate) fn new(client: LockClient, name: String) -> Self {
+        Self { client, name }
+    }
+
     /// Starts a request for a read share.
     ///
     /// ```

@@ -41,20 +41,16 @@ pub struct Semaphore {
     permits: u32,
 }
 
-impl LockClient {
-    /// The semaphore named `name`, of `permits` permits unless the store already has a size
-    /// for it. The backend must offer it
-    /// ([`Primitives::semaphore`](crate::backend::Primitives::semaphore)).
-    pub fn semaphore(&self, name: impl Into<String>, permits: u32) -> Semaphore {
-        Semaphore {
-            client: self.clone(),
-            name: name.into(),
+impl Semaphore {
+    /// The semaphore named `name`; made by [`LockClient::semaphore`].
+    pub(crate) fn new(client: LockClient, name: String, permits: u32) -> Self {
+        Self {
+            client,
+            name,
             permits,
         }
     }
-}
 
-impl Semaphore {
     /// Starts a request for `count` permits as one lease. A count of 0, or more than the
     /// semaphore's size, is [`LockError::InvalidInput`] when the request runs.
     ///

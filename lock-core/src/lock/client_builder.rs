@@ -1,0 +1,102 @@
+//! [`LockClientBuilder`]: a client's namespace, default lease and fence retention, checked
+//! when it is built.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::DynLockBackend;
+use crate::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
+use crate::lock::client::{ClientInner, LockClient};
+use crate::lock::held::HeldRegistry;
+use crate::lock::key::validate_namespace;
+use crate::{LeaseMode, LockError, Result};
+
+/// Configures a [`LockClient`].
+#[must_use]
+pub struct LockClientBuilder {
+    backend: Arc<dyn DynLockBackend>,
+    namespace: String,
+    default_lease: LeaseMode,
+    fence_retention: Option<Duration>,
+}
+
+impl LockClientBuilder {
+    /// Settings on `backend` with `namespace` and `default_lease`, no fence retention of its
+    /// own; from [`LockClient::builder`].
+    pub(crate) fn new(
+        backend: Arc<dyn DynLockBackend>,
+        namespace: String,
+        default_lease: LeaseMode,
+    ) -> Self {
+        Self {
+            backend,
+            namespace,
+            default_lease,
+            fence_retention: None,
+        }
+    }
+
+    /// Places every key under `namespace` (`namespace:key`), so services sharing a backend do
+    /// not collide. ASCII letters, digits, `-`, `_` and `.`, at most 64 bytes; empty (the default)
+    /// is no namespace.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The lease used when a request names none (default: a 30 s watchdog lease).
+    pub fn default_lease(mut self, lease: LeaseMode) -> Self {
+        self.default_lease = lease;
+        self
+    }
+
+    /// How long after each grant, at least, the store keeps what makes the key's next fencing
+    /// token larger (within `MIN_LEASE_TTL..=MAX_LEASE_TTL`; default: the backend's own, a
+    /// day on Redis and PostgreSQL). For locks on keys that anonymous requests make up (a
+    /// cache's URLs), so each leaves nothing behind for long: a Redis fencing counter expires
+    /// this long after the last grant (or later: see [`LockGuard::keep_fence_for`]), a
+    /// PostgreSQL lock row is swept this long after its lease ended (at the next sweep). A
+    /// counter that is gone starts again from the server's clock, past every token it gave;
+    /// what the retention adds is room for the server's clock to be stepped back meanwhile.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// let locks = LockClient::builder(MemoryBackend::new())
+    ///     .fence_retention(Duration::from_secs(60))
+    ///     .build();
+    /// assert!(locks.is_ok());
+    /// ```
+    ///
+    /// [`LockGuard::keep_fence_for`]: crate::LockGuard::keep_fence_for
+    pub fn fence_retention(mut self, retention: Duration) -> Self {
+        self.fence_retention = Some(retention);
+        self
+    }
+
+    /// Checks the settings and builds the client.
+    pub fn build(self) -> Result<LockClient> {
+        validate_namespace(&self.namespace)?;
+        self.default_lease.validate()?;
+        if let Some(retention) = self.fence_retention {
+            crate::lease::validate_ttl(retention).map_err(|_| LockError::InvalidDuration {
+                what: "fence retention",
+                reason: format!(
+                    "{retention:?} is outside {:?}..={:?}",
+                    MIN_LEASE_TTL, MAX_LEASE_TTL
+                ),
+            })?;
+        }
+        Ok(LockClient {
+            inner: Arc::new(ClientInner {
+                backend: self.backend,
+                namespace: self.namespace,
+                default_lease: self.default_lease,
+                fence_retention: self.fence_retention,
+                held: HeldRegistry::default(),
+                watchdog: Arc::default(),
+            }),
+        })
+    }
+}

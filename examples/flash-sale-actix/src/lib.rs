@@ -31,7 +31,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::middleware::{from_fn, Next};
-use actix_web::{web, Error, HttpMessage, HttpResponse};
+use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
 use example_support::prometheus;
 use example_support::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 use lock_actix::{KeySource, KeyedLock, LockFence};
@@ -64,6 +64,20 @@ pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
         config.service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
         config.app_data(web::Data::new(shop));
     }
+}
+
+/// Serves `shop` on a free loopback port with `workers` worker threads, the server driven by
+/// a task of the current tokio runtime; returns `http://127.0.0.1:port`.
+pub fn spawn(shop: Shop, workers: usize) -> std::io::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let server = HttpServer::new(move || App::new().configure(routes(shop.clone())))
+        .workers(workers)
+        .disable_signals()
+        .listen(listener)?
+        .run();
+    tokio::spawn(server);
+    Ok(base)
 }
 
 /// `GET /metrics`: lock-core's metrics in the Prometheus text format.

@@ -53,6 +53,16 @@ pub fn router(shop: Shop) -> Router {
         .with_state(shop)
 }
 
+/// Serves `shop` on a free loopback port, the server driven by a task of the current tokio
+/// runtime; returns `http://127.0.0.1:port`.
+pub async fn spawn(shop: Shop) -> std::io::Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let app = router(shop);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(base)
+}
+
 /// `GET /metrics`: lock-core's metrics in the Prometheus text format.
 async fn metrics() -> impl IntoResponse {
     let content_type = [(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)];

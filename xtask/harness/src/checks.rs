@@ -12,6 +12,7 @@ use tokio::time::timeout;
 
 use crate::inventory::{fetch_level, unique, Instance, Outcome, Scenario};
 use crate::load::{self, classify, Load, Progress, ReplyKind, Report};
+use crate::scrape::assert_page_after;
 use crate::test_redis::TestRedis;
 
 /// How long any one scenario may take.
@@ -298,4 +299,37 @@ fn check_statuses(report: &Report) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The app at `base` (on memory, lock strategy, `sku-m` stocked) after one purchase: the
+/// lock's acquisition and the keyed-lock layer's answer are on `GET /metrics`. Panics
+/// otherwise (a test's body).
+pub async fn metrics_show_the_locked_purchase(base: &str) {
+    let bought = async {
+        let bought = load::send(
+            &load::client(1),
+            "POST",
+            base,
+            "/buy/sku-m",
+            Some("order-m"),
+        )
+        .await;
+        (bought.status, bought.body)
+    };
+    assert_page_after(
+        base,
+        bought,
+        200,
+        &[
+            (
+                "lock_acquire_total",
+                &[("backend", "memory"), ("outcome", "acquired")],
+            ),
+            (
+                "lock_http_responses_total",
+                &[("layer", "keyed_lock"), ("outcome", "ran")],
+            ),
+        ],
+    )
+    .await;
 }

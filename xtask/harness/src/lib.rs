@@ -4,6 +4,7 @@
 //! own code (the shop, the product pages, the payments service, their flags) is the
 //! `example-support` crate's, in `examples/support`.
 
+pub mod app_tests;
 pub mod bad_input;
 // The bench's floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]

@@ -10,7 +10,11 @@
 //! # }
 //! ```
 
+use std::future::Future;
+use std::time::Duration;
+
 use example_support::prometheus::{CONTENT_TYPE, PATH};
+use tokio::time::timeout;
 
 use crate::load::{client, exchange};
 
@@ -58,4 +62,45 @@ pub fn has_sample(page: &str, name: &str, labels: &[(&str, &str)]) -> bool {
                 .all(|(label, value)| rest.contains(&format!("{label}=\"{value}\"")))
             && value.parse::<f64>().is_ok_and(|value| value > 0.0)
     })
+}
+
+/// A series a page must have a sample of: the metric's name and some of its labels.
+pub type Series<'a> = (&'a str, &'a [(&'a str, &'a str)]);
+
+/// What the apps' metrics tests check: `exchange` (one request to the app at `base`, giving its
+/// status and body) answers `status`, then the app's page has a sample (above zero) of every
+/// one of `series`. Panics with the page otherwise; the exchange and the scrape together are
+/// bounded by 30 s.
+///
+/// ```no_run
+/// use lock_harness::load::{client, send};
+/// use lock_harness::scrape::assert_page_after;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let base = "http://127.0.0.1:8080";
+/// let bought = async {
+///     let reply = send(&client(1), "POST", base, "/buy/sku-1", Some("order-1")).await;
+///     (reply.status, reply.body)
+/// };
+/// assert_page_after(base, bought, 200, &[("lock_acquire_total", &[("outcome", "acquired")])]).await;
+/// # }
+/// ```
+pub async fn assert_page_after<F>(base: &str, exchange: F, status: u16, series: &[Series<'_>])
+where
+    F: Future<Output = (u16, String)>,
+{
+    let ((answered, body), page) = timeout(Duration::from_secs(30), async {
+        let answer = exchange.await;
+        (answer, scrape(base).await)
+    })
+    .await
+    .expect("the request and the scrape answered within 30 s");
+    assert_eq!(answered, status, "{body}");
+    let page = page.unwrap();
+    for (name, labels) in series {
+        assert!(
+            has_sample(&page, name, labels),
+            "no {name} {labels:?} in\n{page}"
+        );
+    }
 }

@@ -15,6 +15,7 @@ use tokio::time::{timeout, Instant};
 use super::client::{client, get, post_payment, PaymentClient, Posted};
 use super::AppProcess;
 use crate::inventory::unique;
+use crate::scrape::assert_page_after;
 
 /// How long any one check may take.
 pub const LIMIT: Duration = Duration::from_secs(120);
@@ -118,6 +119,27 @@ pub async fn binary_answers(binary: PathBuf) -> Result<(), String> {
     };
     let process = app.launch(&["--handler-ms".into(), "0".into()]).await?;
     idempotent_answers(std::slice::from_ref(&process.base), None).await
+}
+
+/// The app at `base` (on memory) after one payment: its lock acquisition and the idempotency
+/// layer's 201 are on `GET /metrics`. Panics otherwise (a test's body).
+pub async fn metrics_show_the_payment(base: &str) {
+    let paid = body("acct-a", "acct-b", 100);
+    let posted = async {
+        let posted = post_payment(&client(1), base, Some("alice"), Some("m-1"), &paid).await;
+        (posted.status, posted.body)
+    };
+    let executed = [("layer", "idempotency"), ("status", "201"), ("outcome", "executed")];
+    assert_page_after(
+        base,
+        posted,
+        201,
+        &[
+            ("lock_acquire_total", &[("backend", "memory"), ("outcome", "acquired")]),
+            ("lock_http_responses_total", &executed),
+        ],
+    )
+    .await;
 }
 
 async fn answers(targets: &[String], ledger: Option<&Ledger>) -> Result<(), String> {

@@ -1,6 +1,7 @@
 //! The checks the stampede apps' tests share, over HTTP: a cold product under concurrent
-//! requests reaches the origin once, bad ids are 400 problems, a second request is a hit; and
-//! [`stampede_app_tests!`](crate::stampede_app_tests), which makes them an app's tests.
+//! requests reaches the origin once, bad ids are 400 problems, a second request is a hit, the
+//! cache's work is on `GET /metrics`; [`stampede_app_tests!`](crate::stampede_app_tests) makes
+//! them an app's tests.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use lock_core::http::PROBLEM_JSON;
 use super::fire::{burst, get};
 use crate::inventory::unique;
 use crate::load;
+use crate::scrape::assert_page_after;
 
 /// `GET /stats` from `base`, as JSON.
 pub async fn stats(base: &str) -> Result<serde_json::Value, String> {
@@ -120,59 +122,28 @@ pub async fn second_request_hits(base: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The stampede apps' integration tests: each check above as a test of its own, on a fresh
-/// app in-process on the memory backend, within 60 s. `serve` is the app's
-/// `async fn(ProductService) -> String` that serves the service on a free loopback port and
-/// returns its base URL; the tests are `#[tokio::test]`s, so the crate needs tokio's `macros`
-/// and `rt-multi-thread`, and `example-support` (the service) as a dependency.
-///
-/// ```ignore
-/// async fn serve(service: example_support::product::ProductService) -> String {
-///     stampede_axum::spawn(service).await.unwrap()
-/// }
-///
-/// lock_harness::stampede_app_tests!(serve);
-/// ```
-#[macro_export]
-macro_rules! stampede_app_tests {
-    ($serve:path) => {
-        /// A fresh app; its base URL.
-        async fn fresh_app() -> String {
-            // Fresh for a minute: nothing expires while a test runs.
-            let config = ::example_support::product::ProductConfig::from_args(
-                ["--fresh-ms", "60000"].map(str::to_owned),
-            )
-            .unwrap();
-            $serve(
-                ::example_support::product::ProductService::start(&config)
-                    .await
-                    .unwrap(),
-            )
-            .await
-        }
-
-        /// Fails the test unless `check` passes within the limit.
-        async fn passes(check: impl ::std::future::Future<Output = Result<(), String>>) {
-            const LIMIT: ::std::time::Duration = ::std::time::Duration::from_secs(60);
-            ::tokio::time::timeout(LIMIT, check).await.unwrap().unwrap();
-        }
-
-        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn a_cold_product_under_200_concurrent_requests_reaches_the_origin_once() {
-            let base = fresh_app().await;
-            passes($crate::stampede::cold_key_collapses(&[base], 200)).await;
-        }
-
-        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn bad_ids_are_400_problems_that_never_reach_the_origin() {
-            let base = fresh_app().await;
-            passes($crate::stampede::bad_ids_are_refused(&base)).await;
-        }
-
-        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn a_second_request_is_a_hit() {
-            let base = fresh_app().await;
-            passes($crate::stampede::second_request_hits(&base)).await;
-        }
+/// The app at `base` (on memory) after one cold product: the lock's acquisition, the cache
+/// call and the layer's answer are on `GET /metrics`. Panics otherwise (a test's body).
+pub async fn metrics_show_the_computed_product(base: &str) {
+    let product = async {
+        let product = load::send(&load::client(1), "GET", base, "/products/m-1", None).await;
+        (product.status, product.body)
     };
+    assert_page_after(
+        base,
+        product,
+        200,
+        &[
+            (
+                "lock_acquire_total",
+                &[("backend", "memory"), ("outcome", "acquired")],
+            ),
+            ("lock_cache_requests_total", &[("result", "computed")]),
+            (
+                "lock_http_responses_total",
+                &[("layer", "response_cache"), ("outcome", "miss")],
+            ),
+        ],
+    )
+    .await;
 }

@@ -30,7 +30,8 @@ use crate::load;
 
 pub use self::cache_status::{outcome_of, CACHE_STATUS_HEADER};
 pub use self::checks::{
-    bad_ids_are_refused, cold_key_collapses, origin_calls, second_request_hits, stats,
+    bad_ids_are_refused, cold_key_collapses, metrics_show_the_computed_product, origin_calls,
+    second_request_hits, stats,
 };
 pub use self::fire::{burst, get, steady, Sample};
 pub use self::report::{print_table, table_header, table_row, PhaseReport};

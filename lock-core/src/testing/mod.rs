@@ -6,8 +6,9 @@
 //! they say loudly that they skipped.
 //!
 //! Also here: [`RedisServer`], a `redis-server` a test may kill and start again;
-//! `response_cache` and `idempotency`: the suites every response cache and idempotency adapter
-//! (lock-tower, lock-actix) runs; and [`Runs`], what their test handlers count of their runs.
+//! `response_cache`, `idempotency` and `keyed_lock`: the suites every response cache,
+//! idempotency and keyed-lock adapter (lock-tower, lock-actix) runs; and [`Runs`], what their
+//! test handlers count of their runs.
 //!
 //! [`cluster`]: 3-member etcd and ZooKeeper clusters on loopback whose members a test kills.
 //!
@@ -16,6 +17,7 @@
 
 pub mod cluster;
 pub mod idempotency;
+pub mod keyed_lock;
 mod log_lines;
 mod redis_server;
 pub mod response_cache;

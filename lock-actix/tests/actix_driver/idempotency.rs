@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use actix_web::body::MessageBody;
-use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
+use actix_web::dev::{Service, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::{Method, StatusCode};
 use actix_web::test::{self, TestRequest};
 use actix_web::web::{self, Bytes};
@@ -35,24 +35,37 @@ impl Driver for ActixIdempotency {
             })
             .build()
             .unwrap();
-        let service = Rc::new(
-            test::init_service(
-                App::new()
-                    .app_data(web::Data::new(handler))
-                    .wrap(middleware)
-                    .route("/{path:.*}", web::route().to(handle)),
-            )
-            .await,
-        );
-        Rc::new(move |request: Request| {
-            let service = service.clone();
-            Box::pin(async move { read(service.call(to_request(request)).await).await })
-        })
+        send_fn(
+            App::new()
+                .app_data(web::Data::new(handler))
+                .wrap(middleware)
+                .route("/{path:.*}", web::route().to(handle)),
+        )
+        .await
     }
 
     fn send(app: &SendFn, request: Request) -> impl Future<Output = Answer> {
         app(request)
     }
+}
+
+/// `app` as a test service, behind the [`SendFn`] the drivers hand the suites.
+pub async fn send_fn<T, B>(app: App<T>) -> SendFn
+where
+    T: ServiceFactory<
+            ServiceRequest,
+            Config = (),
+            Response = ServiceResponse<B>,
+            Error = actix_web::Error,
+            InitError = (),
+        > + 'static,
+    B: MessageBody + 'static,
+{
+    let service = Rc::new(test::init_service(app).await);
+    Rc::new(move |request: Request| {
+        let service = service.clone();
+        Box::pin(async move { read(service.call(to_request(request)).await).await })
+    })
 }
 
 /// The suite's request as an actix test request.

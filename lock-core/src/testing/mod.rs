@@ -5,9 +5,10 @@
 //! `LOCK_TEST_REQUIRE_SERVERS=1` (set by `cargo xtask test`) or `CI` they fail, and otherwise
 //! they say loudly that they skipped.
 //!
-//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and
-//! `response_cache` and `idempotency`: the suites every response cache and idempotency adapter
-//! (lock-tower, lock-actix) runs.
+//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again;
+//! `response_cache`, `idempotency` and `keyed_lock`: the suites every response cache,
+//! idempotency and keyed-lock adapter (lock-tower, lock-actix) runs; and [`Runs`], what their
+//! test handlers count of their runs.
 //!
 //! [`cluster`]: 3-member etcd and ZooKeeper clusters on loopback whose members a test kills.
 //!
@@ -16,12 +17,15 @@
 
 pub mod cluster;
 pub mod idempotency;
+pub mod keyed_lock;
 mod log_lines;
 mod redis_server;
 pub mod response_cache;
+mod runs;
 
 pub use log_lines::LogLines;
 pub use redis_server::{free_port, RedisServer};
+pub use runs::{Run, Runs};
 
 /// The env var that turns a missing test server into a failure.
 pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";

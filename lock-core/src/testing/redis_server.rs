@@ -81,6 +81,20 @@ impl RedisServer {
         self.child.as_ref().map(Child::id)
     }
 
+    /// The server's port, to check that an answer does not name it.
+    ///
+    /// ```no_run
+    /// use lock_core::testing::{free_port, RedisServer};
+    ///
+    /// let port = free_port();
+    /// let server = RedisServer::start(port, std::env::temp_dir().join("port-test"));
+    /// assert_eq!(server.port(), port);
+    /// ```
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The server's URL, `redis://127.0.0.1:<port>/`.
     #[must_use]
     pub fn url(&self) -> String {

@@ -47,17 +47,21 @@ impl Driver for AxumIdempotency {
         app: &Router,
         request: lock_core::testing::idempotency::Request,
     ) -> impl Future<Output = Answer> {
-        let mut builder = http::Request::builder()
-            .method(request.method)
-            .uri(request.path);
-        for (name, value) in request.headers {
-            builder = builder.header(name, HeaderValue::from_bytes(&value).unwrap());
-        }
-        let request = builder.body(Body::from(request.body)).unwrap();
         // On a task of its own, as a server would run it.
-        let response = tokio::spawn(app.clone().oneshot(request));
+        let response = tokio::spawn(app.clone().oneshot(to_request(request)));
         async move { read(response.await.unwrap().unwrap()).await }
     }
+}
+
+/// The suite's request as an axum request.
+pub fn to_request(request: lock_core::testing::idempotency::Request) -> Request {
+    let mut builder = http::Request::builder()
+        .method(request.method)
+        .uri(request.path);
+    for (name, value) in request.headers {
+        builder = builder.header(name, HeaderValue::from_bytes(&value).unwrap());
+    }
+    builder.body(Body::from(request.body)).unwrap()
 }
 
 /// Status, headers and the whole body.

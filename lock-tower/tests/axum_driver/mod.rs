@@ -1,10 +1,11 @@
 //! How the response cache suite (`lock_core::testing::response_cache`) talks to axum: its
 //! origin behind [`ResponseCacheLayer`] on a router, requests sent with `oneshot`; and the
-//! idempotency suite's driver, in [`idempotency`].
+//! idempotency and keyed-lock suites' drivers, in [`idempotency`] and [`keyed_lock`].
 
 #![allow(dead_code, unreachable_pub)]
 
 pub mod idempotency;
+pub mod keyed_lock;
 
 use std::convert::Infallible;
 use std::future::Future;

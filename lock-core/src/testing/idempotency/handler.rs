@@ -3,12 +3,10 @@
 //! lets it go.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{watch, Semaphore};
-
 use crate::idempotency::ClaimInfo;
+use crate::testing::Runs;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]
@@ -52,10 +50,7 @@ pub struct Handler(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    runs: AtomicUsize,
-    cancelled: AtomicUsize,
-    entered: watch::Sender<usize>,
-    gate: Semaphore,
+    runs: Runs,
     claims: Mutex<Vec<Option<ClaimInfo>>>,
 }
 
@@ -70,10 +65,7 @@ impl Handler {
     #[must_use]
     pub fn new() -> Self {
         Self(Arc::new(Inner {
-            runs: AtomicUsize::new(0),
-            cancelled: AtomicUsize::new(0),
-            entered: watch::channel(0).0,
-            gate: Semaphore::new(0),
+            runs: Runs::new(),
             claims: Mutex::new(Vec::new()),
         }))
     }
@@ -81,13 +73,13 @@ impl Handler {
     /// How many times the handler ran (entered), whatever came of it.
     #[must_use]
     pub fn runs(&self) -> usize {
-        self.0.runs.load(Ordering::SeqCst)
+        self.0.runs.started()
     }
 
     /// How many runs were dropped before they answered.
     #[must_use]
     pub fn cancelled(&self) -> usize {
-        self.0.cancelled.load(Ordering::SeqCst)
+        self.0.runs.cancelled()
     }
 
     /// The claim each run was given, in order.
@@ -105,16 +97,12 @@ impl Handler {
     /// # Panics
     /// When it is not.
     pub async fn entered(&self, n: usize) {
-        let mut entered = self.0.entered.subscribe();
-        tokio::time::timeout(super::LIMIT, entered.wait_for(|count| *count >= n))
-            .await
-            .expect("the handler was entered in time")
-            .expect("the handler is alive");
+        self.0.runs.entered(n, super::LIMIT).await;
     }
 
     /// Lets `n` waiting (or future) `/block` runs go on.
     pub fn open(&self, n: usize) {
-        self.0.gate.add_permits(n);
+        self.0.runs.open(n);
     }
 
     /// The handler's answer to `call`.
@@ -124,23 +112,13 @@ impl Handler {
     }
 
     async fn run(self, call: Call) -> Reply {
-        let inner = &*self.0;
-        let n = inner.runs.fetch_add(1, Ordering::SeqCst) + 1;
-        inner.claims.lock().unwrap().push(call.claim.clone());
-        let mut running = Running {
-            inner,
-            answered: false,
-        };
+        let mut run = self.0.runs.start();
+        let n = run.number();
+        self.0.claims.lock().unwrap().push(call.claim.clone());
         if call.path == "/block" {
-            inner.entered.send_modify(|count| *count += 1);
-            inner
-                .gate
-                .acquire()
-                .await
-                .expect("the gate is never closed")
-                .forget();
+            run.hold().await;
         }
-        running.answered = true;
+        run.answered();
         if let Some(code) = call.path.strip_prefix("/status/") {
             let status = code.parse().expect("a status code");
             return Reply {
@@ -170,20 +148,6 @@ impl Handler {
                 String::from_utf8_lossy(&call.body)
             )
             .into_bytes(),
-        }
-    }
-}
-
-/// Counts the run as cancelled when it is dropped before answering.
-struct Running<'a> {
-    inner: &'a Inner,
-    answered: bool,
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.inner.cancelled.fetch_add(1, Ordering::SeqCst);
         }
     }
 }

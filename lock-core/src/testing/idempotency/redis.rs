@@ -51,13 +51,7 @@ pub async fn the_store_down_answers_503_and_runs_nothing<D: Driver>(tmp: &Path) 
     let up = send(Request::post("/pay").key("up")).await;
     assert_eq!(up.status, 201, "{}", up.text());
     server.kill();
-    let port = server
-        .url()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned();
+    let port = server.port().to_string();
     for key in ["down", "up"] {
         let answer = send(Request::post("/pay").key(key)).await;
         assert_eq!(answer.status, 503, "{key}: {}", answer.text());

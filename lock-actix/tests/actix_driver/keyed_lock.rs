@@ -1,0 +1,57 @@
+//! How the keyed-lock suite (`lock_core::testing::keyed_lock`) talks to actix-web: its
+//! handler behind [`KeyedLock`] wrapped around a test service, the lock read with the
+//! [`LockFence`] extractor, requests sent with `call`.
+
+use std::future::Future;
+
+use actix_web::{web, App, HttpRequest};
+use lock_actix::{KeyedLock, LockFence};
+use lock_core::http::keyed::{KeySource, KeyedLockOptions};
+use lock_core::testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
+use lock_core::{LockClient, LockError};
+
+use super::idempotency::{send_fn, SendFn};
+
+/// The suite's driver for lock-actix.
+pub struct ActixKeyedLock;
+
+impl Driver for ActixKeyedLock {
+    type Middleware = KeyedLock<KeySource>;
+    type App = SendFn;
+    const NAME: &'static str = "actix";
+
+    fn middleware(
+        locks: LockClient,
+        source: KeySource,
+        options: KeyedLockOptions,
+    ) -> Result<KeyedLock<KeySource>, LockError> {
+        KeyedLock::builder(locks, source).options(options).build()
+    }
+
+    async fn app(middleware: KeyedLock<KeySource>, handler: Handler) -> SendFn {
+        send_fn(
+            App::new()
+                .app_data(web::Data::new(handler))
+                .wrap(middleware)
+                .route("/{path:.*}", web::route().to(handle)),
+        )
+        .await
+    }
+
+    fn send(app: &SendFn, request: Request) -> impl Future<Output = Answer> {
+        app(request)
+    }
+}
+
+/// The handler: the suite's handler's answer, given the lock the middleware took.
+pub async fn handle(
+    handler: web::Data<Handler>,
+    request: HttpRequest,
+    lock: Option<LockFence>,
+) -> String {
+    let call = Call {
+        path: request.path().to_owned(),
+        lock: lock.map(|lock| lock.0),
+    };
+    handler.answer(call).await
+}

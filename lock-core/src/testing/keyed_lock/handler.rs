@@ -1,0 +1,137 @@
+//! The framework-neutral handler behind the keyed-lock middleware in every scenario: it
+//! counts its runs and how many of them were inside at once, records the lock it was given,
+//! and can be held inside a run until the test lets it go.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use crate::http::keyed::LockInfo;
+use crate::testing::Runs;
+
+/// What the application receives, as the adapter's driver hands it to the [`Handler`].
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The path.
+    pub path: String,
+    /// The lock the middleware put in the request (extensions, an extractor); `None` when the
+    /// request passed untouched.
+    pub lock: Option<LockInfo>,
+}
+
+/// The application behind the keyed-lock middleware: answers every method and path with 200
+/// and `text/plain` body `{key} {fence}` of the lock it runs under (`unlocked` without one).
+/// Cheap to clone; clones are the same application.
+///
+/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](Self::entered), then
+/// waits for a permit ([`open`](Self::open)) before answering. A run dropped before it
+/// answers (the middleware cancelled it) is counted as [cancelled](Self::cancelled).
+///
+/// Exclusion is counted, not assumed: [`most_inside`](Self::most_inside) is the largest
+/// number of runs that were inside the handler at the same moment.
+///
+/// ```
+/// use lock_core::http::keyed::LockInfo;
+/// use lock_core::testing::keyed_lock::{Call, Handler};
+/// use lock_core::FencingToken;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let handler = Handler::new();
+/// let lock = Some(LockInfo::new("sku:a", FencingToken::new(7)));
+/// let body = handler.answer(Call { path: "/buy/a".into(), lock }).await;
+/// assert_eq!(body, "sku:a 7");
+/// let body = handler.answer(Call { path: "/buy/a".into(), lock: None }).await;
+/// assert_eq!(body, "unlocked");
+/// assert_eq!((handler.runs(), handler.most_inside()), (2, 1));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Handler(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    runs: Runs,
+    locks: Mutex<Vec<Option<LockInfo>>>,
+}
+
+impl Default for Handler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Handler {
+    /// A handler that has not run yet, its gate closed.
+    #[must_use]
+    pub fn new() -> Self {
+        Self(Arc::new(Inner {
+            runs: Runs::new(),
+            locks: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// How many times the handler ran (entered), whatever came of it.
+    #[must_use]
+    pub fn runs(&self) -> usize {
+        self.0.runs.started()
+    }
+
+    /// How many runs were dropped before they answered.
+    #[must_use]
+    pub fn cancelled(&self) -> usize {
+        self.0.runs.cancelled()
+    }
+
+    /// How many runs are inside the handler now (entered, not yet answered or dropped).
+    #[must_use]
+    pub fn inside(&self) -> usize {
+        self.0.runs.inside()
+    }
+
+    /// The most runs that were inside the handler at the same moment.
+    #[must_use]
+    pub fn most_inside(&self) -> usize {
+        self.0.runs.most_inside()
+    }
+
+    /// The lock each run was given, in the order they entered.
+    ///
+    /// # Panics
+    /// When a run panicked while recording its lock.
+    #[must_use]
+    pub fn locks(&self) -> Vec<Option<LockInfo>> {
+        self.0.locks.lock().unwrap().clone()
+    }
+
+    /// Resolves once `/hold/...` paths have been entered `n` times in all (within
+    /// [`LIMIT`](super::LIMIT)).
+    ///
+    /// # Panics
+    /// When they are not.
+    pub async fn entered(&self, n: usize) {
+        self.0.runs.entered(n, super::LIMIT).await;
+    }
+
+    /// Lets `n` waiting (or future) `/hold/...` runs go on.
+    pub fn open(&self, n: usize) {
+        self.0.runs.open(n);
+    }
+
+    /// The handler's answer to `call`: its body (the status is always 200).
+    pub fn answer(&self, call: Call) -> impl Future<Output = String> + Send + 'static {
+        let handler = self.clone();
+        async move { handler.run(call).await }
+    }
+
+    async fn run(self, call: Call) -> String {
+        let mut run = self.0.runs.start();
+        self.0.locks.lock().unwrap().push(call.lock.clone());
+        if call.path.split('/').nth(1) == Some("hold") {
+            run.hold().await;
+        }
+        run.answered();
+        match call.lock {
+            Some(lock) => format!("{} {}", lock.key, lock.fence),
+            None => "unlocked".to_owned(),
+        }
+    }
+}

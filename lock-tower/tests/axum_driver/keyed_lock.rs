@@ -1,0 +1,61 @@
+//! How the keyed-lock suite (`lock_core::testing::keyed_lock`) talks to axum: its handler
+//! behind [`KeyedLockLayer`] on a router, the lock read from the request's extensions,
+//! requests sent with `oneshot`.
+
+use std::future::Future;
+
+use axum::extract::{Request, State};
+use axum::routing::any;
+use axum::Router;
+use lock_core::http::keyed::{KeySource, KeyedLockOptions, LockInfo};
+use lock_core::testing::keyed_lock::{Answer, Call, Driver, Handler};
+use lock_core::{LockClient, LockError};
+use lock_tower::KeyedLockLayer;
+use tower::ServiceExt;
+
+use super::idempotency::{read, to_request};
+
+/// The suite's driver for lock-tower on axum.
+pub struct AxumKeyedLock;
+
+impl Driver for AxumKeyedLock {
+    type Middleware = KeyedLockLayer<KeySource>;
+    type App = Router;
+    const NAME: &'static str = "tower";
+
+    fn middleware(
+        locks: LockClient,
+        source: KeySource,
+        options: KeyedLockOptions,
+    ) -> Result<KeyedLockLayer<KeySource>, LockError> {
+        KeyedLockLayer::builder(locks, source)
+            .options(options)
+            .build()
+    }
+
+    async fn app(layer: KeyedLockLayer<KeySource>, handler: Handler) -> Router {
+        Router::new()
+            .route("/", any(handle))
+            .route("/{*path}", any(handle))
+            .with_state(handler)
+            .layer(layer)
+    }
+
+    fn send(
+        app: &Router,
+        request: lock_core::testing::keyed_lock::Request,
+    ) -> impl Future<Output = Answer> {
+        // On a task of its own, as a server would run it.
+        let response = tokio::spawn(app.clone().oneshot(to_request(request)));
+        async move { read(response.await.unwrap().unwrap()).await }
+    }
+}
+
+/// The handler: the suite's handler's answer, given the lock the layer put in the request.
+pub async fn handle(State(handler): State<Handler>, request: Request) -> String {
+    let call = Call {
+        path: request.uri().path().to_owned(),
+        lock: request.extensions().get::<LockInfo>().cloned(),
+    };
+    handler.answer(call).await
+}

@@ -10,6 +10,9 @@ use zookeeper_client as zk;
 
 use example_support::backend::BackendKind;
 
+use super::proxy::FaultProxy;
+use super::report::Measured;
+
 /// A lock server: the backend and its URL.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -49,6 +52,14 @@ impl Target {
             .map_err(|e| format!("{}: {e}", self.url))?
             .next()
             .ok_or_else(|| format!("{}: no address", self.url))
+    }
+
+    /// A [`FaultProxy`] in front of the target's server (connect through
+    /// [`via`](Self::via)`(proxy.addr())`).
+    pub async fn proxy(&self) -> Result<FaultProxy, String> {
+        FaultProxy::start(self.upstream()?)
+            .await
+            .map_err(|e| format!("proxy: {e}"))
     }
 
     /// The URL with its `host:port` replaced by `proxy`'s.
@@ -115,6 +126,20 @@ impl Target {
             }
             other => Err(format!("no early expiry on {}", other.name())),
         }
+    }
+
+    /// Counts a violation in `m` when the server still holds an entry of the lock `key`
+    /// (on the backends whose entries can be seen from outside: [`can_expire_early`]).
+    ///
+    /// [`can_expire_early`]: Self::can_expire_early
+    pub async fn expect_no_entries(&self, key: &str, m: &mut Measured) -> Result<(), String> {
+        if self.can_expire_early() {
+            let left = self.entries(key).await?;
+            if left > 0 {
+                m.violation(format!("{left} entr(y/ies) of the lock left on the server"));
+            }
+        }
+        Ok(())
     }
 
     /// How many entries the lock `key` has on the server (0: nothing left behind).

@@ -129,13 +129,20 @@ pub async fn metrics_show_the_payment(base: &str) {
         let posted = post_payment(&client(1), base, Some("alice"), Some("m-1"), &paid).await;
         (posted.status, posted.body)
     };
-    let executed = [("layer", "idempotency"), ("status", "201"), ("outcome", "executed")];
+    let executed = [
+        ("layer", "idempotency"),
+        ("status", "201"),
+        ("outcome", "executed"),
+    ];
     assert_page_after(
         base,
         posted,
         201,
         &[
-            ("lock_acquire_total", &[("backend", "memory"), ("outcome", "acquired")]),
+            (
+                "lock_acquire_total",
+                &[("backend", "memory"), ("outcome", "acquired")],
+            ),
             ("lock_http_responses_total", &executed),
         ],
     )

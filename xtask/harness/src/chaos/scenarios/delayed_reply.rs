@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::{ms, ms_between, rounds, Chaos, START};
-use crate::chaos::proxy::{Direction, Fault, FaultProxy};
+use crate::chaos::proxy::{Direction, Fault};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 
@@ -22,9 +22,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
         "answer→next grant",
         async |cx, key, _resource, m| {
             let ttl = cx.ttl();
-            let proxy = FaultProxy::start(target.upstream()?)
-                .await
-                .map_err(|e| format!("proxy: {e}"))?;
+            let proxy = target.proxy().await?;
             let extra = [
                 "--acquire-only".to_owned(),
                 "--start-delay-ms".to_owned(),
@@ -59,24 +57,12 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             }
             a.wait_for("done", START).await?;
             a.finish(START).await?;
-            let mut b = cx.worker(
-                "B",
-                target.kind,
-                &target.url,
-                key,
-                false,
-                &["--hold-ms".into(), "100".into()],
-            )?;
+            let mut b = cx.bystander("B", target, key, &["--hold-ms".into(), "100".into()])?;
             let taken = b.wait_for("acquired", ttl * 2 + START).await?;
             m.latencies.push(ms_between(answer.at, taken.at));
             b.wait_for("done", START).await?;
             b.finish(START).await?;
-            if target.can_expire_early() {
-                let left = target.entries(key).await?;
-                if left > 0 {
-                    m.violation(format!("{left} entr(y/ies) of the lock left on the server"));
-                }
-            }
+            target.expect_no_entries(key, m).await?;
             Ok(())
         },
     )

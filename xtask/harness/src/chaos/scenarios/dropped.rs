@@ -30,7 +30,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             if cx.settings.unsafe_long_lease {
                 extra.push("--abandon".to_owned());
             }
-            let mut a = cx.worker("A", target.kind, &target.url, key, false, &extra)?;
+            let mut a = cx.bystander("A", target, key, &extra)?;
             let bound = START * 10;
             let drops = a.wait_for("drops", bound).await?;
             let fields: Vec<&str> = drops.fields.split_whitespace().collect();
@@ -68,18 +68,11 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             // session or connection would still be there.
             a.wait_for("done", START).await?;
             let done = a.seen("done").map_or(0, |e| e.at);
-            if target.can_expire_early() {
-                let left = target.entries(key).await?;
-                if left > 0 {
-                    m.violation(format!("{left} entr(y/ies) of the key left on the server"));
-                }
-            }
-            let mut b = cx.worker(
+            target.expect_no_entries(key, m).await?;
+            let mut b = cx.bystander(
                 "B",
-                target.kind,
-                &target.url,
+                target,
                 key,
-                false,
                 &[
                     "--acquire-only".to_owned(),
                     "--ttl-ms".to_owned(),

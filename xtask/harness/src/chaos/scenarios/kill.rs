@@ -28,22 +28,13 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             } else {
                 ttl
             };
-            let mut a = cx.worker(
-                "A",
-                target.kind,
-                &target.url,
-                key,
-                true,
-                &["--ttl-ms".into(), ms(a_ttl)],
-            )?;
+            let mut a = cx.holder("A", target, key, &["--ttl-ms".into(), ms(a_ttl)])?;
             let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
             sleep(ttl / 6).await;
-            let mut b = cx.worker(
+            let mut b = cx.bystander(
                 "B",
-                target.kind,
-                &target.url,
+                target,
                 key,
-                false,
                 &[
                     "--hold-ms".into(),
                     "300".into(),

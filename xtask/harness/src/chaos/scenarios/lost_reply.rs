@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::sleep;
 
 use super::{ms, ms_between, rounds, Chaos, START};
-use crate::chaos::proxy::{Direction, Fault, FaultProxy};
+use crate::chaos::proxy::{Direction, Fault};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 
@@ -29,9 +29,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
         "answer→next grant",
         async |cx, key, _resource, m| {
             let ttl = cx.ttl();
-            let proxy = FaultProxy::start(target.upstream()?)
-                .await
-                .map_err(|e| format!("proxy: {e}"))?;
+            let proxy = target.proxy().await?;
             let stay = ttl * 2 + Duration::from_secs(4);
             let mut extra = vec![
                 "--acquire-only".to_owned(),
@@ -71,12 +69,10 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
                 .wait_for("released", START)
                 .await
                 .map_or(answer.at, |e| e.at);
-            let mut b = cx.worker(
+            let mut b = cx.bystander(
                 "B",
-                target.kind,
-                &target.url,
+                target,
                 key,
-                false,
                 &[
                     "--hold-ms".into(),
                     "100".into(),
@@ -99,12 +95,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             if a.seen("exit").is_some() {
                 m.notes.push("A exited before the check".into());
             }
-            if target.can_expire_early() {
-                let left = target.entries(key).await?;
-                if left > 0 {
-                    m.violation(format!("{left} entr(y/ies) of the key left on the server"));
-                }
-            }
+            target.expect_no_entries(key, m).await?;
             a.finish(stay + START).await?;
             Ok(())
         },

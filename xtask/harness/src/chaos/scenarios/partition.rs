@@ -13,7 +13,7 @@ use super::{
     check_fences, check_handover_releases, fence_of, holder_and_waiter, ms_between, rounds, Chaos,
     START,
 };
-use crate::chaos::proxy::{Direction, Fault, FaultProxy};
+use crate::chaos::proxy::{Direction, Fault};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
@@ -29,9 +29,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
         };
         round += 1;
         let ttl = cx.ttl();
-        let proxy = FaultProxy::start(target.upstream()?)
-            .await
-            .map_err(|e| format!("proxy: {e}"))?;
+        let proxy = target.proxy().await?;
         let via = target.via(proxy.addr());
         let partition = ttl * 2 + Duration::from_millis(500);
         let hold = partition + Duration::from_secs(3);

@@ -237,15 +237,11 @@ pub async fn redis_dropped_mid_run(
         .chain(&second.sold_orders)
         .cloned()
         .collect();
+    let path = format!("/buy/{sku}");
+    let buy_again =
+        async |order: &str| load::send(&client, "POST", &targets[0], &path, Some(order)).await;
     for order in &sold {
-        let reply = load::send(
-            &client,
-            "POST",
-            &targets[0],
-            &format!("/buy/{sku}"),
-            Some(order),
-        )
-        .await;
+        let reply = buy_again(order).await;
         if reply.status != 200 {
             return Err(format!(
                 "sold order {order} is not recorded: {} {}",
@@ -254,14 +250,7 @@ pub async fn redis_dropped_mid_run(
         }
     }
     for order in first.failed_orders.iter().chain(&second.failed_orders) {
-        let reply = load::send(
-            &client,
-            "POST",
-            &targets[0],
-            &format!("/buy/{sku}"),
-            Some(order),
-        )
-        .await;
+        let reply = buy_again(order).await;
         match reply.status {
             200 => {
                 sold.insert(order.clone());

@@ -131,7 +131,7 @@ async fn one_run(cx: &Chaos, target: &Target, key: &str, waiters: usize) -> Resu
     if cx.settings.unsafe_poll {
         extra.push("--unsafe-poll".to_owned());
     }
-    let mut w = cx.bystander("crowd", target, key, &extra)?;
+    let mut w = cx.direct("crowd", target, key, false, &extra)?;
     let gate = w.wait_for("gate", START * 2).await?;
     let before: u64 = gate
         .fields

@@ -57,7 +57,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             }
             a.wait_for("done", START).await?;
             a.finish(START).await?;
-            let mut b = cx.bystander("B", target, key, &["--hold-ms".into(), "100".into()])?;
+            let mut b = cx.direct("B", target, key, false, &["--hold-ms".into(), "100".into()])?;
             let taken = b.wait_for("acquired", ttl * 2 + START).await?;
             m.latencies.push(ms_between(answer.at, taken.at));
             b.wait_for("done", START).await?;

@@ -30,7 +30,7 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             if cx.settings.unsafe_long_lease {
                 extra.push("--abandon".to_owned());
             }
-            let mut a = cx.bystander("A", target, key, &extra)?;
+            let mut a = cx.direct("A", target, key, false, &extra)?;
             let bound = START * 10;
             let drops = a.wait_for("drops", bound).await?;
             let fields: Vec<&str> = drops.fields.split_whitespace().collect();
@@ -69,10 +69,11 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             a.wait_for("done", START).await?;
             let done = a.seen("done").map_or(0, |e| e.at);
             target.expect_no_entries(key, m).await?;
-            let mut b = cx.bystander(
+            let mut b = cx.direct(
                 "B",
                 target,
                 key,
+                false,
                 &[
                     "--acquire-only".to_owned(),
                     "--ttl-ms".to_owned(),

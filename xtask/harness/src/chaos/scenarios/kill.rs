@@ -28,13 +28,14 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
             } else {
                 ttl
             };
-            let mut a = cx.holder("A", target, key, &["--ttl-ms".into(), ms(a_ttl)])?;
+            let mut a = cx.direct("A", target, key, true, &["--ttl-ms".into(), ms(a_ttl)])?;
             let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
             sleep(ttl / 6).await;
-            let mut b = cx.bystander(
+            let mut b = cx.direct(
                 "B",
                 target,
                 key,
+                false,
                 &[
                     "--hold-ms".into(),
                     "300".into(),

@@ -14,15 +14,16 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
     rounds(cx, 4, target, "-", async |cx, key, _resource, m| {
         let ttl = cx.ttl();
         let delay = ttl * 2;
-        let mut a = cx.holder(
+        let mut a = cx.direct(
             "A",
             target,
             key,
+            true,
             &["--fixed".into(), "--write-delay-ms".into(), ms(delay)],
         )?;
         let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
         let hold = ms(delay + Duration::from_secs(1));
-        let mut b = cx.bystander("B", target, key, &["--hold-ms".into(), hold])?;
+        let mut b = cx.direct("B", target, key, false, &["--hold-ms".into(), hold])?;
         m.faults += 1;
         let late = a.wait_for("late-write", delay + START).await?;
         let taken = b

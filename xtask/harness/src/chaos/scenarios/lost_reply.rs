@@ -69,10 +69,11 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
                 .wait_for("released", START)
                 .await
                 .map_or(answer.at, |e| e.at);
-            let mut b = cx.bystander(
+            let mut b = cx.direct(
                 "B",
                 target,
                 key,
+                false,
                 &[
                     "--hold-ms".into(),
                     "100".into(),

@@ -162,28 +162,17 @@ impl Chaos {
         format!("s{scenario}-{}-r{round}-{}", kind.name(), self.run)
     }
 
-    /// Starts the worker `label` that is faulted (`holder`) locking `key` straight on the
-    /// target's server, with `extra` flags.
-    fn holder(
+    /// Starts a worker `label` locking `key` straight on the target's server, with `extra`
+    /// flags (`holder`: the one faulted, as for [`worker`](Self::worker)).
+    fn direct(
         &self,
         label: &str,
         target: &Target,
         key: &str,
+        holder: bool,
         extra: &[String],
     ) -> Result<Worker, String> {
-        self.worker(label, target.kind, &target.url, key, true, extra)
-    }
-
-    /// Starts a worker `label` that is not faulted, locking `key` straight on the target's
-    /// server with `extra` flags (the next process to want the key, say).
-    fn bystander(
-        &self,
-        label: &str,
-        target: &Target,
-        key: &str,
-        extra: &[String],
-    ) -> Result<Worker, String> {
-        self.worker(label, target.kind, &target.url, key, false, extra)
+        self.worker(label, target.kind, &target.url, key, holder, extra)
     }
 
     /// Starts a worker `label` locking `key` on `kind` at `url`, with `extra` flags; the
@@ -291,7 +280,7 @@ async fn holder_and_waiter(
     // A's writes before the fault: the resource has a token to compare later ones with.
     tokio::time::sleep(cx.ttl() / 6).await;
     let hold = vec!["--hold-ms".to_owned(), ms(b_hold)];
-    let mut b = cx.bystander("B", target, key, &hold)?;
+    let mut b = cx.direct("B", target, key, false, &hold)?;
     b.wait_for("ready", START).await?;
     Ok((a, a_fence, b))
 }

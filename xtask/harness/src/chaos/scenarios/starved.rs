@@ -35,10 +35,10 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
                 "--starve-ms".to_owned(),
                 ms(starve),
             ];
-            let mut a = cx.holder("A", target, key, &extra)?;
+            let mut a = cx.direct("A", target, key, true, &extra)?;
             let a_fence = fence_of(&a.wait_for("acquired", START).await?)?;
             let hold = vec!["--hold-ms".to_owned(), ms(starve + Duration::from_secs(3))];
-            let mut b = cx.bystander("B", target, key, &hold)?;
+            let mut b = cx.direct("B", target, key, false, &hold)?;
             b.wait_for("ready", START).await?;
             a.wait_for("starve-start", START).await?;
             let hogs = [hog(cx, starve)?, hog(cx, starve)?];

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use lock_core::results::{MemoryResultStore, Replace, ResultStore};
+use lock_core::results::{MemoryResultStore, PutEntry, Replace, ResultStore};
 use lock_core::testing::unique;
 use lock_core::LockKey;
 use tokio::time::{timeout, Instant};
@@ -48,10 +48,14 @@ async fn put<S: ResultStore>(
     rule: Replace,
 ) -> bool {
     let bytes = entry(kind, fence, body);
-    store
-        .put(key, &digits(fence), &bytes, keep, rule)
-        .await
-        .unwrap()
+    let fence_digits = digits(fence);
+    let put = PutEntry {
+        fence_digits: &fence_digits,
+        entry: &bytes,
+        keep,
+        rule,
+    };
+    store.put(key, put).await.unwrap()
 }
 
 async fn get<S: ResultStore>(store: &S, key: &LockKey) -> Option<Vec<u8>> {

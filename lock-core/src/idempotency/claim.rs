@@ -8,8 +8,8 @@ use super::record::Record;
 use super::stats::Counters;
 use super::{ClaimInfo, Completed, Fingerprint, Idempotency};
 use crate::results::StoredResponse;
-use crate::results::{Replace, FENCE_DIGITS};
-use crate::{FencingToken, LockGuard, LockKey, LockOwner, LostReason, Result};
+use crate::results::Replace;
+use crate::{LockGuard, LockKey, LockOwner, LostReason, Result};
 
 /// What a duplicate does while the first request with its key is still running.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,14 +103,7 @@ impl Claim {
         let entry = Record::encode_completed(&fingerprint, &completed);
         let stored = idempotency
             .inner
-            .store
-            .put(
-                &key,
-                &fence_digits(info.fence),
-                &entry,
-                idempotency.inner.retention,
-                Replace::OlderOrSame,
-            )
+            .put_record(&key, info.fence, &entry, Replace::OlderOrSame)
             .await;
         match stored {
             Ok(true) => {
@@ -155,12 +148,10 @@ impl Claim {
         } = self;
         let marked = idempotency
             .inner
-            .store
-            .put(
+            .put_record(
                 &key,
-                &fence_digits(info.fence),
+                info.fence,
                 &Record::encode_abandoned(info.fence),
-                idempotency.inner.retention,
                 Replace::OlderOrSame,
             )
             .await;
@@ -197,14 +188,7 @@ impl Claim {
         tracing::info!(key = %self.key, fence = %completed.fence, "replaying the answer an earlier execution committed with its effect (recovery point)");
         let entry = Record::encode_completed(&theirs, &completed);
         let stored = inner
-            .store
-            .put(
-                &self.key,
-                &fence_digits(self.info.fence),
-                &entry,
-                inner.retention,
-                Replace::OlderOrSame,
-            )
+            .put_record(&self.key, self.info.fence, &entry, Replace::OlderOrSame)
             .await;
         if let Err(error) = stored {
             // The answer is known all the same; the next duplicate finds the point again.
@@ -309,17 +293,10 @@ async fn claim(
     guard: LockGuard,
 ) -> Result<Begin> {
     let fence = guard.fencing_token();
-    let (digits, in_flight) = (
-        fence_digits(fence),
-        Record::encode_in_flight(fence, &fingerprint),
-    );
-    let put = idempotency.inner.store.put(
-        &key,
-        &digits,
-        &in_flight,
-        idempotency.inner.retention,
-        Replace::Older,
-    );
+    let in_flight = Record::encode_in_flight(fence, &fingerprint);
+    let put = idempotency
+        .inner
+        .put_record(&key, fence, &in_flight, Replace::Older);
     // With recovery points, the look for one goes with the in-flight put (two stores, one
     // round trip's wait); it is only used once the put has made the claim this request's.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -419,10 +396,6 @@ fn answer(theirs: Fingerprint, ours: Fingerprint, completed: Completed) -> Begin
     } else {
         Begin::Mismatch
     }
-}
-
-fn fence_digits(fence: FencingToken) -> String {
-    format!("{:0width$}", fence.get(), width = FENCE_DIGITS)
 }
 
 /// `<len>:<scope>:<key>` (or `#<hash>:<key>`) → (scope, key); a hashed scope is reported as

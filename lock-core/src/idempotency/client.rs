@@ -9,8 +9,10 @@ use super::stats::Counters;
 use super::{Completed, Fingerprint, IdempotencyStats};
 use crate::backend::{DynLockBackend, LockBackend};
 use crate::lock::key::validate_namespace;
-use crate::results::{DynResultStore, MemoryResultStore, ResultStore};
-use crate::{LeaseMode, LockClient, LockError, LockKey, MemoryBackend, Result};
+use crate::results::{
+    DynResultStore, MemoryResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS,
+};
+use crate::{FencingToken, LeaseMode, LockClient, LockError, LockKey, MemoryBackend, Result};
 
 /// How long a completed request is kept for replay by default: 24 hours, as Stripe does.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -69,6 +71,27 @@ pub(crate) struct Inner {
     /// Where a claim's handler can complete it in its own transaction, if anywhere.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) commit_place: Option<Arc<super::commit::CommitPlace>>,
+}
+
+impl Inner {
+    /// Stores `entry`, the record of `key` under the claim fenced `fence`, for the retention,
+    /// if `rule` lets it replace the record there.
+    pub(crate) async fn put_record(
+        &self,
+        key: &LockKey,
+        fence: FencingToken,
+        entry: &[u8],
+        rule: Replace,
+    ) -> Result<bool> {
+        let fence_digits = format!("{:0width$}", fence.get(), width = FENCE_DIGITS);
+        let put = PutEntry {
+            fence_digits: &fence_digits,
+            entry,
+            keep: self.retention,
+            rule,
+        };
+        self.store.put(key, put).await
+    }
 }
 
 impl Idempotency {

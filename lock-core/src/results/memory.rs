@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::store::{Replace, ResultStore, ValueWatch, Watchers};
+use super::store::{ResultStore, ValueWatch, Watchers};
+use super::PutEntry;
 use crate::lock::held::lock;
 use crate::{LockKey, Result};
 
@@ -84,14 +85,13 @@ impl ResultStore for MemoryResultStore {
         Ok((watch, self.read(key.full())))
     }
 
-    async fn put(
-        &self,
-        key: &LockKey,
-        fence_digits: &str,
-        entry: &[u8],
-        keep: Duration,
-        rule: Replace,
-    ) -> Result<bool> {
+    async fn put(&self, key: &LockKey, put: PutEntry<'_>) -> Result<bool> {
+        let PutEntry {
+            fence_digits,
+            entry,
+            keep,
+            rule,
+        } = put;
         let stored = {
             let mut entries = lock(&self.shared.entries);
             let now = Instant::now();

@@ -31,6 +31,7 @@
 mod memory;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
+mod put_entry;
 #[cfg(feature = "redis")]
 mod redis;
 pub(crate) mod response;
@@ -39,6 +40,7 @@ mod store;
 pub use self::memory::MemoryResultStore;
 #[cfg(feature = "postgres")]
 pub use self::postgres::{PostgresResultStore, PostgresResultStoreBuilder};
+pub use self::put_entry::PutEntry;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisResultStore;
 pub use self::response::{StoredResponse, StoredResponseError};

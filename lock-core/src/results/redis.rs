@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
+use super::PutEntry;
 use super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
@@ -166,14 +167,13 @@ impl ResultStore for RedisResultStore {
         Ok((watch, there))
     }
 
-    async fn put(
-        &self,
-        key: &LockKey,
-        fence_digits: &str,
-        entry: &[u8],
-        keep: Duration,
-        rule: Replace,
-    ) -> Result<bool> {
+    async fn put(&self, key: &LockKey, put: PutEntry<'_>) -> Result<bool> {
+        let PutEntry {
+            fence_digits,
+            entry,
+            keep,
+            rule,
+        } = put;
         let redis_key = self.redis_key(key.full());
         let mut connection = self.connection();
         let mut invocation = PUT.prepare_invoke();

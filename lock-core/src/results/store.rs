@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+use super::PutEntry;
 use crate::backend::BoxFuture;
 use crate::{LockKey, Result};
 
@@ -22,7 +23,7 @@ use crate::{LockKey, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_core::results::{MemoryResultStore, Replace, ResultStore};
+/// use lock_core::results::{MemoryResultStore, PutEntry, Replace, ResultStore};
 /// use lock_core::LockKey;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
@@ -32,7 +33,8 @@ use crate::{LockKey, Result};
 /// assert!(there.is_none());
 /// let fence = format!("{:020}", 7);
 /// let entry = format!("lc1 V {fence} 9.99");
-/// assert!(store.put(&key, &fence, entry.as_bytes(), Duration::from_secs(60), Replace::Older).await?);
+/// let put = PutEntry { fence_digits: &fence, entry: entry.as_bytes(), keep: Duration::from_secs(60), rule: Replace::Older };
+/// assert!(store.put(&key, put).await?);
 /// assert_eq!(watch.next_bytes().await.unwrap().as_slice(), entry.as_bytes(), "pushed");
 /// assert_eq!(store.get(&key).await?.unwrap(), entry.as_bytes());
 /// # Ok(()) }
@@ -53,19 +55,11 @@ pub trait ResultStore: Send + Sync + 'static {
         wait: Duration,
     ) -> impl Future<Output = Result<(ValueWatch, Option<Vec<u8>>)>> + Send;
 
-    /// Stores `entry` (encoded; its fencing token is `fence_digits`) for `keep` if `rule` lets
-    /// it replace the entry there (an entry of kind `C` is never replaced; see the
-    /// [module docs](super)); then pushes it to every waiting process. Returns whether it was
-    /// stored. A `keep` of zero pushes without storing (a value that must not be shared: the
-    /// waiters compute their own).
-    fn put(
-        &self,
-        key: &LockKey,
-        fence_digits: &str,
-        entry: &[u8],
-        keep: Duration,
-        rule: Replace,
-    ) -> impl Future<Output = Result<bool>> + Send;
+    /// Stores `put.entry` under `key` for `put.keep` if `put.rule` lets it replace the entry
+    /// there (an entry of kind `C` is never replaced; see the [module docs](super)); then
+    /// pushes it to every waiting process. Returns whether it was stored. A `keep` of zero
+    /// pushes without storing.
+    fn put(&self, key: &LockKey, put: PutEntry<'_>) -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes the entry of `key`.
     fn remove(&self, key: &LockKey) -> impl Future<Output = Result<()>> + Send;
@@ -93,14 +87,7 @@ pub trait DynResultStore: Send + Sync {
         wait: Duration,
     ) -> BoxFuture<'a, Result<(ValueWatch, Option<Vec<u8>>)>>;
     /// See [`ResultStore::put`].
-    fn put<'a>(
-        &'a self,
-        key: &'a LockKey,
-        fence_digits: &'a str,
-        entry: &'a [u8],
-        keep: Duration,
-        rule: Replace,
-    ) -> BoxFuture<'a, Result<bool>>;
+    fn put<'a>(&'a self, key: &'a LockKey, put: PutEntry<'a>) -> BoxFuture<'a, Result<bool>>;
     /// See [`ResultStore::remove`].
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>>;
     /// See [`ResultStore::postgres_table`].
@@ -125,15 +112,8 @@ impl<S: ResultStore> DynResultStore for S {
         Box::pin(ResultStore::watch(self, key, wait))
     }
 
-    fn put<'a>(
-        &'a self,
-        key: &'a LockKey,
-        fence_digits: &'a str,
-        entry: &'a [u8],
-        keep: Duration,
-        rule: Replace,
-    ) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(ResultStore::put(self, key, fence_digits, entry, keep, rule))
+    fn put<'a>(&'a self, key: &'a LockKey, put: PutEntry<'a>) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(ResultStore::put(self, key, put))
     }
 
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>> {

@@ -23,7 +23,7 @@ use super::{Call, Led};
 use crate::cache::computed::{CallError, Compute, Computed, Failure, Outcome, SharedFailure};
 use crate::cache::entry::{Kind, StoredEntry};
 use crate::cache::{CacheError, CacheStatus, Cached};
-use crate::results::{Replace, FENCE_AT, FENCE_DIGITS};
+use crate::results::{PutEntry, Replace, FENCE_AT, FENCE_DIGITS};
 use crate::{FencingToken, LockGuard};
 
 impl Call {
@@ -161,7 +161,15 @@ impl Call {
             .to_owned();
         let stored = inner
             .store
-            .put(&self.key, &digits, &encoded, keep, Replace::Older)
+            .put(
+                &self.key,
+                PutEntry {
+                    fence_digits: &digits,
+                    entry: &encoded,
+                    keep,
+                    rule: Replace::Older,
+                },
+            )
             .await;
         // Stored (and pushed) before the lease goes, so waiters get the outcome, not the
         // lease; the release runs on its own, as this caller and its flight need not wait. The

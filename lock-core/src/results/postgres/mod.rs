@@ -16,6 +16,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
+use super::PutEntry;
 use crate::breaker::Breaker;
 use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::{LockError, LockKey, Result};
@@ -366,14 +367,13 @@ impl ResultStore for PostgresResultStore {
         Ok((watch.after(there.as_deref()), there))
     }
 
-    async fn put(
-        &self,
-        key: &LockKey,
-        fence_digits: &str,
-        entry: &[u8],
-        keep: Duration,
-        rule: Replace,
-    ) -> Result<bool> {
+    async fn put(&self, key: &LockKey, put: PutEntry<'_>) -> Result<bool> {
+        let PutEntry {
+            fence_digits,
+            entry,
+            keep,
+            rule,
+        } = put;
         let db = &self.shared.db;
         let (kind, entry_fence) = statements::header(entry);
         let keep_us = if keep.is_zero() {

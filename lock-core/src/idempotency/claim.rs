@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::record::Record;
 use super::stats::Counters;
 use super::{ClaimInfo, Completed, Fingerprint, Idempotency};
-use crate::results::StoredResponse;
 use crate::results::Replace;
+use crate::results::StoredResponse;
 use crate::{LockGuard, LockKey, LockOwner, LostReason, Result};
 
 /// What a duplicate does while the first request with its key is still running.

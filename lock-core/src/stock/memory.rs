@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::order_reused;
+use super::OrderLine;
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
@@ -120,7 +121,12 @@ impl StockStore for MemoryStock {
         Ok(level)
     }
 
-    async fn deduct(&self, sku: &str, quantity: u64, order: &str) -> Result<Deduction> {
+    async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {
+        let OrderLine {
+            sku,
+            quantity,
+            order,
+        } = line;
         self.with(sku, |s| {
             if let Some(&(first_quantity, outcome)) = s.deductions.get(order) {
                 if first_quantity != quantity {
@@ -150,13 +156,12 @@ impl StockStore for MemoryStock {
         })
     }
 
-    async fn reserve(
-        &self,
-        sku: &str,
-        quantity: u64,
-        order: &str,
-        ttl: Duration,
-    ) -> Result<Reservation> {
+    async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
+        let OrderLine {
+            sku,
+            quantity,
+            order,
+        } = line;
         self.with(sku, |s| {
             if let Some(held) = s.reservations.get(order) {
                 if held.quantity != quantity {

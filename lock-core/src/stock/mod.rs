@@ -25,6 +25,7 @@
 //! ```
 
 mod memory;
+mod order_line;
 #[cfg(feature = "redis")]
 mod redis;
 mod store;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::memory::MemoryStock;
+pub use self::order_line::OrderLine;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStock;
 pub use self::store::{DynStockStore, StockStore};
@@ -201,7 +203,12 @@ impl Stock {
         let sku = self.sku(sku)?;
         check_quantity(quantity)?;
         check_order(order)?;
-        self.store.deduct(sku.full(), quantity, order).await
+        let line = OrderLine {
+            sku: sku.full(),
+            quantity,
+            order,
+        };
+        self.store.deduct(line).await
     }
 
     /// Holds `quantity` units of `sku` for `order` for `ttl`; confirm or cancel it before then.
@@ -219,7 +226,12 @@ impl Stock {
         check_quantity(quantity)?;
         check_order(order)?;
         crate::lease::validate_ttl(ttl)?;
-        self.store.reserve(sku.full(), quantity, order, ttl).await
+        let line = OrderLine {
+            sku: sku.full(),
+            quantity,
+            order,
+        };
+        self.store.reserve(line, ttl).await
     }
 
     /// Sells `order`'s reservation; refused after it expired or was cancelled.

@@ -7,6 +7,7 @@ use redis::aio::ConnectionManager;
 use redis::Script;
 
 use super::order_reused;
+use super::OrderLine;
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
@@ -151,7 +152,12 @@ impl StockStore for RedisStock {
         parse_level(&values)
     }
 
-    async fn deduct(&self, sku: &str, quantity: u64, order: &str) -> Result<Deduction> {
+    async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {
+        let OrderLine {
+            sku,
+            quantity,
+            order,
+        } = line;
         let (duplicate, record): (u8, String) = self
             .run(&DEDUCT, sku, &[quantity.to_string(), order.to_owned()])
             .await?;
@@ -168,13 +174,12 @@ impl StockStore for RedisStock {
         })
     }
 
-    async fn reserve(
-        &self,
-        sku: &str,
-        quantity: u64,
-        order: &str,
-        ttl: Duration,
-    ) -> Result<Reservation> {
+    async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
+        let OrderLine {
+            sku,
+            quantity,
+            order,
+        } = line;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         let args = [quantity.to_string(), order.to_owned(), ttl_ms.to_string()];
         let (duplicate, record): (u8, String) = self.run(&RESERVE, sku, &args).await?;

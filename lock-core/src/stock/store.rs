@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::{CancelOutcome, ConfirmOutcome, Deduction, Reservation, StockLevel};
+use super::{CancelOutcome, ConfirmOutcome, Deduction, OrderLine, Reservation, StockLevel};
 use crate::backend::BoxFuture;
 use crate::Result;
 
@@ -15,13 +15,14 @@ use crate::Result;
 /// call it through [`Stock`](super::Stock).
 ///
 /// ```
-/// use lock_core::stock::{MemoryStock, StockStore};
+/// use lock_core::stock::{MemoryStock, OrderLine, StockStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let store = MemoryStock::new();
 /// store.restock("shop:sku-1", 3).await?;
-/// assert!(!store.deduct("shop:sku-1", 1, "order-a").await?.duplicate);
-/// assert!(store.deduct("shop:sku-1", 1, "order-a").await?.duplicate);
+/// let line = OrderLine { sku: "shop:sku-1", quantity: 1, order: "order-a" };
+/// assert!(!store.deduct(line).await?.duplicate);
+/// assert!(store.deduct(line).await?.duplicate);
 /// assert_eq!(store.level("shop:sku-1").await?.available, 2);
 /// # Ok(()) }
 /// ```
@@ -29,20 +30,13 @@ pub trait StockStore: Send + Sync {
     /// Adds `quantity` units.
     fn restock(&self, sku: &str, quantity: u64) -> impl Future<Output = Result<StockLevel>> + Send;
 
-    /// Takes `quantity` units for `order` if available, once per order id.
-    fn deduct(
-        &self,
-        sku: &str,
-        quantity: u64,
-        order: &str,
-    ) -> impl Future<Output = Result<Deduction>> + Send;
+    /// Takes the line's units for its order if available, once per order id.
+    fn deduct(&self, line: OrderLine<'_>) -> impl Future<Output = Result<Deduction>> + Send;
 
-    /// Holds `quantity` units for `order` for `ttl`, once per order id.
+    /// Holds the line's units for its order for `ttl`, once per order id.
     fn reserve(
         &self,
-        sku: &str,
-        quantity: u64,
-        order: &str,
+        line: OrderLine<'_>,
         ttl: Duration,
     ) -> impl Future<Output = Result<Reservation>> + Send;
 
@@ -65,18 +59,11 @@ pub trait DynStockStore: Send + Sync {
     /// See [`StockStore::restock`].
     fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>>;
     /// See [`StockStore::deduct`].
-    fn deduct<'a>(
-        &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<Deduction>>;
+    fn deduct<'a>(&'a self, line: OrderLine<'a>) -> BoxFuture<'a, Result<Deduction>>;
     /// See [`StockStore::reserve`].
     fn reserve<'a>(
         &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
+        line: OrderLine<'a>,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Reservation>>;
     /// See [`StockStore::confirm`].
@@ -93,23 +80,16 @@ impl<S: StockStore> DynStockStore for S {
         Box::pin(StockStore::restock(self, sku, quantity))
     }
 
-    fn deduct<'a>(
-        &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
-    ) -> BoxFuture<'a, Result<Deduction>> {
-        Box::pin(StockStore::deduct(self, sku, quantity, order))
+    fn deduct<'a>(&'a self, line: OrderLine<'a>) -> BoxFuture<'a, Result<Deduction>> {
+        Box::pin(StockStore::deduct(self, line))
     }
 
     fn reserve<'a>(
         &'a self,
-        sku: &'a str,
-        quantity: u64,
-        order: &'a str,
+        line: OrderLine<'a>,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Reservation>> {
-        Box::pin(StockStore::reserve(self, sku, quantity, order, ttl))
+        Box::pin(StockStore::reserve(self, line, ttl))
     }
 
     fn confirm<'a>(

@@ -55,6 +55,7 @@ mod extensions;
 mod head;
 pub mod idempotency;
 pub mod keyed_lock;
+mod response;
 pub mod response_cache;
 
 pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};

@@ -67,6 +67,7 @@ pub mod keyed_lock;
 mod origin;
 mod read;
 mod rejection;
+mod response;
 pub mod response_cache;
 
 pub use body::LayerBody;

@@ -6,9 +6,9 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use actix_web::body::{self, BodyStream, BoxBody, EitherBody, MessageBody};
+use actix_web::body::{self, BodyStream, EitherBody, MessageBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
+use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use super::response::Handled;
 use crate::head::Head;
+use crate::response::from_plain;
 
 /// How a request's scope (its principal) is found.
 type ScopeFn = dyn Fn(&ServiceRequest) -> Option<String> + Send + Sync;
@@ -281,19 +282,7 @@ where
 
 /// A reply of lock-core's as a response (lock-core recorded its outcome in the span).
 fn answer(reply: Reply) -> HttpResponse {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::with_body(status, BoxBody::new(reply.body));
-    let headers = response.headers_mut();
-    for (name, value) in reply.headers {
-        // Kept from a valid response, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
+    from_plain(reply.response).map_into_boxed_body()
 }
 
 /// A reply raised as an error: the lost-claim 503, after the request was handed on.
@@ -306,14 +295,14 @@ impl std::fmt::Display for Replied {
             f,
             "idempotency: {} ({})",
             self.0.outcome.as_str(),
-            self.0.status
+            self.0.response.status
         )
     }
 }
 
 impl ResponseError for Replied {
     fn status_code(&self) -> StatusCode {
-        StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        StatusCode::from_u16(self.0.response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {

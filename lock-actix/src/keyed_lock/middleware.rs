@@ -6,7 +6,7 @@ use std::future::{ready, Future, Ready};
 use std::pin::Pin;
 use std::rc::Rc;
 
-use actix_web::body::{self, BodyStream, BoxBody, EitherBody};
+use actix_web::body::{self, BodyStream, EitherBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
@@ -16,6 +16,7 @@ use lock_core::http::keyed::{BodyLimit, KeyedLockOptions, RequestLock};
 use lock_core::http::Rejection;
 use lock_core::{LockClient, LockError};
 
+use crate::response::from_plain;
 use crate::{KeyExtractor, KeySource};
 
 /// Middleware that runs each selected request under the distributed lock of its key.
@@ -273,7 +274,7 @@ impl LockRejection {
         Self(Rejection::from_error(error, options))
     }
 
-    /// Status, headers and body as lock-core decided them.
+    /// Why, and the response as lock-core made it.
     #[must_use]
     pub fn rejection(&self) -> &Rejection {
         &self.0
@@ -294,28 +295,27 @@ impl From<Rejection> for LockRejection {
 
 impl std::fmt::Display for LockRejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "lock rejection ({:?}, {})", self.0.kind, self.0.status)
+        write!(
+            f,
+            "lock rejection ({:?}, {})",
+            self.0.kind, self.0.response.status
+        )
     }
 }
 
 impl ResponseError for LockRejection {
     fn status_code(&self) -> StatusCode {
-        status(&self.0)
+        StatusCode::from_u16(self.0.response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {
-        into_response::<BoxBody>(self.0.clone()).map_into_boxed_body()
+        from_plain(self.0.response.clone()).map_into_boxed_body()
     }
 }
 
-fn status(rejection: &Rejection) -> StatusCode {
-    StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
+/// A rejection as the middleware's own answer, beside the chain's responses.
 fn into_response<B>(rejection: Rejection) -> HttpResponse<EitherBody<B>> {
-    let mut response = HttpResponse::build(status(&rejection));
-    for header in rejection.headers() {
-        response.insert_header(header);
-    }
-    response.body(rejection.body).map_into_right_body()
+    from_plain(rejection.response)
+        .map_into_boxed_body()
+        .map_into_right_body()
 }

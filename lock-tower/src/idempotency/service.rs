@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::HeaderName;
 use http::request::Parts;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use lock_core::http::idempotency::{reject, Begun, IdempotencyCall, Plan, Ran, Reply, RequestBody};
 use lock_core::http::RequestHead;
@@ -17,6 +16,7 @@ use super::IdempotencyBody;
 use crate::head::Head;
 use crate::origin::Origin;
 use crate::read::{declared_length, read, Read};
+use crate::response::from_plain;
 use crate::ResponseFuture;
 
 /// Runs requests with an idempotency key once per (scope, key) and replays their responses;
@@ -227,18 +227,5 @@ impl RequestHead for PartsHead<'_> {
 
 /// A reply of lock-core's as a response (lock-core recorded its outcome in the span).
 fn answer<B: Body>(reply: Reply) -> Response<IdempotencyBody<B>> {
-    let mut response = Response::new(IdempotencyBody::full(reply.body));
-    *response.status_mut() =
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    for (name, value) in reply.headers {
-        // Kept from a valid response, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
+    from_plain(reply.response).map(IdempotencyBody::full)
 }

@@ -35,8 +35,8 @@
 //! let finished = finish(claim, &rules, 201, &headers, Some(b"paid".to_vec())).await;
 //! assert!(matches!(finished, Finished::Send(_)));
 //! let Started::Answer(replay) = begin(&payments, &rules, "alice", &key, fingerprint).await else { unreachable!() };
-//! assert_eq!((replay.status, replay.body.as_slice()), (201, &b"paid"[..]));
-//! assert!(replay.headers.contains(&("idempotent-replayed".to_owned(), b"true".to_vec())));
+//! assert_eq!((replay.response.status, replay.response.body.as_slice()), (201, &b"paid"[..]));
+//! assert_eq!(replay.response.header("idempotent-replayed"), Some(&b"true"[..]));
 //! # Ok(()) }
 //! ```
 

@@ -1,4 +1,4 @@
-//! [`KeyedLock`] (the `Transform`), [`KeyedLockBuilder`] (its checked settings),
+//! [`KeyedLock`] (the `Transform`, built with lock-core's [`HttpKeyedLockBuilder`]),
 //! [`KeyedLockMiddleware`] (the service it builds) and [`LockRejection`] (a `LockError` as the
 //! same answer, for handlers).
 
@@ -12,7 +12,9 @@ use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::keyed::{BodyLimit, KeyedLockOptions, RequestLock};
+use lock_core::http::keyed::{
+    BodyLimit, HttpKeyedLock, HttpKeyedLockBuilder, KeyedLockOptions, RequestLock,
+};
 use lock_core::http::Rejection;
 use lock_core::{LockClient, LockError};
 
@@ -21,7 +23,9 @@ use crate::{KeyExtractor, KeySource};
 
 /// Middleware that runs each selected request under the distributed lock of its key.
 ///
-/// Build it with [`builder`](Self::builder), which refuses invalid settings:
+/// Build it with [`builder`](Self::builder): lock-core's [`HttpKeyedLockBuilder`], shared with
+/// lock-tower, whose methods are the [`KeyedLockOptions`] and whose
+/// [`build`](HttpKeyedLockBuilder::build) refuses invalid settings:
 ///
 /// ```
 /// use actix_web::{web, App};
@@ -58,18 +62,14 @@ impl<K: KeyExtractor> KeyedLock<K> {
         }
     }
 
-    /// Starts a middleware whose settings [`build`](KeyedLockBuilder::build) checks.
-    pub fn builder(client: LockClient, extractor: K) -> KeyedLockBuilder<K> {
-        KeyedLockBuilder {
-            client,
-            extractor,
-            options: KeyedLockOptions::default(),
-        }
+    /// Starts a middleware whose settings [`build`](HttpKeyedLockBuilder::build) checks.
+    pub fn builder(client: LockClient, extractor: K) -> HttpKeyedLockBuilder<K, Self> {
+        HttpKeyedLockBuilder::new(client, extractor)
     }
 
     /// The answer this middleware gives for `error` (its `Retry-After`, busy status and
-    /// [`expose_errors`](KeyedLockBuilder::expose_errors) setting), for a handler that takes a
-    /// lock of its own and wants to fail the same way.
+    /// [`expose_errors`](HttpKeyedLockBuilder::expose_errors) setting), for a handler that
+    /// takes a lock of its own and wants to fail the same way.
     pub fn rejection(&self, error: &LockError) -> LockRejection {
         LockRejection::from_error(error, &self.options)
     }
@@ -85,27 +85,14 @@ impl<K: KeyExtractor> KeyedLock<K> {
     }
 }
 
-/// The settings of a [`KeyedLock`], checked by [`build`](Self::build); start from
-/// [`KeyedLock::builder`].
-#[must_use]
-pub struct KeyedLockBuilder<K = KeySource> {
-    client: LockClient,
-    extractor: K,
-    options: KeyedLockOptions,
-}
-
-impl<K: KeyExtractor> KeyedLockBuilder<K> {
-    lock_core::__keyed_lock_option_methods!(options);
-
-    /// The middleware, or the first invalid setting (an empty or malformed method, a key
-    /// prefix with NUL or too long, a lease or `Retry-After` out of bounds).
-    pub fn build(self) -> Result<KeyedLock<K>, LockError> {
-        self.options.validate()?;
-        Ok(KeyedLock {
-            client: self.client,
-            extractor: Rc::new(self.extractor),
-            options: Rc::new(self.options),
-        })
+impl<K: KeyExtractor> From<HttpKeyedLock<K>> for KeyedLock<K> {
+    fn from(built: HttpKeyedLock<K>) -> Self {
+        let (client, extractor, options) = built.into_parts();
+        Self {
+            client,
+            extractor: Rc::new(extractor),
+            options: Rc::new(options),
+        }
     }
 }
 

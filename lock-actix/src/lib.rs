@@ -55,12 +55,12 @@ mod extensions;
 mod head;
 pub mod idempotency;
 pub mod keyed_lock;
+mod response;
 pub mod response_cache;
 
-pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentBuilder, IdempotentMiddleware};
+pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentMiddleware};
 pub use keyed_lock::{
-    BodyKey, KeyExtractor, KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockFence,
-    LockRejection,
+    BodyKey, KeyExtractor, KeyedLock, KeyedLockMiddleware, LockFence, LockRejection,
 };
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,

@@ -35,7 +35,7 @@ async fn the_http_layers_count_their_answers() {
     assert_eq!(ran.unwrap(), "sold");
     let held = locks.lock("sku:1").await.unwrap();
     let busy = run_locked(&locks, "sku:1", &options, |_| async { "sold" }).await;
-    assert_eq!(busy.unwrap_err().status, 409);
+    assert_eq!(busy.unwrap_err().response.status, 409);
     held.release().await.unwrap();
     let _ = Rejection::missing_key("path parameter `sku`");
 
@@ -55,14 +55,14 @@ async fn the_http_layers_count_their_answers() {
     let Started::Answer(reused) = begin(&idempotency, &rules, "u", "k1", pay(2)).await else {
         panic!("another request with the key is refused");
     };
-    assert_eq!(reused.status, 422);
+    assert_eq!(reused.response.status, 422);
     let Started::Run(running) = begin(&idempotency, &rules, "u", "k2", pay(1)).await else {
         panic!("a new key runs");
     };
     let Started::Answer(in_flight) = begin(&idempotency, &rules, "u", "k2", pay(1)).await else {
         panic!("a duplicate of a running request is refused");
     };
-    assert_eq!(in_flight.status, 409);
+    assert_eq!(in_flight.response.status, 409);
     drop(running);
 
     let metrics = snapshotter.snapshot().into_vec();

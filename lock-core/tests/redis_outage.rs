@@ -172,8 +172,8 @@ async fn outage(lines: &'static LogLines) {
         slowest_refusal = slowest_refusal.max(took);
         let (answered, took) = timed(RequestLock::acquire(&locks, "sku", &keyed)).await;
         let rejection = answered.expect_err("fail closed");
-        assert_eq!(rejection.status, 503);
-        let retry_after = rejection.retry_after.expect("Retry-After");
+        assert_eq!(rejection.response.status, 503);
+        let retry_after = rejection.retry_after().expect("Retry-After");
         assert!(
             retry_after <= 5,
             "Retry-After {retry_after}: the options' 30 s, not when the probe is due"

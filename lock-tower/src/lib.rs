@@ -67,18 +67,15 @@ pub mod keyed_lock;
 mod origin;
 mod read;
 mod rejection;
+mod response;
 pub mod response_cache;
 
 pub use body::LayerBody;
 pub use future::ResponseFuture;
-pub use idempotency::{
-    IdempotencyBody, IdempotencyLayer, IdempotencyLayerBuilder, IdempotencyService,
-};
+pub use idempotency::{IdempotencyBody, IdempotencyLayer, IdempotencyService};
 #[cfg(feature = "axum")]
 pub use keyed_lock::LockFence;
-pub use keyed_lock::{
-    AsyncKey, BodyKey, KeyExtractor, KeyedLockLayer, KeyedLockLayerBuilder, KeyedLockService,
-};
+pub use keyed_lock::{AsyncKey, BodyKey, KeyExtractor, KeyedLockLayer, KeyedLockService};
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,
 };

@@ -3,11 +3,12 @@
 
 use std::fmt;
 
-use http::header::HeaderName;
-use http::{HeaderValue, Response, StatusCode};
+use http::Response;
 use lock_core::http::keyed::KeyedLockOptions;
 use lock_core::http::Rejection;
 use lock_core::LockError;
+
+use crate::response::from_plain;
 
 /// A lock failure as the `application/problem+json` response [`KeyedLockLayer`] gives
 /// (busy → 409 with `Retry-After`, unavailable or lost → 503 with a generic body, …), for
@@ -53,16 +54,16 @@ impl LockRejection {
         Self(Rejection::from_error(error, options))
     }
 
-    /// Status, headers and body as lock-core decided them.
+    /// Why, and the response as lock-core made it.
     #[must_use]
     pub fn rejection(&self) -> &Rejection {
         &self.0
     }
 
-    /// The response.
+    /// The response (its `application/problem+json` body is UTF-8 text).
     #[must_use]
     pub fn into_response<B: From<String>>(self) -> Response<B> {
-        rejection_response(self.0)
+        from_plain(self.0.response).map(|body| B::from(String::from_utf8_lossy(&body).into_owned()))
     }
 }
 
@@ -86,7 +87,11 @@ impl<B: From<String>> From<LockRejection> for Response<B> {
 
 impl fmt::Display for LockRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "lock rejection ({:?}, {})", self.0.kind, self.0.status)
+        write!(
+            f,
+            "lock rejection ({:?}, {})",
+            self.0.kind, self.0.response.status
+        )
     }
 }
 
@@ -103,22 +108,4 @@ impl std::error::Error for LockRejection {}
 #[must_use]
 pub fn error_response<B: From<String>>(error: &LockError) -> Response<B> {
     LockRejection::from_error(error, &KeyedLockOptions::default()).into_response()
-}
-
-/// Copies a rejection's status, headers and body into an `http::Response`.
-pub(crate) fn rejection_response<B: From<String>>(rejection: Rejection) -> Response<B> {
-    let headers = rejection.headers();
-    // Problem bodies are JSON, always UTF-8.
-    let body = String::from_utf8_lossy(&rejection.body).into_owned();
-    let mut response = Response::new(B::from(body));
-    *response.status_mut() =
-        StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for (name, value) in headers {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(name), value);
-        }
-    }
-    response
 }

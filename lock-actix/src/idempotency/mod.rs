@@ -60,4 +60,4 @@ mod response;
 mod transform;
 
 pub use claim::IdempotencyClaim;
-pub use transform::{Idempotent, IdempotentBuilder, IdempotentMiddleware};
+pub use transform::{Idempotent, IdempotentMiddleware};

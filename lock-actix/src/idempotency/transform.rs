@@ -6,31 +6,31 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use actix_web::body::{self, BodyStream, BoxBody, EitherBody, MessageBody};
+use actix_web::body::{self, BodyStream, EitherBody, MessageBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
+use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use lock_core::http::idempotency::{
-    reject, Begun, IdempotencyCall, IdempotencyRules, Plan, Ran, Reply, RequestBody,
+    reject, Begun, HttpIdempotency, HttpIdempotencyBuilder, IdempotencyCall, IdempotencyRules,
+    Plan, Ran, Reply, RequestBody,
 };
 use lock_core::idempotency::Idempotency;
-use lock_core::LockError;
 use tracing::Instrument;
 
 use super::response::Handled;
 use crate::head::Head;
-
-/// How a request's scope (its principal) is found.
-type ScopeFn = dyn Fn(&ServiceRequest) -> Option<String> + Send + Sync;
+use crate::response::from_plain;
 
 /// Middleware that runs each request with an idempotency key once per (scope, key) across
 /// every instance, and answers its duplicates with its response (see the
 /// [module docs](crate::idempotency)).
 ///
-/// Settings are builder methods, the same as `lock_tower::IdempotencyLayer`'s, checked by
-/// [`build`](IdempotentBuilder::build):
+/// Settings are the methods of lock-core's [`HttpIdempotencyBuilder`], shared with
+/// `lock_tower::IdempotencyLayer` (those of [`IdempotencyRules`], and the
+/// [`scope`](HttpIdempotencyBuilder::scope) of a request, read from its [`ServiceRequest`]),
+/// checked by [`build`](HttpIdempotencyBuilder::build):
 ///
 /// ```
 /// use std::time::Duration;
@@ -54,14 +54,7 @@ type ScopeFn = dyn Fn(&ServiceRequest) -> Option<String> + Send + Sync;
 #[derive(Clone)]
 #[must_use]
 pub struct Idempotent {
-    shared: Arc<Shared>,
-}
-
-/// What every service of a middleware shares.
-struct Shared {
-    idempotency: Idempotency,
-    rules: IdempotencyRules,
-    scope: Option<Box<ScopeFn>>,
+    shared: Arc<HttpIdempotency<ServiceRequest>>,
 }
 
 impl Idempotent {
@@ -69,80 +62,33 @@ impl Idempotent {
     /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
     /// across instances). Default rules: [`IdempotencyRules::new`]; every request in the
     /// anonymous scope.
-    pub fn builder(idempotency: Idempotency) -> IdempotentBuilder {
-        IdempotentBuilder {
-            idempotency,
-            rules: IdempotencyRules::new(),
-            scope: None,
-        }
+    pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<ServiceRequest, Self> {
+        HttpIdempotencyBuilder::new(idempotency)
     }
 
     /// The idempotency client (for its [`stats`](Idempotency::stats), say).
     #[must_use]
     pub fn idempotency(&self) -> &Idempotency {
-        &self.shared.idempotency
+        self.shared.idempotency()
     }
 
     /// The rules the middleware applies.
     pub fn rules(&self) -> &IdempotencyRules {
-        &self.shared.rules
+        self.shared.rules()
+    }
+}
+
+impl From<HttpIdempotency<ServiceRequest>> for Idempotent {
+    fn from(built: HttpIdempotency<ServiceRequest>) -> Self {
+        Self {
+            shared: Arc::new(built),
+        }
     }
 }
 
 impl std::fmt::Debug for Idempotent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Idempotent")
-            .field("idempotency", &self.shared.idempotency)
-            .field("rules", &self.shared.rules)
-            .field("scoped", &self.shared.scope.is_some())
-            .finish()
-    }
-}
-
-/// Configures an [`Idempotent`] middleware; from [`Idempotent::builder`]. The rule methods
-/// are [`IdempotencyRules`]'s.
-#[must_use]
-pub struct IdempotentBuilder {
-    idempotency: Idempotency,
-    rules: IdempotencyRules,
-    scope: Option<Box<ScopeFn>>,
-}
-
-impl IdempotentBuilder {
-    // `header`, `optional`, `methods`, ... `rules`: IdempotencyRules's settings, written once
-    // in lock-core for both adapters.
-    lock_core::__idempotency_rule_methods!(rules, "middleware");
-
-    /// The scope (principal) of a request: keys of different scopes are different records,
-    /// so one user cannot replay another's response. Typically the user an authentication
-    /// middleware (outside this one) put in the extensions; `None` (and the default) is the
-    /// anonymous scope, shared by every request without one.
-    pub fn scope<F>(mut self, scope: F) -> Self
-    where
-        F: Fn(&ServiceRequest) -> Option<String> + Send + Sync + 'static,
-    {
-        self.scope = Some(Box::new(scope));
-        self
-    }
-
-    /// Checks the rules ([`IdempotencyRules::validate`]) and builds the middleware.
-    pub fn build(self) -> Result<Idempotent, LockError> {
-        Ok(Idempotent {
-            shared: Arc::new(Shared {
-                idempotency: self.idempotency,
-                rules: self.rules.validate()?,
-                scope: self.scope,
-            }),
-        })
-    }
-}
-
-impl std::fmt::Debug for IdempotentBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdempotentBuilder")
-            .field("rules", &self.rules)
-            .field("scoped", &self.scope.is_some())
-            .finish_non_exhaustive()
+        f.debug_tuple("Idempotent").field(&self.shared).finish()
     }
 }
 
@@ -168,7 +114,7 @@ where
 /// The service [`Idempotent`] wraps around the rest of the chain.
 pub struct IdempotentMiddleware<S> {
     service: Rc<S>,
-    shared: Arc<Shared>,
+    shared: Arc<HttpIdempotency<ServiceRequest>>,
 }
 
 type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
@@ -185,7 +131,7 @@ where
     forward_ready!(service);
 
     fn call(&self, request: ServiceRequest) -> Self::Future {
-        let key = match self.shared.rules.plan(&Head(&request)) {
+        let key = match self.shared.rules().plan(&Head(&request)) {
             Plan::Pass => {
                 let response = self.service.call(request);
                 return Box::pin(
@@ -195,7 +141,7 @@ where
             Plan::Reject(rejection) => {
                 let span = span(&request, None);
                 let _entered = span.enter();
-                let reply = reject(&self.shared.idempotency, &rejection);
+                let reply = reject(self.shared.idempotency(), &rejection);
                 let response = request.into_response(answer(reply).map_into_right_body());
                 return Box::pin(ready(Ok(response)));
             }
@@ -222,7 +168,7 @@ fn span(request: &ServiceRequest, key: Option<&str>) -> tracing::Span {
 /// handler (with the payload put back), answer.
 async fn handle<S, B>(
     service: Rc<S>,
-    shared: Arc<Shared>,
+    shared: Arc<HttpIdempotency<ServiceRequest>>,
     mut request: ServiceRequest,
     key: String,
 ) -> Result<ServiceResponse<EitherBody<B>>, Error>
@@ -230,11 +176,7 @@ where
     S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
     B: MessageBody,
 {
-    let Shared {
-        idempotency,
-        rules,
-        scope,
-    } = &*shared;
+    let (idempotency, rules) = (shared.idempotency(), shared.rules());
     let limit = rules.max_body_bytes_limit();
     let declared: Option<u64> = request
         .headers()
@@ -250,10 +192,7 @@ where
             Ok(Err(_)) => RequestBody::Failed,
         }
     };
-    let scope = scope
-        .as_ref()
-        .and_then(|scope| scope(&request))
-        .unwrap_or_default();
+    let scope = shared.scope(&request);
     let call = IdempotencyCall::new(idempotency, rules, key);
     let (running, body) = match call.begin(&Head(&request), &scope, body).await {
         Begun::Run(running, body) => (running, body),
@@ -281,19 +220,7 @@ where
 
 /// A reply of lock-core's as a response (lock-core recorded its outcome in the span).
 fn answer(reply: Reply) -> HttpResponse {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::with_body(status, BoxBody::new(reply.body));
-    let headers = response.headers_mut();
-    for (name, value) in reply.headers {
-        // Kept from a valid response, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
+    from_plain(reply.response).map_into_boxed_body()
 }
 
 /// A reply raised as an error: the lost-claim 503, after the request was handed on.
@@ -306,14 +233,14 @@ impl std::fmt::Display for Replied {
             f,
             "idempotency: {} ({})",
             self.0.outcome.as_str(),
-            self.0.status
+            self.0.response.status
         )
     }
 }
 
 impl ResponseError for Replied {
     fn status_code(&self) -> StatusCode {
-        StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        StatusCode::from_u16(self.0.response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {

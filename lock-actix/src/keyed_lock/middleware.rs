@@ -1,4 +1,4 @@
-//! [`KeyedLock`] (the `Transform`), [`KeyedLockBuilder`] (its checked settings),
+//! [`KeyedLock`] (the `Transform`, built with lock-core's [`HttpKeyedLockBuilder`]),
 //! [`KeyedLockMiddleware`] (the service it builds) and [`LockRejection`] (a `LockError` as the
 //! same answer, for handlers).
 
@@ -6,21 +6,26 @@ use std::future::{ready, Future, Ready};
 use std::pin::Pin;
 use std::rc::Rc;
 
-use actix_web::body::{self, BodyStream, BoxBody, EitherBody};
+use actix_web::body::{self, BodyStream, EitherBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::keyed::{BodyLimit, KeyedLockOptions, RequestLock};
+use lock_core::http::keyed::{
+    BodyLimit, HttpKeyedLock, HttpKeyedLockBuilder, KeyedLockOptions, RequestLock,
+};
 use lock_core::http::Rejection;
 use lock_core::{LockClient, LockError};
 
+use crate::response::from_plain;
 use crate::{KeyExtractor, KeySource};
 
 /// Middleware that runs each selected request under the distributed lock of its key.
 ///
-/// Build it with [`builder`](Self::builder), which refuses invalid settings:
+/// Build it with [`builder`](Self::builder): lock-core's [`HttpKeyedLockBuilder`], shared with
+/// lock-tower, whose methods are the [`KeyedLockOptions`] and whose
+/// [`build`](HttpKeyedLockBuilder::build) refuses invalid settings:
 ///
 /// ```
 /// use actix_web::{web, App};
@@ -57,18 +62,14 @@ impl<K: KeyExtractor> KeyedLock<K> {
         }
     }
 
-    /// Starts a middleware whose settings [`build`](KeyedLockBuilder::build) checks.
-    pub fn builder(client: LockClient, extractor: K) -> KeyedLockBuilder<K> {
-        KeyedLockBuilder {
-            client,
-            extractor,
-            options: KeyedLockOptions::default(),
-        }
+    /// Starts a middleware whose settings [`build`](HttpKeyedLockBuilder::build) checks.
+    pub fn builder(client: LockClient, extractor: K) -> HttpKeyedLockBuilder<K, Self> {
+        HttpKeyedLockBuilder::new(client, extractor)
     }
 
     /// The answer this middleware gives for `error` (its `Retry-After`, busy status and
-    /// [`expose_errors`](KeyedLockBuilder::expose_errors) setting), for a handler that takes a
-    /// lock of its own and wants to fail the same way.
+    /// [`expose_errors`](HttpKeyedLockBuilder::expose_errors) setting), for a handler that
+    /// takes a lock of its own and wants to fail the same way.
     pub fn rejection(&self, error: &LockError) -> LockRejection {
         LockRejection::from_error(error, &self.options)
     }
@@ -84,27 +85,14 @@ impl<K: KeyExtractor> KeyedLock<K> {
     }
 }
 
-/// The settings of a [`KeyedLock`], checked by [`build`](Self::build); start from
-/// [`KeyedLock::builder`].
-#[must_use]
-pub struct KeyedLockBuilder<K = KeySource> {
-    client: LockClient,
-    extractor: K,
-    options: KeyedLockOptions,
-}
-
-impl<K: KeyExtractor> KeyedLockBuilder<K> {
-    lock_core::__keyed_lock_option_methods!(options);
-
-    /// The middleware, or the first invalid setting (an empty or malformed method, a key
-    /// prefix with NUL or too long, a lease or `Retry-After` out of bounds).
-    pub fn build(self) -> Result<KeyedLock<K>, LockError> {
-        self.options.validate()?;
-        Ok(KeyedLock {
-            client: self.client,
-            extractor: Rc::new(self.extractor),
-            options: Rc::new(self.options),
-        })
+impl<K: KeyExtractor> From<HttpKeyedLock<K>> for KeyedLock<K> {
+    fn from(built: HttpKeyedLock<K>) -> Self {
+        let (client, extractor, options) = built.into_parts();
+        Self {
+            client,
+            extractor: Rc::new(extractor),
+            options: Rc::new(options),
+        }
     }
 }
 
@@ -273,7 +261,7 @@ impl LockRejection {
         Self(Rejection::from_error(error, options))
     }
 
-    /// Status, headers and body as lock-core decided them.
+    /// Why, and the response as lock-core made it.
     #[must_use]
     pub fn rejection(&self) -> &Rejection {
         &self.0
@@ -294,28 +282,27 @@ impl From<Rejection> for LockRejection {
 
 impl std::fmt::Display for LockRejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "lock rejection ({:?}, {})", self.0.kind, self.0.status)
+        write!(
+            f,
+            "lock rejection ({:?}, {})",
+            self.0.kind, self.0.response.status
+        )
     }
 }
 
 impl ResponseError for LockRejection {
     fn status_code(&self) -> StatusCode {
-        status(&self.0)
+        StatusCode::from_u16(self.0.response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {
-        into_response::<BoxBody>(self.0.clone()).map_into_boxed_body()
+        from_plain(self.0.response.clone()).map_into_boxed_body()
     }
 }
 
-fn status(rejection: &Rejection) -> StatusCode {
-    StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
+/// A rejection as the middleware's own answer, beside the chain's responses.
 fn into_response<B>(rejection: Rejection) -> HttpResponse<EitherBody<B>> {
-    let mut response = HttpResponse::build(status(&rejection));
-    for header in rejection.headers() {
-        response.insert_header(header);
-    }
-    response.body(rejection.body).map_into_right_body()
+    from_plain(rejection.response)
+        .map_into_boxed_body()
+        .map_into_right_body()
 }

@@ -30,4 +30,4 @@ mod middleware;
 pub use body_key::BodyKey;
 pub use fence::LockFence;
 pub use key_extractor::KeyExtractor;
-pub use middleware::{KeyedLock, KeyedLockBuilder, KeyedLockMiddleware, LockRejection};
+pub use middleware::{KeyedLock, KeyedLockMiddleware, LockRejection};

@@ -6,18 +6,18 @@ use std::rc::Rc;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
-use actix_web::http::StatusCode;
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::{Error, HttpResponse};
 use lock_core::cache::Cache;
 use lock_core::http::cache::{
     Answer, HeaderPairs, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS,
 };
-use lock_core::http::{problem_body, PROBLEM_JSON};
+use lock_core::http::PlainResponse;
 use tracing::Instrument;
 
 use super::{driver, ResponseCacheBody};
 use crate::head::Head;
+use crate::response::from_plain;
 
 /// Middleware that serves `GET`/`HEAD` requests from a shared response cache, one handler
 /// call per miss across every instance (see the [module docs](crate::response_cache)).
@@ -167,37 +167,18 @@ pub(crate) fn set_cache_status(headers: &mut HeaderMap, value: &str) {
 /// A response the cache made. A `HEAD` answer keeps the `GET`'s body: actix-web sends its
 /// length and drops it.
 pub(crate) fn answer_response<B>(answer: Answer) -> HttpResponse<ResponseCacheBody<B>> {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::with_body(status, ResponseCacheBody::full(answer.body));
-    let headers = response.headers_mut();
-    for (name, value) in answer.headers {
-        // Stored from valid headers, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
+    from_plain(answer.response).map_body(|_, body| ResponseCacheBody::full(body))
 }
 
 /// The answer to a state the flow never reaches; generic, as every 5xx body the cache makes.
 pub(crate) fn internal_response<B>() -> HttpResponse<ResponseCacheBody<B>> {
     tracing::error!("response cache: the request ended in an unexpected state");
-    let body = problem_body(
+    let problem = PlainResponse::problem(
+        500,
         "urn:distributed-lock:cache-internal",
         "Internal Server Error",
-        500,
         "the response cache failed to answer this request",
         &[],
     );
-    let mut response = HttpResponse::with_body(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        ResponseCacheBody::full(body),
-    );
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
-    response
+    from_plain(problem).map_body(|_, body| ResponseCacheBody::full(body))
 }

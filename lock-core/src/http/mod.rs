@@ -9,7 +9,10 @@
 //!
 //! Shared by the three: what they read of a request ([`RequestHead`], [`MatchedRoute`]), how
 //! request values are percent-decoded (strictly: a bad escape or non-UTF-8 is refused, never
-//! replaced), the `application/problem+json` answers ([`Rejection`]), and their [`metrics`].
+//! replaced), what they hand an adapter to send ([`PlainResponse`], in the keyed lock's
+//! [`Rejection`], the idempotency [`Reply`](idempotency::Reply) and the cache's
+//! [`Answer`](cache::Answer) alike), the `application/problem+json` answers, and their
+//! [`metrics`].
 //!
 //! ```
 //! use lock_core::http::{decode_path_segment, RequestHead};
@@ -31,11 +34,13 @@ mod decode;
 pub mod idempotency;
 pub mod keyed;
 pub mod metrics;
+mod plain_response;
 mod problem;
 mod request_head;
 mod route;
 
 pub use decode::{decode_path_segment, decode_query_component, DecodeError};
+pub use plain_response::PlainResponse;
 pub use problem::{problem_body, Rejection, RejectionKind, PROBLEM_JSON};
 pub use request_head::RequestHead;
 pub use route::MatchedRoute;

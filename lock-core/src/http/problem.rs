@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::keyed::KeyedLockOptions;
+use super::PlainResponse;
 use crate::LockError;
 
 /// The content type of every rejection body.
@@ -76,8 +77,10 @@ impl RejectionKind {
     }
 }
 
-/// A response the middleware produces itself: adapters copy `status`, [`headers`] and `body`
-/// into their framework's response type, so an `Infallible` service stays `Infallible`.
+/// A response the middleware produces itself instead of running the handler: why
+/// ([`kind`](Self::kind)) and the [`PlainResponse`] to send (its `application/problem+json`
+/// body, and `Retry-After` for busy and unavailable answers), which adapters copy into their
+/// framework's response type, so an `Infallible` service stays `Infallible`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -86,26 +89,24 @@ impl RejectionKind {
 ///
 /// let options = KeyedLockOptions::new().busy_status(BusyStatus::TooManyRequests);
 /// let busy = Rejection::busy("sku:1", Duration::from_millis(20), &options);
-/// assert_eq!(busy.status, 429);
+/// assert_eq!(busy.response.status, 429);
 /// assert_eq!(
-///     busy.headers(),
-///     vec![("content-type", PROBLEM_JSON.to_owned()), ("retry-after", "1".to_owned())]
+///     busy.response.headers,
+///     vec![
+///         ("content-type".to_owned(), PROBLEM_JSON.as_bytes().to_vec()),
+///         ("retry-after".to_owned(), b"1".to_vec()),
+///     ]
 /// );
-/// assert!(String::from_utf8(busy.body).unwrap().contains(r#""status":429"#));
+/// assert_eq!(busy.retry_after(), Some(1));
+/// assert!(String::from_utf8(busy.response.body).unwrap().contains(r#""status":429"#));
 /// ```
-///
-/// [`headers`]: Rejection::headers
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Rejection {
     /// Why.
     pub kind: RejectionKind,
-    /// The HTTP status.
-    pub status: u16,
-    /// `Retry-After` in seconds, for busy and unavailable answers.
-    pub retry_after: Option<u64>,
-    /// The `application/problem+json` body.
-    pub body: Vec<u8>,
+    /// What to send.
+    pub response: PlainResponse,
 }
 
 impl Rejection {
@@ -121,12 +122,18 @@ impl Rejection {
         if let Some(key) = key {
             extra.push(("key", key));
         }
-        Self {
-            kind,
-            status,
-            retry_after,
-            body: problem_body(kind.type_uri(), title, status, detail, &extra),
+        let mut response = PlainResponse::problem(status, kind.type_uri(), title, detail, &extra);
+        if let Some(secs) = retry_after {
+            response = response.with_header("retry-after", secs.to_string());
         }
+        Self { kind, response }
+    }
+
+    /// The `Retry-After` sent, in seconds (busy and unavailable answers say when to retry).
+    #[must_use]
+    pub fn retry_after(&self) -> Option<u64> {
+        let value = self.response.header("retry-after")?;
+        std::str::from_utf8(value).ok()?.parse().ok()
     }
 
     /// The answer for a key that stayed busy for `waited`.
@@ -182,8 +189,8 @@ impl Rejection {
     /// use lock_core::http::{Rejection, RejectionKind};
     ///
     /// let answer = Rejection::missing_layer("LockFence used on a route without KeyedLockLayer");
-    /// assert_eq!((answer.status, answer.kind), (500, RejectionKind::Internal));
-    /// assert!(String::from_utf8(answer.body).unwrap().contains("without KeyedLockLayer"));
+    /// assert_eq!((answer.response.status, answer.kind), (500, RejectionKind::Internal));
+    /// assert!(String::from_utf8(answer.response.body).unwrap().contains("without KeyedLockLayer"));
     /// ```
     pub fn missing_layer(detail: &str) -> Self {
         Self::new(
@@ -220,7 +227,7 @@ impl Rejection {
     pub(crate) fn record_keyed_lock(&self) {
         crate::http::metrics::http_response(
             crate::http::metrics::LAYER_KEYED_LOCK,
-            Some(self.status),
+            Some(self.response.status),
             self.kind.as_str(),
         );
     }
@@ -242,11 +249,11 @@ impl Rejection {
     ///
     /// let down = LockError::unavailable("redis", "connection refused (127.0.0.1:6379)");
     /// let generic = Rejection::from_error(&down, &KeyedLockOptions::new());
-    /// let body = String::from_utf8(generic.body).unwrap();
-    /// assert_eq!(generic.status, 503);
+    /// let body = String::from_utf8(generic.response.body).unwrap();
+    /// assert_eq!(generic.response.status, 503);
     /// assert!(!body.contains("redis") && !body.contains("refused") && !body.contains("127.0.0.1"));
     /// let detailed = Rejection::from_error(&down, &KeyedLockOptions::new().expose_errors(true));
-    /// assert!(String::from_utf8(detailed.body).unwrap().contains("127.0.0.1:6379"));
+    /// assert!(String::from_utf8(detailed.response.body).unwrap().contains("127.0.0.1:6379"));
     /// ```
     pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
         let retry = Some(options.retry_after_secs());
@@ -307,16 +314,6 @@ impl Rejection {
                 None,
             ),
         }
-    }
-
-    /// The headers to send: `content-type` and, when set, `retry-after`.
-    #[must_use]
-    pub fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut headers = vec![("content-type", PROBLEM_JSON.to_owned())];
-        if let Some(secs) = self.retry_after {
-            headers.push(("retry-after", secs.to_string()));
-        }
-        headers
     }
 }
 
@@ -379,8 +376,8 @@ mod tests {
     fn errors_map_to_statuses() {
         let options = KeyedLockOptions::new().retry_after(Duration::from_secs(4));
         let down = Rejection::from_error(&LockError::unavailable("redis", "refused"), &options);
-        assert_eq!((down.status, down.retry_after), (503, Some(4)));
-        let generic = String::from_utf8(down.body.clone()).unwrap();
+        assert_eq!((down.response.status, down.retry_after()), (503, Some(4)));
+        let generic = String::from_utf8(down.response.body.clone()).unwrap();
         assert!(
             !generic.contains("redis") && !generic.contains("refused"),
             "{generic}"
@@ -391,31 +388,34 @@ mod tests {
             reason: crate::LostReason::NotOwner,
         };
         let lost_answer = Rejection::from_error(&lost, &options);
-        assert_eq!(lost_answer.status, 503);
-        assert!(!String::from_utf8(lost_answer.body)
+        assert_eq!(lost_answer.response.status, 503);
+        assert!(!String::from_utf8(lost_answer.response.body)
             .unwrap()
             .contains("\"k\""));
         let exposed = Rejection::from_error(&lost, &options.clone().expose_errors(true));
-        assert!(String::from_utf8(exposed.body)
+        assert!(String::from_utf8(exposed.response.body)
             .unwrap()
             .contains(r#""key":"k""#));
         let bad = LockError::InvalidKey {
             key: String::new(),
             reason: "empty".into(),
         };
-        assert_eq!(Rejection::from_error(&bad, &options).status, 400);
+        assert_eq!(Rejection::from_error(&bad, &options).response.status, 400);
         let input = LockError::InvalidInput {
             what: "order id",
             reason: "too long".into(),
         };
         let refused = Rejection::from_error(&input, &options);
         assert_eq!(
-            (refused.status, refused.kind),
+            (refused.response.status, refused.kind),
             (400, RejectionKind::BadInput)
         );
         let config = LockError::InvalidConfig("x".into());
         let internal = Rejection::from_error(&config, &options);
-        assert_eq!((internal.status, internal.retry_after), (500, None));
+        assert_eq!(
+            (internal.response.status, internal.retry_after()),
+            (500, None)
+        );
         assert_eq!(json_string("a\u{1}\"\\"), r#""a\u0001\"\\""#);
     }
 }

@@ -1,24 +1,21 @@
-//! [`IdempotencyLayer`] and its builder: wraps services in [`IdempotencyService`].
+//! [`IdempotencyLayer`]: wraps services in [`IdempotencyService`].
 
 use std::sync::Arc;
 
 use http::request::Parts;
-use lock_core::http::idempotency::IdempotencyRules;
+use lock_core::http::idempotency::{HttpIdempotency, HttpIdempotencyBuilder, IdempotencyRules};
 use lock_core::idempotency::Idempotency;
-use lock_core::LockError;
 use tower_layer::Layer;
 
 use super::IdempotencyService;
 
-/// How a request's scope (its principal) is found.
-pub(crate) type ScopeFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
-
 /// Runs each request with an idempotency key once per (scope, key) across every instance,
 /// and answers its duplicates with its response (see the [module docs](crate::idempotency)).
 ///
-/// Settings are builder methods (those of [`IdempotencyRules`], and the
-/// [`scope`](IdempotencyLayerBuilder::scope) of a request), checked by
-/// [`build`](IdempotencyLayerBuilder::build):
+/// Settings are the methods of lock-core's [`HttpIdempotencyBuilder`], shared with
+/// lock-actix (those of [`IdempotencyRules`], and the
+/// [`scope`](HttpIdempotencyBuilder::scope) of a request, read from its
+/// [`Parts`]), checked by [`build`](HttpIdempotencyBuilder::build):
 ///
 /// ```
 /// use std::time::Duration;
@@ -41,14 +38,7 @@ pub(crate) type ScopeFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 #[derive(Clone)]
 #[must_use]
 pub struct IdempotencyLayer {
-    pub(super) shared: Arc<Shared>,
-}
-
-/// What every service of a layer shares.
-pub(super) struct Shared {
-    pub(super) idempotency: Idempotency,
-    pub(super) rules: IdempotencyRules,
-    pub(super) scope: Option<Box<ScopeFn>>,
+    shared: Arc<HttpIdempotency<Parts>>,
 }
 
 impl IdempotencyLayer {
@@ -56,32 +46,34 @@ impl IdempotencyLayer {
     /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
     /// across instances). Default rules: [`IdempotencyRules::new`]; every request in the
     /// anonymous scope.
-    pub fn builder(idempotency: Idempotency) -> IdempotencyLayerBuilder {
-        IdempotencyLayerBuilder {
-            idempotency,
-            rules: IdempotencyRules::new(),
-            scope: None,
-        }
+    pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<Parts, Self> {
+        HttpIdempotencyBuilder::new(idempotency)
     }
 
     /// The idempotency client (for its [`stats`](Idempotency::stats), say).
     #[must_use]
     pub fn idempotency(&self) -> &Idempotency {
-        &self.shared.idempotency
+        self.shared.idempotency()
     }
 
     /// The rules the layer applies.
     pub fn rules(&self) -> &IdempotencyRules {
-        &self.shared.rules
+        self.shared.rules()
+    }
+}
+
+impl From<HttpIdempotency<Parts>> for IdempotencyLayer {
+    fn from(built: HttpIdempotency<Parts>) -> Self {
+        Self {
+            shared: Arc::new(built),
+        }
     }
 }
 
 impl std::fmt::Debug for IdempotencyLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdempotencyLayer")
-            .field("idempotency", &self.shared.idempotency)
-            .field("rules", &self.shared.rules)
-            .field("scoped", &self.shared.scope.is_some())
+        f.debug_tuple("IdempotencyLayer")
+            .field(&self.shared)
             .finish()
     }
 }
@@ -91,52 +83,5 @@ impl<S> Layer<S> for IdempotencyLayer {
 
     fn layer(&self, inner: S) -> Self::Service {
         IdempotencyService::new(inner, self.shared.clone())
-    }
-}
-
-/// Configures an [`IdempotencyLayer`]; from [`IdempotencyLayer::builder`]. The rule methods
-/// are [`IdempotencyRules`]'s.
-#[must_use]
-pub struct IdempotencyLayerBuilder {
-    idempotency: Idempotency,
-    rules: IdempotencyRules,
-    scope: Option<Box<ScopeFn>>,
-}
-
-impl IdempotencyLayerBuilder {
-    // `header`, `optional`, `methods`, ... `rules`: IdempotencyRules's settings, written once
-    // in lock-core for both adapters.
-    lock_core::__idempotency_rule_methods!(rules, "layer");
-
-    /// The scope (principal) of a request, from its head: keys of different scopes are
-    /// different records, so one user cannot replay another's response. Typically the user an
-    /// authentication layer put in the extensions; `None` (and the default) is the anonymous
-    /// scope, shared by every request without one.
-    pub fn scope<F>(mut self, scope: F) -> Self
-    where
-        F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
-    {
-        self.scope = Some(Box::new(scope));
-        self
-    }
-
-    /// Checks the rules ([`IdempotencyRules::validate`]) and builds the layer.
-    pub fn build(self) -> Result<IdempotencyLayer, LockError> {
-        Ok(IdempotencyLayer {
-            shared: Arc::new(Shared {
-                idempotency: self.idempotency,
-                rules: self.rules.validate()?,
-                scope: self.scope,
-            }),
-        })
-    }
-}
-
-impl std::fmt::Debug for IdempotencyLayerBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdempotencyLayerBuilder")
-            .field("rules", &self.rules)
-            .field("scoped", &self.scope.is_some())
-            .finish_non_exhaustive()
     }
 }

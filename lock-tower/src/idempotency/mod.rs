@@ -58,5 +58,5 @@ mod layer;
 mod service;
 
 pub use crate::body::IdempotencyBody;
-pub use layer::{IdempotencyLayer, IdempotencyLayerBuilder};
+pub use layer::IdempotencyLayer;
 pub use service::IdempotencyService;

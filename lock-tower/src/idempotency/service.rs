@@ -3,20 +3,21 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::HeaderName;
 use http::request::Parts;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response};
 use http_body::Body;
-use lock_core::http::idempotency::{reject, Begun, IdempotencyCall, Plan, Ran, Reply, RequestBody};
+use lock_core::http::idempotency::{
+    reject, Begun, HttpIdempotency, IdempotencyCall, Plan, Ran, Reply, RequestBody,
+};
 use lock_core::http::RequestHead;
 use tower_service::Service;
 use tracing::Instrument;
 
-use super::layer::Shared;
 use super::IdempotencyBody;
 use crate::head::Head;
 use crate::origin::Origin;
 use crate::read::{declared_length, read, Read};
+use crate::response::from_plain;
 use crate::ResponseFuture;
 
 /// Runs requests with an idempotency key once per (scope, key) and replays their responses;
@@ -58,11 +59,11 @@ use crate::ResponseFuture;
 #[derive(Clone)]
 pub struct IdempotencyService<S> {
     inner: S,
-    shared: Arc<Shared>,
+    shared: Arc<HttpIdempotency<Parts>>,
 }
 
 impl<S> IdempotencyService<S> {
-    pub(super) fn new(inner: S, shared: Arc<Shared>) -> Self {
+    pub(super) fn new(inner: S, shared: Arc<HttpIdempotency<Parts>>) -> Self {
         Self { inner, shared }
     }
 
@@ -76,7 +77,7 @@ impl<S: std::fmt::Debug> std::fmt::Debug for IdempotencyService<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IdempotencyService")
             .field("inner", &self.inner)
-            .field("idempotency", &self.shared.idempotency)
+            .field("idempotency", self.shared.idempotency())
             .finish_non_exhaustive()
     }
 }
@@ -108,7 +109,7 @@ where
         // The service that was polled ready is the one to call; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let key = match self.shared.rules.plan(&Head(&request)) {
+        let key = match self.shared.rules().plan(&Head(&request)) {
             Plan::Pass => {
                 let response = inner.call(request.map(IdempotencyBody::untouched));
                 return ResponseFuture::new(async move {
@@ -118,7 +119,7 @@ where
             Plan::Reject(rejection) => {
                 let span = span(&request, None);
                 let _entered = span.enter();
-                let reply = reject(&self.shared.idempotency, &rejection);
+                let reply = reject(self.shared.idempotency(), &rejection);
                 return ResponseFuture::new(std::future::ready(Ok(answer(reply))));
             }
             Plan::Handle(key) => key,
@@ -143,7 +144,7 @@ fn span<B>(request: &Request<B>, key: Option<&str>) -> tracing::Span {
 /// Reads the body and hands the rest to lock-core's [`IdempotencyCall`]: begin, run the inner
 /// service, answer.
 async fn handle<S, ReqBody, ResBody>(
-    shared: Arc<Shared>,
+    shared: Arc<HttpIdempotency<Parts>>,
     mut inner: S,
     request: Request<ReqBody>,
     key: String,
@@ -155,11 +156,7 @@ where
     ResBody::Data: Send,
     ResBody::Error: Send,
 {
-    let Shared {
-        idempotency,
-        rules,
-        scope,
-    } = &*shared;
+    let (idempotency, rules) = (shared.idempotency(), shared.rules());
     let (parts, body) = request.into_parts();
     let limit = rules.max_body_bytes_limit();
     let body = match read(body, declared_length(&parts.headers), limit).await {
@@ -167,10 +164,7 @@ where
         Read::TooLarge => RequestBody::TooLarge,
         Read::Failed => RequestBody::Failed,
     };
-    let scope = scope
-        .as_ref()
-        .and_then(|scope| scope(&parts))
-        .unwrap_or_default();
+    let scope = shared.scope(&parts);
     let call = IdempotencyCall::new(idempotency, rules, key);
     let (running, body) = match call.begin(&PartsHead(&parts), &scope, body).await {
         Begun::Run(running, body) => (running, body),
@@ -227,18 +221,5 @@ impl RequestHead for PartsHead<'_> {
 
 /// A reply of lock-core's as a response (lock-core recorded its outcome in the span).
 fn answer<B: Body>(reply: Reply) -> Response<IdempotencyBody<B>> {
-    let mut response = Response::new(IdempotencyBody::full(reply.body));
-    *response.status_mut() =
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    for (name, value) in reply.headers {
-        // Kept from a valid response, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
+    from_plain(reply.response).map(IdempotencyBody::full)
 }

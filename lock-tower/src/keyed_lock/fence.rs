@@ -8,7 +8,7 @@ use http::request::Parts;
 use lock_core::http::keyed::LockInfo;
 use lock_core::http::Rejection;
 
-use crate::rejection::rejection_response;
+use crate::LockRejection;
 
 /// The key and fencing token of the lock the [`KeyedLockLayer`](crate::KeyedLockLayer) took
 /// for this request (the same as `Extension<LockInfo>`). Extracting it in a handler that is
@@ -41,12 +41,11 @@ impl<S: Send + Sync> FromRequestParts<S> for LockFence {
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Response> {
         match parts.extensions.get::<LockInfo>() {
             Some(info) => Ok(Self(info.clone())),
-            None => Err(
-                rejection_response::<axum::body::Body>(Rejection::missing_layer(
-                    "LockFence used in a handler that is not behind KeyedLockLayer",
-                ))
-                .into_response(),
-            ),
+            None => Err(LockRejection::new(Rejection::missing_layer(
+                "LockFence used in a handler that is not behind KeyedLockLayer",
+            ))
+            .into_response::<axum::body::Body>()
+            .into_response()),
         }
     }
 }

@@ -53,7 +53,7 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
     ///
     /// let request = Request::post("/buy/a").body(()).unwrap();
     /// let answer = KeyExtractor::missing(&KeySource::header("x-sku"), &request);
-    /// assert_eq!(answer.status, 400);
+    /// assert_eq!(answer.response.status, 400);
     /// ```
     fn missing(&self, request: &Request<B>) -> Rejection {
         let _ = request;

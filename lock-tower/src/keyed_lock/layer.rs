@@ -1,9 +1,9 @@
-//! [`KeyedLockLayer`]: wraps services in [`KeyedLockService`]; [`KeyedLockLayerBuilder`]
-//! checks its settings once, when it is built.
+//! [`KeyedLockLayer`]: wraps services in [`KeyedLockService`]; lock-core's
+//! [`HttpKeyedLockBuilder`] checks its settings once, when it is built.
 
 use std::sync::Arc;
 
-use lock_core::http::keyed::KeyedLockOptions;
+use lock_core::http::keyed::{HttpKeyedLock, HttpKeyedLockBuilder, KeyedLockOptions};
 use lock_core::{LockClient, LockError};
 use tower_layer::Layer;
 
@@ -13,8 +13,10 @@ use crate::{KeyedLockService, LockRejection};
 ///
 /// `K` is where the key comes from: a [`KeySource`](lock_core::http::keyed::KeySource) or a closure
 /// (see [`KeyExtractor`](crate::KeyExtractor)), or a key that needs awaiting such as
-/// [`BodyKey`](crate::BodyKey). Build it with [`builder`](Self::builder),
-/// which refuses invalid settings:
+/// [`BodyKey`](crate::BodyKey). Build it with [`builder`](Self::builder): lock-core's
+/// [`HttpKeyedLockBuilder`], shared with lock-actix, whose methods are the
+/// [`KeyedLockOptions`] and whose [`build`](HttpKeyedLockBuilder::build) refuses invalid
+/// settings:
 ///
 /// ```
 /// use std::time::Duration;
@@ -52,13 +54,9 @@ impl<K> KeyedLockLayer<K> {
         }
     }
 
-    /// Starts a layer whose settings [`build`](KeyedLockLayerBuilder::build) checks.
-    pub fn builder(client: LockClient, extractor: K) -> KeyedLockLayerBuilder<K> {
-        KeyedLockLayerBuilder {
-            client,
-            extractor,
-            options: KeyedLockOptions::default(),
-        }
+    /// Starts a layer whose settings [`build`](HttpKeyedLockBuilder::build) checks.
+    pub fn builder(client: LockClient, extractor: K) -> HttpKeyedLockBuilder<K, Self> {
+        HttpKeyedLockBuilder::new(client, extractor)
     }
 
     /// Replaces the options. Invalid options (a lease outside lock-core's bounds) are logged
@@ -72,35 +70,21 @@ impl<K> KeyedLockLayer<K> {
     }
 
     /// The answer this layer gives for `error` (its `Retry-After`, busy status and
-    /// [`expose_errors`](KeyedLockLayerBuilder::expose_errors) setting), for a handler that
+    /// [`expose_errors`](HttpKeyedLockBuilder::expose_errors) setting), for a handler that
     /// takes a lock of its own and wants to fail the same way.
     pub fn rejection(&self, error: &LockError) -> LockRejection {
         LockRejection::from_error(error, &self.options)
     }
 }
 
-/// The settings of a [`KeyedLockLayer`], checked by [`build`](Self::build); start from
-/// [`KeyedLockLayer::builder`].
-#[derive(Clone, Debug)]
-#[must_use]
-pub struct KeyedLockLayerBuilder<K> {
-    client: LockClient,
-    extractor: K,
-    options: KeyedLockOptions,
-}
-
-impl<K> KeyedLockLayerBuilder<K> {
-    lock_core::__keyed_lock_option_methods!(options);
-
-    /// The layer, or the first invalid setting (an empty or malformed method, a key prefix
-    /// with NUL or too long, a lease or `Retry-After` out of bounds).
-    pub fn build(self) -> Result<KeyedLockLayer<K>, LockError> {
-        self.options.validate()?;
-        Ok(KeyedLockLayer {
-            client: self.client,
-            extractor: self.extractor,
-            options: Arc::new(self.options),
-        })
+impl<K> From<HttpKeyedLock<K>> for KeyedLockLayer<K> {
+    fn from(built: HttpKeyedLock<K>) -> Self {
+        let (client, extractor, options) = built.into_parts();
+        Self {
+            client,
+            extractor,
+            options: Arc::new(options),
+        }
     }
 }
 

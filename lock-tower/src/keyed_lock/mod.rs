@@ -36,5 +36,5 @@ pub use body_key::{AsyncKey, BodyKey};
 #[cfg(feature = "axum")]
 pub use fence::LockFence;
 pub use key_extractor::KeyExtractor;
-pub use layer::{KeyedLockLayer, KeyedLockLayerBuilder};
+pub use layer::KeyedLockLayer;
 pub use service::KeyedLockService;

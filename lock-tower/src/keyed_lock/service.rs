@@ -8,8 +8,7 @@ use lock_core::http::keyed::{run_locked, KeyedLockOptions};
 use lock_core::LockClient;
 use tower_service::Service;
 
-use crate::rejection::rejection_response as into_response;
-use crate::{KeyExtractor, ResponseFuture};
+use crate::{KeyExtractor, LockRejection, ResponseFuture};
 
 /// Runs the inner service under the lock of each selected request's key; built by
 /// [`KeyedLockLayer`](crate::KeyedLockLayer).
@@ -110,7 +109,7 @@ where
             // Ready at once for a `KeyExtractor`; a body key reads (and gives back) the body.
             let (mut request, key) = match extractor.key(request).await {
                 Ok(found) => found,
-                Err(rejection) => return Ok(into_response(rejection)),
+                Err(rejection) => return Ok(LockRejection::new(rejection).into_response()),
             };
             let locked = run_locked(&client, &key, &options, |info| {
                 request.extensions_mut().insert(info);
@@ -119,7 +118,7 @@ where
             .await;
             match locked {
                 Ok(response) => response,
-                Err(rejection) => Ok(into_response(rejection)),
+                Err(rejection) => Ok(LockRejection::new(rejection).into_response()),
             }
         })
     }

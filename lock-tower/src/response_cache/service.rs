@@ -3,7 +3,7 @@
 use std::task::{Context, Poll};
 
 use http::header::{HeaderName, CONTENT_LENGTH};
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use http_body::Body;
 use lock_core::http::cache::{
     Answer, ForwardAs, FromOrigin, HeaderPairs, HttpCache, Plan, Served, CACHE_STATUS,
@@ -14,6 +14,7 @@ use tracing::Instrument;
 use super::ResponseCacheBody;
 use crate::head::Head;
 use crate::origin::Origin;
+use crate::response::from_plain;
 use crate::ResponseFuture;
 
 /// Serves cacheable requests through the response cache and calls the inner service on a
@@ -148,25 +149,11 @@ fn set_cache_status(headers: &mut HeaderMap, value: &str) {
 }
 
 fn answer_response<B: Body>(answer: Answer) -> Response<ResponseCacheBody<B>> {
-    let body = if answer.head_only {
-        Vec::new()
-    } else {
-        answer.body
-    };
-    let mut response = Response::new(ResponseCacheBody::full(body));
-    *response.status_mut() =
-        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    for (name, value) in answer.headers {
-        // Stored from valid headers, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    response
+    let head_only = answer.head_only;
+    from_plain(answer.response).map(|body| {
+        // A `HEAD`: the headers (`content-length` the `GET`'s) without the body.
+        ResponseCacheBody::full(if head_only { Vec::new() } else { body })
+    })
 }
 
 fn origin_response<B>(from: FromOrigin<Origin<B>>) -> Response<ResponseCacheBody<B>>

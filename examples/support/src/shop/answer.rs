@@ -141,10 +141,10 @@ impl BuyOutcome {
                 // The same mapping as the middleware: unreachable store → 503, fail closed.
                 let rejection = Rejection::from_error(error, &KeyedLockOptions::new());
                 Answer {
-                    status: rejection.status,
+                    status: rejection.response.status,
                     content_type: PROBLEM_JSON,
-                    retry_after: rejection.retry_after,
-                    body: rejection.body,
+                    retry_after: rejection.retry_after(),
+                    body: rejection.response.body,
                 }
             }
         }

@@ -101,8 +101,9 @@ fn take<T>(slot: &Slot<T>) -> Option<T> {
 ///         Served::Origin(from) => assert_eq!(from.cache_status_value(None), expected),
 ///         // Later ones are replayed from the store.
 ///         Served::Answer(answer) => {
-///             assert!(answer.header("cache-status").unwrap().starts_with(expected.as_bytes()));
-///             assert_eq!(answer.body, b"hi");
+///             let status = answer.response.header("cache-status").unwrap();
+///             assert!(status.starts_with(expected.as_bytes()));
+///             assert_eq!(answer.response.body, b"hi");
 ///         }
 ///         _ => unreachable!(),
 ///     }

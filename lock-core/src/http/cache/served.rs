@@ -3,7 +3,7 @@
 use super::http_cache::append;
 use super::{CacheStatusHeader, CACHE_STATUS};
 use crate::cache::CacheStatus;
-use crate::http::{problem_body, PROBLEM_JSON};
+use crate::http::PlainResponse;
 
 /// The answer to a request served through the cache.
 ///
@@ -25,16 +25,14 @@ pub enum Served<R, E> {
     Error(E),
 }
 
-/// A response the cache made.
+/// A response the cache made: the [`PlainResponse`] to send, whether to send its body, and
+/// what the cache did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Answer {
-    /// The status.
-    pub status: u16,
-    /// Every header line, `cache-status` included (and `age` for a replay).
-    pub headers: Vec<(String, Vec<u8>)>,
-    /// The body; for a `HEAD`, the `GET`'s body, not to be sent (see `head_only`).
-    pub body: Vec<u8>,
+    /// What to send: every header line, `cache-status` included (and `age` for a replay);
+    /// for a `HEAD`, the `GET`'s body, not to be sent (see `head_only`).
+    pub response: PlainResponse,
     /// The request was a `HEAD`: send the headers only; `content-length` is the body's
     /// length. (Servers that drop `HEAD` bodies themselves and take the length from the
     /// body, as actix-web does, may be handed the body.)
@@ -55,15 +53,6 @@ impl Answer {
         matches!(self.outcome, Some(CacheStatus::Hit | CacheStatus::Stale))
     }
 
-    /// The value of header `name` (first line; case-insensitive), for tests and logs.
-    #[must_use]
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
-    }
-
     /// A problem answer: generic words only, whatever went wrong (the details go to tracing).
     pub(super) fn problem(
         status: u16,
@@ -72,24 +61,19 @@ impl Answer {
         detail: &str,
         cache_status: String,
     ) -> Self {
-        let body = problem_body(
+        let mut response = PlainResponse::problem(
+            status,
             &format!("urn:distributed-lock:{kind}"),
             title,
-            status,
             detail,
             &[],
-        );
-        let mut headers = vec![
-            ("content-type".to_owned(), PROBLEM_JSON.as_bytes().to_vec()),
-            (CACHE_STATUS.to_owned(), cache_status.into_bytes()),
-        ];
+        )
+        .with_header(CACHE_STATUS, cache_status);
         if status == 503 {
-            headers.push(("retry-after".to_owned(), b"1".to_vec()));
+            response = response.with_header("retry-after", "1");
         }
         Self {
-            status,
-            headers,
-            body,
+            response,
             head_only: false,
             outcome: None,
         }
@@ -97,9 +81,10 @@ impl Answer {
 
     /// The same answer with `Retry-After: secs` (a 503 says 1 s unless told when to retry).
     pub(super) fn retry_after(mut self, secs: u64) -> Self {
-        self.headers.retain(|(name, _)| name != "retry-after");
-        self.headers
-            .push(("retry-after".to_owned(), secs.to_string().into_bytes()));
+        self.response
+            .headers
+            .retain(|(name, _)| name != "retry-after");
+        self.response = self.response.with_header("retry-after", secs.to_string());
         self
     }
 }

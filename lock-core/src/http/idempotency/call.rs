@@ -84,7 +84,7 @@ pub enum RequestBody {
 ///         }
 ///         Begun::Answer(reply) => {
 ///             assert!(replayed);
-///             assert_eq!((reply.status, reply.body.as_slice()), (201, &b"paid"[..]));
+///             assert_eq!((reply.response.status, reply.response.body.as_slice()), (201, &b"paid"[..]));
 ///         }
 ///     }
 /// }

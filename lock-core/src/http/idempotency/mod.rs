@@ -5,10 +5,12 @@
 //! key reused, 503 store down, all `application/problem+json`; replays with
 //! `Idempotent-Replayed: true`) and which responses are kept.
 //!
-//! `lock-tower`'s `IdempotencyLayer` and `lock-actix`'s `Idempotent` are thin adapters: they
-//! [`plan`](IdempotencyRules::plan), read the request body (up to the limit), and hand the
-//! rest to one [`IdempotencyCall`]: it begins (refuses, replays, or claims the key), runs the
-//! handler racing the claim's loss, reads its response and keeps it or gives the key back.
+//! `lock-tower`'s `IdempotencyLayer` and `lock-actix`'s `Idempotent` are thin adapters, both
+//! built with one builder, [`HttpIdempotencyBuilder`] (the [`IdempotencyRules`] and a
+//! request's scope): they [`plan`](IdempotencyRules::plan), read the request body (up to the
+//! limit), and hand the rest to one [`IdempotencyCall`]: it begins (refuses, replays, or
+//! claims the key), runs the handler racing the claim's loss, reads its response and keeps it
+//! or gives the key back.
 //! The adapters only convert requests and responses. The steps it takes ([`begin`],
 //! [`finish`], [`give_back`], [`lost`]) are public for adapters with other needs:
 //!
@@ -35,20 +37,21 @@
 //! let finished = finish(claim, &rules, 201, &headers, Some(b"paid".to_vec())).await;
 //! assert!(matches!(finished, Finished::Send(_)));
 //! let Started::Answer(replay) = begin(&payments, &rules, "alice", &key, fingerprint).await else { unreachable!() };
-//! assert_eq!((replay.status, replay.body.as_slice()), (201, &b"paid"[..]));
-//! assert!(replay.headers.contains(&("idempotent-replayed".to_owned(), b"true".to_vec())));
+//! assert_eq!((replay.response.status, replay.response.body.as_slice()), (201, &b"paid"[..]));
+//! assert_eq!(replay.response.header("idempotent-replayed"), Some(&b"true"[..]));
 //! # Ok(()) }
 //! ```
 
-mod builder;
 mod call;
 mod handler_response;
+mod http_idempotency;
 mod plan;
 mod rules;
 mod serve;
 
 pub use call::{Begun, IdempotencyCall, Ran, RequestBody, Running};
 pub use handler_response::HandlerResponse;
+pub use http_idempotency::{HttpIdempotency, HttpIdempotencyBuilder};
 pub use plan::Plan;
 pub use rules::{
     default_store_status, IdempotencyRules, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_KEY_LEN,

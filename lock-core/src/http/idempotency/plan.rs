@@ -23,8 +23,8 @@ use crate::http::{Rejection, RejectionKind, RequestHead};
 /// assert!(matches!(rules.plan(&Head("POST", Some(b"k-1"))), Plan::Handle(key) if key == "k-1"));
 /// // The IETF draft's form, a structured-field string, is read too.
 /// assert!(matches!(rules.plan(&Head("POST", Some(b"\"k-1\""))), Plan::Handle(key) if key == "k-1"));
-/// assert!(matches!(rules.plan(&Head("POST", None)), Plan::Reject(r) if r.status == 400));
-/// assert!(matches!(rules.plan(&Head("POST", Some("ключ".as_bytes()))), Plan::Reject(r) if r.status == 400));
+/// assert!(matches!(rules.plan(&Head("POST", None)), Plan::Reject(r) if r.response.status == 400));
+/// assert!(matches!(rules.plan(&Head("POST", Some("ключ".as_bytes()))), Plan::Reject(r) if r.response.status == 400));
 /// ```
 #[derive(Debug)]
 pub enum Plan {

@@ -3,7 +3,7 @@
 //! lost claim.
 
 use super::IdempotencyRules;
-use crate::http::{problem_body, Rejection, RejectionKind};
+use crate::http::{PlainResponse, Rejection, RejectionKind};
 use crate::idempotency::stats::Counters;
 use crate::idempotency::{Begin, Claim, Completed, Completion, Fingerprint, Idempotency};
 use crate::results::StoredResponse;
@@ -12,16 +12,13 @@ use crate::{LockError, LostReason};
 /// The header marking a replayed response.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 
-/// A response the layer gives instead of running the handler, or in place of its response.
+/// A response the layer gives instead of running the handler, or in place of its response:
+/// the [`PlainResponse`] to send, and what happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Reply {
-    /// The status.
-    pub status: u16,
-    /// The headers (names lower case).
-    pub headers: Vec<(String, Vec<u8>)>,
-    /// The body.
-    pub body: Vec<u8>,
+    /// What to send.
+    pub response: PlainResponse,
     /// What happened, for tracing and metrics.
     pub outcome: Outcome,
 }
@@ -85,7 +82,7 @@ fn record(status: Option<u16>, outcome: Outcome) {
 impl Reply {
     /// Counts this reply as an answer of the idempotency middleware.
     fn record(&self) {
-        record(Some(self.status), self.outcome);
+        record(Some(self.response.status), self.outcome);
     }
 
     fn recorded(self) -> Self {
@@ -96,15 +93,8 @@ impl Reply {
     /// A rejection (problem+json) as a reply.
     #[must_use]
     pub fn from_rejection(rejection: &Rejection, outcome: Outcome) -> Self {
-        let headers = rejection
-            .headers()
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), value.into_bytes()))
-            .collect();
         Self {
-            status: rejection.status,
-            headers,
-            body: rejection.body.clone(),
+            response: rejection.response.clone(),
             outcome,
         }
     }
@@ -112,17 +102,9 @@ impl Reply {
     /// A completed request's response, with `Idempotent-Replayed: true`.
     #[must_use]
     pub fn replay(completed: Completed) -> Self {
-        let StoredResponse {
-            status,
-            mut headers,
-            body,
-            ..
-        } = completed.response;
-        headers.push((IDEMPOTENT_REPLAYED.to_owned(), b"true".to_vec()));
         Self {
-            status,
-            headers,
-            body,
+            response: PlainResponse::from(completed.response)
+                .with_header(IDEMPOTENT_REPLAYED, "true"),
             outcome: Outcome::Replayed,
         }
     }
@@ -284,25 +266,12 @@ async fn finish_unrecorded(
     }
     let (response, replaced) = match body {
         Some(body) => (
-            StoredResponse {
-                status,
-                headers: crate::idempotency::replayable(headers),
-                body,
-                initial_age: std::time::Duration::ZERO,
-                fresh: std::time::Duration::ZERO,
-            },
+            StoredResponse::new(status, crate::idempotency::replayable(headers), body),
             None,
         ),
         None => {
             let reply = too_large_response(rules, status, Outcome::Executed);
-            let response = StoredResponse {
-                status: reply.status,
-                headers: reply.headers.clone(),
-                body: reply.body.clone(),
-                initial_age: std::time::Duration::ZERO,
-                fresh: std::time::Duration::ZERO,
-            };
-            (response, Some(reply))
+            (StoredResponse::from(reply.response.clone()), Some(reply))
         }
     };
     match claim.complete(response).await {
@@ -438,15 +407,10 @@ fn too_large_response(rules: &IdempotencyRules, status: u16, outcome: Outcome) -
         rules.max_body_bytes
     );
     Reply {
-        status: 500,
-        headers: vec![(
-            "content-type".to_owned(),
-            crate::http::PROBLEM_JSON.as_bytes().to_vec(),
-        )],
-        body: problem_body(
+        response: PlainResponse::problem(
+            500,
             "urn:distributed-lock:idempotency:response-too-large",
             "Response too large",
-            500,
             &detail,
             &[],
         ),

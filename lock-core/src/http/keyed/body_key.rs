@@ -17,8 +17,8 @@ use crate::http::{Rejection, RejectionKind};
 /// assert!(!limit.refuses_declared(Some(b"1024")));
 /// assert!(!limit.refuses_declared(None), "unknown: read and count");
 /// assert!(limit.refuses(1025));
-/// assert_eq!(limit.too_large().status, 413);
-/// assert_eq!(BodyLimit::unreadable().status, 400);
+/// assert_eq!(limit.too_large().response.status, 413);
+/// assert_eq!(BodyLimit::unreadable().response.status, 400);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BodyLimit {
@@ -77,7 +77,7 @@ impl BodyLimit {
     ///
     /// ```
     /// let answer = lock_core::http::keyed::BodyLimit::new(16).too_large();
-    /// assert!(String::from_utf8(answer.body).unwrap().contains("at most 16 bytes"));
+    /// assert!(String::from_utf8(answer.response.body).unwrap().contains("at most 16 bytes"));
     /// ```
     #[must_use]
     pub fn too_large(self) -> Rejection {

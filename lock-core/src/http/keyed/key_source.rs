@@ -185,8 +185,8 @@ impl KeySource {
     /// }
     ///
     /// let answer = KeySource::route_param("sku").missing_key(&Head);
-    /// assert_eq!(answer.status, 400);
-    /// assert!(String::from_utf8(answer.body).unwrap().contains("no matched route"));
+    /// assert_eq!(answer.response.status, 400);
+    /// assert!(String::from_utf8(answer.response.body).unwrap().contains("no matched route"));
     /// ```
     #[must_use]
     pub fn missing_key(&self, head: &(impl RequestHead + ?Sized)) -> Rejection {
@@ -337,7 +337,7 @@ mod tests {
         let unknown = Routed("/buy/a", MatchedRoute::Unknown);
         assert!(sku.selects(&unknown), "fail closed");
         assert_eq!(sku.extract(&unknown), None);
-        assert_eq!(sku.missing_key(&unknown).status, 400);
+        assert_eq!(sku.missing_key(&unknown).response.status, 400);
         // The template of another route than the path's: selected, no key (400).
         let skewed = Routed("/buy/a", route("/api/buy/{sku}"));
         assert!(sku.selects(&skewed));

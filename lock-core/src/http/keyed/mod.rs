@@ -1,7 +1,8 @@
 //! The keyed-lock middleware's decisions, written once for every framework: which requests
 //! are locked, how the key is taken from a request (path, route parameter, header, query,
 //! body), what a busy or failed lock answers, and the acquire → run → release sequence that
-//! cancels the handler when the lease is lost.
+//! cancels the handler when the lease is lost. Both adapters are built with one builder,
+//! [`HttpKeyedLockBuilder`], whose methods are the [`KeyedLockOptions`].
 //!
 //! ```
 //! use std::time::Duration;
@@ -38,11 +39,13 @@
 //! ```
 
 mod body_key;
+mod http_keyed_lock;
 mod key_source;
 mod options;
 mod run;
 
 pub use body_key::BodyLimit;
+pub use http_keyed_lock::{HttpKeyedLock, HttpKeyedLockBuilder};
 pub use key_source::{KeySource, PathSegment};
 pub use options::{AppliesTo, BusyStatus, KeyedLockOptions, OnLost};
 pub use run::{race_lost, run_locked, LockInfo, RequestLock};

@@ -276,8 +276,8 @@ impl KeyedLockOptions {
 
     /// Checks every setting: the lease's bounds, the methods (non-empty HTTP tokens), the key
     /// prefix (no NUL, shorter than [`MAX_KEY_LEN`](crate::MAX_KEY_LEN)) and `Retry-After`
-    /// (1 ms to 24 h). The adapters' builders call it and refuse to build; a lease error
-    /// that still reaches a request answers 500.
+    /// (1 ms to 24 h). [`HttpKeyedLockBuilder::build`](super::HttpKeyedLockBuilder::build)
+    /// calls it and refuses to build; a lease error that still reaches a request answers 500.
     ///
     /// A wait of `WaitPolicy::Within(Duration::ZERO)` is valid: it is a single try, as in
     /// the lock API.
@@ -314,103 +314,6 @@ impl KeyedLockOptions {
         }
         Ok(())
     }
-}
-
-/// Expands, inside an `impl` block of a builder that keeps a [`KeyedLockOptions`] in its field
-/// `$options`, to the documented builder methods that forward to it (`wait`, `lease`,
-/// `busy_status`, `retry_after`, `on_lost`, `key_prefix`, `methods`, `path_prefix`,
-/// `applies_to`, `expose_errors`, and `options`, which replaces them all): lock-tower's
-/// `KeyedLockLayerBuilder` and lock-actix's `KeyedLockBuilder` take the same settings with the
-/// same docs.
-///
-/// Not a public API: the adapters' plumbing, changed with them in any release.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __keyed_lock_option_methods {
-    ($options:ident) => {
-        /// How long a request waits for a busy key before it is answered busy (default
-        /// `WaitPolicy::Try`; `Within(Duration::ZERO)` is a try too).
-        pub fn wait(mut self, wait: $crate::WaitPolicy) -> Self {
-            self.$options = self.$options.wait(wait);
-            self
-        }
-
-        /// The lease to take (default: the client's default lease); checked by `build`.
-        pub fn lease(mut self, lease: $crate::LeaseMode) -> Self {
-            self.$options = self.$options.lease(lease);
-            self
-        }
-
-        /// 409 (default) or 429 for a busy key.
-        pub fn busy_status(mut self, status: $crate::http::keyed::BusyStatus) -> Self {
-            self.$options = self.$options.busy_status(status);
-            self
-        }
-
-        /// The `Retry-After` of busy and 503 answers, rounded up to whole seconds (default
-        /// 1 s; `build` accepts 1 ms to 24 h).
-        pub fn retry_after(mut self, after: ::std::time::Duration) -> Self {
-            self.$options = self.$options.retry_after(after);
-            self
-        }
-
-        /// What a lost lease does to the running handler (default: cancel it, answer 503).
-        pub fn on_lost(mut self, on_lost: $crate::http::keyed::OnLost) -> Self {
-            self.$options = self.$options.on_lost(on_lost);
-            self
-        }
-
-        /// Prepended to every extracted key (`"sku:"` + `"42"`); `build` refuses a NUL and a
-        /// prefix that leaves no room for a key.
-        pub fn key_prefix(
-            mut self,
-            prefix: impl ::std::convert::Into<::std::string::String>,
-        ) -> Self {
-            self.$options = self.$options.key_prefix(prefix);
-            self
-        }
-
-        /// Locks only requests with one of these methods (default: every method); `build`
-        /// refuses an empty method or one that is not an HTTP token.
-        pub fn methods<I, S>(mut self, methods: I) -> Self
-        where
-            I: ::std::iter::IntoIterator<Item = S>,
-            S: ::std::convert::Into<::std::string::String>,
-        {
-            self.$options = self.$options.methods(methods);
-            self
-        }
-
-        /// Locks only requests under this path prefix, on whole segments (may be given several
-        /// times; default: every path).
-        pub fn path_prefix(
-            mut self,
-            prefix: impl ::std::convert::Into<::std::string::String>,
-        ) -> Self {
-            self.$options = self.$options.path_prefix(prefix);
-            self
-        }
-
-        /// Replaces the request selection rule (methods and path prefixes).
-        pub fn applies_to(mut self, rule: $crate::http::keyed::AppliesTo) -> Self {
-            self.$options = self.$options.applies_to(rule);
-            self
-        }
-
-        /// Puts the error's detail (backend address, OS error, lock key) into 5xx problem
-        /// bodies, for development (default off: generic bodies, the detail goes to
-        /// `tracing`).
-        pub fn expose_errors(mut self, expose: bool) -> Self {
-            self.$options = self.$options.expose_errors(expose);
-            self
-        }
-
-        /// Replaces every setting above at once.
-        pub fn options(mut self, options: $crate::http::keyed::KeyedLockOptions) -> Self {
-            self.$options = options;
-            self
-        }
-    };
 }
 
 #[cfg(test)]

@@ -263,7 +263,7 @@ mod tests {
                 .unwrap();
         let rejection = answer.unwrap_err();
         assert_eq!(
-            (rejection.kind, rejection.status),
+            (rejection.kind, rejection.response.status),
             (RejectionKind::Lost, 503)
         );
     }

@@ -125,11 +125,12 @@ where
         Served::Answer(answer) => {
             let header = |name| {
                 answer
+                    .response
                     .header(name)
                     .map(|v| String::from_utf8_lossy(v).into_owned())
             };
             Answered {
-                status: answer.status,
+                status: answer.response.status,
                 cache_status: header("cache-status").unwrap_or_default(),
                 retry_after: header("retry-after"),
                 latency,

@@ -9,6 +9,7 @@ use super::super::{
 use super::CacheCall;
 use crate::cache::computed::SharedFailure;
 use crate::cache::{CacheStatus, Cached};
+use crate::http::PlainResponse;
 use crate::results::StoredResponse;
 
 impl CacheCall {
@@ -72,7 +73,7 @@ impl CacheCall {
                         .collapsed()
                         .detail("origin-error")
                 };
-                let mut answer = Answer::problem(
+                let answer = Answer::problem(
                     502,
                     "origin-failed",
                     "Bad Gateway",
@@ -81,11 +82,7 @@ impl CacheCall {
                 );
                 // Until the failure is forgotten, in whole seconds (at least 1).
                 let retry = left.as_secs() + u64::from(left.subsec_nanos() > 0);
-                answer.headers.push((
-                    "retry-after".to_owned(),
-                    retry.max(1).to_string().into_bytes(),
-                ));
-                answer
+                answer.retry_after(retry.max(1))
             }
         }
     }
@@ -97,21 +94,17 @@ impl CacheCall {
         member: String,
         outcome: Option<CacheStatus>,
     ) -> Answer {
-        let mut headers = stored.headers;
-        headers.push((
-            "age".to_owned(),
-            age_value(stored.initial_age, in_store).into_bytes(),
-        ));
-        headers.push((CACHE_STATUS.to_owned(), member.into_bytes()));
+        let age = age_value(stored.initial_age, in_store);
+        let mut response = PlainResponse::from(stored)
+            .with_header("age", age)
+            .with_header(CACHE_STATUS, member);
         let head_only = self.head();
-        if head_only && !headers.iter().any(|(n, _)| n == "content-length") {
-            let length = stored.body.len().to_string().into_bytes();
-            headers.push(("content-length".to_owned(), length));
+        if head_only && response.header("content-length").is_none() {
+            let length = response.body.len().to_string();
+            response = response.with_header("content-length", length);
         }
         Answer {
-            status: stored.status,
-            headers,
-            body: stored.body,
+            response,
             head_only,
             outcome,
         }
@@ -139,7 +132,7 @@ impl CacheCall {
     pub(super) fn trace<R, E>(&self, served: &Served<R, E>) {
         let status = match served {
             Served::Answer(answer) => {
-                String::from_utf8_lossy(answer.header(CACHE_STATUS).unwrap_or_default())
+                String::from_utf8_lossy(answer.response.header(CACHE_STATUS).unwrap_or_default())
                     .into_owned()
             }
             Served::Origin(from) => from.cache_status_member().to_owned(),
@@ -159,8 +152,9 @@ impl CacheCall {
             // The member is the last `cache-status` line (a replayed response may carry one
             // from a cache nearer the origin before it).
             Served::Answer(answer) => (
-                answer.status,
+                answer.response.status,
                 answer
+                    .response
                     .headers
                     .iter()
                     .rev()

@@ -59,7 +59,8 @@ async fn summary(served: Outcome) -> String {
 
 /// The `ttl` of a `Cache-Status`.
 fn ttl(answer: &Answer) -> i64 {
-    let value = String::from_utf8_lossy(answer.header("cache-status").unwrap()).into_owned();
+    let value =
+        String::from_utf8_lossy(answer.response.header("cache-status").unwrap()).into_owned();
     let at = value.find("ttl=").expect("a ttl") + 4;
     let digits: String = value[at..]
         .chars()
@@ -71,13 +72,18 @@ fn ttl(answer: &Answer) -> i64 {
 async fn full_summary(served: Outcome) -> String {
     match served {
         Served::Answer(answer) => {
-            let header = |n| String::from_utf8_lossy(answer.header(n).unwrap_or(b"-")).into_owned();
+            let header =
+                |n| String::from_utf8_lossy(answer.response.header(n).unwrap_or(b"-")).into_owned();
             format!(
                 "answer {} {} age={} body={}",
-                answer.status,
+                answer.response.status,
                 header("cache-status"),
                 header("age"),
-                String::from_utf8_lossy(if answer.head_only { b"" } else { &answer.body })
+                String::from_utf8_lossy(if answer.head_only {
+                    b""
+                } else {
+                    &answer.response.body
+                })
             )
         }
         Served::Origin(mut from) => {
@@ -134,19 +140,19 @@ async fn a_miss_is_stored_and_replayed_with_age_and_ttl() {
         "answer 200 lock-core; hit age=5 body=hello"
     );
     assert_eq!(
-        hit.header("age"),
+        hit.response.header("age"),
         Some(&b"5"[..]),
         "its own Age when stored"
     );
-    assert_eq!(hit.header("set-cookie"), None, "never replayed");
-    assert_eq!(hit.body, b"hello");
+    assert_eq!(hit.response.header("set-cookie"), None, "never replayed");
+    assert_eq!(hit.response.body, b"hello");
     // HEAD reads the GET entry: headers only, with the GET's length.
     let head = serve(&http, RequestParts::new("HEAD", "/a"), respond, &calls).await;
     let Served::Answer(head) = head else {
         panic!("a hit")
     };
     assert!(head.head_only);
-    assert_eq!(head.header("content-length"), Some(&b"5"[..]));
+    assert_eq!(head.response.header("content-length"), Some(&b"5"[..]));
 }
 
 #[tokio::test]
@@ -226,12 +232,12 @@ async fn what_is_not_stored_reaches_its_own_request_only() {
     else {
         panic!("answered by the cache");
     };
-    assert_eq!(problem.status, 502);
+    assert_eq!(problem.response.status, 502);
     assert_eq!(
-        String::from_utf8_lossy(problem.header("cache-status").unwrap()),
+        String::from_utf8_lossy(problem.response.header("cache-status").unwrap()),
         "lock-core; hit; ttl=0; detail=negative"
     );
-    assert_eq!(problem.header("retry-after"), Some(&b"1"[..]));
+    assert_eq!(problem.response.header("retry-after"), Some(&b"1"[..]));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 

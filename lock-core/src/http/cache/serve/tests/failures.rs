@@ -53,7 +53,7 @@ async fn a_failure_is_shared_with_the_waiting_requests_and_remembered() {
     let Served::Answer(again) = serve(&http, RequestParts::get("/f"), failing, &calls).await else {
         panic!("a remembered failure");
     };
-    assert_eq!(again.header("retry-after"), Some(&b"7"[..]));
+    assert_eq!(again.response.header("retry-after"), Some(&b"7"[..]));
     assert_eq!(
         summary(Served::Answer(again)).await,
         "answer 503 lock-core; hit; detail=negative age=0 body=down"

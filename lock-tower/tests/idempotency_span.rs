@@ -2,6 +2,7 @@
 //! A test binary of its own: a subscriber set for one thread would race the callsite and level
 //! caches other tests' threads fill meanwhile.
 
+#[path = "it/axum_driver/mod.rs"]
 mod axum_driver;
 
 use std::sync::{Arc, Mutex};

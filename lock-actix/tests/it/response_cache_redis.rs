@@ -6,9 +6,7 @@
 //! Needs `LOCK_TEST_REDIS_URL` (set by `cargo xtask test`); the outage test also starts a
 //! `redis-server` of its own.
 
-mod actix_driver;
-
-use actix_driver::Actix;
+use crate::actix_driver::Actix;
 use lock_core::testing::response_cache as suite;
 
 #[actix_web::test]

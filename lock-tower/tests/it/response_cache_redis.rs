@@ -6,9 +6,7 @@
 //! Needs `LOCK_TEST_REDIS_URL` (set by `cargo xtask test`); the outage test also starts a
 //! `redis-server` of its own.
 
-mod axum_driver;
-
-use axum_driver::Axum;
+use crate::axum_driver::Axum;
 use lock_core::testing::response_cache as suite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,9 +6,7 @@
 //! Needs `LOCK_TEST_REDIS_URL` (set by `cargo xtask test`); the outage test also starts a
 //! `redis-server` of its own.
 
-mod axum_driver;
-
-use axum_driver::idempotency::AxumIdempotency;
+use crate::axum_driver::idempotency::AxumIdempotency;
 use lock_core::testing::idempotency::{self as suite, Store};
 
 #[tokio::test]

@@ -4,9 +4,7 @@
 //! lock-tower's layer; then what is the middleware's own: the payload put back for the
 //! handler, a resource-level `wrap`, the extractor outside the middleware, refused settings.
 
-mod actix_driver;
-
-use actix_driver::idempotency::{handle, read, to_request, ActixIdempotency};
+use crate::actix_driver::idempotency::{handle, read, to_request, ActixIdempotency};
 use actix_web::dev::Service;
 use actix_web::{web, App, HttpResponse};
 use lock_actix::{IdempotencyClaim, Idempotent};

@@ -6,9 +6,7 @@
 //! Needs `LOCK_TEST_REDIS_URL` (set by `cargo xtask test`); the outage test also starts a
 //! `redis-server` of its own.
 
-mod actix_driver;
-
-use actix_driver::idempotency::ActixIdempotency;
+use crate::actix_driver::idempotency::ActixIdempotency;
 use lock_core::testing::idempotency::{self as suite, Store};
 
 #[actix_web::test]

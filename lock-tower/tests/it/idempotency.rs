@@ -4,11 +4,9 @@
 //! own: `route_layer`, refused settings (and, in `idempotency_span.rs`, the tracing span's
 //! outcome).
 
-mod axum_driver;
-
+use crate::axum_driver::idempotency::{handle, AxumIdempotency};
 use axum::routing::post;
 use axum::Router;
-use axum_driver::idempotency::{handle, AxumIdempotency};
 use lock_core::idempotency::{Idempotency, InFlight};
 use lock_core::testing::idempotency::{self as suite, send, Handler, Request, Store};
 use lock_tower::IdempotencyLayer;

@@ -5,11 +5,9 @@
 //! what is the middleware's own: stale-while-revalidate refreshed by the first stale request,
 //! refused settings.
 
-mod actix_driver;
-
 use std::time::Duration;
 
-use actix_driver::Actix;
+use crate::actix_driver::Actix;
 use lock_actix::ResponseCache;
 use lock_core::cache::{Cache, Freshness};
 use lock_core::testing::response_cache::HIT;

@@ -5,15 +5,13 @@
 //! the inner service's errors and `Infallible`, merged routers and `route_layer`, the
 //! builder's methods, and `error_response` for a handler's own lock errors.
 
-mod axum_driver;
-
 use std::convert::Infallible;
 use std::time::Duration;
 
+use crate::axum_driver::keyed_lock::{handle, AxumKeyedLock};
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
-use axum_driver::keyed_lock::{handle, AxumKeyedLock};
 use http::Response;
 use lock_core::testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_core::{LockClient, LockError, MemoryBackend};

@@ -4,13 +4,11 @@
 //! bypasses, responses not shared with waiters), then what is the layer's own: `route_layer`,
 //! stale-while-revalidate refreshed in the background, refused settings.
 
-mod axum_driver;
-
 use std::time::Duration;
 
+use crate::axum_driver::{serve, Axum};
 use axum::routing::any;
 use axum::Router;
-use axum_driver::{serve, Axum};
 use lock_core::cache::{Cache, Freshness};
 use lock_core::testing::response_cache::{self as suite, send, Adapter, Calls, Origin, Request};
 use lock_core::testing::response_cache::{HIT, LIMIT, MISS_STORED};

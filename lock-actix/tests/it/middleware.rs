@@ -6,12 +6,10 @@
 //! `wrap` and 404s, the builder's methods, and `LockRejection` for a handler's own lock
 //! errors.
 
-mod actix_driver;
-
 use std::time::Duration;
 
-use actix_driver::idempotency::send_fn;
-use actix_driver::keyed_lock::{handle, ActixKeyedLock};
+use crate::actix_driver::idempotency::send_fn;
+use crate::actix_driver::keyed_lock::{handle, ActixKeyedLock};
 use actix_web::{web, App};
 use lock_actix::{
     BusyStatus, KeySource, KeyedLock, KeyedLockOptions, LockFence, LockRejection, OnLost,

@@ -1,0 +1,11 @@
+//! lock-actix's integration tests, one binary: the adapters' conformance suites of
+//! `lock_core::testing` (keyed lock, response cache, idempotency) driven through actix-web,
+//! and what is the middleware's own.
+
+mod actix_driver;
+mod idempotency;
+mod idempotency_redis;
+mod middleware;
+mod response_cache;
+mod response_cache_redis;
+mod route_keys;

@@ -1,0 +1,15 @@
+//! lock-tower's integration tests, one binary: the adapters' conformance suites of
+//! `lock_core::testing` (keyed lock, response cache, idempotency) driven through axum, and what
+//! is the layers' own. The idempotency span's test is a binary of its own
+//! (`tests/idempotency_span.rs`): it sets a tracing subscriber, which would race the callsite
+//! caches the other tests fill.
+
+mod axum_driver;
+mod idempotency;
+mod idempotency_redis;
+mod middleware;
+mod response_cache;
+mod response_cache_redis;
+// axum routing and the `LockFence` extractor: `cargo test -p lock-tower --features axum`.
+#[cfg(feature = "axum")]
+mod route_keys;

@@ -86,26 +86,20 @@ impl ResultStore for MemoryResultStore {
     }
 
     async fn put(&self, key: &LockKey, put: PutEntry<'_>) -> Result<bool> {
-        let PutEntry {
-            fence_digits,
-            entry,
-            keep,
-            rule,
-        } = put;
         let stored = {
             let mut entries = lock(&self.shared.entries);
             let now = Instant::now();
             let kept_there = entries.get(key.full()).is_some_and(|(bytes, until)| {
-                *until > now && !super::may_replace(bytes, fence_digits, rule)
+                *until > now && !super::may_replace(bytes, put.fence_digits, put.rule)
             });
             if kept_there {
                 None
-            } else if keep.is_zero() {
+            } else if put.keep.is_zero() {
                 // A pass: pushed to the waiters, never stored.
-                Some(Arc::new(entry.to_vec()))
+                Some(Arc::new(put.entry.to_vec()))
             } else {
-                let bytes = Arc::new(entry.to_vec());
-                entries.insert(key.full().to_owned(), (bytes.clone(), now + keep));
+                let bytes = Arc::new(put.entry.to_vec());
+                entries.insert(key.full().to_owned(), (bytes.clone(), now + put.keep));
                 Some(bytes)
             }
         };

@@ -168,24 +168,22 @@ impl ResultStore for RedisResultStore {
     }
 
     async fn put(&self, key: &LockKey, put: PutEntry<'_>) -> Result<bool> {
-        let PutEntry {
-            fence_digits,
-            entry,
-            keep,
-            rule,
-        } = put;
         let redis_key = self.redis_key(key.full());
         let mut connection = self.connection();
         let mut invocation = PUT.prepare_invoke();
         invocation
             .key(&redis_key)
             .key(format!("{redis_key}:watchers"))
-            .arg(fence_digits)
-            .arg(entry)
-            .arg(if keep.is_zero() { 0 } else { millis(keep) })
+            .arg(put.fence_digits)
+            .arg(put.entry)
+            .arg(if put.keep.is_zero() {
+                0
+            } else {
+                millis(put.keep)
+            })
             .arg(&self.shared.channel_prefix)
             .arg(key.full())
-            .arg(match rule {
+            .arg(match put.rule {
                 Replace::Older => "older",
                 Replace::OlderOrSame => "same",
             });

@@ -122,24 +122,19 @@ impl StockStore for MemoryStock {
     }
 
     async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {
-        let OrderLine {
-            sku,
-            quantity,
-            order,
-        } = line;
-        self.with(sku, |s| {
-            if let Some(&(first_quantity, outcome)) = s.deductions.get(order) {
-                if first_quantity != quantity {
-                    return Err(order_reused(order, first_quantity, quantity));
+        self.with(line.sku, |s| {
+            if let Some(&(first_quantity, outcome)) = s.deductions.get(line.order) {
+                if first_quantity != line.quantity {
+                    return Err(order_reused(line.order, first_quantity, line.quantity));
                 }
                 return Ok(Deduction {
                     outcome,
                     duplicate: true,
                 });
             }
-            let outcome = if s.level.available >= quantity {
-                s.level.available -= quantity;
-                s.level.sold += quantity;
+            let outcome = if s.level.available >= line.quantity {
+                s.level.available -= line.quantity;
+                s.level.sold += line.quantity;
                 DeductOutcome::Deducted {
                     remaining: s.level.available,
                 }
@@ -148,7 +143,8 @@ impl StockStore for MemoryStock {
                     available: s.level.available,
                 }
             };
-            s.deductions.insert(order.to_owned(), (quantity, outcome));
+            s.deductions
+                .insert(line.order.to_owned(), (line.quantity, outcome));
             Ok(Deduction {
                 outcome,
                 duplicate: false,
@@ -157,24 +153,19 @@ impl StockStore for MemoryStock {
     }
 
     async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
-        let OrderLine {
-            sku,
-            quantity,
-            order,
-        } = line;
-        self.with(sku, |s| {
-            if let Some(held) = s.reservations.get(order) {
-                if held.quantity != quantity {
-                    return Err(order_reused(order, held.quantity, quantity));
+        self.with(line.sku, |s| {
+            if let Some(held) = s.reservations.get(line.order) {
+                if held.quantity != line.quantity {
+                    return Err(order_reused(line.order, held.quantity, line.quantity));
                 }
                 return Ok(Reservation {
                     outcome: held.first,
                     duplicate: true,
                 });
             }
-            let (outcome, state) = if s.level.available >= quantity {
-                s.level.available -= quantity;
-                s.level.reserved += quantity;
+            let (outcome, state) = if s.level.available >= line.quantity {
+                s.level.available -= line.quantity;
+                s.level.reserved += line.quantity;
                 (
                     ReserveOutcome::Reserved {
                         remaining: s.level.available,
@@ -190,9 +181,9 @@ impl StockStore for MemoryStock {
                 )
             };
             s.reservations.insert(
-                order.to_owned(),
+                line.order.to_owned(),
                 Held {
-                    quantity,
+                    quantity: line.quantity,
                     first: outcome,
                     state,
                 },

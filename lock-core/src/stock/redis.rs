@@ -153,15 +153,14 @@ impl StockStore for RedisStock {
     }
 
     async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {
-        let OrderLine {
-            sku,
-            quantity,
-            order,
-        } = line;
         let (duplicate, record): (u8, String) = self
-            .run(&DEDUCT, sku, &[quantity.to_string(), order.to_owned()])
+            .run(
+                &DEDUCT,
+                line.sku,
+                &[line.quantity.to_string(), line.order.to_owned()],
+            )
             .await?;
-        check_repeat(duplicate, &record, order, quantity)?;
+        check_repeat(duplicate, &record, line.order, line.quantity)?;
         let number = last_number(&record)?;
         let outcome = if record.starts_with('D') {
             DeductOutcome::Deducted { remaining: number }
@@ -175,15 +174,14 @@ impl StockStore for RedisStock {
     }
 
     async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
-        let OrderLine {
-            sku,
-            quantity,
-            order,
-        } = line;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let args = [quantity.to_string(), order.to_owned(), ttl_ms.to_string()];
-        let (duplicate, record): (u8, String) = self.run(&RESERVE, sku, &args).await?;
-        check_repeat(duplicate, &record, order, quantity)?;
+        let args = [
+            line.quantity.to_string(),
+            line.order.to_owned(),
+            ttl_ms.to_string(),
+        ];
+        let (duplicate, record): (u8, String) = self.run(&RESERVE, line.sku, &args).await?;
+        check_repeat(duplicate, &record, line.order, line.quantity)?;
         let number = last_number(&record)?;
         let outcome = if record.starts_with('O') {
             ReserveOutcome::OutOfStock { available: number }

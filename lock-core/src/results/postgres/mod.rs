@@ -368,27 +368,21 @@ impl ResultStore for PostgresResultStore {
     }
 
     async fn put(&self, key: &LockKey, put: PutEntry<'_>) -> Result<bool> {
-        let PutEntry {
-            fence_digits,
-            entry,
-            keep,
-            rule,
-        } = put;
         let db = &self.shared.db;
-        let (kind, entry_fence) = statements::header(entry);
-        let keep_us = if keep.is_zero() {
+        let (kind, entry_fence) = statements::header(put.entry);
+        let keep_us = if put.keep.is_zero() {
             0
         } else {
-            micros(keep.min(MAX_KEEP))
+            micros(put.keep.min(MAX_KEEP))
         };
-        let payload = push::payload(key.full(), entry, !keep.is_zero());
+        let payload = push::payload(key.full(), put.entry, !put.keep.is_zero());
         let statement = sqlx::query_as(&db.sql.put)
             .bind(key.full())
-            .bind(fence_digits)
-            .bind(rule == Replace::OlderOrSame)
+            .bind(put.fence_digits)
+            .bind(put.rule == Replace::OlderOrSame)
             .bind(kind)
             .bind(entry_fence)
-            .bind(entry)
+            .bind(put.entry)
             .bind(keep_us)
             .bind(&self.shared.channel)
             .bind(payload)

@@ -11,7 +11,6 @@ use tokio::sync::{watch, Semaphore};
 /// [held](Run::hold) runs wait at until the test [opens](Self::open) it.
 ///
 /// ```
-/// use std::time::Duration;
 /// use lock_core::testing::Runs;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -22,13 +21,13 @@ use tokio::sync::{watch, Semaphore};
 ///     run.answered();
 /// };
 /// let test = async {
-///     runs.entered(1, Duration::from_secs(5)).await;
+///     runs.entered(1).await;
 ///     assert_eq!(runs.inside(), 1);
 ///     runs.open(1);
 /// };
 /// tokio::join!(held, test);
 /// drop(runs.start()); // dropped before it answered
-/// assert_eq!((runs.started(), runs.cancelled(), runs.most_inside()), (2, 1, 1));
+/// assert_eq!((runs.runs(), runs.cancelled(), runs.most_inside()), (2, 1, 1));
 /// # }
 /// ```
 #[derive(Debug)]
@@ -48,6 +47,9 @@ impl Default for Runs {
 }
 
 impl Runs {
+    /// How long [`entered`](Self::entered) waits, as every suite bounds its steps: 20 s.
+    pub const LIMIT: Duration = Duration::from_secs(20);
+
     /// No run yet, the gate closed.
     #[must_use]
     pub fn new() -> Self {
@@ -75,7 +77,7 @@ impl Runs {
 
     /// How many runs started, whatever came of them.
     #[must_use]
-    pub fn started(&self) -> usize {
+    pub fn runs(&self) -> usize {
         self.started.load(Ordering::SeqCst)
     }
 
@@ -98,13 +100,13 @@ impl Runs {
     }
 
     /// Resolves once runs have [held](Run::hold) at the gate `n` times in all, within
-    /// `limit`.
+    /// [`LIMIT`](Self::LIMIT).
     ///
     /// # Panics
     /// When they have not.
-    pub async fn entered(&self, n: usize, limit: Duration) {
+    pub async fn entered(&self, n: usize) {
         let mut entered = self.entered.subscribe();
-        tokio::time::timeout(limit, entered.wait_for(|count| *count >= n))
+        tokio::time::timeout(Self::LIMIT, entered.wait_for(|count| *count >= n))
             .await
             .unwrap_or_else(|_| panic!("the handler was entered {n} times in time"))
             .expect("the handler is alive");

@@ -3,6 +3,7 @@
 //! lets it go.
 
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use crate::idempotency::ClaimInfo;
@@ -38,13 +39,13 @@ pub struct Reply {
 ///
 /// - `/status/{code}`: that status, body `status {code}, run {n}`;
 /// - `/large/{bytes}`: 201 with a body of that many `x`;
-/// - `/block`: counts as [entered](Self::entered), then waits for a permit
-///   ([`open`](Self::open)) before answering as any other path;
+/// - `/block`: counts as [entered](Runs::entered), then waits for a permit
+///   ([`open`](Runs::open)) before answering as any other path;
 /// - any other path: 201, `content-type: text/plain`, `x-run: {n}`, body
 ///   `run {n}: {method} {path} {body}`.
 ///
 /// `n` counts the runs (every path), from 1. A run dropped before it answers (the layer
-/// cancelled it) is counted as [cancelled](Self::cancelled).
+/// cancelled it) is counted as [cancelled](Runs::cancelled).
 #[derive(Debug, Clone)]
 pub struct Handler(Arc<Inner>);
 
@@ -60,6 +61,16 @@ impl Default for Handler {
     }
 }
 
+/// The handler's [`Runs`]: [`runs`](Runs::runs), [`cancelled`](Runs::cancelled),
+/// [`most_inside`](Runs::most_inside), [`entered`](Runs::entered), [`open`](Runs::open).
+impl Deref for Handler {
+    type Target = Runs;
+
+    fn deref(&self) -> &Runs {
+        &self.0.runs
+    }
+}
+
 impl Handler {
     /// A handler that has not run yet, its gate closed.
     #[must_use]
@@ -70,18 +81,6 @@ impl Handler {
         }))
     }
 
-    /// How many times the handler ran (entered), whatever came of it.
-    #[must_use]
-    pub fn runs(&self) -> usize {
-        self.0.runs.started()
-    }
-
-    /// How many runs were dropped before they answered.
-    #[must_use]
-    pub fn cancelled(&self) -> usize {
-        self.0.runs.cancelled()
-    }
-
     /// The claim each run was given, in order.
     ///
     /// # Panics
@@ -89,20 +88,6 @@ impl Handler {
     #[must_use]
     pub fn claims(&self) -> Vec<Option<ClaimInfo>> {
         self.0.claims.lock().unwrap().clone()
-    }
-
-    /// Resolves once `/block` has been entered `n` times in all (within
-    /// [`LIMIT`](super::LIMIT)).
-    ///
-    /// # Panics
-    /// When it is not.
-    pub async fn entered(&self, n: usize) {
-        self.0.runs.entered(n, super::LIMIT).await;
-    }
-
-    /// Lets `n` waiting (or future) `/block` runs go on.
-    pub fn open(&self, n: usize) {
-        self.0.runs.open(n);
     }
 
     /// The handler's answer to `call`.

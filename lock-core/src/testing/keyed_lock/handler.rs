@@ -3,6 +3,7 @@
 //! and can be held inside a run until the test lets it go.
 
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use crate::http::keyed::LockInfo;
@@ -22,11 +23,11 @@ pub struct Call {
 /// and `text/plain` body `{key} {fence}` of the lock it runs under (`unlocked` without one).
 /// Cheap to clone; clones are the same application.
 ///
-/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](Self::entered), then
-/// waits for a permit ([`open`](Self::open)) before answering. A run dropped before it
-/// answers (the middleware cancelled it) is counted as [cancelled](Self::cancelled).
+/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](Runs::entered), then
+/// waits for a permit ([`open`](Runs::open)) before answering. A run dropped before it
+/// answers (the middleware cancelled it) is counted as [cancelled](Runs::cancelled).
 ///
-/// Exclusion is counted, not assumed: [`most_inside`](Self::most_inside) is the largest
+/// Exclusion is counted, not assumed: [`most_inside`](Runs::most_inside) is the largest
 /// number of runs that were inside the handler at the same moment.
 ///
 /// ```
@@ -59,6 +60,16 @@ impl Default for Handler {
     }
 }
 
+/// The handler's [`Runs`]: [`runs`](Runs::runs), [`cancelled`](Runs::cancelled),
+/// [`most_inside`](Runs::most_inside), [`entered`](Runs::entered), [`open`](Runs::open).
+impl Deref for Handler {
+    type Target = Runs;
+
+    fn deref(&self) -> &Runs {
+        &self.0.runs
+    }
+}
+
 impl Handler {
     /// A handler that has not run yet, its gate closed.
     #[must_use]
@@ -69,30 +80,6 @@ impl Handler {
         }))
     }
 
-    /// How many times the handler ran (entered), whatever came of it.
-    #[must_use]
-    pub fn runs(&self) -> usize {
-        self.0.runs.started()
-    }
-
-    /// How many runs were dropped before they answered.
-    #[must_use]
-    pub fn cancelled(&self) -> usize {
-        self.0.runs.cancelled()
-    }
-
-    /// How many runs are inside the handler now (entered, not yet answered or dropped).
-    #[must_use]
-    pub fn inside(&self) -> usize {
-        self.0.runs.inside()
-    }
-
-    /// The most runs that were inside the handler at the same moment.
-    #[must_use]
-    pub fn most_inside(&self) -> usize {
-        self.0.runs.most_inside()
-    }
-
     /// The lock each run was given, in the order they entered.
     ///
     /// # Panics
@@ -100,20 +87,6 @@ impl Handler {
     #[must_use]
     pub fn locks(&self) -> Vec<Option<LockInfo>> {
         self.0.locks.lock().unwrap().clone()
-    }
-
-    /// Resolves once `/hold/...` paths have been entered `n` times in all (within
-    /// [`LIMIT`](super::LIMIT)).
-    ///
-    /// # Panics
-    /// When they are not.
-    pub async fn entered(&self, n: usize) {
-        self.0.runs.entered(n, super::LIMIT).await;
-    }
-
-    /// Lets `n` waiting (or future) `/hold/...` runs go on.
-    pub fn open(&self, n: usize) {
-        self.0.runs.open(n);
     }
 
     /// The handler's answer to `call`: its body (the status is always 200).

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives};
-use lock_core::lease::{drift_margin, renew_interval};
-use lock_core::{
-    LockClient, LockError, LockKey, LostReason, MemoryBackend, MemoryLease, OwnerToken, Result,
+use lock_core::backend::{
+    Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, Primitives,
 };
+use lock_core::lease::{drift_margin, renew_interval};
+use lock_core::{LockClient, LockError, LostReason, MemoryBackend, MemoryLease, Result};
 use tokio::time::{advance, Instant};
 
 #[derive(Clone, Default)]
@@ -72,13 +72,8 @@ impl LockBackend for Faulty {
         self.inner.release(lease).await
     }
 
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        self.inner.release_abandoned(key, kind, owner).await
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+        self.inner.release_abandoned(abandoned).await
     }
 }
 
@@ -402,13 +397,8 @@ async fn a_backend_without_a_stored_queue_says_so() {
         async fn release(&self, lease: &MemoryLease) -> Result<bool> {
             self.0.release(lease).await
         }
-        async fn release_abandoned(
-            &self,
-            key: &LockKey,
-            kind: LeaseKind,
-            owner: OwnerToken,
-        ) -> Result<bool> {
-            self.0.release_abandoned(key, kind, owner).await
+        async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+            self.0.release_abandoned(abandoned).await
         }
     }
     let locks = LockClient::new(NoQueue(MemoryBackend::new()));

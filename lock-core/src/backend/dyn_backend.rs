@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
+use super::Abandoned;
 use super::{
     AcquireRequest, BoxFuture, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
-    Grant, LeaseKind, LockBackend,
+    Grant, LockBackend,
 };
 use crate::breaker::Breaker;
-use crate::{LockKey, OwnerToken, Result};
+use crate::Result;
 
 /// A granted lease bound to its backend, object-safe.
 pub trait DynLease: Send + Sync {
@@ -35,12 +36,7 @@ pub trait DynLockBackend: Send + Sync {
         request: AcquireRequest<'a>,
     ) -> BoxFuture<'a, Result<Option<DynGrant>>>;
     /// See [`LockBackend::release_abandoned`].
-    fn release_abandoned<'a>(
-        &'a self,
-        key: &'a LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> BoxFuture<'a, Result<bool>>;
+    fn release_abandoned<'a>(&'a self, abandoned: &'a Abandoned) -> BoxFuture<'a, Result<bool>>;
     /// See [`LockBackend::breaker`].
     fn breaker(&self) -> Option<&Breaker>;
     /// See [`LockBackend::as_latch_backend`].
@@ -92,13 +88,8 @@ impl<B: LockBackend> DynLockBackend for B {
         })
     }
 
-    fn release_abandoned<'a>(
-        &'a self,
-        key: &'a LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(LockBackend::release_abandoned(self, key, kind, owner))
+    fn release_abandoned<'a>(&'a self, abandoned: &'a Abandoned) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(LockBackend::release_abandoned(self, abandoned))
     }
 
     fn breaker(&self) -> Option<&Breaker> {

@@ -1,7 +1,7 @@
 //! The backend trait family: what a store must do to hold leases for [`LockClient`].
 //!
 //! A backend only grants, renews and releases single leases, each named by a random
-//! [`OwnerToken`]. Everything above that (reentrancy, the watchdog, the lost signal, key
+//! [`OwnerToken`](crate::OwnerToken). Everything above that (reentrancy, the watchdog, the lost signal, key
 //! validation, tracing) lives once in [`LockClient`], so every backend behaves alike.
 //!
 //! Waiting belongs to the backend, because that is where the shapes differ: Redis waits on a
@@ -42,6 +42,7 @@
 //!
 //! [`LockClient`]: crate::LockClient
 
+mod abandoned;
 mod capabilities;
 mod dyn_backend;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
@@ -60,6 +61,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+pub use self::abandoned::Abandoned;
 pub use self::capabilities::{Capabilities, Primitives};
 pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
 pub use self::kind::LeaseKind;
@@ -68,7 +70,7 @@ pub use self::queue::{DynQueueBackend, QueueBackend};
 pub use self::request::{AcquireRequest, Grant};
 pub use self::semaphore::{DynSemaphoreBackend, SemaphoreBackend, SemaphoreState};
 use crate::breaker::Breaker;
-use crate::{LockKey, OwnerToken, Result};
+use crate::Result;
 
 /// A boxed, `Send` future, as the object-safe traits return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -115,10 +117,10 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
         std::future::ready(Ok(()))
     }
 
-    /// Cleans up after an acquisition under `owner` that ended without handing a grant to its
-    /// caller: its future was dropped (a timeout, `select!`, an aborted task) or it failed
-    /// after a command may have reached the store. Whatever the store holds for `key` under
-    /// this owner token (a granted lease, a queue node, a row) is released, waking the next
+    /// Cleans up after an acquisition that ended without handing a grant to its caller: its
+    /// future was dropped (a timeout, `select!`, an aborted task) or it failed after a command
+    /// may have reached the store. Whatever the store holds for `abandoned.key` under its owner
+    /// token (a granted lease, a queue node, a row) is released, waking the next
     /// waiter as a release would; `Ok(true)` when something was found.
     ///
     /// The client runs it in a task of its own, so it outlives the dropped future, and only
@@ -126,12 +128,8 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
     /// it can never touch another owner's lock. It must take effect after any command the
     /// abandoned acquisition already sent: send it on the same connection or session (whose
     /// order the server keeps), or repeat it once such a command can no longer land.
-    fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> impl Future<Output = Result<bool>> + Send;
+    fn release_abandoned(&self, abandoned: &Abandoned)
+        -> impl Future<Output = Result<bool>> + Send;
 
     /// The [circuit breaker](crate::breaker) of this backend's server connection, if it has
     /// one (the default: none, as for the memory backend). The backend consults it around

@@ -9,11 +9,11 @@ use super::look::Spec;
 use super::queue::Turn;
 use super::{keys, EtcdBackend, EtcdLease, BACKEND};
 use crate::backend::{
-    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
-    LeaseKind, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
+    Grant, LockBackend, Primitives,
 };
 use crate::breaker::Breaker;
-use crate::{LockKey, OwnerToken, Result};
+use crate::Result;
 
 impl LockBackend for EtcdBackend {
     type Lease = EtcdLease;
@@ -89,16 +89,14 @@ impl LockBackend for EtcdBackend {
     /// acquisition still in flight could land after the delete: the delete is sent again once
     /// such a put can no longer land (after the response timeout), and it never touches
     /// another acquisition's entry, the token being this acquisition's own.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
         // An entry put still on its way would land after the delete (HTTP/2 streams are not
         // ordered): wait for it first.
-        self.shared.in_flight.settled(owner).await;
-        let entry = keys::entry_key(&self.queue_prefix(kind, key.full()), owner);
+        self.shared.in_flight.settled(abandoned.owner).await;
+        let entry = keys::entry_key(
+            &self.queue_prefix(abandoned.kind, abandoned.key.full()),
+            abandoned.owner,
+        );
         Ok(self.delete_quietly(entry).await)
     }
 }

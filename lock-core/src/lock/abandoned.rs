@@ -17,16 +17,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::{DynLockBackend, LeaseKind};
+use crate::backend::{Abandoned, DynLockBackend, LeaseKind};
 use crate::{LockError, LockKey, OwnerToken};
 
 /// An acquisition in progress. Dropping it unsettled spawns
 /// [`release_abandoned`](crate::LockBackend::release_abandoned) for its key and token.
 pub(crate) struct PendingAcquire {
     backend: Arc<dyn DynLockBackend>,
-    key: LockKey,
-    kind: LeaseKind,
-    owner: OwnerToken,
+    abandoned: Abandoned,
     /// The lease asked for: how long anything the acquisition left can live.
     ttl: Duration,
     armed: bool,
@@ -42,9 +40,7 @@ impl PendingAcquire {
     ) -> Self {
         Self {
             backend,
-            key,
-            kind,
-            owner,
+            abandoned: Abandoned { key, kind, owner },
             ttl,
             armed: true,
         }
@@ -63,18 +59,13 @@ impl Drop for PendingAcquire {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(key = %self.key, "acquire abandoned outside a tokio runtime; a lease it may have won ends with its TTL");
+            tracing::warn!(key = %self.abandoned.key, "acquire abandoned outside a tokio runtime; a lease it may have won ends with its TTL");
             return;
         };
-        let (backend, key, kind, owner, ttl) = (
-            self.backend.clone(),
-            self.key.clone(),
-            self.kind,
-            self.owner,
-            self.ttl,
-        );
+        let (backend, abandoned, ttl) = (self.backend.clone(), self.abandoned.clone(), self.ttl);
         runtime.spawn(async move {
-            let mut outcome = backend.release_abandoned(&key, kind, owner).await;
+            let key = &abandoned.key;
+            let mut outcome = backend.release_abandoned(&abandoned).await;
             if let (Err(error), Some(breaker)) = (&outcome, backend.breaker()) {
                 if error.circuit_open().is_some() {
                     tracing::debug!(key = %key, "the backend is down; cleaning up after an abandoned acquire once it is back");
@@ -82,10 +73,10 @@ impl Drop for PendingAcquire {
                         tracing::debug!(key = %key, "the backend stayed down for the lease's TTL; nothing an abandoned acquire may have won is left");
                         return;
                     }
-                    outcome = backend.release_abandoned(&key, kind, owner).await;
+                    outcome = backend.release_abandoned(&abandoned).await;
                 }
             }
-            report(&key, &outcome);
+            report(key, &outcome);
         });
     }
 }

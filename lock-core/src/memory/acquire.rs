@@ -12,11 +12,11 @@ use super::queue::Registration;
 use super::state::{Family, Holder, Verdict, Waiter};
 use super::{MemoryBackend, MemoryLease, Slot};
 use crate::backend::{
-    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
-    LeaseKind, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
+    Grant, LeaseKind, LockBackend, Primitives,
 };
 use crate::lock::held::lock;
-use crate::{FencingToken, LockKey, LossSignal, OwnerToken, Result};
+use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
 impl LockBackend for MemoryBackend {
     type Lease = MemoryLease;
@@ -170,18 +170,13 @@ impl LockBackend for MemoryBackend {
     /// so a dropped acquire leaves only its queue entry, which its registration removes; this
     /// still frees a grant under `owner`, should a caller drop the future the moment it was
     /// granted.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        let slot = (Family::of(kind), key.full().to_owned());
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+        let slot = (Family::of(abandoned.kind), abandoned.key.full().to_owned());
         let mut keys = lock(&self.shared.keys);
         let Some(state) = keys.get_mut(&slot) else {
             return Ok(false);
         };
-        let found = state.remove_holder(owner, None);
+        let found = state.remove_holder(abandoned.owner, None);
         if found {
             state.wake_front();
         }

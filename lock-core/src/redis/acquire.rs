@@ -11,11 +11,11 @@ use super::primitive_keys::Family;
 use super::queue::Waiting;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
 use crate::backend::{
-    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
-    LeaseKind, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
+    Grant, LockBackend, Primitives,
 };
 use crate::breaker::Breaker;
-use crate::{FencingToken, LockKey, LossSignal, OwnerToken, Result};
+use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
 impl RedisBackend {
     /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
@@ -203,21 +203,18 @@ impl LockBackend for RedisBackend {
 
     /// Runs on the same multiplexed connection as the abandoned acquisition's commands, so
     /// Redis executes it after any of them that was already sent.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        if let Some(family) = Family::of(kind) {
-            return self.release_abandoned_primitive(family, key, owner).await;
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+        if let Some(family) = Family::of(abandoned.kind) {
+            return self
+                .release_abandoned_primitive(family, &abandoned.key, abandoned.owner)
+                .await;
         }
-        let keys = LockKeys::new(&self.shared.prefix, key.full());
+        let keys = LockKeys::new(&self.shared.prefix, abandoned.key.full());
         let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
         invocation
             .key(&keys.lock)
             .key(&keys.waiters)
-            .arg(owner.to_hex())
+            .arg(abandoned.owner.to_hex())
             .arg(&self.shared.hub.channel_prefix);
         let released: i64 = self.run("release", &invocation).await?;
         Ok(released == 1)

@@ -10,9 +10,9 @@ use super::{
     fence_from_i64, micros, remaining, run, storage_key, wait_for_grant, Attempt, Dialect,
     SqlBackend, SqlLease, ROW_RETENTION,
 };
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
 use crate::breaker::Breaker;
-use crate::{LockKey, OwnerToken, Result};
+use crate::{OwnerToken, Result};
 
 impl<D: Dialect> SqlBackend<D> {
     /// One grant attempt; a waiter's re-check (`recheck`) first looks at the holder where the
@@ -224,17 +224,16 @@ impl<D: Dialect> LockBackend for SqlBackend<D> {
         Ok(released)
     }
 
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        if kind != LeaseKind::Exclusive {
-            // Nothing of another kind is ever stored here (`acquire` refuses it).
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+        if abandoned.kind != LeaseKind::Exclusive {
+            // Nothing of another abandoned.kind is ever stored here (`acquire` refuses it).
             return Ok(false);
         }
-        self.shared.in_flight.settled(owner).await;
-        self.forget(&storage_key(key.full()), &owner.to_hex()).await
+        self.shared.in_flight.settled(abandoned.owner).await;
+        self.forget(
+            &storage_key(abandoned.key.full()),
+            &abandoned.owner.to_hex(),
+        )
+        .await
     }
 }

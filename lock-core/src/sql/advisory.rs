@@ -11,8 +11,8 @@ use tokio::time::Instant;
 
 use super::dialect::Sealed;
 use super::{fence_from_i64, run, storage_key, to_lock_error, wait_for_grant, Attempt, Shared};
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
-use crate::{LockError, LockKey, LossSignal, LostReason, OwnerToken, Result};
+use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::{LockError, LossSignal, LostReason, Result};
 
 /// Errors name the table backend's database: the two share a pool and its breaker.
 const BACKEND: &str = <sqlx::Postgres as Sealed>::BACKEND;
@@ -249,12 +249,7 @@ impl LockBackend for PostgresAdvisoryBackend {
     /// Nothing to do: an advisory lock lives in the acquisition's own session, which the
     /// dropped acquisition closed (its pool of one went with it), and the server frees a
     /// closed session's locks.
-    async fn release_abandoned(
-        &self,
-        _key: &LockKey,
-        _kind: LeaseKind,
-        _owner: OwnerToken,
-    ) -> Result<bool> {
+    async fn release_abandoned(&self, _abandoned: &Abandoned) -> Result<bool> {
         Ok(false)
     }
 }

@@ -14,11 +14,11 @@ use super::session::Session;
 use super::{is_session_end, queue, ZooKeeperBackend, ZooKeeperLease, BACKEND};
 use crate::backend::queue_rule::{admit, QueueEntry};
 use crate::backend::{
-    AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend, Grant,
-    LeaseKind, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
+    Grant, LeaseKind, LockBackend, Primitives,
 };
 use crate::breaker::Breaker;
-use crate::{LockError, LockKey, OwnerToken, Result};
+use crate::{LockError, OwnerToken, Result};
 
 impl ZooKeeperBackend {
     /// See [`LockBackend::acquire`].
@@ -237,14 +237,9 @@ impl LockBackend for ZooKeeperBackend {
     /// Deletes every node of the primitive's queue named with this owner's protection prefix
     /// (`_c_<owner uuid>-`). ZooKeeper runs one session's requests in the order they were sent,
     /// so the listing sees a node whose `create` was in flight when the acquire was dropped.
-    async fn release_abandoned(
-        &self,
-        key: &LockKey,
-        kind: LeaseKind,
-        owner: OwnerToken,
-    ) -> Result<bool> {
-        let dir = self.primitive_dir(Family::of(kind), key.full());
-        let prefix = owner_prefix(owner);
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+        let dir = self.primitive_dir(Family::of(abandoned.kind), abandoned.key.full());
+        let prefix = owner_prefix(abandoned.owner);
         self.guarded(async {
             let session = self.session().await?;
             let mut found = false;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::backend::{AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
-use crate::{LockError, LockKey, OwnerToken, Result};
+use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::{LockError, Result};
 
 /// A backend whose server cannot be reached: every call fails with
 /// [`unavailable`](LockError::unavailable)`("unreachable", "connection refused")`, at once.
@@ -46,7 +46,7 @@ impl LockBackend for Unreachable {
         Err(Self::refused())
     }
 
-    async fn release_abandoned(&self, _: &LockKey, _: LeaseKind, _: OwnerToken) -> Result<bool> {
+    async fn release_abandoned(&self, _: &Abandoned) -> Result<bool> {
         Err(Self::refused())
     }
 }

@@ -1,15 +1,12 @@
 //! The object-safe form of [`LockBackend`], which [`LockClient`](crate::LockClient) holds: every
 //! `LockBackend` is a [`DynLockBackend`] through a blanket impl, its leases bound to it as
 //! [`DynLease`]s. The optional capabilities have object-safe forms of their own, reached through
-//! [`DynLockBackend::as_latch_backend`] and its siblings.
+//! [`DynLockBackend::optional_traits`].
 
 use std::time::Duration;
 
 use super::Abandoned;
-use super::{
-    AcquireRequest, BoxFuture, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
-    Grant, LockBackend,
-};
+use super::{AcquireRequest, BoxFuture, Capabilities, Grant, LockBackend, OptionalTraits};
 use crate::breaker::Breaker;
 use crate::Result;
 
@@ -39,12 +36,8 @@ pub trait DynLockBackend: Send + Sync {
     fn release_abandoned<'a>(&'a self, abandoned: &'a Abandoned) -> BoxFuture<'a, Result<bool>>;
     /// See [`LockBackend::breaker`].
     fn breaker(&self) -> Option<&Breaker>;
-    /// See [`LockBackend::as_latch_backend`].
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend>;
-    /// See [`LockBackend::as_semaphore_backend`].
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend>;
-    /// See [`LockBackend::as_queue_backend`].
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend>;
+    /// See [`LockBackend::optional_traits`].
+    fn optional_traits(&self) -> OptionalTraits<'_>;
 }
 
 struct BoundLease<B: LockBackend> {
@@ -96,15 +89,7 @@ impl<B: LockBackend> DynLockBackend for B {
         LockBackend::breaker(self)
     }
 
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
-        LockBackend::as_latch_backend(self)
-    }
-
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
-        LockBackend::as_semaphore_backend(self)
-    }
-
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
-        LockBackend::as_queue_backend(self)
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        LockBackend::optional_traits(self)
     }
 }

@@ -1,6 +1,6 @@
 //! The count-down latch, an optional capability. A backend that offers it implements
 //! [`LatchBackend`] (in its own `latch.rs`) and hands itself out from
-//! [`LockBackend::as_latch_backend`]; [`CountDownLatch`](crate::CountDownLatch) reaches it that
+//! [`LockBackend::optional_traits`]; [`CountDownLatch`](crate::CountDownLatch) reaches it that
 //! way, and on a backend that does not, answers [`LockError::Unsupported`](crate::LockError)
 //! before anything is sent.
 
@@ -22,7 +22,7 @@ use crate::{LockKey, Result};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let backend = MemoryBackend::new();
-/// assert!(backend.as_latch_backend().is_some());
+/// assert!(backend.optional_traits().latch.is_some());
 /// let key = LockKey::new("", "warm-up")?;
 /// assert!(backend.latch_create(&key, 1, Duration::from_secs(60)).await?);
 /// assert_eq!(backend.latch_count_down(&key).await?, 0);

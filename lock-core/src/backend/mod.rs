@@ -35,7 +35,7 @@
 //!
 //! let backend = MemoryBackend::new();
 //! // The memory backend offers every optional capability.
-//! assert!(backend.as_latch_backend().is_some() && backend.as_queue_backend().is_some());
+//! assert!(backend.optional_traits().latch.is_some());
 //! let locks = LockClient::new(backend);
 //! assert!(locks.capabilities().primitives.latch);
 //! ```
@@ -51,6 +51,7 @@ pub(crate) mod expiry;
 pub(crate) mod in_flight;
 mod kind;
 mod latch;
+mod optional_traits;
 mod queue;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod queue_rule;
@@ -66,6 +67,7 @@ pub use self::capabilities::{Capabilities, Primitives};
 pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
 pub use self::kind::LeaseKind;
 pub use self::latch::{DynLatchBackend, LatchBackend};
+pub use self::optional_traits::OptionalTraits;
 pub use self::queue::{DynQueueBackend, QueueBackend};
 pub use self::request::{AcquireRequest, Grant};
 pub use self::semaphore::{DynSemaphoreBackend, SemaphoreBackend, SemaphoreState};
@@ -139,21 +141,12 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
         None
     }
 
-    /// This backend as a [`LatchBackend`], if it is one: a backend that implements the trait
-    /// returns `Some(self)` here, which is how the client, holding it as a trait object, finds
-    /// the capability (the default: `None`).
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
-        None
-    }
-
-    /// This backend as a [`SemaphoreBackend`], if it is one (`Some(self)`; the default: `None`).
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
-        None
-    }
-
-    /// This backend as a [`QueueBackend`], if it is one (`Some(self)`; the default: `None`).
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
-        None
+    /// Which optional traits ([`LatchBackend`], [`SemaphoreBackend`], [`QueueBackend`]) this
+    /// backend implements: a backend that implements them answers
+    /// [`OptionalTraits::all(self)`](OptionalTraits::all) here, which is how the client,
+    /// holding it as a trait object, finds them (the default: none).
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::default()
     }
 }
 

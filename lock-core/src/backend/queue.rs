@@ -8,7 +8,7 @@ use super::{BoxFuture, LeaseKind, LockBackend};
 use crate::{LockKey, Result};
 
 /// A backend whose waiters queue in the store, where they can be counted (for monitoring and
-/// tests). It hands itself out from [`LockBackend::as_queue_backend`].
+/// tests). It hands itself out from [`LockBackend::optional_traits`].
 ///
 /// ```
 /// use lock_core::backend::{LeaseKind, LockBackend, QueueBackend};
@@ -16,7 +16,7 @@ use crate::{LockKey, Result};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let backend = MemoryBackend::new();
-/// assert!(backend.as_queue_backend().is_some());
+/// assert!(backend.optional_traits().queue.is_some());
 /// let key = LockKey::new("", "printer")?;
 /// assert_eq!(backend.queue_length(&key, LeaseKind::Fair).await?, 0);
 /// # Ok(()) }

@@ -1,7 +1,7 @@
 //! The semaphore's administration, an optional capability: its size and its state. The permits
 //! themselves are leases ([`LeaseKind::Permits`](super::LeaseKind::Permits)) granted by
 //! [`LockBackend::acquire`]; a backend that offers them implements [`SemaphoreBackend`] (in its
-//! own `semaphore.rs`) and hands itself out from [`LockBackend::as_semaphore_backend`].
+//! own `semaphore.rs`) and hands itself out from [`LockBackend::optional_traits`].
 
 use std::future::Future;
 
@@ -17,7 +17,7 @@ use crate::{LockKey, Result};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let backend = MemoryBackend::new();
-/// assert!(backend.as_semaphore_backend().is_some());
+/// assert!(backend.optional_traits().semaphore.is_some());
 /// let key = LockKey::new("", "pdf-render")?;
 /// backend.set_permits(&key, 4).await?;
 /// let state = backend.semaphore_state(&key).await?;

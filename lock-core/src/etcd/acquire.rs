@@ -9,8 +9,7 @@ use super::look::Spec;
 use super::queue::Turn;
 use super::{keys, EtcdBackend, EtcdLease, BACKEND};
 use crate::backend::{
-    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
-    Grant, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits, Primitives,
 };
 use crate::breaker::Breaker;
 use crate::Result;
@@ -30,16 +29,8 @@ impl LockBackend for EtcdBackend {
         Some(&self.shared.breaker)
     }
 
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
-        Some(self)
-    }
-
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
-        Some(self)
-    }
-
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
-        Some(self)
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {

@@ -202,7 +202,7 @@ impl LockClient {
     /// ```
     pub async fn queue_length(&self, kind: LeaseKind, key: &str) -> Result<usize> {
         let key = LockKey::new(&self.inner.namespace, key)?;
-        let Some(queues) = self.inner.backend.as_queue_backend() else {
+        let Some(queues) = self.inner.backend.optional_traits().queue else {
             // Not "no lock": the backend may well offer the kind, only not a queue to count.
             return Err(LockError::Unsupported {
                 backend: self.capabilities().backend,

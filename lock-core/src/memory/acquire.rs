@@ -12,8 +12,8 @@ use super::queue::Registration;
 use super::state::{Family, Holder, Verdict, Waiter};
 use super::{MemoryBackend, MemoryLease, Slot};
 use crate::backend::{
-    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
-    Grant, LeaseKind, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
+    Primitives,
 };
 use crate::lock::held::lock;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
@@ -30,16 +30,8 @@ impl LockBackend for MemoryBackend {
         caps
     }
 
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
-        Some(self)
-    }
-
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
-        Some(self)
-    }
-
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
-        Some(self)
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MemoryLease>>> {

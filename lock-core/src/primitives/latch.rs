@@ -151,7 +151,8 @@ impl CountDownLatch {
             .client
             .inner
             .backend
-            .as_latch_backend()
+            .optional_traits()
+            .latch
             .filter(|_| capabilities.primitives.latch)
             .ok_or(LockError::Unsupported {
                 backend: capabilities.backend,

@@ -123,7 +123,8 @@ impl Semaphore {
             .client
             .inner
             .backend
-            .as_semaphore_backend()
+            .optional_traits()
+            .semaphore
             .filter(|_| capabilities.primitives.semaphore)
             .ok_or(LockError::Unsupported {
                 backend: capabilities.backend,

@@ -11,8 +11,7 @@ use super::primitive_keys::Family;
 use super::queue::Waiting;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
 use crate::backend::{
-    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
-    Grant, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits, Primitives,
 };
 use crate::breaker::Breaker;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
@@ -66,16 +65,8 @@ impl LockBackend for RedisBackend {
         Some(&self.shared.breaker)
     }
 
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
-        Some(self)
-    }
-
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
-        Some(self)
-    }
-
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
-        Some(self)
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {

@@ -14,8 +14,8 @@ use super::session::Session;
 use super::{is_session_end, queue, ZooKeeperBackend, ZooKeeperLease, BACKEND};
 use crate::backend::queue_rule::{admit, QueueEntry};
 use crate::backend::{
-    Abandoned, AcquireRequest, Capabilities, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend,
-    Grant, LeaseKind, LockBackend, Primitives,
+    Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
+    Primitives,
 };
 use crate::breaker::Breaker;
 use crate::{LockError, OwnerToken, Result};
@@ -210,16 +210,8 @@ impl LockBackend for ZooKeeperBackend {
         Some(&self.shared.breaker)
     }
 
-    fn as_latch_backend(&self) -> Option<&dyn DynLatchBackend> {
-        Some(self)
-    }
-
-    fn as_semaphore_backend(&self) -> Option<&dyn DynSemaphoreBackend> {
-        Some(self)
-    }
-
-    fn as_queue_backend(&self) -> Option<&dyn DynQueueBackend> {
-        Some(self)
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {

@@ -1,0 +1,72 @@
+//! [`OptionalTraits`]: the optional traits a backend implements, found through the trait
+//! object the client holds.
+
+use super::{DynLatchBackend, DynQueueBackend, DynSemaphoreBackend};
+
+/// Which of the optional traits ([`LatchBackend`](super::LatchBackend),
+/// [`SemaphoreBackend`](super::SemaphoreBackend), [`QueueBackend`](super::QueueBackend)) a
+/// backend implements, as trait objects: [`LockBackend::optional_traits`] answers with it, and
+/// that is how [`LockClient`](crate::LockClient), holding the backend as a
+/// [`DynLockBackend`](super::DynLockBackend), finds them. The default is none.
+///
+/// ```
+/// use lock_core::backend::{LockBackend, OptionalTraits};
+/// use lock_core::MemoryBackend;
+///
+/// let backend = MemoryBackend::new();
+/// let optional = backend.optional_traits();
+/// assert!(optional.latch.is_some() && optional.semaphore.is_some() && optional.queue.is_some());
+/// assert!(OptionalTraits::default().latch.is_none());
+/// ```
+///
+/// [`LockBackend::optional_traits`]: super::LockBackend::optional_traits
+#[derive(Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct OptionalTraits<'a> {
+    /// The backend as a [`LatchBackend`](super::LatchBackend), if it is one.
+    pub latch: Option<&'a dyn DynLatchBackend>,
+    /// The backend as a [`SemaphoreBackend`](super::SemaphoreBackend), if it is one.
+    pub semaphore: Option<&'a dyn DynSemaphoreBackend>,
+    /// The backend as a [`QueueBackend`](super::QueueBackend), if it is one.
+    pub queue: Option<&'a dyn DynQueueBackend>,
+}
+
+impl<'a> OptionalTraits<'a> {
+    /// A backend that implements every optional trait.
+    #[must_use]
+    pub fn all<B>(backend: &'a B) -> Self
+    where
+        B: DynLatchBackend + DynSemaphoreBackend + DynQueueBackend,
+    {
+        Self {
+            latch: Some(backend),
+            semaphore: Some(backend),
+            queue: Some(backend),
+        }
+    }
+
+    /// A backend that implements only the traits given (`None` for the others), for a
+    /// backend that offers some of them.
+    #[must_use]
+    pub fn some(
+        latch: Option<&'a dyn DynLatchBackend>,
+        semaphore: Option<&'a dyn DynSemaphoreBackend>,
+        queue: Option<&'a dyn DynQueueBackend>,
+    ) -> Self {
+        Self {
+            latch,
+            semaphore,
+            queue,
+        }
+    }
+}
+
+impl std::fmt::Debug for OptionalTraits<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OptionalTraits")
+            .field("latch", &self.latch.is_some())
+            .field("semaphore", &self.semaphore.is_some())
+            .field("queue", &self.queue.is_some())
+            .finish()
+    }
+}

@@ -2,19 +2,21 @@
 //! run inside the handler until the test lets it go.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::{watch, Semaphore};
 
 /// The runs of a test handler: how many started, how many were inside at once, how many were
-/// dropped before they answered (cancelled by the middleware), and a gate that
-/// [held](Run::hold) runs wait at until the test [opens](Self::open) it.
+/// dropped before they answered (cancelled by the middleware), what each was given (`T`: the
+/// lock or claim the layer handed the handler, [recorded](Self::record) in order), and a gate
+/// that [held](Run::hold) runs wait at until the test [opens](Self::open) it.
 ///
 /// ```
 /// use lock_core::testing::Runs;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let runs = Runs::new();
+/// let runs: Runs = Runs::new();
 /// let held = async {
 ///     let mut run = runs.start();
 ///     run.hold().await;
@@ -31,7 +33,8 @@ use tokio::sync::{watch, Semaphore};
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Runs {
+pub struct Runs<T = ()> {
+    given: Mutex<Vec<T>>,
     started: AtomicUsize,
     cancelled: AtomicUsize,
     inside: AtomicUsize,
@@ -40,13 +43,13 @@ pub struct Runs {
     gate: Semaphore,
 }
 
-impl Default for Runs {
+impl<T> Default for Runs<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Runs {
+impl<T> Runs<T> {
     /// How long [`entered`](Self::entered) waits, as every suite bounds its steps: 20 s.
     pub const LIMIT: Duration = Duration::from_secs(20);
 
@@ -54,6 +57,7 @@ impl Runs {
     #[must_use]
     pub fn new() -> Self {
         Self {
+            given: Mutex::new(Vec::new()),
             started: AtomicUsize::new(0),
             cancelled: AtomicUsize::new(0),
             inside: AtomicUsize::new(0),
@@ -64,7 +68,7 @@ impl Runs {
     }
 
     /// Counts a run that starts now; it is inside the handler until the [`Run`] is dropped.
-    pub fn start(&self) -> Run<'_> {
+    pub fn start(&self) -> Run<'_, T> {
         let number = self.started.fetch_add(1, Ordering::SeqCst) + 1;
         let inside = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_inside.fetch_max(inside, Ordering::SeqCst);
@@ -73,6 +77,26 @@ impl Runs {
             number,
             answered: false,
         }
+    }
+
+    /// Records what a run was given.
+    ///
+    /// # Panics
+    /// When a run panicked while recording.
+    pub fn record(&self, given: T) {
+        self.given.lock().unwrap().push(given);
+    }
+
+    /// What each run was given, in the order they [recorded](Self::record) it.
+    ///
+    /// # Panics
+    /// When a run panicked while recording.
+    #[must_use]
+    pub fn records(&self) -> Vec<T>
+    where
+        T: Clone,
+    {
+        self.given.lock().unwrap().clone()
     }
 
     /// How many runs started, whatever came of them.
@@ -122,13 +146,13 @@ impl Runs {
 /// [`answered`](Self::answered).
 #[derive(Debug)]
 #[must_use = "the run leaves the handler when dropped"]
-pub struct Run<'a> {
-    runs: &'a Runs,
+pub struct Run<'a, T = ()> {
+    runs: &'a Runs<T>,
     number: usize,
     answered: bool,
 }
 
-impl Run<'_> {
+impl<T> Run<'_, T> {
     /// The run's number: the runs started before it and this one, from 1.
     #[must_use]
     pub fn number(&self) -> usize {
@@ -155,7 +179,7 @@ impl Run<'_> {
     }
 }
 
-impl Drop for Run<'_> {
+impl<T> Drop for Run<'_, T> {
     fn drop(&mut self) {
         self.runs.inside.fetch_sub(1, Ordering::SeqCst);
         if !self.answered {

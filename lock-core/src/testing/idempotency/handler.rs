@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::idempotency::ClaimInfo;
 use crate::testing::Runs;
@@ -46,28 +46,16 @@ pub struct Reply {
 ///
 /// `n` counts the runs (every path), from 1. A run dropped before it answers (the layer
 /// cancelled it) is counted as [cancelled](Runs::cancelled).
-#[derive(Debug, Clone)]
-pub struct Handler(Arc<Inner>);
-
-#[derive(Debug)]
-struct Inner {
-    runs: Runs,
-    claims: Mutex<Vec<Option<ClaimInfo>>>,
-}
-
-impl Default for Handler {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+#[derive(Debug, Clone, Default)]
+pub struct Handler(Arc<Runs<Option<ClaimInfo>>>);
 
 /// The handler's [`Runs`]: [`runs`](Runs::runs), [`cancelled`](Runs::cancelled),
 /// [`most_inside`](Runs::most_inside), [`entered`](Runs::entered), [`open`](Runs::open).
 impl Deref for Handler {
-    type Target = Runs;
+    type Target = Runs<Option<ClaimInfo>>;
 
-    fn deref(&self) -> &Runs {
-        &self.0.runs
+    fn deref(&self) -> &Runs<Option<ClaimInfo>> {
+        &self.0
     }
 }
 
@@ -75,10 +63,7 @@ impl Handler {
     /// A handler that has not run yet, its gate closed.
     #[must_use]
     pub fn new() -> Self {
-        Self(Arc::new(Inner {
-            runs: Runs::new(),
-            claims: Mutex::new(Vec::new()),
-        }))
+        Self::default()
     }
 
     /// The claim each run was given, in order.
@@ -87,7 +72,7 @@ impl Handler {
     /// When a run panicked while recording its claim.
     #[must_use]
     pub fn claims(&self) -> Vec<Option<ClaimInfo>> {
-        self.0.claims.lock().unwrap().clone()
+        self.records()
     }
 
     /// The handler's answer to `call`.
@@ -97,9 +82,9 @@ impl Handler {
     }
 
     async fn run(self, call: Call) -> Reply {
-        let mut run = self.0.runs.start();
+        let mut run = self.0.start();
         let n = run.number();
-        self.0.claims.lock().unwrap().push(call.claim.clone());
+        self.0.record(call.claim.clone());
         if call.path == "/block" {
             run.hold().await;
         }

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::http::keyed::LockInfo;
 use crate::testing::Runs;
@@ -45,28 +45,16 @@ pub struct Call {
 /// assert_eq!((handler.runs(), handler.most_inside()), (2, 1));
 /// # }
 /// ```
-#[derive(Debug, Clone)]
-pub struct Handler(Arc<Inner>);
-
-#[derive(Debug)]
-struct Inner {
-    runs: Runs,
-    locks: Mutex<Vec<Option<LockInfo>>>,
-}
-
-impl Default for Handler {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+#[derive(Debug, Clone, Default)]
+pub struct Handler(Arc<Runs<Option<LockInfo>>>);
 
 /// The handler's [`Runs`]: [`runs`](Runs::runs), [`cancelled`](Runs::cancelled),
 /// [`most_inside`](Runs::most_inside), [`entered`](Runs::entered), [`open`](Runs::open).
 impl Deref for Handler {
-    type Target = Runs;
+    type Target = Runs<Option<LockInfo>>;
 
-    fn deref(&self) -> &Runs {
-        &self.0.runs
+    fn deref(&self) -> &Runs<Option<LockInfo>> {
+        &self.0
     }
 }
 
@@ -74,10 +62,7 @@ impl Handler {
     /// A handler that has not run yet, its gate closed.
     #[must_use]
     pub fn new() -> Self {
-        Self(Arc::new(Inner {
-            runs: Runs::new(),
-            locks: Mutex::new(Vec::new()),
-        }))
+        Self::default()
     }
 
     /// The lock each run was given, in the order they entered.
@@ -86,7 +71,7 @@ impl Handler {
     /// When a run panicked while recording its lock.
     #[must_use]
     pub fn locks(&self) -> Vec<Option<LockInfo>> {
-        self.0.locks.lock().unwrap().clone()
+        self.records()
     }
 
     /// The handler's answer to `call`: its body (the status is always 200).
@@ -96,8 +81,8 @@ impl Handler {
     }
 
     async fn run(self, call: Call) -> String {
-        let mut run = self.0.runs.start();
-        self.0.locks.lock().unwrap().push(call.lock.clone());
+        let mut run = self.0.start();
+        self.0.record(call.lock.clone());
         if call.path.split('/').nth(1) == Some("hold") {
             run.hold().await;
         }

@@ -30,6 +30,7 @@ pub mod progress;
 pub mod scrape;
 pub mod stampede;
 pub mod test_redis;
+pub mod worker_reports;
 
 use std::time::Duration;
 

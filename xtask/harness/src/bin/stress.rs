@@ -18,7 +18,6 @@
 //! `--primitive fair|rw|semaphore|latch` hammers that primitive instead, with its own
 //! invariant counters and `--break-check` (see `lock_harness::primitive_stress`).
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +26,7 @@ use example_support::backend::{redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
 use lock_harness::connect;
+use lock_harness::worker_reports::worker_reports;
 use redis::AsyncCommands;
 use tokio::time::Instant;
 
@@ -202,7 +202,7 @@ async fn process_run(
             .as_millis()
     );
     let exe = std::env::current_exe().expect("own path");
-    let mut children = Vec::new();
+    let mut commands = Vec::new();
     for p in 0..processes {
         let mut command = tokio::process::Command::new(&exe);
         command
@@ -224,24 +224,14 @@ async fn process_run(
             .args([
                 "--sections",
                 &share(plan.sections, processes, p).to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
+            ]);
         if flags.get("no-lock").is_some() {
             command.arg("--no-lock");
         }
-        children.push(
-            command
-                .spawn()
-                .unwrap_or_else(|e| usage_error(&format!("cannot start worker: {e}"))),
-        );
+        commands.push(command);
     }
     let mut tally = Tally::default();
-    for child in children {
-        let output = child.wait_with_output().await.expect("worker output");
-        let line = String::from_utf8_lossy(&output.stdout);
-        let parsed: serde_json::Value = serde_json::from_str(line.trim())
-            .unwrap_or_else(|_| usage_error(&format!("worker failed ({}): {line}", output.status)));
+    for parsed in worker_reports(commands).await {
         tally.sections += parsed["sections"].as_u64().unwrap_or(0);
         tally.violations += parsed["violations"].as_u64().unwrap_or(0);
     }

@@ -19,12 +19,13 @@
 //! the tasks of its round.
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use example_support::backend::BackendKind;
 use example_support::flags::{usage_error, Flags};
+
+use crate::worker_reports::worker_reports;
 use lock_core::{LockClient, MemoryBackend};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;
@@ -267,7 +268,7 @@ async fn prepare(locks: &LockClient, plan: &Plan) {
 
 async fn spawn_workers(kind: BackendKind, url: &str, plan: &Plan) -> Tally {
     let exe = std::env::current_exe().expect("own path");
-    let mut children = Vec::new();
+    let mut commands = Vec::new();
     for p in 0..plan.processes {
         let mut command = tokio::process::Command::new(&exe);
         command
@@ -285,24 +286,14 @@ async fn spawn_workers(kind: BackendKind, url: &str, plan: &Plan) -> Tally {
             .args([
                 "--share",
                 &share(plan.operations, plan.processes, p).to_string(),
-            ])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
+            ]);
         if plan.broken {
             command.arg("--break-check");
         }
-        children.push(
-            command
-                .spawn()
-                .unwrap_or_else(|e| usage_error(&format!("cannot start worker: {e}"))),
-        );
+        commands.push(command);
     }
     let mut tally = Tally::default();
-    for child in children {
-        let output = child.wait_with_output().await.expect("worker output");
-        let line = String::from_utf8_lossy(&output.stdout);
-        let parsed: serde_json::Value = serde_json::from_str(line.trim())
-            .unwrap_or_else(|_| usage_error(&format!("worker failed ({}): {line}", output.status)));
+    for parsed in worker_reports(commands).await {
         let mut part = Tally {
             operations: parsed["operations"].as_u64().unwrap_or(0),
             ..Tally::default()

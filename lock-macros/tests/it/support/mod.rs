@@ -1,9 +1,8 @@
 //! What the behaviour and HTTP tests share: clients on each backend, deleting a lock behind
 //! its holder, the Redis server's address, and (in [`processes`]) one test run in two
 //! processes.
-#![allow(dead_code, unreachable_pub)]
 
-pub mod processes;
+pub(crate) mod processes;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -12,17 +11,17 @@ use lock_core::{LeaseMode, LockClient, MemoryBackend, RedisBackend};
 
 /// The watchdog lease every test client uses: short, so a lost lease shows within
 /// `LEASE / 3` on Redis too.
-pub const LEASE: Duration = Duration::from_millis(300);
+pub(crate) const LEASE: Duration = Duration::from_millis(300);
 
 /// A client, its namespace, and a way to delete its locks behind their holders.
-pub struct Rig {
-    pub client: LockClient,
-    pub namespace: String,
-    pub backend: Backend,
+pub(crate) struct Rig {
+    pub(crate) client: LockClient,
+    pub(crate) namespace: String,
+    pub(crate) backend: Backend,
 }
 
 /// The backend behind a [`Rig`].
-pub enum Backend {
+pub(crate) enum Backend {
     Memory(MemoryBackend),
     Redis {
         url: String,
@@ -32,7 +31,7 @@ pub enum Backend {
 }
 
 /// A namespace no other test, run or process uses.
-pub fn unique_namespace(tag: &str) -> String {
+pub(crate) fn unique_namespace(tag: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -46,7 +45,7 @@ pub fn unique_namespace(tag: &str) -> String {
 }
 
 /// A client on a fresh in-process backend.
-pub fn memory() -> Rig {
+pub(crate) fn memory() -> Rig {
     let backend = MemoryBackend::new();
     let namespace = unique_namespace("mem");
     let client = LockClient::builder(backend.clone())
@@ -63,7 +62,7 @@ pub fn memory() -> Rig {
 
 /// The Redis server's URL from `LOCK_TEST_REDIS_URL`. Unset, it fails the test when servers
 /// are required (`LOCK_TEST_REQUIRE_SERVERS=1` or `CI`), and otherwise says loudly it skipped.
-pub fn redis_url() -> Option<String> {
+pub(crate) fn redis_url() -> Option<String> {
     match std::env::var("LOCK_TEST_REDIS_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -87,7 +86,7 @@ pub fn redis_url() -> Option<String> {
 }
 
 /// A raw connection for test bookkeeping (`DEL`, `INCR`).
-pub async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
+pub(crate) async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
     redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection()
@@ -96,7 +95,7 @@ pub async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
 }
 
 /// A client on the Redis server in `namespace`, or `None` when there is none configured.
-pub async fn redis_in(namespace: &str) -> Option<Rig> {
+pub(crate) async fn redis_in(namespace: &str) -> Option<Rig> {
     let url = redis_url()?;
     let backend = RedisBackend::connect(&url).await.unwrap();
     let client = LockClient::builder(backend.clone())
@@ -116,18 +115,18 @@ pub async fn redis_in(namespace: &str) -> Option<Rig> {
 }
 
 /// A client on the Redis server in a fresh namespace.
-pub async fn redis() -> Option<Rig> {
+pub(crate) async fn redis() -> Option<Rig> {
     redis_in(&unique_namespace("redis")).await
 }
 
 impl Rig {
     /// `namespace:key`, as backends store it.
-    pub fn full_key(&self, key: &str) -> String {
+    pub(crate) fn full_key(&self, key: &str) -> String {
         format!("{}:{key}", self.namespace)
     }
 
     /// Deletes the lock `key` (without namespace) as an operator would; true when it existed.
-    pub async fn delete_behind(&self, key: &str) -> bool {
+    pub(crate) async fn delete_behind(&self, key: &str) -> bool {
         let full = self.full_key(key);
         match &self.backend {
             Backend::Memory(memory) => memory.simulate_external_delete(&full),
@@ -144,7 +143,7 @@ impl Rig {
 
     /// How long a lost lease can go unnoticed on this backend: memory tells at once, Redis
     /// at the next renewal.
-    pub fn detection_bound(&self) -> Duration {
+    pub(crate) fn detection_bound(&self) -> Duration {
         match self.backend {
             Backend::Memory(_) => Duration::ZERO,
             Backend::Redis { .. } => LEASE / 3,
@@ -154,7 +153,7 @@ impl Rig {
 
 /// Sends one HTTP/1.1 request to `addr` and returns the status code and body (a raw request
 /// on a fresh connection: enough for the handlers under test, no client crate needed).
-pub async fn http(
+pub(crate) async fn http(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,

@@ -9,22 +9,22 @@ use redis::aio::MultiplexedConnection;
 use tokio::time::timeout;
 
 /// An ignored test of this binary that another test runs as its second process.
-pub struct SecondProcess {
+pub(crate) struct SecondProcess {
     /// The ignored test's name, as `--exact` wants it.
-    pub test: &'static str,
+    pub(crate) test: &'static str,
     /// The variable that hands it the namespace; unset (run by hand), the test does nothing.
-    pub env: &'static str,
+    pub(crate) env: &'static str,
 }
 
 impl SecondProcess {
     /// In the worker: the namespace the parent handed over, `None` when run by hand.
-    pub fn namespace(&self) -> Option<String> {
+    pub(crate) fn namespace(&self) -> Option<String> {
         std::env::var(self.env).ok()
     }
 
     /// Starts the worker on `namespace`, runs `here` within `bound`, then waits for the worker
     /// and fails the test, with the worker's output, unless its one test passed.
-    pub async fn run_beside(
+    pub(crate) async fn run_beside(
         &self,
         namespace: &str,
         bound: Duration,
@@ -52,16 +52,16 @@ impl SecondProcess {
 }
 
 /// The Redis keys the two processes of one run share: `lock-macros-test:{namespace}:{name}`.
-pub struct Counters {
+pub(crate) struct Counters {
     /// `lock-macros-test:{namespace}`, the keys' common prefix.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// A raw connection for the bookkeeping.
-    pub admin: MultiplexedConnection,
+    pub(crate) admin: MultiplexedConnection,
 }
 
 impl Counters {
     /// The counters of the run in `namespace`, on the Redis server at `url`.
-    pub async fn connect(url: &str, namespace: &str) -> Self {
+    pub(crate) async fn connect(url: &str, namespace: &str) -> Self {
         Self {
             prefix: format!("lock-macros-test:{namespace}"),
             admin: super::admin(url).await,
@@ -69,12 +69,12 @@ impl Counters {
     }
 
     /// The full key of counter `name`.
-    pub fn key(&self, name: &str) -> String {
+    pub(crate) fn key(&self, name: &str) -> String {
         format!("{}:{name}", self.prefix)
     }
 
     /// The barrier: says `who` is ready, and returns once both processes are.
-    pub async fn meet(&mut self, who: &str) {
+    pub(crate) async fn meet(&mut self, who: &str) {
         let ready = self.key("ready");
         let _: i64 = redis::cmd("SADD")
             .arg(&ready)
@@ -96,7 +96,7 @@ impl Counters {
     }
 
     /// Counter `name`'s value.
-    pub async fn get<T: redis::FromRedisValue>(&mut self, name: &str) -> T {
+    pub(crate) async fn get<T: redis::FromRedisValue>(&mut self, name: &str) -> T {
         redis::cmd("GET")
             .arg(self.key(name))
             .query_async(&mut self.admin)
@@ -105,7 +105,7 @@ impl Counters {
     }
 
     /// Deletes the counters `names` and the barrier's set.
-    pub async fn delete(&mut self, names: &[&str]) {
+    pub(crate) async fn delete(&mut self, names: &[&str]) {
         let keys: Vec<String> = names
             .iter()
             .chain(&["ready"])

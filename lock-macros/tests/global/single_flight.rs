@@ -1,5 +1,5 @@
 //! `#[single_flight]` without `cache = ...`: a clear error before a process-wide cache is
-//! installed, then that cache. (Its own test binary: a global cache is installed once per
+//! installed, then that cache. (In the `global` binary: a global cache is installed once per
 //! process.)
 
 use lock_core::cache::{Cache, CacheFailure};

@@ -1,5 +1,5 @@
-//! The process-wide default client: a clear error before one is installed, then used.
-//! (Its own test binary: a global client can be installed once per process.)
+//! The process-wide default client: a clear error before one is installed, then used. (In the
+//! `global` binary: a global client can be installed once per process.)
 
 use lock_core::{distributed_lock, FencingToken, LockClient, LockError, MemoryBackend};
 

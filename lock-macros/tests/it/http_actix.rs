@@ -1,12 +1,12 @@
 //! `#[distributed_lock]` on actix-web handlers served over HTTP: keys rendered from
 //! `web::Path` tuples (`{path.0}`) and destructured `web::Json`, busy answered with 409.
 
-mod support;
-
 use std::time::Duration;
 
 use actix_web::{http::StatusCode, post, web, ResponseError};
 use lock_core::{distributed_lock, LockClient, LockError, LockOwner};
+
+use crate::support;
 
 #[derive(serde::Deserialize)]
 struct Restock {

@@ -3,8 +3,6 @@
 //! two processes), later calls are hits, stale values are served while one refresh runs,
 //! failures are not cached unless asked, `&T` arguments work, and keys never collide.
 
-mod support;
-
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -12,8 +10,10 @@ use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheFailure, CacheStatus, RedisResultStore};
 use lock_core::{single_flight, KeyTemplate, RedisBackend};
-use support::processes::{Counters, SecondProcess};
 use tokio::time::{timeout, Instant};
+
+use crate::support;
+use crate::support::processes::{Counters, SecondProcess};
 
 /// Every test ends within this, pass or fail.
 const BOUND: Duration = Duration::from_secs(30);
@@ -263,7 +263,7 @@ async fn reference_arguments_and_keys_that_never_collide(cache: Cache) {
 // ---- across processes (Redis) ----
 
 const WORKER: SecondProcess = SecondProcess {
-    test: "single_flight_worker",
+    test: "single_flight::single_flight_worker",
     env: "LOCK_MACROS_SINGLE_FLIGHT_WORKER",
 };
 /// Concurrent calls in each of the two processes.

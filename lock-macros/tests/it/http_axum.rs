@@ -1,14 +1,14 @@
 //! `#[distributed_lock]` on axum handlers served over HTTP: keys rendered from `State`,
 //! `Path` and `Json` extractors, busy answered with 409.
 
-mod support;
-
 use std::time::Duration;
 
 use axum::extract::{Json, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use lock_core::{distributed_lock, LockClient, LockError, LockOwner};
+
+use crate::support;
 
 #[derive(Clone)]
 struct App {

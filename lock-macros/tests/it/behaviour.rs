@@ -2,8 +2,6 @@
 //! (`LOCK_TEST_REDIS_URL`): exclusion across tasks and processes, busy handling, fencing,
 //! cancel-on-loss, reentrancy and key rendering.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,10 +9,11 @@ use std::time::Duration;
 use lock_core::{
     distributed_lock, FencingToken, KeyTemplate, LockClient, LockError, LockOwner, LostReason,
 };
-use support::processes::{Counters, SecondProcess};
-use support::Rig;
 use tokio::sync::oneshot;
 use tokio::time::{timeout, Instant};
+
+use crate::support::processes::{Counters, SecondProcess};
+use crate::support::{self, Rig};
 
 /// Every test ends within this, pass or fail.
 const BOUND: Duration = Duration::from_secs(20);
@@ -428,7 +427,7 @@ async fn template_keys_never_collide(rig: Rig) {
 // ---- across processes (Redis) ----
 
 const WORKER: SecondProcess = SecondProcess {
-    test: "cross_process_worker",
+    test: "behaviour::cross_process_worker",
     env: "LOCK_MACROS_CROSS_PROCESS_WORKER",
 };
 const ROUNDS: usize = 25;

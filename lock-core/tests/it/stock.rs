@@ -10,7 +10,10 @@ use lock_core::testing::unique;
 use lock_core::LockError;
 use tokio::time::timeout;
 
-async fn exactly_n_sold(stock: Stock) {
+/// Every check ends within this, pass or fail.
+const BOUND: Duration = Duration::from_secs(30);
+
+async fn exactly_n_sold_under_concurrency(stock: Stock) {
     let sku = unique("flash");
     stock.restock(&sku, 50).await.unwrap();
     let buyers: Vec<_> = (0..400)
@@ -104,7 +107,19 @@ async fn reused_order_ids_are_refused(stock: Stock) {
     );
 }
 
-async fn reservations(stock: Stock) {
+/// Confirms `order`, which must answer `outcome`.
+async fn confirm(stock: &Stock, sku: &str, order: &str, outcome: ConfirmOutcome) {
+    let answer = stock.confirm(sku, order).await.unwrap();
+    assert_eq!(answer, outcome, "confirm {order}");
+}
+
+/// Cancels `order`, which must answer `outcome`.
+async fn cancel(stock: &Stock, sku: &str, order: &str, outcome: CancelOutcome) {
+    let answer = stock.cancel(sku, order).await.unwrap();
+    assert_eq!(answer, outcome, "cancel {order}");
+}
+
+async fn reservations_confirm_cancel_expire(stock: Stock) {
     let sku = unique("reserve");
     stock.restock(&sku, 2).await.unwrap();
     let short = Duration::from_millis(150);
@@ -133,49 +148,22 @@ async fn reservations(stock: Stock) {
     })
     .await
     .expect("expired reservation never returned to stock");
-    assert_eq!(
-        stock.confirm(&sku, "r-expires").await.unwrap(),
-        ConfirmOutcome::Expired
-    );
-    assert_eq!(
-        stock.cancel(&sku, "r-expires").await.unwrap(),
-        CancelOutcome::AlreadyReleased
-    );
+    confirm(&stock, &sku, "r-expires", ConfirmOutcome::Expired).await;
+    cancel(&stock, &sku, "r-expires", CancelOutcome::AlreadyReleased).await;
 
-    assert_eq!(
-        stock.confirm(&sku, "r-kept").await.unwrap(),
-        ConfirmOutcome::Confirmed
-    );
-    assert_eq!(
-        stock.confirm(&sku, "r-kept").await.unwrap(),
-        ConfirmOutcome::AlreadyConfirmed
-    );
-    assert_eq!(
-        stock.cancel(&sku, "r-kept").await.unwrap(),
-        CancelOutcome::AlreadyConfirmed
-    );
+    confirm(&stock, &sku, "r-kept", ConfirmOutcome::Confirmed).await;
+    confirm(&stock, &sku, "r-kept", ConfirmOutcome::AlreadyConfirmed).await;
+    cancel(&stock, &sku, "r-kept", CancelOutcome::AlreadyConfirmed).await;
 
     let again = stock
         .reserve(&sku, 1, "r-cancel", Duration::from_secs(60))
         .await
         .unwrap();
     assert!(matches!(again.outcome, ReserveOutcome::Reserved { .. }));
-    assert_eq!(
-        stock.cancel(&sku, "r-cancel").await.unwrap(),
-        CancelOutcome::Cancelled
-    );
-    assert_eq!(
-        stock.cancel(&sku, "r-cancel").await.unwrap(),
-        CancelOutcome::AlreadyReleased
-    );
-    assert_eq!(
-        stock.confirm(&sku, "r-cancel").await.unwrap(),
-        ConfirmOutcome::Cancelled
-    );
-    assert_eq!(
-        stock.confirm(&sku, "nobody").await.unwrap(),
-        ConfirmOutcome::Unknown
-    );
+    cancel(&stock, &sku, "r-cancel", CancelOutcome::Cancelled).await;
+    cancel(&stock, &sku, "r-cancel", CancelOutcome::AlreadyReleased).await;
+    confirm(&stock, &sku, "r-cancel", ConfirmOutcome::Cancelled).await;
+    confirm(&stock, &sku, "nobody", ConfirmOutcome::Unknown).await;
 
     let level = stock.audit(&sku).await.unwrap();
     assert_eq!(
@@ -185,7 +173,7 @@ async fn reservations(stock: Stock) {
     assert!(level.is_balanced());
 }
 
-async fn bad_input(stock: Stock) {
+async fn bad_input_is_typed(stock: Stock) {
     assert!(stock
         .deduct("", 1, "o")
         .await
@@ -221,61 +209,25 @@ async fn bad_input(stock: Stock) {
         .is_invalid_input());
 }
 
+/// Expands to one test per check in module `$module`, each on the stock `$make` gives (an
+/// async expression: `None` when its server is missing and may be).
 macro_rules! stock_suite {
     ($module:ident, $make:expr) => {
+        stock_suite!($module, $make;
+            exactly_n_sold_under_concurrency, retried_orders_deduct_once,
+            reused_order_ids_are_refused, reservations_confirm_cancel_expire, bad_input_is_typed);
+    };
+    ($module:ident, $make:expr; $($check:ident),+) => {
         mod $module {
             use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn exactly_n_sold_under_concurrency() {
-                if let Some(stock) = $make.await {
-                    timeout(Duration::from_secs(30), super::exactly_n_sold(stock))
-                        .await
-                        .unwrap()
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    if let Some(stock) = $make.await {
+                        timeout(BOUND, super::$check(stock)).await.expect("bounded");
+                    }
                 }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn retried_orders_deduct_once() {
-                if let Some(stock) = $make.await {
-                    timeout(
-                        Duration::from_secs(30),
-                        super::retried_orders_deduct_once(stock),
-                    )
-                    .await
-                    .unwrap()
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn reused_order_ids_are_refused() {
-                if let Some(stock) = $make.await {
-                    timeout(
-                        Duration::from_secs(30),
-                        super::reused_order_ids_are_refused(stock),
-                    )
-                    .await
-                    .unwrap()
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn reservations_confirm_cancel_expire() {
-                if let Some(stock) = $make.await {
-                    timeout(Duration::from_secs(30), super::reservations(stock))
-                        .await
-                        .unwrap()
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn bad_input_is_typed() {
-                if let Some(stock) = $make.await {
-                    timeout(Duration::from_secs(30), super::bad_input(stock))
-                        .await
-                        .unwrap()
-                }
-            }
+            )+
         }
     };
 }
@@ -303,6 +255,24 @@ async fn redis() -> Option<Stock> {
 
 #[cfg(feature = "redis")]
 stock_suite!(redis_stock, redis());
+
+/// The Redis stock, and a connection of its own to read the stock's keys.
+#[cfg(feature = "redis")]
+async fn redis_and_admin() -> Option<(Stock, redis::aio::MultiplexedConnection)> {
+    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    let admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    Some((redis().await?, admin))
+}
+
+/// The Redis key of `sku`'s `part`: `""` (its level), `":deductions"` or `":reservations"`.
+#[cfg(feature = "redis")]
+fn redis_key(sku: &str, part: &str) -> String {
+    format!("stock:{{#test:{sku}}}{part}")
+}
 
 /// A SKU that was never restocked keeps no state for reads, and its refused orders only for
 /// the retention time after the last one; a restocked SKU keeps its records.
@@ -338,18 +308,11 @@ async fn unknown_skus_are_forgotten_in_memory() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_skus_expire_in_redis() {
-    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some((stock, mut admin)) = redis_and_admin().await else {
         return;
     };
-    let Some(stock) = redis().await else { return };
-    let mut admin = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     let sku = unique("unknown");
-    let key = |part: &str| format!("stock:{{#test:{sku}}}{part}");
+    let key = |part: &str| redis_key(&sku, part);
     stock.level(&sku).await.unwrap();
     stock.deduct(&sku, 1, "o-1").await.unwrap();
     stock
@@ -387,19 +350,12 @@ async fn unknown_skus_expire_in_redis() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_without_a_quantity_stay_duplicates_in_redis() {
-    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some((stock, mut admin)) = redis_and_admin().await else {
         return;
     };
-    let Some(stock) = redis().await else { return };
-    let mut admin = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     let sku = unique("legacy");
     stock.restock(&sku, 5).await.unwrap();
-    let key = |part: &str| format!("stock:{{#test:{sku}}}{part}");
+    let key = |part: &str| redis_key(&sku, part);
     for (part, record) in [(":deductions", "D|3"), (":reservations", "O|0|1")] {
         let _: i64 = redis::cmd("HSET")
             .arg(key(part))

@@ -7,13 +7,12 @@
 //! processes are tested by the example apps' suites).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::idempotency::{
-    Begin, Completion, Fingerprint, Idempotency, IdempotencyBuilder, InFlight,
+    Begin, Claim, Completion, Fingerprint, Idempotency, IdempotencyBuilder, InFlight,
 };
 use lock_core::results::MemoryResultStore;
 use lock_core::results::StoredResponse;
@@ -22,9 +21,13 @@ use tokio::time::timeout;
 
 const BOUND: Duration = Duration::from_secs(30);
 
-/// Makes clients that share one store and one lock backend (as instances of a service do):
-/// each call is another instance, on its own connections where the store has them.
-type Instances = Arc<dyn Fn(LeaseMode) -> Pin<Box<dyn Future<Output = Idempotency>>> + Send + Sync>;
+/// How the suite gets clients of one kind of store.
+trait Harness: Send + Sync + 'static {
+    /// Another instance holding its claims with `lease`: it shares the store and the lock
+    /// backend with every other (as instances of a service do), on connections of its own
+    /// where the store has them.
+    fn instance(&self, lease: LeaseMode) -> impl Future<Output = Idempotency> + Send;
+}
 
 fn unique(name: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -50,48 +53,83 @@ fn pay(cents: u32) -> Fingerprint {
         .finish()
 }
 
+/// Two instances holding their claims with the default lease.
+async fn two(h: &impl Harness) -> (Idempotency, Idempotency) {
+    (
+        h.instance(LeaseMode::default()).await,
+        h.instance(LeaseMode::default()).await,
+    )
+}
+
+/// `client` begins `key` of `scope`, a payment of `cents`, which must run: its claim.
+async fn runs(
+    client: &Idempotency,
+    scope: &str,
+    key: &str,
+    cents: u32,
+    in_flight: InFlight,
+) -> Claim {
+    match client
+        .begin(scope, key, pay(cents), in_flight)
+        .await
+        .unwrap()
+    {
+        Begin::Run(claim) => claim,
+        other => panic!("{scope}/{key} runs, got {other:?}"),
+    }
+}
+
 fn built(builder: IdempotencyBuilder, lease: LeaseMode) -> Idempotency {
     builder.namespace("test").lease(lease).build().unwrap()
 }
 
-fn memory() -> Instances {
-    let (store, backend) = (MemoryResultStore::new(), MemoryBackend::new());
-    Arc::new(move |lease| {
-        let builder = Idempotency::builder(store.clone(), backend.clone());
-        Box::pin(async move { built(builder, lease) })
-    })
+/// The memory store and lock backend, shared by the instances.
+struct Memory(MemoryResultStore, MemoryBackend);
+
+impl Harness for Memory {
+    async fn instance(&self, lease: LeaseMode) -> Idempotency {
+        built(Idempotency::builder(self.0.clone(), self.1.clone()), lease)
+    }
 }
 
-/// The whole suite against one kind of store.
-async fn suite(instances: Instances) {
-    timeout(BOUND, async {
-        one_run_then_replays(&instances).await;
-        another_fingerprint_is_refused(&instances).await;
-        scopes_do_not_share_records(&instances).await;
-        concurrent_duplicates_run_once(&instances).await;
-        a_dropped_claim_lets_the_next_request_run(&instances).await;
-        a_released_claim_lets_a_waiting_duplicate_run(&instances).await;
-        a_waiting_duplicate_gets_the_replay(&instances).await;
-        a_zombie_completion_is_refused(&instances).await;
-        a_zombie_completion_after_the_retry_completed_is_refused(&instances).await;
-    })
-    .await
-    .expect("the idempotency suite took longer than its bound");
+async fn memory() -> Option<Memory> {
+    Some(Memory(MemoryResultStore::new(), MemoryBackend::new()))
 }
 
-async fn one_run_then_replays(instances: &Instances) {
-    let (a, b) = (
-        instances(LeaseMode::default()).await,
-        instances(LeaseMode::default()).await,
-    );
-    let key = unique("once");
-    let Begin::Run(claim) = a
-        .begin("u", &key, pay(100), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("the first request runs");
+/// The suite, as `#[tokio::test]`s in module `$module`, each on the harness `$harness` (an
+/// async expression: `None` when its server is missing and may be).
+macro_rules! idempotency_suite {
+    ($module:ident, $harness:expr) => {
+        idempotency_suite!($module, $harness;
+            one_run_then_replays,
+            another_fingerprint_is_refused,
+            scopes_do_not_share_records,
+            concurrent_duplicates_run_once,
+            a_dropped_claim_lets_the_next_request_run,
+            a_released_claim_lets_a_waiting_duplicate_run,
+            a_waiting_duplicate_gets_the_replay,
+            a_zombie_completion_is_refused,
+            a_zombie_completion_after_the_retry_completed_is_refused);
     };
+    ($module:ident, $harness:expr; $($check:ident),+) => {
+        mod $module {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    if let Some(harness) = $harness.await {
+                        timeout(BOUND, super::$check(&harness)).await.expect("bounded");
+                    }
+                }
+            )+
+        }
+    };
+}
+
+async fn one_run_then_replays(h: &impl Harness) {
+    let (a, b) = two(h).await;
+    let key = unique("once");
+    let claim = runs(&a, "u", &key, 100, InFlight::Conflict).await;
     assert!(claim.info().fence.get() > 0);
     assert_eq!(claim.info().key, key);
     assert!(matches!(
@@ -123,16 +161,10 @@ async fn one_run_then_replays(instances: &Instances) {
     assert_eq!((stats.executed, stats.replayed), (1, 1));
 }
 
-async fn another_fingerprint_is_refused(instances: &Instances) {
-    let a = instances(LeaseMode::default()).await;
+async fn another_fingerprint_is_refused(h: &impl Harness) {
+    let a = h.instance(LeaseMode::default()).await;
     let key = unique("mismatch");
-    let Begin::Run(claim) = a
-        .begin("u", &key, pay(1), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("the first request runs");
-    };
+    let claim = runs(&a, "u", &key, 1, InFlight::Conflict).await;
     // In flight, and then completed: another payload under the key is refused both times,
     // by a duplicate that would wait as by one that would not.
     assert!(matches!(
@@ -156,16 +188,10 @@ async fn another_fingerprint_is_refused(instances: &Instances) {
     ));
 }
 
-async fn scopes_do_not_share_records(instances: &Instances) {
-    let a = instances(LeaseMode::default()).await;
+async fn scopes_do_not_share_records(h: &impl Harness) {
+    let a = h.instance(LeaseMode::default()).await;
     let key = unique("scoped");
-    let Begin::Run(alice) = a
-        .begin("alice", &key, pay(5), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("alice runs");
-    };
+    let alice = runs(&a, "alice", &key, 5, InFlight::Conflict).await;
     alice.complete(response("alice's")).await.unwrap();
     // Bob's key of the same name is his own record: he runs, never sees alice's response.
     // Scopes that could run into the key (`a:b` + `c` against `a` + `b:c`) stay apart too.
@@ -181,13 +207,7 @@ async fn scopes_do_not_share_records(instances: &Instances) {
         );
     }
     let first = unique("x");
-    let Begin::Run(one) = a
-        .begin("a:b", &first, pay(0), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let one = runs(&a, "a:b", &first, 0, InFlight::Conflict).await;
     one.complete(response("1")).await.unwrap();
     assert!(matches!(
         a.begin("a", &format!("b:{first}"), pay(0), InFlight::Conflict)
@@ -202,10 +222,10 @@ async fn scopes_do_not_share_records(instances: &Instances) {
         .is_err());
 }
 
-async fn concurrent_duplicates_run_once(instances: &Instances) {
+async fn concurrent_duplicates_run_once(h: &impl Harness) {
     let clients = [
-        instances(LeaseMode::default()).await,
-        instances(LeaseMode::default()).await,
+        h.instance(LeaseMode::default()).await,
+        h.instance(LeaseMode::default()).await,
     ];
     let key = unique("crowd");
     let runs = Arc::new(AtomicUsize::new(0));
@@ -238,16 +258,10 @@ async fn concurrent_duplicates_run_once(instances: &Instances) {
     assert_eq!(answers.iter().filter(|a| **a == "ran").count(), 1);
 }
 
-async fn a_dropped_claim_lets_the_next_request_run(instances: &Instances) {
-    let a = instances(LeaseMode::default()).await;
+async fn a_dropped_claim_lets_the_next_request_run(h: &impl Harness) {
+    let a = h.instance(LeaseMode::default()).await;
     let key = unique("dropped");
-    let Begin::Run(claim) = a
-        .begin("u", &key, pay(3), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("the first request runs");
-    };
+    let claim = runs(&a, "u", &key, 3, InFlight::Conflict).await;
     let first_fence = claim.info().fence;
     // A cancelled or panicking handler drops its claim: the lease goes at once, and a retry
     // that waits for it (pushed) takes the key over with a larger fence.
@@ -265,19 +279,10 @@ async fn a_dropped_claim_lets_the_next_request_run(instances: &Instances) {
     }
 }
 
-async fn a_released_claim_lets_a_waiting_duplicate_run(instances: &Instances) {
-    let (a, b) = (
-        instances(LeaseMode::default()).await,
-        instances(LeaseMode::default()).await,
-    );
+async fn a_released_claim_lets_a_waiting_duplicate_run(h: &impl Harness) {
+    let (a, b) = two(h).await;
     let key = unique("released");
-    let Begin::Run(claim) = a
-        .begin("u", &key, pay(4), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("the first request runs");
-    };
+    let claim = runs(&a, "u", &key, 4, InFlight::Conflict).await;
     let waiting = {
         let (b, key) = (b.clone(), key.clone());
         tokio::spawn(async move {
@@ -296,13 +301,7 @@ async fn a_released_claim_lets_a_waiting_duplicate_run(instances: &Instances) {
     }
     // And an immediate retry after a release runs too (the key is free at once).
     let key = unique("released-retry");
-    let Begin::Run(claim) = a
-        .begin("u", &key, pay(4), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let claim = runs(&a, "u", &key, 4, InFlight::Conflict).await;
     claim.release().await.unwrap();
     assert!(matches!(
         b.begin("u", &key, pay(4), InFlight::Conflict)
@@ -312,19 +311,10 @@ async fn a_released_claim_lets_a_waiting_duplicate_run(instances: &Instances) {
     ));
 }
 
-async fn a_waiting_duplicate_gets_the_replay(instances: &Instances) {
-    let (a, b) = (
-        instances(LeaseMode::default()).await,
-        instances(LeaseMode::default()).await,
-    );
+async fn a_waiting_duplicate_gets_the_replay(h: &impl Harness) {
+    let (a, b) = two(h).await;
     let key = unique("waiting");
-    let Begin::Run(claim) = a
-        .begin("u", &key, pay(6), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("the first request runs");
-    };
+    let claim = runs(&a, "u", &key, 6, InFlight::Conflict).await;
     let waiting = {
         let (b, key) = (b.clone(), key.clone());
         tokio::spawn(async move {
@@ -340,13 +330,7 @@ async fn a_waiting_duplicate_gets_the_replay(instances: &Instances) {
     }
     // A wait that ends first is a 409, not a second run.
     let key = unique("waiting-out");
-    let Begin::Run(_claim) = a
-        .begin("u", &key, pay(6), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let _claim = runs(&a, "u", &key, 6, InFlight::Conflict).await;
     assert!(matches!(
         b.begin(
             "u",
@@ -363,28 +347,23 @@ async fn a_waiting_duplicate_gets_the_replay(instances: &Instances) {
 /// A claim whose lease ran out (its process paused past it) is taken over by the retry; the
 /// paused handler's completion, arriving while the retry runs, is refused, and the retry's
 /// answer stands.
-async fn a_zombie_completion_is_refused(instances: &Instances) {
+async fn a_zombie_completion_is_refused(h: &impl Harness) {
     let short = LeaseMode::fixed(Duration::from_millis(300));
     let (paused, retrying) = (
-        instances(short).await,
-        instances(LeaseMode::default()).await,
+        h.instance(short).await,
+        h.instance(LeaseMode::default()).await,
     );
     let key = unique("zombie");
-    let Begin::Run(zombie) = paused
-        .begin("u", &key, pay(8), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!("the first request runs");
-    };
+    let zombie = runs(&paused, "u", &key, 8, InFlight::Conflict).await;
     // The retry waits for the key: it gets it when the zombie's lease runs out.
-    let Begin::Run(retry) = retrying
-        .begin("u", &key, pay(8), InFlight::Wait(Duration::from_secs(10)))
-        .await
-        .unwrap()
-    else {
-        panic!("the retry takes over");
-    };
+    let retry = runs(
+        &retrying,
+        "u",
+        &key,
+        8,
+        InFlight::Wait(Duration::from_secs(10)),
+    )
+    .await;
     assert!(retry.info().fence > zombie.info().fence);
     assert_eq!(
         zombie.complete(response("zombie")).await.unwrap(),
@@ -399,27 +378,22 @@ async fn a_zombie_completion_is_refused(instances: &Instances) {
     assert_eq!(paused.stats().superseded, 1);
 }
 
-async fn a_zombie_completion_after_the_retry_completed_is_refused(instances: &Instances) {
+async fn a_zombie_completion_after_the_retry_completed_is_refused(h: &impl Harness) {
     let short = LeaseMode::fixed(Duration::from_millis(300));
     let (paused, retrying) = (
-        instances(short).await,
-        instances(LeaseMode::default()).await,
+        h.instance(short).await,
+        h.instance(LeaseMode::default()).await,
     );
     let key = unique("zombie-late");
-    let Begin::Run(zombie) = paused
-        .begin("u", &key, pay(9), InFlight::Conflict)
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
-    let Begin::Run(retry) = retrying
-        .begin("u", &key, pay(9), InFlight::Wait(Duration::from_secs(10)))
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let zombie = runs(&paused, "u", &key, 9, InFlight::Conflict).await;
+    let retry = runs(
+        &retrying,
+        "u",
+        &key,
+        9,
+        InFlight::Wait(Duration::from_secs(10)),
+    )
+    .await;
     retry.complete(response("retry")).await.unwrap();
     match zombie.complete(response("zombie")).await.unwrap() {
         Completion::Superseded(Some(done)) => assert_eq!(done.response.body, b"retry"),
@@ -427,101 +401,100 @@ async fn a_zombie_completion_after_the_retry_completed_is_refused(instances: &In
     }
 }
 
-#[tokio::test]
-async fn memory_store() {
-    suite(memory()).await;
+idempotency_suite!(memory_store, memory());
+
+#[cfg(feature = "redis")]
+mod redis_harness {
+    use lock_core::idempotency::Idempotency;
+    use lock_core::results::RedisResultStore;
+    use lock_core::{LeaseMode, RedisBackend};
+
+    use super::{built, Harness};
+
+    /// A Redis server: each instance on connections of its own.
+    pub(crate) struct Redis(String);
+
+    impl Harness for Redis {
+        async fn instance(&self, lease: LeaseMode) -> Idempotency {
+            let backend = RedisBackend::connect(&self.0).await.unwrap();
+            let store = RedisResultStore::connect(&backend).await.unwrap();
+            built(Idempotency::builder(store, backend), lease)
+        }
+    }
+
+    pub(crate) async fn redis() -> Option<Redis> {
+        lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
+            .unwrap()
+            .map(Redis)
+    }
 }
 
 #[cfg(feature = "redis")]
-mod redis_store {
-    use super::*;
-    use lock_core::results::RedisResultStore;
-    use lock_core::testing::{free_port, server_url, RedisServer};
-    use lock_core::RedisBackend;
+idempotency_suite!(redis_store, redis_harness::redis());
 
-    fn instances(url: String) -> Instances {
-        Arc::new(move |lease| {
-            let url = url.clone();
-            Box::pin(async move {
-                let backend = RedisBackend::connect(&url).await.unwrap();
-                let store = RedisResultStore::connect(&backend).await.unwrap();
-                built(Idempotency::builder(store, backend), lease)
-            })
-        })
+#[cfg(feature = "postgres")]
+mod postgres_harness {
+    use lock_core::idempotency::Idempotency;
+    use lock_core::results::PostgresResultStore;
+    use lock_core::{LeaseMode, PostgresBackend};
+
+    use super::{built, Harness};
+
+    /// A PostgreSQL server holding the lock table and the records (where an application's
+    /// effects would be too): each instance on a pool of its own.
+    pub(crate) struct Postgres(String);
+
+    impl Harness for Postgres {
+        async fn instance(&self, lease: LeaseMode) -> Idempotency {
+            let backend = PostgresBackend::connect(&self.0).await.unwrap();
+            let store = PostgresResultStore::connect(&self.0).await.unwrap();
+            built(Idempotency::builder(store, backend), lease)
+        }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn redis_store() {
-        let Some(url) = server_url("LOCK_TEST_REDIS_URL").unwrap() else {
-            return;
-        };
-        suite(instances(url)).await;
-    }
-
-    /// Store down: nothing runs (fail closed); a completion that cannot be stored is an
-    /// error and the claim is left to expire, never marked done.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_store_that_is_down_fails_closed() {
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("redis-idempotency-{}", std::process::id()));
-        let mut server = RedisServer::start(free_port(), dir);
-        timeout(BOUND, async {
-            let backend = RedisBackend::builder(server.url())
-                .response_timeout(Duration::from_millis(300))
-                .connect()
-                .await
-                .unwrap();
-            let store = RedisResultStore::connect(&backend).await.unwrap();
-            let client = built(
-                Idempotency::builder(store, backend),
-                LeaseMode::fixed(Duration::from_secs(2)),
-            );
-            let Begin::Run(claim) = client
-                .begin("u", "down", pay(1), InFlight::Conflict)
-                .await
-                .unwrap()
-            else {
-                panic!()
-            };
-            server.kill();
-            assert!(claim.complete(response("lost")).await.is_err());
-            assert!(client
-                .begin("u", "down-2", pay(1), InFlight::Conflict)
-                .await
-                .is_err());
-            let stats = client.stats();
-            assert_eq!((stats.store_failed, stats.unavailable), (1, 1));
-        })
-        .await
-        .unwrap();
+    pub(crate) async fn postgres() -> Option<Postgres> {
+        lock_core::testing::server_url("LOCK_TEST_POSTGRES_URL")
+            .unwrap()
+            .map(Postgres)
     }
 }
 
 #[cfg(feature = "postgres")]
-mod postgres_store {
-    use super::*;
-    use lock_core::results::PostgresResultStore;
-    use lock_core::testing::server_url;
-    use lock_core::PostgresBackend;
+idempotency_suite!(postgres_store, postgres_harness::postgres());
 
-    fn instances(url: String) -> Instances {
-        Arc::new(move |lease| {
-            let url = url.clone();
-            Box::pin(async move {
-                let backend = PostgresBackend::connect(&url).await.unwrap();
-                let store = PostgresResultStore::connect(&url).await.unwrap();
-                built(Idempotency::builder(store, backend), lease)
-            })
-        })
-    }
+/// Redis down under the store: nothing runs (fail closed); a completion that cannot be
+/// stored is an error and the claim is left to expire, never marked done.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_store_that_is_down_fails_closed() {
+    use lock_core::results::RedisResultStore;
+    use lock_core::testing::{free_port, RedisServer};
+    use lock_core::RedisBackend;
 
-    /// Records next to the effect: the lock table, the result table and the payments in one
-    /// PostgreSQL.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_store() {
-        let Some(url) = server_url("LOCK_TEST_POSTGRES_URL").unwrap() else {
-            return;
-        };
-        suite(instances(url)).await;
-    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("redis-idempotency-{}", std::process::id()));
+    let mut server = RedisServer::start(free_port(), dir);
+    timeout(BOUND, async {
+        let backend = RedisBackend::builder(server.url())
+            .response_timeout(Duration::from_millis(300))
+            .connect()
+            .await
+            .unwrap();
+        let store = RedisResultStore::connect(&backend).await.unwrap();
+        let client = built(
+            Idempotency::builder(store, backend),
+            LeaseMode::fixed(Duration::from_secs(2)),
+        );
+        let claim = runs(&client, "u", "down", 1, InFlight::Conflict).await;
+        server.kill();
+        assert!(claim.complete(response("lost")).await.is_err());
+        assert!(client
+            .begin("u", "down-2", pay(1), InFlight::Conflict)
+            .await
+            .is_err());
+        let stats = client.stats();
+        assert_eq!((stats.store_failed, stats.unavailable), (1, 1));
+    })
+    .await
+    .unwrap();
 }

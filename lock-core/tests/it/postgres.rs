@@ -8,11 +8,14 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use lock_core::{LockClient, LockError, LostReason, PostgresAdvisoryBackend, PostgresBackend};
+use lock_core::{LockClient, LostReason, PostgresAdvisoryBackend, PostgresBackend};
 use tokio::time::{timeout, Instant};
 
 use crate::conformance::{conformance_suite, unique_key, Harness};
-use crate::sql_support::{announce_and_wait, hold_request, server_url, sweep_case, Holder};
+use crate::sql_support::{
+    announce_and_wait, bad_settings_are_typed, hold_request, server_url, sql_suite, sweep_case,
+    Holder, SqlHarness,
+};
 
 const URL_ENV: &str = "LOCK_TEST_POSTGRES_URL";
 
@@ -69,7 +72,48 @@ impl Harness for Postgres {
     }
 }
 
+impl SqlHarness for Postgres {
+    const CHILD_HOLDER: &'static str = CHILD_HOLDER;
+
+    async fn lock_row(&self, full_key: &str) -> (u32, u64, i32) {
+        let (pid, fence, entries): (i32, i64, i32) = sqlx::query_as(
+            "SELECT owner_pid, fence, entry_count FROM lock_core_locks WHERE lock_key = $1",
+        )
+        .bind(full_key)
+        .fetch_one(self.admin.pool())
+        .await
+        .unwrap();
+        (
+            u32::try_from(pid).unwrap(),
+            u64::try_from(fence).unwrap(),
+            entries,
+        )
+    }
+
+    async fn row_left_us(&self, full_key: &str) -> i64 {
+        sqlx::query_scalar(
+            "SELECT (extract(epoch FROM expires_at - now()) * 1000000)::bigint \
+             FROM lock_core_locks WHERE lock_key = $1",
+        )
+        .bind(full_key)
+        .fetch_one(self.admin.pool())
+        .await
+        .unwrap()
+    }
+
+    async fn stored_key_and_name(&self, full_key: &str) -> (Vec<u8>, Vec<u8>) {
+        let (stored, name): (String, String) =
+            sqlx::query_as("SELECT lock_key, name FROM lock_core_locks WHERE name = $1")
+                .bind(full_key)
+                .fetch_one(self.admin.pool())
+                .await
+                .unwrap();
+        (stored.into_bytes(), name.into_bytes())
+    }
+}
+
 conformance_suite!(postgres(false));
+sql_suite!(postgres(false));
 
 /// Advisory locks have no lease: the checks about expiry and deleting behind the holder's back
 /// do not apply (`advisory_session_end_fires_lost` below is their counterpart).
@@ -108,67 +152,6 @@ async fn child_holder() {
         .await
         .unwrap();
     announce_and_wait(guard).await;
-}
-
-/// A killed holder's row stays until its `expires_at`, set and compared by the database's
-/// clock; then the next owner takes it, with a larger fence. No sweeper runs.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_holder_row_expires_by_database_time() {
-    let Some(h) = postgres(false).await else {
-        return;
-    };
-    let key = unique_key("killed");
-    let full = format!("conformance:{key}");
-    let holder = Holder::start(CHILD_HOLDER, "table", &key).await;
-    let (pid, fence, entries): (i32, i64, i32) = sqlx::query_as(
-        "SELECT owner_pid, fence, entry_count FROM lock_core_locks WHERE lock_key = $1",
-    )
-    .bind(&full)
-    .fetch_one(h.admin.pool())
-    .await
-    .unwrap();
-    assert_eq!(
-        u32::try_from(pid).unwrap(),
-        holder.pid,
-        "owner_pid names the holder"
-    );
-    assert_eq!(u64::try_from(fence).unwrap(), holder.fence);
-    assert_eq!(entries, 1);
-    let dead_fence = holder.fence;
-    holder.kill().await;
-    let left_us: i64 = sqlx::query_scalar(
-        "SELECT (extract(epoch FROM expires_at - now()) * 1000000)::bigint \
-         FROM lock_core_locks WHERE lock_key = $1",
-    )
-    .bind(&full)
-    .fetch_one(h.admin.pool())
-    .await
-    .unwrap();
-    let killed_at = Instant::now();
-    let left = Duration::from_micros(u64::try_from(left_us).expect("expired before the kill"));
-    assert!(left <= Duration::from_millis(1500));
-    let next = h.client().await;
-    assert!(
-        next.lock(&key).try_acquire().await.unwrap().is_none(),
-        "free before expiry"
-    );
-    let guard = next
-        .lock(&key)
-        .acquire_within(Duration::from_secs(5))
-        .await
-        .unwrap()
-        .expect("the dead holder's row never expired");
-    let after = killed_at.elapsed();
-    assert!(
-        after + Duration::from_millis(50) >= left,
-        "taken {after:?} after the kill, the database said {left:?} were left"
-    );
-    assert!(
-        after < left + Duration::from_millis(700),
-        "expired late: {after:?} vs {left:?}"
-    );
-    assert!(guard.fencing_token().get() > dead_fence);
-    guard.release().await.unwrap();
 }
 
 /// Ending the session that holds an advisory lock (`pg_terminate_backend`) fires `lost()`
@@ -234,78 +217,19 @@ async fn advisory_killed_holder_frees_at_once() {
     guard.release().await.unwrap();
 }
 
-/// Fencing tokens keep increasing after a row expired and after it was deleted outright:
-/// they come from a sequence, not from the row.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_survives_expiry_and_deletion() {
-    let Some(h) = postgres(false).await else {
-        return;
-    };
-    let key = unique_key("fence-expiry");
-    let a = h.client().await;
-    let first = a
-        .lock(&key)
-        .fixed_ttl(Duration::from_millis(100))
-        .await
-        .unwrap();
-    let before = first.fencing_token();
-    first.abandon();
-    let second = a
-        .lock(&key)
-        .acquire_within(Duration::from_secs(5))
-        .await
-        .unwrap()
-        .expect("expired");
-    assert!(second.fencing_token() > before);
-    let full = second.key().full().to_owned();
-    h.delete_behind(&full).await;
-    let third = h.client().await.lock(&key).await.unwrap();
-    assert!(third.fencing_token() > second.fencing_token());
-    third.release().await.unwrap();
-}
-
-/// A name too long to be a key is stored under its hash, with the original kept beside it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn long_names_are_hashed_and_kept() {
-    let Some(h) = postgres(false).await else {
-        return;
-    };
-    let key = unique_key(&"long-".repeat(60));
-    let guard = h.client().await.lock(&key).await.unwrap();
-    let full = guard.key().full().to_owned();
-    let (stored, name): (String, String) =
-        sqlx::query_as("SELECT lock_key, name FROM lock_core_locks WHERE name = $1")
-            .bind(&full)
-            .fetch_one(h.admin.pool())
-            .await
-            .unwrap();
-    assert!(
-        stored.starts_with("sha256:") && stored.len() == 71,
-        "{stored}"
-    );
-    assert_eq!(name, full);
-    assert!(guard.release().await.unwrap());
-}
-
 /// Bad settings and an unreachable server are typed errors, quickly.
 #[tokio::test]
 async fn bad_settings_and_unreachable_server() {
-    let started = Instant::now();
-    let err = PostgresBackend::builder("postgres://postgres@127.0.0.1:1/postgres")
-        .response_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(err.is_unavailable(), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let err = PostgresBackend::connect("not a url").await.unwrap_err();
-    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
-    let err = PostgresBackend::builder("postgres://127.0.0.1/x")
-        .table("locks; DROP TABLE users")
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
+    bad_settings_are_typed(
+        PostgresBackend::builder("postgres://postgres@127.0.0.1:1/postgres")
+            .response_timeout(Duration::from_millis(300))
+            .connect(),
+        PostgresBackend::connect("not a url"),
+        PostgresBackend::builder("postgres://127.0.0.1/x")
+            .table("locks; DROP TABLE users")
+            .connect(),
+    )
+    .await;
 }
 
 /// Two backends creating the same schema at once both succeed, and a custom table works.

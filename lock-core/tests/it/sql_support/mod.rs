@@ -1,9 +1,18 @@
-//! Shared by the PostgreSQL and MySQL suites: a lock holder in another process, to be killed.
+//! Shared by the PostgreSQL and MySQL suites: the checks of their lock tables ([`checks`]),
+//! a lock holder in another process, to be killed, and a case for the sweep of old rows.
 //!
-//! The test binary starts itself again, running only the suite's `child_holder` test (such as
-//! `postgres::child_holder`) with `LOCK_TEST_HOLD=<mode>:<key>` set; that test takes the lock,
-//! prints `HELD <pid> <fence>` and waits to be killed. Run normally (no variable),
-//! `child_holder` does nothing.
+//! For the holder, the test binary starts itself again, running only the suite's
+//! `child_holder` test (such as `postgres::child_holder`) with `LOCK_TEST_HOLD=<mode>:<key>`
+//! set; that test takes the lock, prints `HELD <pid> <fence>` and waits to be killed. Run
+//! normally (no variable), `child_holder` does nothing.
+
+mod checks;
+
+pub(crate) use checks::{
+    bad_settings_are_typed, fencing_survives_expiry_and_deletion,
+    killed_holder_row_expires_by_database_time, long_names_are_hashed_and_kept, sql_suite,
+    SqlHarness,
+};
 
 use std::process::Stdio;
 use std::time::Duration;

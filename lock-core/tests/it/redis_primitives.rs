@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::backend::{AcquireRequest, LeaseKind, LockBackend};
-use lock_core::{LockClient, LockKey, OwnerToken, RedisBackend};
+use lock_core::{LockClient, LockGuard, LockKey, OwnerToken, RedisBackend};
+use tokio::task::JoinHandle;
 use tokio::time::{timeout, Instant};
 
 const NAMESPACE: &str = "prim";
@@ -37,6 +38,12 @@ async fn connect(url: &str, claim: Duration, poll: Duration) -> (RedisBackend, L
         .build()
         .unwrap();
     (backend, client)
+}
+
+/// A client with a long claim window and poll cap: no timer re-check can stand in for a
+/// handoff.
+async fn slow(url: &str) -> (RedisBackend, LockClient) {
+    connect(url, Duration::from_secs(30), Duration::from_secs(10)).await
 }
 
 async fn plain(url: &str) -> (RedisBackend, LockClient) {
@@ -72,6 +79,22 @@ async fn queued(client: &LockClient, kind: LeaseKind, key: &str) -> usize {
 /// Waits (bounded) until `client` sees `n` waiters of `kind` queued for `key`.
 async fn until_queued(what: &str, client: &LockClient, kind: LeaseKind, key: &str, n: usize) {
     until(what, || async { queued(client, kind, key).await == n }).await;
+}
+
+/// `client` waits for the fair lock `key` in a task of its own, returned once `observer` sees
+/// `n` waiters queued.
+async fn queue_fair(
+    client: LockClient,
+    observer: &LockClient,
+    key: &str,
+    n: usize,
+) -> JoinHandle<LockGuard> {
+    let waiter = tokio::spawn({
+        let key = key.to_owned();
+        async move { client.fair_lock(&key).await.unwrap() }
+    });
+    until_queued("the next waiter queued", observer, LeaseKind::Fair, key, n).await;
+    waiter
 }
 
 /// Polls `acquire` until `what` holds (`client` sees `n` waiters of `kind` queued for `key`),
@@ -111,16 +134,14 @@ async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
 async fn fair_hands_over_in_fifo_order_without_an_acquire_round_trip() {
     on_redis(|url| async move {
         let key = unique("fair-fifo");
-        // Long claim window and poll cap: no timer re-check can stand in for the handoff.
-        let slow = (Duration::from_secs(30), Duration::from_secs(10));
-        let (_, holder_client) = connect(&url, slow.0, slow.1).await;
+        let (_, holder_client) = slow(&url).await;
         let holder = holder_client.fair_lock(&key).await.unwrap();
         let holder_fence = holder.fencing_token();
         let order = Arc::new(Mutex::new(Vec::new()));
         let (inside, overlaps) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let mut waiters = Vec::new();
         for i in 0..8 {
-            let (backend, client) = connect(&url, slow.0, slow.1).await;
+            let (backend, client) = slow(&url).await;
             let counter = backend.clone();
             let queued_at = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
             let (task_key, order, inside, overlaps, mark) = (
@@ -199,9 +220,8 @@ async fn fair_hands_over_in_fifo_order_without_an_acquire_round_trip() {
 async fn fair_waiter_wakes_holding_the_lock() {
     on_redis(|url| async move {
         let key = unique("fair-handoff");
-        let slow = (Duration::from_secs(30), Duration::from_secs(10));
-        let (_, holder_client) = connect(&url, slow.0, slow.1).await;
-        let (waiter_backend, waiter_client) = connect(&url, slow.0, slow.1).await;
+        let (_, holder_client) = slow(&url).await;
+        let (waiter_backend, waiter_client) = slow(&url).await;
         let holder = holder_client.fair_lock(&key).await.unwrap();
         let holder_fence = holder.fencing_token();
         let before = waiter_backend.commands_sent();
@@ -251,20 +271,15 @@ async fn fair_waiter_wakes_holding_the_lock() {
 async fn dropped_waiter_after_handoff_passes_the_lock_on_at_once() {
     on_redis(|url| async move {
         let key = unique("fair-dropped");
-        let slow = (Duration::from_secs(30), Duration::from_secs(10));
-        let (_, a) = connect(&url, slow.0, slow.1).await;
-        let (_, b) = connect(&url, slow.0, slow.1).await;
-        let (_, c) = connect(&url, slow.0, slow.1).await;
+        let (_, a) = slow(&url).await;
+        let (_, b) = slow(&url).await;
+        let (_, c) = slow(&url).await;
         let holder = a.fair_lock(&key).await.unwrap();
         // B's acquisition is polled until it queues, then left unpolled: the handoff reaches
         // its process while nobody runs the future.
         let mut parked = b.fair_lock(&key).into_future();
         poll_until_queued(&mut parked, "B queued", (&a, LeaseKind::Fair, &key, 1)).await;
-        let next = tokio::spawn({
-            let key = key.clone();
-            async move { c.fair_lock(&key).await.unwrap() }
-        });
-        until_queued("C queued", &a, LeaseKind::Fair, &key, 2).await;
+        let next = queue_fair(c, &a, &key, 2).await;
         holder.release().await.unwrap();
         // The release handed the lock to B (B's entry left the queue).
         until_queued("handed to B", &a, LeaseKind::Fair, &key, 1).await;
@@ -287,9 +302,8 @@ async fn dropped_waiter_after_handoff_passes_the_lock_on_at_once() {
 async fn dead_waiter_process_is_skipped() {
     on_redis(|url| async move {
         let key = unique("fair-dead");
-        let slow = (Duration::from_secs(30), Duration::from_secs(10));
-        let (_, a) = connect(&url, slow.0, slow.1).await;
-        let (_, c) = connect(&url, slow.0, slow.1).await;
+        let (_, a) = slow(&url).await;
+        let (_, c) = slow(&url).await;
         let holder = a.fair_lock(&key).await.unwrap();
         let dead = RedisBackend::builder(&url).connect().await.unwrap();
         let lock_key = LockKey::new(NAMESPACE, &key).unwrap();
@@ -334,11 +348,7 @@ async fn dead_waiter_process_is_skipped() {
             }
         })
         .await;
-        let next = tokio::spawn({
-            let key = key.clone();
-            async move { c.fair_lock(&key).await.unwrap() }
-        });
-        until_queued("C queued", &a, LeaseKind::Fair, &key, 2).await;
+        let next = queue_fair(c, &a, &key, 2).await;
         let released = Instant::now();
         holder.release().await.unwrap();
         let turn = next.await.unwrap();
@@ -367,11 +377,7 @@ async fn unclaimed_handoff_expires_after_the_claim_window() {
         let holder = a.fair_lock(&key).await.unwrap();
         let mut paused = b.fair_lock(&key).into_future();
         poll_until_queued(&mut paused, "B queued", (&a, LeaseKind::Fair, &key, 1)).await;
-        let next = tokio::spawn({
-            let key = key.clone();
-            async move { c.fair_lock(&key).await.unwrap() }
-        });
-        until_queued("C queued", &a, LeaseKind::Fair, &key, 2).await;
+        let next = queue_fair(c, &a, &key, 2).await;
         let released = Instant::now();
         holder.release().await.unwrap();
         let turn = next.await.unwrap();

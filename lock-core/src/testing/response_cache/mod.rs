@@ -2,7 +2,7 @@
 //! `Cache-Control` semantics table, collapsing of cold misses, failures shared and remembered,
 //! pass-through keys, `Set-Cookie`, `HEAD`, large bodies, two instances on one Redis, a Redis
 //! outage) that every framework adapter runs, as
-//! `lock-core/tests/conformance` is run against every lock backend.
+//! `lock-core/tests/it/conformance` is run against every lock backend.
 //!
 //! An adapter's test file keeps only how to talk to its framework: an [`Adapter`] builds an
 //! application that puts its response cache in front of an [`Origin`] (the framework-neutral

@@ -1,0 +1,330 @@
+//! The read-write lock: sharing, exclusion, writer preference, downgrade, crash of a reader.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::backend::LeaseKind;
+use lock_core::LockError;
+
+use super::offers;
+use crate::conformance::{bounded, eventually, unique_key, Harness};
+
+async fn rw_queue(client: &lock_core::LockClient, key: &str) -> usize {
+    client.queue_length(LeaseKind::Write, key).await.unwrap()
+}
+
+/// Readers on separate clients share; a writer waits for all of them.
+pub(crate) async fn rw_readers_share_writer_excludes<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(&a, "rw_readers_share_writer_excludes", |p| p.read_write) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-share");
+        let (b, c) = (h.client().await, h.client().await);
+        let r1 = a.read_write_lock(&key).read().await.unwrap();
+        let r2 = b.read_write_lock(&key).read().try_acquire().await.unwrap();
+        let r2 = r2.expect("readers share");
+        assert!(c
+            .read_write_lock(&key)
+            .write()
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none());
+        r1.release().await.unwrap();
+        assert!(c
+            .read_write_lock(&key)
+            .write()
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none());
+        r2.release().await.unwrap();
+        let w = c.read_write_lock(&key).write().try_acquire().await.unwrap();
+        let w = w.expect("free after the last reader");
+        assert!(a
+            .read_write_lock(&key)
+            .read()
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none());
+        w.release().await.unwrap();
+    })
+    .await;
+}
+
+/// While a writer waits, newer readers wait behind it, so readers cannot starve writers.
+pub(crate) async fn rw_waiting_writer_blocks_new_readers<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(&a, "rw_waiting_writer_blocks_new_readers", |p| p.read_write) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-writer-first");
+        let (b, c) = (h.client().await, h.client().await);
+        let r1 = a.read_write_lock(&key).read().await.unwrap();
+        let writer = tokio::spawn({
+            let (b, key) = (b.clone(), key.clone());
+            async move { b.read_write_lock(&key).write().await.unwrap() }
+        });
+        eventually("the writer queued", || async {
+            rw_queue(&a, &key).await == 1
+        })
+        .await;
+        assert!(
+            c.read_write_lock(&key)
+                .read()
+                .try_acquire()
+                .await
+                .unwrap()
+                .is_none(),
+            "a new reader overtook a waiting writer"
+        );
+        let late_reader = tokio::spawn({
+            let (c, key) = (c.clone(), key.clone());
+            async move { c.read_write_lock(&key).read().await.unwrap() }
+        });
+        eventually("the reader queued", || async {
+            rw_queue(&a, &key).await == 2
+        })
+        .await;
+        r1.release().await.unwrap();
+        let w = writer.await.unwrap();
+        assert!(
+            !late_reader.is_finished() || w.is_lost(),
+            "reader entered beside the writer"
+        );
+        w.release().await.unwrap();
+        late_reader.await.unwrap().release().await.unwrap();
+    })
+    .await;
+}
+
+/// A writer may take the read lock (downgrade); a reader asking for the write lock is refused
+/// with a typed error instead of waiting for itself.
+pub(crate) async fn rw_downgrade_and_no_upgrade<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(&a, "rw_downgrade_and_no_upgrade", |p| p.read_write) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-downgrade");
+        let (b, c) = (h.client().await, h.client().await);
+        let rw = a.read_write_lock(&key);
+        let w = rw.write().await.unwrap();
+        let r = rw
+            .read()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("a writer may read");
+        assert!(r.fencing_token() > w.fencing_token());
+        w.release().await.unwrap();
+        // Downgraded: others may read now, nobody may write.
+        let other = b.read_write_lock(&key).read().try_acquire().await.unwrap();
+        let other = other.expect("readers share after the downgrade");
+        assert!(c
+            .read_write_lock(&key)
+            .write()
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none());
+        let upgrade = rw.write().try_acquire().await.unwrap_err();
+        assert!(
+            matches!(upgrade, LockError::UpgradeRefused { .. }),
+            "{upgrade}"
+        );
+        r.release().await.unwrap();
+        other.release().await.unwrap();
+    })
+    .await;
+}
+
+/// W(a) holds, W(b) queues, a reads beside its write (downgrade), then releases the write: the
+/// writer queued before the read must still wait for the downgraded reader.
+pub(crate) async fn rw_downgraded_reader_blocks_an_earlier_queued_writer<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(
+        &a,
+        "rw_downgraded_reader_blocks_an_earlier_queued_writer",
+        |p| p.read_write,
+    ) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-downgrade-queued");
+        let b = h.client().await;
+        let rw = a.read_write_lock(&key);
+        let w = rw.write().await.unwrap();
+        let granted = Arc::new(AtomicUsize::new(0));
+        let writer = tokio::spawn({
+            let (b, key, granted) = (b.clone(), key.clone(), granted.clone());
+            async move {
+                let guard = b.read_write_lock(&key).write().await.unwrap();
+                granted.fetch_add(1, Ordering::SeqCst);
+                guard
+            }
+        });
+        eventually("the other writer queued", || async {
+            rw_queue(&a, &key).await == 1
+        })
+        .await;
+        let r = rw
+            .read()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("a writer may read");
+        w.release().await.unwrap();
+        // Nothing signals a grant that must not happen: give it the time one would take.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            granted.load(Ordering::SeqCst),
+            0,
+            "a writer was granted while the downgraded reader read"
+        );
+        r.release().await.unwrap();
+        let other = tokio::time::timeout(Duration::from_secs(5), writer)
+            .await
+            .expect("the queued writer got the lock once the reader left")
+            .unwrap();
+        other.release().await.unwrap();
+    })
+    .await;
+}
+
+/// A reader that crashes frees its own share when its lease runs out, and only its own.
+pub(crate) async fn rw_crashed_reader_frees_its_share_only<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(&a, "rw_crashed_reader_frees_its_share_only", |p| {
+        p.read_write
+    }) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-crash");
+        let (b, c) = (h.client().await, h.client().await);
+        let crashed = a
+            .read_write_lock(&key)
+            .read()
+            .lease_ttl(Duration::from_millis(400))
+            .await
+            .unwrap();
+        let lost = crashed.lost();
+        crashed.abandon();
+        let alive = b.read_write_lock(&key).read().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), lost)
+            .await
+            .unwrap();
+        // Past the crashed reader's lease (and the drift margin): still one reader in.
+        let margin = Duration::from_millis(200);
+        tokio::time::sleep(margin).await;
+        assert!(c
+            .read_write_lock(&key)
+            .write()
+            .try_acquire()
+            .await
+            .unwrap()
+            .is_none());
+        assert!(!alive.is_lost());
+        alive.release().await.unwrap();
+        let w = c
+            .read_write_lock(&key)
+            .write()
+            .acquire_within(Duration::from_secs(5))
+            .await;
+        w.unwrap()
+            .expect("free once the live reader left")
+            .release()
+            .await
+            .unwrap();
+    })
+    .await;
+}
+
+/// A writer's fencing token is larger than every token handed out before it, reads included.
+pub(crate) async fn rw_writer_fence_exceeds_earlier_tokens<H: Harness>(h: &H) {
+    let a = h.client().await;
+    if !offers(&a, "rw_writer_fence_exceeds_earlier_tokens", |p| {
+        p.read_write
+    }) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-fence");
+        let b = h.client().await;
+        let mut largest = 0;
+        for _ in 0..3 {
+            let r1 = a.read_write_lock(&key).read().await.unwrap();
+            let r2 = b.read_write_lock(&key).read().await.unwrap();
+            largest = largest
+                .max(r1.fencing_token().get())
+                .max(r2.fencing_token().get());
+            r1.release().await.unwrap();
+            r2.release().await.unwrap();
+            let w = a.read_write_lock(&key).write().await.unwrap();
+            assert!(w.fencing_token().get() > largest);
+            largest = w.fencing_token().get();
+            w.release().await.unwrap();
+        }
+    })
+    .await;
+}
+
+/// Tasks reading and writing at random: a writer never overlaps anyone.
+pub(crate) async fn rw_excludes<H: Harness>(h: &H) {
+    let probe = h.client().await;
+    if !offers(&probe, "rw_excludes", |p| p.read_write) {
+        return;
+    }
+    bounded(async {
+        let key = unique_key("rw-exclusion");
+        let readers = Arc::new(AtomicUsize::new(0));
+        let writers = Arc::new(AtomicUsize::new(0));
+        let violations = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for t in 0..6 {
+            let client = h.client().await;
+            let (key, readers, writers, violations) = (
+                key.clone(),
+                readers.clone(),
+                writers.clone(),
+                violations.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let rw = client.read_write_lock(&key);
+                for i in 0..12 {
+                    if (t + i) % 3 == 0 {
+                        let w = rw.write().await.unwrap();
+                        if writers.fetch_add(1, Ordering::SeqCst) != 0
+                            || readers.load(Ordering::SeqCst) != 0
+                        {
+                            violations.fetch_add(1, Ordering::SeqCst);
+                        }
+                        tokio::task::yield_now().await;
+                        writers.fetch_sub(1, Ordering::SeqCst);
+                        w.release().await.unwrap();
+                    } else {
+                        let r = rw.read().await.unwrap();
+                        readers.fetch_add(1, Ordering::SeqCst);
+                        if writers.load(Ordering::SeqCst) != 0 {
+                            violations.fetch_add(1, Ordering::SeqCst);
+                        }
+                        tokio::task::yield_now().await;
+                        readers.fetch_sub(1, Ordering::SeqCst);
+                        r.release().await.unwrap();
+                    }
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(violations.load(Ordering::SeqCst), 0, "a writer overlapped");
+    })
+    .await;
+}

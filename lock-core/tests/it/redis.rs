@@ -1,0 +1,349 @@
+//! The conformance suite on a real Redis server, plus Redis-specific failure checks.
+//!
+//! The server comes from `LOCK_TEST_REDIS_URL` (`cargo xtask test` starts one and sets it).
+//! Without it the suite fails when `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` is set, and otherwise
+//! says loudly that it skipped.
+
+use std::time::Duration;
+
+use lock_core::backend::LeaseKind;
+use lock_core::{LockClient, LockError, RedisBackend};
+
+use crate::conformance::{conformance_suite, unique_key, Harness};
+use crate::primitives::primitives_suite;
+
+struct Redis {
+    url: String,
+    admin: redis::aio::MultiplexedConnection,
+    names: RedisBackend,
+}
+
+async fn redis() -> Option<Redis> {
+    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    let admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach Redis at {url}: {e}"));
+    let names = RedisBackend::connect(&url).await.unwrap();
+    Some(Redis { url, admin, names })
+}
+
+impl Harness for Redis {
+    async fn client(&self) -> LockClient {
+        let backend = RedisBackend::connect(&self.url).await.unwrap();
+        LockClient::builder(backend)
+            .namespace("conformance")
+            .build()
+            .unwrap()
+    }
+
+    async fn delete_behind(&self, full_key: &str) {
+        let deleted: i64 = redis::cmd("DEL")
+            .arg(self.names.redis_key(full_key))
+            .query_async(&mut self.admin.clone())
+            .await
+            .unwrap();
+        assert_eq!(deleted, 1, "nothing to delete");
+    }
+
+    async fn queued(&self, full_key: &str) -> usize {
+        redis::cmd("ZCARD")
+            .arg(self.names.waiters_key(full_key))
+            .query_async(&mut self.admin.clone())
+            .await
+            .unwrap()
+    }
+}
+
+conformance_suite!(redis());
+primitives_suite!(redis());
+
+/// An unreachable server is a typed, fail-closed error, quickly.
+#[tokio::test]
+async fn unreachable_server_is_unavailable() {
+    let started = tokio::time::Instant::now();
+    let err = RedisBackend::builder("redis://127.0.0.1:1/")
+        .response_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let err = RedisBackend::connect("not a url").await.unwrap_err();
+    assert!(matches!(err, LockError::InvalidConfig(_)), "{err}");
+}
+
+/// A key the server keeps as another type is a backend error, not a panic or a grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_data_under_the_key_is_an_error() {
+    let Some(h) = redis().await else { return };
+    let client = h.client().await;
+    let key = unique_key("foreign");
+    let full = format!("conformance:{key}");
+    let _: () = redis::cmd("HSET")
+        .arg(h.names.redis_key(&full))
+        .arg("field")
+        .arg("not a lock")
+        .query_async(&mut h.admin.clone())
+        .await
+        .unwrap();
+    let err = client.lock(&key).try_acquire().await.unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+}
+
+/// Milliseconds until `key` expires: -1 when it never does, -2 when it does not exist.
+async fn pttl(h: &Redis, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut h.admin.clone())
+        .await
+        .unwrap()
+}
+
+/// Nothing a lock leaves in Redis lives forever: after locks on many one-off keys (some with
+/// waiters that gave up), every key under their hash tags expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_lock_key_lives_forever() {
+    let Some(h) = redis().await else { return };
+    let (a, b) = (h.client().await, h.client().await);
+    let retention = i64::try_from(lock_core::redis::FENCE_RETENTION.as_millis()).unwrap();
+    for round in 0..50 {
+        let key = unique_key("one-off");
+        let guard = a.lock(&key).await.unwrap();
+        if round % 5 == 0 {
+            let waited = b
+                .lock(&key)
+                .acquire_within(Duration::from_millis(30))
+                .await
+                .unwrap();
+            assert!(waited.is_none());
+        }
+        let full = guard.key().full().to_owned();
+        guard.release().await.unwrap();
+        let lock_key = h.names.redis_key(&full);
+        assert_eq!(
+            pttl(&h, &lock_key).await,
+            -2,
+            "the lock key outlived its release"
+        );
+        let fence = pttl(&h, &format!("{lock_key}:fence")).await;
+        assert!(
+            0 < fence && fence <= retention,
+            "fence counter TTL {fence} ms"
+        );
+        let waiters = pttl(&h, &h.names.waiters_key(&full)).await;
+        assert!(
+            waiters == -2 || waiters > 0,
+            "waiter queue TTL {waiters} ms"
+        );
+    }
+}
+
+/// A client's fence retention bounds how long the fencing counter outlives each grant;
+/// `keep_fence_for` raises it for data kept under the token, and a later grant never lowers
+/// it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fencing_counter_lives_as_long_as_asked() {
+    let Some(h) = redis().await else { return };
+    let backend = RedisBackend::connect(&h.url).await.unwrap();
+    let short = Duration::from_secs(2);
+    let client = LockClient::builder(backend)
+        .namespace("conformance")
+        .fence_retention(short)
+        .build()
+        .unwrap();
+    let key = unique_key("retention");
+    let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    let guard = client.lock(&key).await.unwrap();
+    let granted = pttl(&h, &fence_key).await;
+    assert!(0 < granted && granted <= 2_000, "counter TTL {granted} ms");
+    guard.keep_fence_for(Duration::from_secs(60)).await.unwrap();
+    guard.release().await.unwrap();
+    let kept = pttl(&h, &fence_key).await;
+    assert!(
+        kept > 50_000,
+        "counter TTL {kept} ms after keep_fence_for(60 s)"
+    );
+    let again = client.lock(&key).await.unwrap();
+    let after = pttl(&h, &fence_key).await;
+    assert!(
+        after > 50_000,
+        "a grant lowered the counter's TTL to {after} ms"
+    );
+    again.release().await.unwrap();
+}
+
+/// Fencing tokens keep increasing when the counter is gone: expired after its retention, or
+/// lost in a restart without persistence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_survives_a_lost_counter() {
+    let Some(h) = redis().await else { return };
+    let client = h.client().await;
+    let key = unique_key("fence-reset");
+    let first = client.lock(&key).await.unwrap();
+    let before = first.fencing_token();
+    first.release().await.unwrap();
+    let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    assert!(pttl(&h, &fence_key).await > 0, "the counter has no expiry");
+    let _: i64 = redis::cmd("DEL")
+        .arg(&fence_key)
+        .query_async(&mut h.admin.clone())
+        .await
+        .unwrap();
+    let second = client.lock(&key).await.unwrap();
+    assert!(
+        second.fencing_token() > before,
+        "{} !> {before}",
+        second.fencing_token()
+    );
+}
+
+/// A backend on the application's own `redis::Client`, and one on its client and
+/// `ConnectionManager`: both lock, and a release by one wakes a waiter of the other through
+/// the subscription each opened from its client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backends_from_a_client_and_from_parts() {
+    let Some(h) = redis().await else { return };
+    let client = redis::Client::open(h.url.as_str()).unwrap();
+    let manager = redis::aio::ConnectionManager::new(client.clone())
+        .await
+        .unwrap();
+    let from_client = RedisBackend::builder_from_client(client.clone())
+        .key_prefix("byo")
+        .connect()
+        .await
+        .unwrap();
+    let from_parts = RedisBackend::builder_from_parts(client.clone(), manager.clone())
+        .key_prefix("byo")
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(from_client.redis_key("ns:k"), "byo:{#ns:k}");
+    let (a, b) = (
+        LockClient::builder(from_client.clone())
+            .namespace("byo")
+            .build()
+            .unwrap(),
+        LockClient::builder(from_parts.clone())
+            .namespace("byo")
+            .build()
+            .unwrap(),
+    );
+    let key = unique_key("byo");
+    let held = b.lock(&key).await.unwrap();
+    // The lock lives on the application's connection too.
+    let stored: Option<String> = redis::cmd("GET")
+        .arg(from_parts.redis_key(held.key().full()))
+        .query_async(&mut manager.clone())
+        .await
+        .unwrap();
+    assert!(stored.is_some_and(|v| v.ends_with(&format!(":{}", held.fencing_token().get()))));
+    let waiter = tokio::spawn({
+        let key = key.clone();
+        async move {
+            let started = tokio::time::Instant::now();
+            let guard = a.lock(&key).await.unwrap();
+            let waited = started.elapsed();
+            guard.release().await.unwrap();
+            waited
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while b.queue_length(LeaseKind::Exclusive, &key).await.unwrap() == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await; // the queue lives in Redis
+        }
+    })
+    .await
+    .expect("the waiter queued");
+    held.release().await.unwrap();
+    let waited = waiter.await.unwrap();
+    assert!(from_client.wakeups_received() >= 1, "no wake-up message");
+    assert!(
+        waited < Duration::from_millis(900),
+        "woken after {waited:?}"
+    );
+    // The shortcuts take the same sources.
+    let shortcut = RedisBackend::from_parts(client.clone(), manager)
+        .await
+        .unwrap();
+    assert_eq!(shortcut.redis_key("ns:k"), "lock:{#ns:k}");
+    RedisBackend::from_client(client).await.unwrap();
+}
+
+/// With `redis-tls`, a `rediss://` URL makes a TLS connection: against the plain-text test
+/// server the handshake fails with an error (rustls found its crypto provider by itself; a
+/// missing one would panic here), quickly.
+#[cfg(feature = "redis-tls")]
+#[tokio::test]
+async fn tls_url_speaks_tls() {
+    let Some(h) = redis().await else { return };
+    let tls_url = h.url.replacen("redis://", "rediss://", 1);
+    let started = tokio::time::Instant::now();
+    let err = RedisBackend::builder(&tls_url)
+        .response_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// A waiter that was woken (its queue entry popped by a release) and then beaten to the key by
+/// a newcomer goes back to the front of the queue, not the back: the next release wakes it
+/// again, before waiters that came after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_beaten_waiter_keeps_its_place() {
+    let Some(h) = redis().await else { return };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let key = unique_key("keeps-place");
+        let holder = h.client().await;
+        let guard = holder.lock(&key).await.unwrap();
+        let full = guard.key().full().to_owned();
+        let queue = h.names.waiters_key(&full);
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        for name in ["first", "second"] {
+            let client = h.client().await;
+            let (key, order) = (key.clone(), order.clone());
+            waiters.push(tokio::spawn(async move {
+                let guard = client.lock(&key).await.unwrap();
+                order.lock().unwrap().push(name);
+                guard.release().await.unwrap();
+            }));
+            let before = waiters.len();
+            while h.queued(&full).await < before {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        // What a release does to the first waiter before a newcomer wins the key: pop it.
+        let popped: Vec<String> = redis::cmd("ZPOPMIN")
+            .arg(&queue)
+            .query_async(&mut h.admin.clone())
+            .await
+            .unwrap();
+        assert_eq!(popped.len(), 2, "the first waiter was queued");
+        // Its re-check (timer) puts it back: at the front.
+        let front = loop {
+            let front: Vec<String> = redis::cmd("ZRANGE")
+                .arg(&queue)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut h.admin.clone())
+                .await
+                .unwrap();
+            if front.len() == 2 {
+                break front;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert_eq!(front[0], popped[0], "the beaten waiter went to the back");
+        guard.release().await.unwrap();
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["first", "second"]);
+    })
+    .await
+    .expect("bounded");
+}

@@ -100,4 +100,26 @@ impl Capabilities {
             primitives: Primitives::NONE,
         }
     }
+
+    /// Everything a lease backend can declare: cross-process, pushed wake-ups, leases that
+    /// expire, losses reported as they happen, and every primitive (Redis, ZooKeeper and etcd
+    /// declare this).
+    ///
+    /// ```
+    /// use lock_core::backend::{Capabilities, Primitives};
+    ///
+    /// let full = Capabilities::full("mine");
+    /// assert!(full.push_wakeups && full.loss_push && full.primitives == Primitives::ALL);
+    /// ```
+    #[must_use]
+    pub const fn full(backend: &'static str) -> Self {
+        Self {
+            backend,
+            cross_process: true,
+            push_wakeups: true,
+            lease_expiry: true,
+            loss_push: true,
+            primitives: Primitives::ALL,
+        }
+    }
 }

@@ -8,9 +8,7 @@ use super::held::Held;
 use super::look::Spec;
 use super::queue::Turn;
 use super::{keys, EtcdBackend, EtcdLease, BACKEND};
-use crate::backend::{
-    Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits, Primitives,
-};
+use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits};
 use crate::breaker::Breaker;
 use crate::Result;
 
@@ -18,19 +16,7 @@ impl LockBackend for EtcdBackend {
     type Lease = EtcdLease;
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new(BACKEND);
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn breaker(&self) -> Option<&Breaker> {
-        Some(&self.shared.breaker)
-    }
-
-    fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        Capabilities::full(BACKEND)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<EtcdLease>>> {
@@ -89,5 +75,13 @@ impl LockBackend for EtcdBackend {
             abandoned.owner,
         );
         Ok(self.delete_quietly(entry).await)
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 }

@@ -13,7 +13,6 @@ use super::state::{Family, Holder, Verdict, Waiter};
 use super::{MemoryBackend, MemoryLease, Slot};
 use crate::backend::{
     Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
-    Primitives,
 };
 use crate::lock::held::lock;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
@@ -22,16 +21,10 @@ impl LockBackend for MemoryBackend {
     type Lease = MemoryLease;
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new("memory");
-        caps.cross_process = false;
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        Capabilities {
+            cross_process: false,
+            ..Capabilities::full("memory")
+        }
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<MemoryLease>>> {
@@ -176,6 +169,10 @@ impl LockBackend for MemoryBackend {
             keys.remove(&slot);
         }
         Ok(found)
+    }
+
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 }
 

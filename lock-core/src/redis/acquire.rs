@@ -10,9 +10,7 @@ use super::keys::LockKeys;
 use super::primitive_keys::Family;
 use super::queue::Waiting;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
-use crate::backend::{
-    Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits, Primitives,
-};
+use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits};
 use crate::breaker::Breaker;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
@@ -54,19 +52,7 @@ impl LockBackend for RedisBackend {
     type Lease = RedisLease;
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new(BACKEND);
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn breaker(&self) -> Option<&Breaker> {
-        Some(&self.shared.breaker)
-    }
-
-    fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        Capabilities::full(BACKEND)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedisLease>>> {
@@ -209,5 +195,13 @@ impl LockBackend for RedisBackend {
             .arg(&self.shared.hub.channel_prefix);
         let released: i64 = self.run("release", &invocation).await?;
         Ok(released == 1)
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 }

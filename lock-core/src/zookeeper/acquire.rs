@@ -15,7 +15,6 @@ use super::{is_session_end, queue, ZooKeeperBackend, ZooKeeperLease, BACKEND};
 use crate::backend::queue_rule::{admit, QueueEntry};
 use crate::backend::{
     Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
-    Primitives,
 };
 use crate::breaker::Breaker;
 use crate::{LockError, OwnerToken, Result};
@@ -199,19 +198,7 @@ impl LockBackend for ZooKeeperBackend {
     type Lease = ZooKeeperLease;
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new(BACKEND);
-        caps.push_wakeups = true;
-        caps.loss_push = true;
-        caps.primitives = Primitives::ALL;
-        caps
-    }
-
-    fn breaker(&self) -> Option<&Breaker> {
-        Some(&self.shared.breaker)
-    }
-
-    fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        Capabilities::full(BACKEND)
     }
 
     async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<ZooKeeperLease>>> {
@@ -244,5 +231,13 @@ impl LockBackend for ZooKeeperBackend {
             Ok(found)
         })
         .await
+    }
+
+    fn breaker(&self) -> Option<&Breaker> {
+        Some(&self.shared.breaker)
+    }
+
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::all(self)
     }
 }

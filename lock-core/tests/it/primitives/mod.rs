@@ -9,7 +9,7 @@
 
 mod fair;
 mod latch;
-mod read_write;
+pub(crate) mod read_write;
 mod semaphore;
 
 pub(crate) use fair::*;

@@ -5,13 +5,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::backend::LeaseKind;
-use lock_core::LockError;
+use lock_core::{LockClient, LockError, LockGuard};
 
 use super::offers;
 use crate::conformance::{bounded, eventually, unique_key, Harness};
 
-async fn rw_queue(client: &lock_core::LockClient, key: &str) -> usize {
+async fn rw_queue(client: &LockClient, key: &str) -> usize {
     client.queue_length(LeaseKind::Write, key).await.unwrap()
+}
+
+/// A read share of `key` if one is free right now.
+pub(crate) async fn try_read(client: &LockClient, key: &str) -> Option<LockGuard> {
+    client
+        .read_write_lock(key)
+        .read()
+        .try_acquire()
+        .await
+        .unwrap()
+}
+
+/// The write lock of `key` if it is free right now.
+pub(crate) async fn try_write(client: &LockClient, key: &str) -> Option<LockGuard> {
+    client
+        .read_write_lock(key)
+        .write()
+        .try_acquire()
+        .await
+        .unwrap()
 }
 
 /// Readers on separate clients share; a writer waits for all of them.
@@ -24,33 +44,15 @@ pub(crate) async fn rw_readers_share_writer_excludes<H: Harness>(h: &H) {
         let key = unique_key("rw-share");
         let (b, c) = (h.client().await, h.client().await);
         let r1 = a.read_write_lock(&key).read().await.unwrap();
-        let r2 = b.read_write_lock(&key).read().try_acquire().await.unwrap();
+        let r2 = try_read(&b, &key).await;
         let r2 = r2.expect("readers share");
-        assert!(c
-            .read_write_lock(&key)
-            .write()
-            .try_acquire()
-            .await
-            .unwrap()
-            .is_none());
+        assert!(try_write(&c, &key).await.is_none());
         r1.release().await.unwrap();
-        assert!(c
-            .read_write_lock(&key)
-            .write()
-            .try_acquire()
-            .await
-            .unwrap()
-            .is_none());
+        assert!(try_write(&c, &key).await.is_none());
         r2.release().await.unwrap();
-        let w = c.read_write_lock(&key).write().try_acquire().await.unwrap();
+        let w = try_write(&c, &key).await;
         let w = w.expect("free after the last reader");
-        assert!(a
-            .read_write_lock(&key)
-            .read()
-            .try_acquire()
-            .await
-            .unwrap()
-            .is_none());
+        assert!(try_read(&a, &key).await.is_none());
         w.release().await.unwrap();
     })
     .await;
@@ -75,12 +77,7 @@ pub(crate) async fn rw_waiting_writer_blocks_new_readers<H: Harness>(h: &H) {
         })
         .await;
         assert!(
-            c.read_write_lock(&key)
-                .read()
-                .try_acquire()
-                .await
-                .unwrap()
-                .is_none(),
+            try_read(&c, &key).await.is_none(),
             "a new reader overtook a waiting writer"
         );
         let late_reader = tokio::spawn({
@@ -124,15 +121,9 @@ pub(crate) async fn rw_downgrade_and_no_upgrade<H: Harness>(h: &H) {
         assert!(r.fencing_token() > w.fencing_token());
         w.release().await.unwrap();
         // Downgraded: others may read now, nobody may write.
-        let other = b.read_write_lock(&key).read().try_acquire().await.unwrap();
+        let other = try_read(&b, &key).await;
         let other = other.expect("readers share after the downgrade");
-        assert!(c
-            .read_write_lock(&key)
-            .write()
-            .try_acquire()
-            .await
-            .unwrap()
-            .is_none());
+        assert!(try_write(&c, &key).await.is_none());
         let upgrade = rw.write().try_acquire().await.unwrap_err();
         assert!(
             matches!(upgrade, LockError::UpgradeRefused { .. }),
@@ -223,13 +214,7 @@ pub(crate) async fn rw_crashed_reader_frees_its_share_only<H: Harness>(h: &H) {
         // Past the crashed reader's lease (and the drift margin): still one reader in.
         let margin = Duration::from_millis(200);
         tokio::time::sleep(margin).await;
-        assert!(c
-            .read_write_lock(&key)
-            .write()
-            .try_acquire()
-            .await
-            .unwrap()
-            .is_none());
+        assert!(try_write(&c, &key).await.is_none());
         assert!(!alive.is_lost());
         alive.release().await.unwrap();
         let w = c

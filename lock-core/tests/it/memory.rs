@@ -2,17 +2,14 @@
 
 use lock_core::{LockClient, MemoryBackend};
 
-use crate::conformance::{conformance_suite, Harness};
+use crate::conformance::{self, conformance_suite, Harness};
 use crate::primitives::primitives_suite;
 
 struct Memory(MemoryBackend);
 
 impl Harness for Memory {
     async fn client(&self) -> LockClient {
-        LockClient::builder(self.0.clone())
-            .namespace("conformance")
-            .build()
-            .unwrap()
+        conformance::client_on(self.0.clone())
     }
 
     async fn delete_behind(&self, full_key: &str) {

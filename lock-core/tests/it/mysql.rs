@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use lock_core::{LockClient, MySqlBackend};
 
-use crate::conformance::{conformance_suite, unique_key, Harness};
+use crate::conformance::{self, conformance_suite, unique_key, Harness};
 use crate::sql_support::{
     announce_and_wait, bad_settings_are_typed, hold_request, server_url, sql_suite, sweep_case,
     SqlHarness,
@@ -40,10 +40,7 @@ impl Harness for Mysql {
     async fn client(&self) -> LockClient {
         let backend = MySqlBackend::connect(&self.url).await.unwrap();
         self.backends.lock().unwrap().push(backend.clone());
-        LockClient::builder(backend)
-            .namespace("conformance")
-            .build()
-            .unwrap()
+        conformance::client_on(backend)
     }
 
     async fn delete_behind(&self, full_key: &str) {

@@ -29,6 +29,42 @@ pub(crate) trait Harness: Send + Sync + 'static {
 /// Every check is bounded: a hang is a failure, not a stuck CI run.
 const BOUND: Duration = Duration::from_secs(30);
 
+/// A client on `backend` in the suites' namespace (`conformance`).
+pub(crate) fn client_on(backend: impl lock_core::LockBackend) -> LockClient {
+    LockClient::builder(backend)
+        .namespace("conformance")
+        .build()
+        .unwrap()
+}
+
+/// `connect` (to a server that is not there, or does not speak its protocol) fails with an
+/// unavailable error, within 5 s: typed and fail-closed, quickly.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+pub(crate) async fn unavailable_quickly<T>(
+    connect: impl std::future::Future<Output = lock_core::Result<T>>,
+) {
+    let started = tokio::time::Instant::now();
+    let Err(err) = connect.await else {
+        panic!("connected");
+    };
+    assert!(err.is_unavailable(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// `connect` is refused as a bad setting ([`LockError::InvalidConfig`](lock_core::LockError)).
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+pub(crate) async fn refused_as_config<T>(
+    connect: impl std::future::Future<Output = lock_core::Result<T>>,
+) {
+    let Err(err) = connect.await else {
+        panic!("connected");
+    };
+    assert!(
+        matches!(err, lock_core::LockError::InvalidConfig(_)),
+        "{err}"
+    );
+}
+
 /// A key no earlier run used (Redis keeps fencing counters).
 pub(crate) fn unique_key(name: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);

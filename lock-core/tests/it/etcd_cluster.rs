@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use lock_core::testing::cluster::EtcdCluster;
-use lock_core::{EtcdBackend, LockClient};
+use lock_core::EtcdBackend;
 
 use crate::cluster_support::{data_dir, failover, require};
 
@@ -21,15 +21,11 @@ async fn etcd_cluster_survives_follower_and_leader_loss() {
     let cluster = EtcdCluster::start(data_dir("etcd-cluster")).unwrap();
     let key = format!("cluster:{}", std::process::id());
     failover(cluster, &key, |url| async move {
-        let backend = EtcdBackend::builder(&url)
+        EtcdBackend::builder(&url)
             .connect_timeout(Duration::from_secs(2))
             .response_timeout(Duration::from_secs(2))
             .connect()
             .await
-            .unwrap();
-        LockClient::builder(backend)
-            .namespace("failover")
-            .build()
             .unwrap()
     })
     .await;

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use lock_core::testing::cluster::{ZooKeeperEnsemble, ZOOKEEPER_JAR};
-use lock_core::{LockClient, ZooKeeperBackend};
+use lock_core::ZooKeeperBackend;
 
 use crate::cluster_support::{data_dir, failover, require};
 
@@ -26,15 +26,11 @@ async fn zookeeper_ensemble_survives_follower_and_leader_loss() {
     let ensemble = ZooKeeperEnsemble::start(data_dir("zk-ensemble")).unwrap();
     let key = format!("ensemble:{}", std::process::id());
     failover(ensemble, &key, |url| async move {
-        let backend = ZooKeeperBackend::builder(url)
+        ZooKeeperBackend::builder(url)
             .session_timeout(Duration::from_secs(4))
             .connect_timeout(Duration::from_secs(3))
             .connect()
             .await
-            .unwrap();
-        LockClient::builder(backend)
-            .namespace("failover")
-            .build()
             .unwrap()
     })
     .await;

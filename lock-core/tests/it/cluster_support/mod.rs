@@ -168,18 +168,30 @@ pub(crate) fn spawn_workload(
 }
 
 /// Runs the scenario described in the module docs on `cluster` (bounded to 90 s) and checks
-/// it; then stops the members and removes their data. `client` builds a client (on its own
-/// backend connection) for a URL list.
-pub(crate) async fn failover<C, F, Fut>(mut cluster: C, key: &str, client: F)
+/// it; then stops the members and removes their data. `backend` connects a backend of its own
+/// to a URL list (each client gets one, in the `failover` namespace).
+pub(crate) async fn failover<C, F, Fut, B>(mut cluster: C, key: &str, backend: F)
 where
     C: Cluster,
     F: Fn(String) -> Fut,
-    Fut: std::future::Future<Output = LockClient>,
+    Fut: std::future::Future<Output = B>,
+    B: lock_core::LockBackend,
 {
     let started = Instant::now();
-    tokio::time::timeout(Duration::from_secs(90), scenario(&mut cluster, key, client))
-        .await
-        .expect("the failover test ran past its bound");
+    tokio::time::timeout(
+        Duration::from_secs(90),
+        scenario(&mut cluster, key, |url| {
+            let connect = backend(url);
+            async move {
+                LockClient::builder(connect.await)
+                    .namespace("failover")
+                    .build()
+                    .unwrap()
+            }
+        }),
+    )
+    .await
+    .expect("the failover test ran past its bound");
     let dir = cluster.data_dir().to_owned();
     drop(cluster);
     std::fs::remove_dir_all(dir).ok();

@@ -233,21 +233,41 @@ async fn cancel_stops_the_body_when_the_lease_is_lost(rig: Rig) {
     assert!(took <= bound, "stopped after {took:?}, bound {bound:?}");
 }
 
-#[distributed_lock(key = "outran", name = "t", client = client)]
-async fn outran(
-    client: LockClient,
+/// A body's two moments: it says it started, then waits for the test to let it finish.
+struct Gate {
     started: oneshot::Sender<()>,
     proceed: oneshot::Receiver<()>,
-) -> Result<&'static str, LockError> {
-    started.send(()).ok();
-    proceed.await.ok();
-    Ok("finished")
+}
+
+impl Gate {
+    /// The gate, and the test's ends of it: `started` resolves once the body runs, sending
+    /// on `proceed` lets it finish.
+    fn new() -> (Self, oneshot::Receiver<()>, oneshot::Sender<()>) {
+        let (started, started_rx) = oneshot::channel();
+        let (proceed, proceed_rx) = oneshot::channel();
+        let gate = Self {
+            started,
+            proceed: proceed_rx,
+        };
+        (gate, started_rx, proceed)
+    }
+
+    /// Says the body started, waits to be let go, and finishes.
+    async fn pass(self) -> Result<&'static str, LockError> {
+        self.started.send(()).ok();
+        self.proceed.await.ok();
+        Ok("finished")
+    }
+}
+
+#[distributed_lock(key = "outran", name = "t", client = client)]
+async fn outran(client: LockClient, gate: Gate) -> Result<&'static str, LockError> {
+    gate.pass().await
 }
 
 async fn cancel_reports_a_loss_the_body_outran(rig: Rig) {
-    let (started, started_rx) = oneshot::channel();
-    let (proceed, proceed_rx) = oneshot::channel();
-    let call = tokio::spawn(outran(rig.client.clone(), started, proceed_rx));
+    let (gate, started_rx, proceed) = Gate::new();
+    let call = tokio::spawn(outran(rig.client.clone(), gate));
     started_rx.await.unwrap();
     // On Redis the body completes before the next renewal could notice the delete: the
     // release finds the lock gone, and the result must still be the lost lease.
@@ -260,20 +280,13 @@ async fn cancel_reports_a_loss_the_body_outran(rig: Rig) {
 }
 
 #[distributed_lock(key = "lost-ok", name = "t", client = client, on_lost = "continue")]
-async fn continued(
-    client: LockClient,
-    started: oneshot::Sender<()>,
-    proceed: oneshot::Receiver<()>,
-) -> Result<&'static str, LockError> {
-    started.send(()).ok();
-    proceed.await.ok();
-    Ok("finished")
+async fn continued(client: LockClient, gate: Gate) -> Result<&'static str, LockError> {
+    gate.pass().await
 }
 
 async fn continue_lets_the_body_finish(rig: Rig) {
-    let (started, started_rx) = oneshot::channel();
-    let (proceed, proceed_rx) = oneshot::channel();
-    let call = tokio::spawn(continued(rig.client.clone(), started, proceed_rx));
+    let (gate, started_rx, proceed) = Gate::new();
+    let call = tokio::spawn(continued(rig.client.clone(), gate));
     started_rx.await.unwrap();
     assert!(
         rig.delete_behind("t:lost-ok").await,

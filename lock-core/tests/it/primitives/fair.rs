@@ -7,7 +7,7 @@ use std::time::Duration;
 use lock_core::backend::LeaseKind;
 use tokio::time::Instant;
 
-use super::offers;
+use super::offered;
 use crate::conformance::{bounded, eventually, unique_key, Harness};
 
 async fn fair_queue(client: &lock_core::LockClient, key: &str) -> usize {
@@ -16,10 +16,9 @@ async fn fair_queue(client: &lock_core::LockClient, key: &str) -> usize {
 
 /// Waiters that queued one after another are granted in that order.
 pub(crate) async fn fair_grants_in_arrival_order<H: Harness>(h: &H) {
-    let first = h.client().await;
-    if !offers(&first, "fair_grants_in_arrival_order", |p| p.fair) {
+    let Some(first) = offered(h, "fair_grants_in_arrival_order", |p| p.fair).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("fair-order");
         let holder = first.fair_lock(&key).await.unwrap();
@@ -52,10 +51,9 @@ pub(crate) async fn fair_grants_in_arrival_order<H: Harness>(h: &H) {
 /// A newcomer does not take the lock while a waiter queues, not even in the moment after a
 /// release.
 pub(crate) async fn fair_never_barges<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "fair_never_barges", |p| p.fair) {
+    let Some(a) = offered(h, "fair_never_barges", |p| p.fair).await else {
         return;
-    }
+    };
     bounded(async {
         let (b, c) = (h.client().await, h.client().await);
         for round in 0..5 {
@@ -81,10 +79,9 @@ pub(crate) async fn fair_never_barges<H: Harness>(h: &H) {
 
 /// Tasks on separate clients never overlap, and each grant's fence is larger than the last.
 pub(crate) async fn fair_excludes<H: Harness>(h: &H) {
-    let probe = h.client().await;
-    if !offers(&probe, "fair_excludes", |p| p.fair) {
+    let Some(_probe) = offered(h, "fair_excludes", |p| p.fair).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("fair-exclusion");
         let inside = Arc::new(AtomicUsize::new(0));
@@ -130,10 +127,9 @@ pub(crate) async fn fair_excludes<H: Harness>(h: &H) {
 
 /// A waiter that gives up (timeout, abort) leaves the queue, and does not hold up the next.
 pub(crate) async fn fair_cancelled_waiter_leaves_nothing<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "fair_cancelled_waiter_leaves_nothing", |p| p.fair) {
+    let Some(a) = offered(h, "fair_cancelled_waiter_leaves_nothing", |p| p.fair).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("fair-cancel");
         let (b, c) = (h.client().await, h.client().await);
@@ -182,10 +178,9 @@ pub(crate) async fn fair_cancelled_waiter_leaves_nothing<H: Harness>(h: &H) {
 
 /// A holder that stops renewing loses the fair lock when its lease runs out; the waiter gets it.
 pub(crate) async fn fair_crashed_holder_expires<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "fair_crashed_holder_expires", |p| p.fair) {
+    let Some(a) = offered(h, "fair_crashed_holder_expires", |p| p.fair).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("fair-crash");
         let b = h.client().await;

@@ -4,15 +4,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::offers;
+use super::offered;
 use crate::conformance::{bounded, unique_key, Harness};
 
 /// Waiters on other clients return once the count reaches zero, and not before.
 pub(crate) async fn latch_opens_at_zero_by_push<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "latch_opens_at_zero_by_push", |p| p.latch) {
+    let Some(a) = offered(h, "latch_opens_at_zero_by_push", |p| p.latch).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("latch-push");
         let latch = a.latch(&key);
@@ -53,10 +52,9 @@ pub(crate) async fn latch_opens_at_zero_by_push<H: Harness>(h: &H) {
 
 /// A running latch cannot be set again; an expired one counts as zero and can be.
 pub(crate) async fn latch_set_count_and_expiry<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "latch_set_count_and_expiry", |p| p.latch) {
+    let Some(a) = offered(h, "latch_set_count_and_expiry", |p| p.latch).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("latch-expiry");
         let latch = a.latch(&key).expire_after(Duration::from_millis(300));
@@ -80,10 +78,9 @@ pub(crate) async fn latch_set_count_and_expiry<H: Harness>(h: &H) {
 
 /// A count of 0 and an expiry out of bounds are typed errors.
 pub(crate) async fn latch_bad_input_is_typed<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "latch_bad_input_is_typed", |p| p.latch) {
+    let Some(a) = offered(h, "latch_bad_input_is_typed", |p| p.latch).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("latch-bad");
         let err = a.latch(&key).try_set_count(0).await.unwrap_err();

@@ -20,6 +20,8 @@ pub(crate) use semaphore::*;
 use lock_core::backend::Primitives;
 use lock_core::LockClient;
 
+use crate::conformance::Harness;
+
 /// True when `client`'s backend offers the primitive `has` picks; prints a skip otherwise.
 pub(crate) fn offers(client: &LockClient, check: &str, has: impl Fn(Primitives) -> bool) -> bool {
     let caps = client.capabilities();
@@ -31,6 +33,17 @@ pub(crate) fn offers(client: &LockClient, check: &str, has: impl Fn(Primitives) 
         );
     }
     offered
+}
+
+/// A client of `h` when its backend offers the primitive `has` picks; `None` (and a printed
+/// skip) otherwise.
+pub(crate) async fn offered<H: Harness>(
+    h: &H,
+    check: &str,
+    has: impl Fn(Primitives) -> bool,
+) -> Option<LockClient> {
+    let client = h.client().await;
+    offers(&client, check, has).then_some(client)
 }
 
 /// Expands to one test per primitive check for the harness built by `$make`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use lock_core::backend::LeaseKind;
 use lock_core::{LockClient, LockError, LockGuard};
 
-use super::offers;
+use super::offered;
 use crate::conformance::{bounded, eventually, unique_key, Harness};
 
 async fn rw_queue(client: &LockClient, key: &str) -> usize {
@@ -36,10 +36,9 @@ pub(crate) async fn try_write(client: &LockClient, key: &str) -> Option<LockGuar
 
 /// Readers on separate clients share; a writer waits for all of them.
 pub(crate) async fn rw_readers_share_writer_excludes<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "rw_readers_share_writer_excludes", |p| p.read_write) {
+    let Some(a) = offered(h, "rw_readers_share_writer_excludes", |p| p.read_write).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-share");
         let (b, c) = (h.client().await, h.client().await);
@@ -60,10 +59,9 @@ pub(crate) async fn rw_readers_share_writer_excludes<H: Harness>(h: &H) {
 
 /// While a writer waits, newer readers wait behind it, so readers cannot starve writers.
 pub(crate) async fn rw_waiting_writer_blocks_new_readers<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "rw_waiting_writer_blocks_new_readers", |p| p.read_write) {
+    let Some(a) = offered(h, "rw_waiting_writer_blocks_new_readers", |p| p.read_write).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-writer-first");
         let (b, c) = (h.client().await, h.client().await);
@@ -103,10 +101,9 @@ pub(crate) async fn rw_waiting_writer_blocks_new_readers<H: Harness>(h: &H) {
 /// A writer may take the read lock (downgrade); a reader asking for the write lock is refused
 /// with a typed error instead of waiting for itself.
 pub(crate) async fn rw_downgrade_and_no_upgrade<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "rw_downgrade_and_no_upgrade", |p| p.read_write) {
+    let Some(a) = offered(h, "rw_downgrade_and_no_upgrade", |p| p.read_write).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-downgrade");
         let (b, c) = (h.client().await, h.client().await);
@@ -138,14 +135,15 @@ pub(crate) async fn rw_downgrade_and_no_upgrade<H: Harness>(h: &H) {
 /// W(a) holds, W(b) queues, a reads beside its write (downgrade), then releases the write: the
 /// writer queued before the read must still wait for the downgraded reader.
 pub(crate) async fn rw_downgraded_reader_blocks_an_earlier_queued_writer<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(
-        &a,
+    let Some(a) = offered(
+        h,
         "rw_downgraded_reader_blocks_an_earlier_queued_writer",
         |p| p.read_write,
-    ) {
+    )
+    .await
+    else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-downgrade-queued");
         let b = h.client().await;
@@ -190,12 +188,13 @@ pub(crate) async fn rw_downgraded_reader_blocks_an_earlier_queued_writer<H: Harn
 
 /// A reader that crashes frees its own share when its lease runs out, and only its own.
 pub(crate) async fn rw_crashed_reader_frees_its_share_only<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "rw_crashed_reader_frees_its_share_only", |p| {
+    let Some(a) = offered(h, "rw_crashed_reader_frees_its_share_only", |p| {
         p.read_write
-    }) {
+    })
+    .await
+    else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-crash");
         let (b, c) = (h.client().await, h.client().await);
@@ -233,12 +232,13 @@ pub(crate) async fn rw_crashed_reader_frees_its_share_only<H: Harness>(h: &H) {
 
 /// A writer's fencing token is larger than every token handed out before it, reads included.
 pub(crate) async fn rw_writer_fence_exceeds_earlier_tokens<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "rw_writer_fence_exceeds_earlier_tokens", |p| {
+    let Some(a) = offered(h, "rw_writer_fence_exceeds_earlier_tokens", |p| {
         p.read_write
-    }) {
+    })
+    .await
+    else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-fence");
         let b = h.client().await;
@@ -262,10 +262,9 @@ pub(crate) async fn rw_writer_fence_exceeds_earlier_tokens<H: Harness>(h: &H) {
 
 /// Tasks reading and writing at random: a writer never overlaps anyone.
 pub(crate) async fn rw_excludes<H: Harness>(h: &H) {
-    let probe = h.client().await;
-    if !offers(&probe, "rw_excludes", |p| p.read_write) {
+    let Some(_probe) = offered(h, "rw_excludes", |p| p.read_write).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("rw-exclusion");
         let readers = Arc::new(AtomicUsize::new(0));

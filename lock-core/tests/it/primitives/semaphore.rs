@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lock_core::backend::LeaseKind;
 
-use super::offers;
+use super::offered;
 use crate::conformance::{bounded, eventually, unique_key, Harness};
 
 async fn sem_queue(client: &lock_core::LockClient, key: &str) -> usize {
@@ -20,10 +20,9 @@ async fn sem_queue(client: &lock_core::LockClient, key: &str) -> usize {
 /// Many tasks taking 1 or 2 of 3 permits: the permits in use, counted by the resource, never
 /// exceed 3, and each permit is a lease with its own token and fence.
 pub(crate) async fn semaphore_never_over_grants<H: Harness>(h: &H) {
-    let probe = h.client().await;
-    if !offers(&probe, "semaphore_never_over_grants", |p| p.semaphore) {
+    let Some(probe) = offered(h, "semaphore_never_over_grants", |p| p.semaphore).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("sem-limit");
         let in_use = Arc::new(AtomicUsize::new(0));
@@ -58,10 +57,9 @@ pub(crate) async fn semaphore_never_over_grants<H: Harness>(h: &H) {
 
 /// 0 permits, more than the size, or a size of 0 are typed input errors.
 pub(crate) async fn semaphore_bad_counts_are_typed<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "semaphore_bad_counts_are_typed", |p| p.semaphore) {
+    let Some(a) = offered(h, "semaphore_bad_counts_are_typed", |p| p.semaphore).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("sem-bad");
         let semaphore = a.semaphore(&key, 3);
@@ -89,10 +87,9 @@ pub(crate) async fn semaphore_bad_counts_are_typed<H: Harness>(h: &H) {
 
 /// A request for many permits is not overtaken by a later request for few.
 pub(crate) async fn semaphore_is_first_come_first_served<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "semaphore_is_first_come_first_served", |p| p.semaphore) {
+    let Some(a) = offered(h, "semaphore_is_first_come_first_served", |p| p.semaphore).await else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("sem-fifo");
         let (b, c) = (h.client().await, h.client().await);
@@ -125,12 +122,10 @@ pub(crate) async fn semaphore_is_first_come_first_served<H: Harness>(h: &H) {
 /// Growing the semaphore lets waiters in; shrinking it takes nothing back and lets nobody in
 /// until the permits out are below the new size.
 pub(crate) async fn semaphore_resize_without_over_granting<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "semaphore_resize_without_over_granting", |p| {
-        p.semaphore
-    }) {
+    let Some(a) = offered(h, "semaphore_resize_without_over_granting", |p| p.semaphore).await
+    else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("sem-resize");
         let b = h.client().await;
@@ -172,12 +167,13 @@ pub(crate) async fn semaphore_resize_without_over_granting<H: Harness>(h: &H) {
 
 /// A holder that stops renewing loses its permits when its lease runs out.
 pub(crate) async fn semaphore_crashed_holder_frees_its_permits<H: Harness>(h: &H) {
-    let a = h.client().await;
-    if !offers(&a, "semaphore_crashed_holder_frees_its_permits", |p| {
+    let Some(a) = offered(h, "semaphore_crashed_holder_frees_its_permits", |p| {
         p.semaphore
-    }) {
+    })
+    .await
+    else {
         return;
-    }
+    };
     bounded(async {
         let key = unique_key("sem-crash");
         let b = h.client().await;

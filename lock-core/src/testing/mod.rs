@@ -25,7 +25,7 @@ mod runs;
 
 pub use log_lines::LogLines;
 pub use redis_server::{free_port, RedisServer};
-pub use runs::{Run, Runs};
+pub use runs::{Run, Runs, SuiteHandler};
 
 /// The env var that turns a missing test server into a failure.
 pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";

@@ -1,8 +1,9 @@
 //! [`Runs`]: what the suites' test handlers count of their runs, and the gate that holds a
 //! run inside the handler until the test lets it go.
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{watch, Semaphore};
@@ -185,5 +186,49 @@ impl<T> Drop for Run<'_, T> {
         if !self.answered {
             self.runs.cancelled.fetch_add(1, Ordering::SeqCst);
         }
+    }
+}
+
+/// A suite's test handler: [`Runs`] shared by its clones, what each run was given `T` (the
+/// lock or the claim the layer handed it). Each suite gives it its answer
+/// ([`keyed_lock::Handler`](super::keyed_lock::Handler),
+/// [`idempotency::Handler`](super::idempotency::Handler)); its counts are the [`Runs`]'.
+///
+/// ```
+/// use lock_core::testing::SuiteHandler;
+///
+/// let handler: SuiteHandler<&str> = SuiteHandler::new();
+/// let clone = handler.clone();
+/// clone.record("given");
+/// assert_eq!(handler.records(), ["given"], "clones share their runs");
+/// ```
+#[derive(Debug)]
+pub struct SuiteHandler<T>(Arc<Runs<T>>);
+
+impl<T> SuiteHandler<T> {
+    /// A handler that has not run yet, its gate closed.
+    #[must_use]
+    pub fn new() -> Self {
+        Self(Arc::new(Runs::new()))
+    }
+}
+
+impl<T> Clone for SuiteHandler<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> Default for SuiteHandler<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Deref for SuiteHandler<T> {
+    type Target = Runs<T>;
+
+    fn deref(&self) -> &Runs<T> {
+        &self.0
     }
 }

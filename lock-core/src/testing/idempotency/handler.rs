@@ -3,11 +3,9 @@
 //! lets it go.
 
 use std::future::Future;
-use std::ops::Deref;
-use std::sync::Arc;
 
 use crate::idempotency::ClaimInfo;
-use crate::testing::Runs;
+use crate::testing::SuiteHandler;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]
@@ -39,33 +37,16 @@ pub struct Reply {
 ///
 /// - `/status/{code}`: that status, body `status {code}, run {n}`;
 /// - `/large/{bytes}`: 201 with a body of that many `x`;
-/// - `/block`: counts as [entered](Runs::entered), then waits for a permit
-///   ([`open`](Runs::open)) before answering as any other path;
+/// - `/block`: counts as [entered](crate::testing::Runs::entered), then waits for a permit
+///   ([`open`](crate::testing::Runs::open)) before answering as any other path;
 /// - any other path: 201, `content-type: text/plain`, `x-run: {n}`, body
 ///   `run {n}: {method} {path} {body}`.
 ///
 /// `n` counts the runs (every path), from 1. A run dropped before it answers (the layer
-/// cancelled it) is counted as [cancelled](Runs::cancelled).
-#[derive(Debug, Clone, Default)]
-pub struct Handler(Arc<Runs<Option<ClaimInfo>>>);
-
-/// The handler's [`Runs`]: [`runs`](Runs::runs), [`cancelled`](Runs::cancelled),
-/// [`most_inside`](Runs::most_inside), [`entered`](Runs::entered), [`open`](Runs::open).
-impl Deref for Handler {
-    type Target = Runs<Option<ClaimInfo>>;
-
-    fn deref(&self) -> &Runs<Option<ClaimInfo>> {
-        &self.0
-    }
-}
+/// cancelled it) is counted as [cancelled](crate::testing::Runs::cancelled).
+pub type Handler = SuiteHandler<Option<ClaimInfo>>;
 
 impl Handler {
-    /// A handler that has not run yet, its gate closed.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The claim each run was given, in order.
     ///
     /// # Panics
@@ -82,9 +63,9 @@ impl Handler {
     }
 
     async fn run(self, call: Call) -> Reply {
-        let mut run = self.0.start();
+        let mut run = self.start();
         let n = run.number();
-        self.0.record(call.claim.clone());
+        self.record(call.claim.clone());
         if call.path == "/block" {
             run.hold().await;
         }

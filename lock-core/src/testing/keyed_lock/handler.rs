@@ -3,11 +3,9 @@
 //! and can be held inside a run until the test lets it go.
 
 use std::future::Future;
-use std::ops::Deref;
-use std::sync::Arc;
 
 use crate::http::keyed::LockInfo;
-use crate::testing::Runs;
+use crate::testing::SuiteHandler;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]
@@ -23,11 +21,11 @@ pub struct Call {
 /// and `text/plain` body `{key} {fence}` of the lock it runs under (`unlocked` without one).
 /// Cheap to clone; clones are the same application.
 ///
-/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](Runs::entered), then
-/// waits for a permit ([`open`](Runs::open)) before answering. A run dropped before it
-/// answers (the middleware cancelled it) is counted as [cancelled](Runs::cancelled).
+/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](crate::testing::Runs::entered), then
+/// waits for a permit ([`open`](crate::testing::Runs::open)) before answering. A run dropped before it
+/// answers (the middleware cancelled it) is counted as [cancelled](crate::testing::Runs::cancelled).
 ///
-/// Exclusion is counted, not assumed: [`most_inside`](Runs::most_inside) is the largest
+/// Exclusion is counted, not assumed: [`most_inside`](crate::testing::Runs::most_inside) is the largest
 /// number of runs that were inside the handler at the same moment.
 ///
 /// ```
@@ -45,26 +43,9 @@ pub struct Call {
 /// assert_eq!((handler.runs(), handler.most_inside()), (2, 1));
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct Handler(Arc<Runs<Option<LockInfo>>>);
-
-/// The handler's [`Runs`]: [`runs`](Runs::runs), [`cancelled`](Runs::cancelled),
-/// [`most_inside`](Runs::most_inside), [`entered`](Runs::entered), [`open`](Runs::open).
-impl Deref for Handler {
-    type Target = Runs<Option<LockInfo>>;
-
-    fn deref(&self) -> &Runs<Option<LockInfo>> {
-        &self.0
-    }
-}
+pub type Handler = SuiteHandler<Option<LockInfo>>;
 
 impl Handler {
-    /// A handler that has not run yet, its gate closed.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The lock each run was given, in the order they entered.
     ///
     /// # Panics
@@ -81,8 +62,8 @@ impl Handler {
     }
 
     async fn run(self, call: Call) -> String {
-        let mut run = self.0.start();
-        self.0.record(call.lock.clone());
+        let mut run = self.start();
+        self.record(call.lock.clone());
         if call.path.split('/').nth(1) == Some("hold") {
             run.hold().await;
         }

@@ -344,26 +344,49 @@ async fn a_waiting_duplicate_gets_the_replay(h: &impl Harness) {
     ));
 }
 
+/// A claim whose lease ran out and the retry that took its key over: the `zombie` claim of a
+/// `paused` instance (a 300 ms fixed lease), and the `retry` of a second instance, which waits
+/// for the key and gets it when the zombie's lease runs out. Both pay `cents` in scope `u`.
+struct Takeover {
+    paused: Idempotency,
+    retrying: Idempotency,
+    key: String,
+    zombie: Claim,
+    retry: Claim,
+}
+
+impl Takeover {
+    async fn of(h: &impl Harness, name: &str, cents: u32) -> Self {
+        let short = LeaseMode::fixed(Duration::from_millis(300));
+        let (paused, retrying) = (
+            h.instance(short).await,
+            h.instance(LeaseMode::default()).await,
+        );
+        let key = unique(name);
+        let zombie = runs(&paused, "u", &key, cents, InFlight::Conflict).await;
+        let wait = InFlight::Wait(Duration::from_secs(10));
+        let retry = runs(&retrying, "u", &key, cents, wait).await;
+        Self {
+            paused,
+            retrying,
+            key,
+            zombie,
+            retry,
+        }
+    }
+}
+
 /// A claim whose lease ran out (its process paused past it) is taken over by the retry; the
 /// paused handler's completion, arriving while the retry runs, is refused, and the retry's
 /// answer stands.
 async fn a_zombie_completion_is_refused(h: &impl Harness) {
-    let short = LeaseMode::fixed(Duration::from_millis(300));
-    let (paused, retrying) = (
-        h.instance(short).await,
-        h.instance(LeaseMode::default()).await,
-    );
-    let key = unique("zombie");
-    let zombie = runs(&paused, "u", &key, 8, InFlight::Conflict).await;
-    // The retry waits for the key: it gets it when the zombie's lease runs out.
-    let retry = runs(
-        &retrying,
-        "u",
-        &key,
-        8,
-        InFlight::Wait(Duration::from_secs(10)),
-    )
-    .await;
+    let Takeover {
+        paused,
+        retrying,
+        key,
+        zombie,
+        retry,
+    } = Takeover::of(h, "zombie", 8).await;
     assert!(retry.info().fence > zombie.info().fence);
     assert_eq!(
         zombie.complete(response("zombie")).await.unwrap(),
@@ -379,21 +402,7 @@ async fn a_zombie_completion_is_refused(h: &impl Harness) {
 }
 
 async fn a_zombie_completion_after_the_retry_completed_is_refused(h: &impl Harness) {
-    let short = LeaseMode::fixed(Duration::from_millis(300));
-    let (paused, retrying) = (
-        h.instance(short).await,
-        h.instance(LeaseMode::default()).await,
-    );
-    let key = unique("zombie-late");
-    let zombie = runs(&paused, "u", &key, 9, InFlight::Conflict).await;
-    let retry = runs(
-        &retrying,
-        "u",
-        &key,
-        9,
-        InFlight::Wait(Duration::from_secs(10)),
-    )
-    .await;
+    let Takeover { zombie, retry, .. } = Takeover::of(h, "zombie-late", 9).await;
     retry.complete(response("retry")).await.unwrap();
     match zombie.complete(response("zombie")).await.unwrap() {
         Completion::Superseded(Some(done)) => assert_eq!(done.response.body, b"retry"),

@@ -13,8 +13,8 @@ use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
 use lock_core::http::idempotency::{
-    reject, Begun, HttpIdempotency, HttpIdempotencyBuilder, IdempotencyCall, IdempotencyRules,
-    Plan, Ran, Reply, RequestBody,
+    reject, Begun, HttpIdempotency, HttpIdempotencyBuilder, IdempotencyCall, Plan, Ran, Reply,
+    RequestBody,
 };
 use lock_core::idempotency::Idempotency;
 use tracing::Instrument;
@@ -28,7 +28,7 @@ use crate::response::from_plain;
 /// [module docs](crate::idempotency)).
 ///
 /// Settings are the methods of lock-core's [`HttpIdempotencyBuilder`], shared with
-/// `lock_tower::IdempotencyLayer` (those of [`IdempotencyRules`], and the
+/// `lock_tower::IdempotencyLayer` (those of [`IdempotencyRules`](lock_core::http::idempotency::IdempotencyRules), and the
 /// [`scope`](HttpIdempotencyBuilder::scope) of a request, read from its [`ServiceRequest`]),
 /// checked by [`build`](HttpIdempotencyBuilder::build):
 ///
@@ -60,21 +60,17 @@ pub struct Idempotent {
 impl Idempotent {
     /// The middleware's settings, over `idempotency` (its records and claims: memory for one
     /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
-    /// across instances). Default rules: [`IdempotencyRules::new`]; every request in the
+    /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); every request in the
     /// anonymous scope.
     pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<ServiceRequest, Self> {
         HttpIdempotencyBuilder::new(idempotency)
     }
 
-    /// The idempotency client (for its [`stats`](Idempotency::stats), say).
+    /// What the middleware applies: its idempotency client (for its
+    /// [`stats`](Idempotency::stats), say) and its rules.
     #[must_use]
-    pub fn idempotency(&self) -> &Idempotency {
-        self.shared.idempotency()
-    }
-
-    /// The rules the middleware applies.
-    pub fn rules(&self) -> &IdempotencyRules {
-        self.shared.rules()
+    pub fn http_idempotency(&self) -> &HttpIdempotency<ServiceRequest> {
+        &self.shared
     }
 }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use http::request::Parts;
-use lock_core::http::idempotency::{HttpIdempotency, HttpIdempotencyBuilder, IdempotencyRules};
+use lock_core::http::idempotency::{HttpIdempotency, HttpIdempotencyBuilder};
 use lock_core::idempotency::Idempotency;
 use tower_layer::Layer;
 
@@ -13,7 +13,7 @@ use super::IdempotencyService;
 /// and answers its duplicates with its response (see the [module docs](crate::idempotency)).
 ///
 /// Settings are the methods of lock-core's [`HttpIdempotencyBuilder`], shared with
-/// lock-actix (those of [`IdempotencyRules`], and the
+/// lock-actix (those of [`IdempotencyRules`](lock_core::http::idempotency::IdempotencyRules), and the
 /// [`scope`](HttpIdempotencyBuilder::scope) of a request, read from its
 /// [`Parts`]), checked by [`build`](HttpIdempotencyBuilder::build):
 ///
@@ -44,21 +44,17 @@ pub struct IdempotencyLayer {
 impl IdempotencyLayer {
     /// The layer's settings, over `idempotency` (its records and claims: memory for one
     /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
-    /// across instances). Default rules: [`IdempotencyRules::new`]; every request in the
+    /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); every request in the
     /// anonymous scope.
     pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<Parts, Self> {
         HttpIdempotencyBuilder::new(idempotency)
     }
 
-    /// The idempotency client (for its [`stats`](Idempotency::stats), say).
+    /// What the layer applies: its idempotency client (for its
+    /// [`stats`](Idempotency::stats), say) and its rules.
     #[must_use]
-    pub fn idempotency(&self) -> &Idempotency {
-        self.shared.idempotency()
-    }
-
-    /// The rules the layer applies.
-    pub fn rules(&self) -> &IdempotencyRules {
-        self.shared.rules()
+    pub fn http_idempotency(&self) -> &HttpIdempotency<Parts> {
+        &self.shared
     }
 }
 

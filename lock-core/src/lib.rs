@@ -44,6 +44,9 @@
 //! confirmed before it ends. No lease-based lock can stop a holder that is paused past its lease
 //! from acting afterwards: that is what fencing tokens are for.
 
+// On docs.rs (`--cfg docsrs`, nightly): each feature-gated item shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // Each public module is the folder (or file) of its name: `cache/` is `lock_core::cache`.
 // `lock/` is the core lock (client, request, guard, watchdog, lost signal, errors), re-exported
 // at the root; `backend/` the trait family every store implements, and beside it each store.

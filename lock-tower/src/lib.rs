@@ -59,6 +59,9 @@
 //!
 //! [`LockClient`]: lock_core::LockClient
 
+// On docs.rs (`--cfg docsrs`, nightly): each feature-gated item shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod body;
 mod future;
 mod head;

@@ -73,6 +73,24 @@ pub(crate) fn run() -> Result<()> {
         "check lock-core --no-default-features",
         ["check", "-p", "lock-core", "--no-default-features"],
     ));
+    // The four published crates package and build from their packages alone, as crates.io
+    // would take them (lock-core and lock-macros depend on each other only through lock-core's
+    // optional `macros` feature and lock-macros' path-only dev-dependency).
+    steps.push(step(
+        "package the published crates",
+        [
+            "package",
+            "--allow-dirty",
+            "-p",
+            "lock-macros",
+            "-p",
+            "lock-core",
+            "-p",
+            "lock-tower",
+            "-p",
+            "lock-actix",
+        ],
+    ));
     steps.push(Step {
         name: "demo needs no server client".to_owned(),
         action: Action::DemoDeps,

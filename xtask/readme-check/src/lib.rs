@@ -1,4 +1,4 @@
-//! The READMEs' and the guide's Rust code blocks as doctests: `cargo test -p readme-check --doc`
+//! The READMEs' (the workspace's and each published crate's) and the guide's Rust code blocks as doctests: `cargo test -p readme-check --doc`
 //! compiles each ```rust block as written, runs those on memory and only compiles the `no_run`
 //! ones, which need a server. One struct per page with Rust blocks; the crate itself is empty.
 
@@ -11,6 +11,21 @@ struct MainReadme;
 #[cfg(doctest)]
 #[doc = include_str!("../../../lock-macros/README.md")]
 struct LockMacrosReadme;
+
+/// lock-core's README (its crates.io page).
+#[cfg(doctest)]
+#[doc = include_str!("../../../lock-core/README.md")]
+struct LockCoreReadme;
+
+/// lock-tower's README (its crates.io page).
+#[cfg(doctest)]
+#[doc = include_str!("../../../lock-tower/README.md")]
+struct LockTowerReadme;
+
+/// lock-actix's README (its crates.io page).
+#[cfg(doctest)]
+#[doc = include_str!("../../../lock-actix/README.md")]
+struct LockActixReadme;
 
 /// The guide: the lock.
 #[cfg(doctest)]

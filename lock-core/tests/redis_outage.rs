@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::breaker::BreakerState;
-use lock_core::cache::{Cache, CacheError, CacheStatus, OnBackendError, RedisResultStore};
+use lock_core::cache::{Cache, CacheError, CacheStatus, OnBackendError};
 use lock_core::http::keyed::{KeyedLockOptions, RequestLock};
 use lock_core::idempotency::{Fingerprint, Idempotency, InFlight};
+use lock_core::results::RedisResultStore;
 use lock_core::testing::{free_port, server_url, unique, LogLines, RedisServer};
 use lock_core::{LockClient, RedisBackend};
 use tokio::time::{timeout, Instant};

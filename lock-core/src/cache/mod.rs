@@ -6,7 +6,7 @@
 //! use lock_core::cache::{Cache, CacheStatus};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // `Cache::builder(RedisResultStore::new(&backend), backend)` across instances.
+//! // Across instances: `Cache::builder(RedisResultStore::connect(&backend).await?, backend)`.
 //! let cache = Cache::memory("shop")?;
 //! let product = cache
 //!     .entry("product:42")
@@ -61,10 +61,3 @@ pub use self::codec::{Bytes, Codec, Utf8};
 pub use self::outcome::{CacheError, CacheFailure, CacheStatus, Cached};
 pub use self::policy::{Freshness, OnBackendError, OnWaitTimeout, MAX_WINDOW};
 pub use self::request::CacheRequest;
-// The stores are shared with idempotency records (`lock_core::results`); here too for
-// convenience.
-#[cfg(feature = "postgres")]
-pub use crate::results::PostgresResultStore;
-#[cfg(feature = "redis")]
-pub use crate::results::RedisResultStore;
-pub use crate::results::{MemoryResultStore, ResultStore};

@@ -85,9 +85,3 @@ pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
 #[cfg(any(feature = "http", feature = "postgres", feature = "mysql"))]
 pub(crate) use self::replay::replayable;
 pub use self::stats::IdempotencyStats;
-// The stores are shared with the stampede cache; here too for convenience.
-#[cfg(feature = "postgres")]
-pub use crate::results::PostgresResultStore;
-#[cfg(feature = "redis")]
-pub use crate::results::RedisResultStore;
-pub use crate::results::{MemoryResultStore, ResultStore};

@@ -119,6 +119,16 @@ use self::primitive_keys::PrimitiveKeys;
 use self::wakeups::WakeHub;
 use crate::breaker::Breaker;
 use crate::{LockError, Result};
+/// The `redis` crate this backend is built on, re-exported so that an application builds the
+/// `redis::Client` it hands to [`RedisBackend::builder_from_client`] with the same version,
+/// whatever `redis` it depends on itself.
+///
+/// ```
+/// let client = lock_core::redis::redis::Client::open("redis://127.0.0.1:6379/").unwrap();
+/// let builder = lock_core::RedisBackend::builder_from_client(client);
+/// # drop(builder);
+/// ```
+pub use ::redis;
 
 const BACKEND: &str = "redis";
 

@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::{Cache, CacheError, CacheStatus, MemoryResultStore, OnWaitTimeout};
+use lock_core::cache::{Cache, CacheError, CacheStatus, OnWaitTimeout};
+use lock_core::results::MemoryResultStore;
 use lock_core::{LeaseMode, LockError, MemoryBackend};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::{Cache, CacheFailure, CacheStatus, RedisResultStore};
+use lock_core::cache::{Cache, CacheFailure, CacheStatus};
+use lock_core::results::RedisResultStore;
 use lock_core::{single_flight, KeyTemplate, RedisBackend};
 use tokio::time::{timeout, Instant};
 

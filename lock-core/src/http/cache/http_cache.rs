@@ -239,58 +239,67 @@ impl<T> HttpCacheBuilder<T> {
         self
     }
 
-    /// See [`CacheRulesBuilder::default_freshness`].
+    /// The freshness of responses that state none (no `max-age`, `s-maxage` or `Expires`);
+    /// see [`CacheRulesBuilder::default_freshness`].
     pub fn default_freshness(self, freshness: Freshness) -> Self {
         self.rules(|r| r.default_freshness(freshness))
     }
 
-    /// See [`CacheRulesBuilder::statuses`].
+    /// Replaces the statuses that may be stored (final statuses from 200 to 599, not 206 or
+    /// 304); see [`CacheRulesBuilder::statuses`].
     pub fn statuses(self, statuses: impl IntoIterator<Item = u16>) -> Self {
         self.rules(|r| r.statuses(statuses))
     }
 
-    /// See [`CacheRulesBuilder::max_body`]; at most the cache's largest value.
+    /// The largest body stored, at most the cache's largest value; larger responses pass
+    /// through unbuffered. See [`CacheRulesBuilder::max_body`].
     pub fn max_body(self, bytes: u64) -> Self {
         self.rules(|r| r.max_body(bytes))
     }
 
-    /// See [`CacheRulesBuilder::vary`].
+    /// Adds a request header to the key, so responses that `Vary` on it can be stored; see
+    /// [`CacheRulesBuilder::vary`].
     pub fn vary(self, name: impl Into<String>) -> Self {
         self.rules(|r| r.vary(name))
     }
 
-    /// See [`CacheRulesBuilder::never_replay`].
+    /// Never stores or replays this response header; see
+    /// [`CacheRulesBuilder::never_replay`].
     pub fn never_replay(self, name: impl Into<String>) -> Self {
         self.rules(|r| r.never_replay(name))
     }
 
-    /// See [`CacheRulesBuilder::set_cookie`].
+    /// What to do with responses that set a cookie (default: strip the cookie); see
+    /// [`CacheRulesBuilder::set_cookie`].
     pub fn set_cookie(self, policy: SetCookie) -> Self {
         self.rules(|r| r.set_cookie(policy))
     }
 
-    /// See [`CacheRulesBuilder::honor_request_no_cache`].
+    /// Whether a request's `no-cache` makes the cache recompute (default: yes, as RFC 9111
+    /// asks); see [`CacheRulesBuilder::honor_request_no_cache`].
     pub fn honor_request_no_cache(self, honor: bool) -> Self {
         self.rules(|r| r.honor_request_no_cache(honor))
     }
 
-    /// See [`CacheRulesBuilder::cache_name`].
+    /// The cache's name in `Cache-Status`; see [`CacheRulesBuilder::cache_name`].
     pub fn cache_name(self, name: impl Into<String>) -> Self {
         self.rules(|r| r.cache_name(name))
     }
 
-    /// See [`CacheRulesBuilder::key_prefix`].
+    /// Put before every key (default `http:`), so the layer's entries cannot meet the
+    /// application's own cache keys; see [`CacheRulesBuilder::key_prefix`].
     pub fn key_prefix(self, prefix: impl Into<String>) -> Self {
         self.rules(|r| r.key_prefix(prefix))
     }
 
-    /// See [`CacheRulesBuilder::key_fn`].
+    /// Computes the key with `key_fn` instead of from method, path, query and `Vary` headers;
+    /// see [`CacheRulesBuilder::key_fn`].
     pub fn key_fn(self, key_fn: KeyFn) -> Self {
         self.rules(|r| r.key_fn(key_fn))
     }
 
-    /// See [`CacheRulesBuilder::negative_ttl`]: how long a failure is remembered (default 1 s;
-    /// 0: handed to the waiting requests only).
+    /// How long a failure is remembered (default 1 s; 0: handed to the waiting requests
+    /// only); see [`CacheRulesBuilder::negative_ttl`].
     ///
     /// ```
     /// use std::time::Duration;
@@ -308,8 +317,8 @@ impl<T> HttpCacheBuilder<T> {
         self.rules(|r| r.negative_ttl(ttl))
     }
 
-    /// See [`CacheRulesBuilder::pass_through_ttl`]: how long a response that is not stored
-    /// marks its key pass-through (default 30 s; 0: no mark).
+    /// How long a response that is not stored marks its key pass-through (default 30 s; 0:
+    /// no mark); see [`CacheRulesBuilder::pass_through_ttl`].
     pub fn pass_through_ttl(self, ttl: Duration) -> Self {
         self.rules(|r| r.pass_through_ttl(ttl))
     }
@@ -348,7 +357,8 @@ impl<T> fmt::Debug for HttpCacheBuilder<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{MemoryResultStore, OnBackendError};
+    use crate::cache::OnBackendError;
+    use crate::results::MemoryResultStore;
     use crate::MemoryBackend;
 
     fn cache(limit: usize, on_error: OnBackendError) -> Cache {

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use super::Store;
-use crate::idempotency::{Idempotency, MemoryResultStore};
+use crate::idempotency::Idempotency;
+use crate::results::MemoryResultStore;
 use crate::testing::unique;
 use crate::MemoryBackend;
 

@@ -10,7 +10,8 @@ use tokio::time::{timeout, Instant};
 use super::{Driver, Handler, Request};
 use crate::breaker::BreakerState;
 use crate::http::idempotency::IdempotencyRules;
-use crate::idempotency::{Idempotency, RedisResultStore};
+use crate::idempotency::Idempotency;
+use crate::results::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

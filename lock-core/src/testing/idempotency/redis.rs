@@ -8,7 +8,8 @@ use tokio::time::timeout;
 use super::{Driver, Handler, Request};
 use crate::http::idempotency::IdempotencyRules;
 use crate::http::PROBLEM_JSON;
-use crate::idempotency::{Idempotency, RedisResultStore};
+use crate::idempotency::Idempotency;
+use crate::results::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

@@ -7,8 +7,9 @@ use tokio::time::timeout;
 use super::origin::{Calls, Feeds, Origin};
 use super::table::rows;
 use super::{concurrent, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
-use crate::cache::{Cache, MemoryResultStore};
+use crate::cache::Cache;
 use crate::http::cache::{HttpCache, Plan, RequestParts};
+use crate::results::MemoryResultStore;
 use crate::{LockClient, MemoryBackend};
 
 /// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.

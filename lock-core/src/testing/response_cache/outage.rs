@@ -9,7 +9,8 @@ use tokio::time::Instant;
 use super::origin::{Calls, Origin};
 use super::{send, together, Adapter, Answer, Request};
 use crate::breaker::{Breaker, BreakerState};
-use crate::cache::{Cache, OnBackendError, RedisResultStore};
+use crate::cache::{Cache, OnBackendError};
+use crate::results::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

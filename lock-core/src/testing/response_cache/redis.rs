@@ -8,7 +8,8 @@ use tokio::time::timeout;
 
 use super::origin::{Calls, Origin};
 use super::{together, Adapter, Answer, Request};
-use crate::cache::{Cache, OnBackendError, RedisResultStore};
+use crate::cache::{Cache, OnBackendError};
+use crate::results::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

@@ -1,6 +1,10 @@
 //! The READMEs' (the workspace's and each published crate's) and the guide's Rust code blocks as doctests: `cargo test -p readme-check --doc`
 //! compiles each ```rust block as written, runs those on memory and only compiles the `no_run`
 //! ones, which need a server. One struct per page with Rust blocks; the crate itself is empty.
+//! A block copied as written compiles without a warning: doctests deny them (but for
+//! `dead_code`: a block defines the handlers and helpers an application would call).
+
+#![doc(test(attr(deny(warnings), allow(dead_code))))]
 
 /// The workspace README.
 #[cfg(doctest)]

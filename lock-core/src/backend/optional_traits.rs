@@ -17,6 +17,9 @@ use super::{DynLatchBackend, DynQueueBackend, DynSemaphoreBackend};
 /// let optional = backend.optional_traits();
 /// assert!(optional.latch.is_some() && optional.semaphore.is_some() && optional.queue.is_some());
 /// assert!(OptionalTraits::default().latch.is_none());
+/// // A backend that keeps latches only:
+/// let latch_only = OptionalTraits::some(optional.latch, None, None);
+/// assert!(latch_only.latch.is_some() && latch_only.semaphore.is_none());
 /// ```
 ///
 /// [`LockBackend::optional_traits`]: super::LockBackend::optional_traits

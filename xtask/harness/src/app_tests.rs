@@ -82,8 +82,9 @@ macro_rules! flash_sale_app_tests {
             assert!(rows > 80, "the table shrank to {rows} rows");
         }
 
-        /// Two processes of the app on the test Redis sell exactly the stock; `None` when
-        /// no Redis is configured (an error instead when the servers are required).
+        /// Two processes of the app on the test Redis sell exactly the stock. Without a
+        /// configured Redis it does nothing, unless the servers are required
+        /// (`LOCK_TEST_REQUIRE_SERVERS`, as `cargo xtask test` sets): then it fails.
         async fn two_processes(strategy: ::example_support::shop::Strategy) {
             let Some(url) = ::lock_core::testing::server_url("LOCK_TEST_REDIS_URL").unwrap() else {
                 return;

@@ -232,7 +232,14 @@ mod tests {
     fn no_flag_means_every_single_server() {
         assert_eq!(
             names(&[]),
-            ["redis", "zookeeper", "etcd", "postgres", "mysql"]
+            [
+                "redis",
+                "redis-tls",
+                "zookeeper",
+                "etcd",
+                "postgres",
+                "mysql"
+            ]
         );
     }
 
@@ -242,7 +249,7 @@ mod tests {
             names(&["--with", "etcd,redis", "--with=redis"]),
             ["etcd", "redis"]
         );
-        assert_eq!(names(&["--with", "redis,all"]).len(), 5);
+        assert_eq!(names(&["--with", "redis,all"]).len(), 6);
     }
 
     #[test]

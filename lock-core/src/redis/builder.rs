@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::leases::LeaseBook;
 use super::wakeups::{self, WakeHub};
-use super::{scripts, to_lock_error, RedisBackend, Shared, BACKEND};
+use super::{scripts, tls, to_lock_error, RedisBackend, Shared, BACKEND};
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, OwnerToken, Result};
 
@@ -177,6 +177,7 @@ impl RedisBackendBuilder {
             Source::Client(client) => (client, None),
             Source::Parts(client, manager) => (client, Some(manager)),
         };
+        tls::ensure_crypto_provider(&client);
         let mut connection = match manager {
             Some(manager) => manager,
             None => {
@@ -185,9 +186,13 @@ impl RedisBackendBuilder {
                     .set_connection_timeout(Some(self.config.response_timeout))
                     .set_number_of_retries(2)
                     .set_max_delay(Duration::from_secs(1));
-                ConnectionManager::new_with_config(client.clone(), manager_config)
-                    .await
-                    .map_err(to_lock_error)?
+                match ConnectionManager::new_with_config(client.clone(), manager_config).await {
+                    Ok(manager) => manager,
+                    Err(error) => {
+                        let timeout = self.config.response_timeout;
+                        return Err(tls::explain_failed_connect(&client, error, timeout).await);
+                    }
+                }
             }
         };
         for script in scripts::all() {

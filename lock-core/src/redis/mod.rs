@@ -21,14 +21,18 @@
 //!
 //! With the `redis-tls` feature, `rediss://host:port/db` URLs connect over TLS (rustls),
 //! checking the server against the Mozilla root certificates (webpki-roots). rustls needs a
-//! crypto provider: the feature enables rustls's `ring` provider, which rustls then uses
-//! without any code of yours. If something else in your build enables rustls's `aws-lc-rs`
-//! provider as well, rustls cannot choose and the first TLS connection panics; install one
-//! at the start of `main` (with the `rustls` crate in your dependencies):
+//! process-level crypto provider: when none is installed at the first `rediss://` connection,
+//! lock-core installs rustls's `ring` (the provider the feature brings), so a build where
+//! something else also enables `aws-lc-rs` (the Prometheus exporter's default, for one) does
+//! not panic there. To use another provider, install it at the start of `main`, before the
+//! first connection (with the `rustls` crate in your dependencies):
 //!
 //! ```ignore
-//! rustls::crypto::ring::default_provider().install_default().expect("the first provider");
+//! rustls::crypto::aws_lc_rs::default_provider().install_default().expect("the first provider");
 //! ```
+//!
+//! A `rediss://` URL for a server that does not speak TLS on that port (a plain-text Redis)
+//! fails to connect with an error saying the TLS handshake did not complete.
 //!
 //! For a private CA or client certificates, build the client with
 //! `redis::Client::build_with_tls(url, redis::TlsCertificates { .. })` and pass it to
@@ -102,6 +106,7 @@ mod queue;
 mod scripts;
 mod semaphore;
 pub(crate) mod subscription;
+mod tls;
 mod wakeups;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -262,16 +262,56 @@ async fn backends_from_a_client_and_from_parts() {
 }
 
 /// With `redis-tls`, a `rediss://` URL makes a TLS connection: against the plain-text test
-/// server the handshake fails with an error (rustls found its crypto provider by itself; a
-/// missing one would panic here), quickly.
+/// server (which waits for a command line and never answers the ClientHello) the connection
+/// fails, quickly, with an error that says the TLS handshake did not complete, not a bare
+/// "timed out".
 #[cfg(feature = "redis-tls")]
 #[tokio::test]
-async fn tls_url_speaks_tls() {
+async fn tls_url_to_a_plain_text_server_says_tls_did_not_complete() {
     let Some(h) = redis().await else { return };
     let tls_url = h.url.replacen("redis://", "rediss://", 1);
     let plain_text_server =
         RedisBackend::builder(&tls_url).response_timeout(Duration::from_millis(500));
-    conformance::unavailable_quickly(plain_text_server.connect()).await;
+    let error = conformance::unavailable_quickly(plain_text_server.connect()).await;
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        message = format!("{message}: {cause}");
+        source = cause.source();
+    }
+    assert!(
+        message.contains("TLS handshake") && message.contains("did not complete"),
+        "{message}"
+    );
+}
+
+/// With `redis-tls`, a backend connects over `rediss://` to the stack's TLS server (its
+/// certificate signed by a private CA, given to the client as a production setup with its own
+/// CA does) and locks there. lock-core's tests build rustls with both `ring` and `aws-lc-rs`
+/// (the dev-dependency), as an application with the Prometheus exporter's defaults does:
+/// rustls cannot choose a provider by itself there and would panic at the handshake; lock-core
+/// installs `ring` when the process has none.
+#[cfg(feature = "redis-tls")]
+#[tokio::test]
+async fn tls_server_with_a_private_ca() {
+    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_TLS_URL").expect("test server");
+    let Some(url) = url else { return };
+    let ca_file = std::env::var("LOCK_TEST_REDIS_TLS_CA").expect("the CA's file beside the URL");
+    let ca = std::fs::read(&ca_file).unwrap_or_else(|e| panic!("{ca_file}: {e}"));
+    let certificates = redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(ca),
+    };
+    let client = redis::Client::build_with_tls(url.as_str(), certificates).unwrap();
+    let backend = RedisBackend::builder_from_client(client)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("rediss:// with the stack's CA: {e}"));
+    assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+    let locks = conformance::client_on(backend);
+    let guard = locks.lock(unique_key("tls")).await.unwrap();
+    assert!(guard.fencing_token().get() > 0);
+    guard.release().await.unwrap();
 }
 
 /// A waiter that was woken (its queue entry popped by a release) and then beaten to the key by

@@ -18,6 +18,7 @@ mod kazoo;
 mod mysql;
 mod postgres;
 mod redis;
+mod redis_tls;
 mod zookeeper;
 
 use std::fs;
@@ -35,6 +36,7 @@ use crate::{Error, Result};
 /// Every server the stack knows, in start order.
 pub(crate) const SERVERS: &[&dyn Server] = &[
     &redis::Redis,
+    &redis_tls::RedisTls,
     &zookeeper::ZooKeeper,
     &etcd::Etcd,
     &postgres::Postgres,
@@ -90,6 +92,12 @@ pub(crate) trait Server: Sync {
 
     /// Client URL for the server listening on `port`.
     fn url(&self, port: u16) -> String;
+
+    /// What else the suites need to reach it, beside [`Server::url_env`] (the TLS redis: its
+    /// CA's file).
+    fn extra_env(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 
     /// Launches the server in the background on 127.0.0.1:`port`.
     ///
@@ -404,6 +412,10 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     if zookeeper && kazoo::python_missing() {
         packages.push(kazoo::APT_PACKAGE);
     }
+    let redis_tls = servers.iter().any(|server| server.name() == "redis-tls");
+    if redis_tls && cmd::which("openssl").is_none() {
+        packages.push(redis_tls::OPENSSL_PACKAGE);
+    }
     apt_install(&packages)?;
     if zookeeper {
         kazoo::ensure()?;
@@ -712,6 +724,7 @@ pub(crate) fn env_vars() -> Result<Vec<(&'static str, String)>> {
                 }
                 None => vars.push((server.url_env(), url)),
             }
+            vars.extend(server.extra_env());
         }
     }
     Ok(vars)

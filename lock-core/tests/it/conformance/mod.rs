@@ -42,13 +42,14 @@ pub(crate) fn client_on(backend: impl lock_core::LockBackend) -> LockClient {
 #[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 pub(crate) async fn unavailable_quickly<T>(
     connect: impl std::future::Future<Output = lock_core::Result<T>>,
-) {
+) -> lock_core::LockError {
     let started = tokio::time::Instant::now();
     let Err(err) = connect.await else {
         panic!("connected");
     };
     assert!(err.is_unavailable(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
+    err
 }
 
 /// `connect` is refused as a bad setting ([`LockError::InvalidConfig`](lock_core::LockError)).

@@ -4,6 +4,7 @@
 //! `demo inventory [ARGS...]` runs the flash-sale scenario (the example apps
 //! over HTTP, see `xtask/harness/src/bin/inventory.rs`); `demo` with no
 //! arguments runs the lock demo and then that scenario on memory.
+//! It is built in release mode, as its table reports req/s.
 //! `demo stampede [ARGS...]` runs the cache-stampede scenario (the stampede
 //! apps in one process, see `xtask/stampede-demo`), in release mode like
 //! `stress` and `bench`, as it reports latencies. `demo idempotency [ARGS...]`
@@ -11,14 +12,14 @@
 //! see `xtask/payments-demo`), in release mode too. `demo` alone runs the lock demo,
 //! the inventory and the idempotency scenarios on memory from one debug build of every
 //! crate they need (a cold run measured 67 s on 2 cores: 59 s of build), so a first run is
-//! quick; its rates are those of a debug build.
+//! quick; its rates are those of a debug build, and its table says so.
 //!
 //! `chaos [ARGS...]` runs the fault catalogue (`xtask/harness/src/bin/chaos.rs`), in release
 //! mode, with the stack servers of its backends (all by default) and Redis for its fenced
 //! resource.
 //!
 //! `stress` and `bench` are built in release mode (debug numbers are
-//! meaningless for them); `demo` is not, to keep its first run quick. When
+//! meaningless for them); `demo` alone is not, to keep its first run quick. When
 //! the arguments select a backend that is a stack server (`--backend redis`)
 //! that server is brought up first, and stopped afterwards if this run
 //! started it.
@@ -155,13 +156,20 @@ const INVENTORY: &str = "inventory";
 
 /// `demo inventory`: builds both flash-sale apps, then runs the harness's
 /// `inventory` binary, which starts the app instances next to it, fires the
-/// buyers and prints the table.
+/// buyers and prints the table. In release mode: its req/s are what people compare.
 fn run_inventory(args: &[String]) -> Result<()> {
     let mut build = cmd::cargo();
-    build.args(["build", "-p", "flash-sale-axum", "-p", "flash-sale-actix"]);
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "flash-sale-axum",
+        "-p",
+        "flash-sale-actix",
+    ]);
     cmd::run(&mut build)?;
     let mut cargo = cmd::cargo();
-    cargo.args(["run", "-p", "lock-harness"]);
+    cargo.args(["run", "--release", "-p", "lock-harness"]);
     cargo.args(harness_features(args));
     cargo.args(["--bin", INVENTORY, "--"]);
     run_with_stack(cargo, args)

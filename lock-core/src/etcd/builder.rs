@@ -30,6 +30,22 @@ pub(super) struct EtcdConfig {
 }
 
 /// Settings of an [`EtcdBackend`]; start from [`EtcdBackend::builder`].
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use lock_core::{EtcdBackend, LockClient};
+///
+/// # async fn example() -> Result<(), lock_core::LockError> {
+/// let backend = EtcdBackend::builder("http://10.0.0.1:2379,http://10.0.0.2:2379")
+///     .key_prefix("orders-lock")
+///     .connect_timeout(Duration::from_secs(3))
+///     .response_timeout(Duration::from_secs(1))
+///     .session_ttl(Duration::from_secs(15))
+///     .connect()
+///     .await?;
+/// let locks = LockClient::builder(backend).namespace("orders").build()?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct EtcdBackendBuilder {

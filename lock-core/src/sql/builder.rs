@@ -17,6 +17,23 @@ use crate::{LockError, Result};
 
 /// Settings of a SQL backend; start from `PostgresBackend::builder` or `MySqlBackend::builder`
 /// (a URL), or `builder_from_pool` (your sqlx pool).
+///
+/// ```no_run
+/// # #[cfg(feature = "postgres")]
+/// # async fn example() -> Result<(), lock_core::LockError> {
+/// use std::time::Duration;
+/// use lock_core::{LockClient, PostgresBackend};
+///
+/// let backend = PostgresBackend::builder("postgres://app@db.internal/orders")
+///     .table("order_locks")      // its fencing counter is order_locks_fence
+///     .create_schema(false)      // the migrations in lock-core/migrations/postgres create it
+///     .response_timeout(Duration::from_secs(1))
+///     .max_connections(20)
+///     .connect()
+///     .await?;
+/// let locks = LockClient::new(backend);
+/// # Ok(()) }
+/// ```
 #[must_use]
 pub struct SqlBackendBuilder<D: Dialect> {
     source: Source<D>,

@@ -21,6 +21,23 @@ use crate::Result;
 /// A SKU that was never restocked keeps no state for reads, and its refused orders only for
 /// [`UNKNOWN_SKU_RETENTION`] after the last one (as in Redis), so requests naming random SKUs
 /// cannot grow the map without bound.
+///
+/// For one process (tests, a single instance); several instances share a
+/// `RedisStock` (feature `redis`) instead. Clones see the same stock:
+///
+/// ```
+/// use lock_core::stock::{DeductOutcome, MemoryStock, Stock};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let shared = MemoryStock::new();
+/// let (shop, warehouse) = (Stock::new(shared.clone()), Stock::new(shared));
+/// warehouse.restock("sku-1", 1).await?;
+/// let sold = shop.deduct("sku-1", 1, "order-a").await?;
+/// assert_eq!(sold.outcome, DeductOutcome::Deducted { remaining: 0 });
+/// let late = shop.deduct("sku-1", 1, "order-b").await?;
+/// assert_eq!(late.outcome, DeductOutcome::OutOfStock { available: 0 });
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Default)]
 pub struct MemoryStock {
     skus: Arc<Mutex<HashMap<String, Sku>>>,

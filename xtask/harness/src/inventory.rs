@@ -201,7 +201,8 @@ impl Outcome {
     }
 }
 
-/// Prints the table for `outcomes` (at most 100 columns), then the lock strategy's ceiling.
+/// Prints the table for `outcomes` (at most 100 columns), then the lock strategy's ceiling;
+/// from a debug build (`cargo xtask demo` alone), says that its rates are a debug build's.
 pub fn print_table(outcomes: &[Outcome]) {
     println!(
         "\n{:<8} {:<8} {:>4} {:>7} {:>6} {:>6} {:>8} {:>5} {:>6} {:>6} {:>8} {:>9} {:>6}",
@@ -247,5 +248,11 @@ pub fn print_table(outcomes: &[Outcome]) {
                 1.0 / hold.as_secs_f64().max(1e-9)
             );
         }
+    }
+    if cfg!(debug_assertions) {
+        println!(
+            "req/s and holds above are a DEBUG build's (the quick demo), not the library's \
+             speed: `cargo xtask demo inventory` runs in release"
+        );
     }
 }

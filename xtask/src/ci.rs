@@ -16,6 +16,72 @@ use crate::{cmd, demo_deps, run, stack, test, Result};
 /// rely on another backend by accident. Extend when a backend lands.
 const BACKEND_FEATURES: &[&str] = &["redis", "zookeeper", "etcd", "postgres", "mysql"];
 
+/// The crates published to crates.io, whose docs docs.rs builds.
+const PUBLISHED: &[&str] = &["lock-macros", "lock-core", "lock-tower", "lock-actix"];
+
+/// Each published crate's docs built as docs.rs builds them, warnings denied: the features its
+/// `[package.metadata.docs.rs]` names (or all, or the default ones), and with the nightly
+/// toolchain when it is installed, `--cfg docsrs` (the feature badges, `doc_cfg`); without
+/// nightly, the same build on the CI toolchain, without the badges.
+fn docs_rs_steps() -> Vec<Step> {
+    let mut nightly_rustc = cmd::command("rustup", ["run", "nightly", "rustc", "--version"]);
+    let nightly = cmd::probe(&mut nightly_rustc).is_some();
+    PUBLISHED
+        .iter()
+        .map(|package| {
+            let manifest = cmd::project_root().join(package).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+            let mut doc = cmd::cargo();
+            if nightly {
+                doc.arg("+nightly");
+            }
+            doc.args(["doc", "--no-deps", "-p", package]);
+            doc.args(docs_rs_features(&text));
+            let flags = if nightly {
+                "-D warnings --cfg docsrs"
+            } else {
+                "-D warnings"
+            };
+            doc.env("RUSTDOCFLAGS", flags);
+            let toolchain = if nightly {
+                "nightly, --cfg docsrs"
+            } else {
+                "no nightly: no badges"
+            };
+            Step {
+                name: format!("docs.rs build of {package} ({toolchain})"),
+                action: Action::Command(doc),
+            }
+        })
+        .collect()
+}
+
+/// The cargo flags for the features a manifest's `[package.metadata.docs.rs]` section names:
+/// `features = [..]`, `all-features = true`, or none (the default features).
+fn docs_rs_features(manifest: &str) -> Vec<String> {
+    let Some(section) = manifest.split("[package.metadata.docs.rs]").nth(1) else {
+        return Vec::new();
+    };
+    let section = section.split("\n[").next().unwrap_or_default();
+    for line in section.lines() {
+        let line = line.trim();
+        if line.replace(' ', "") == "all-features=true" {
+            return vec!["--all-features".to_owned()];
+        }
+        if let Some(list) = line.strip_prefix("features") {
+            let names: Vec<&str> = list
+                .trim_start_matches([' ', '=', '['])
+                .trim_end_matches(']')
+                .split(',')
+                .map(|name| name.trim().trim_matches('"'))
+                .filter(|name| !name.is_empty())
+                .collect();
+            return vec!["--features".to_owned(), names.join(",")];
+        }
+    }
+    Vec::new()
+}
+
 /// One CI step: a name for the summary and what to run.
 struct Step {
     /// Label in the summary.
@@ -91,6 +157,7 @@ pub(crate) fn run() -> Result<()> {
             "lock-actix",
         ],
     ));
+    steps.extend(docs_rs_steps());
     steps.push(Step {
         name: "demo needs no server client".to_owned(),
         action: Action::DemoDeps,
@@ -178,4 +245,18 @@ fn print_summary(timings: &[(String, Duration, bool)], total: usize) {
     }
     let all: Duration = timings.iter().map(|(_, elapsed, _)| *elapsed).sum();
     eprintln!("  total {:.1}s", all.as_secs_f64());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::docs_rs_features;
+
+    #[test]
+    fn docs_rs_features_come_from_the_manifest_section() {
+        let listed = "[package]\nname = \"x\"\n\n[package.metadata.docs.rs]\nfeatures = [\"redis\", \"json\"]\nrustdoc-args = [\"--cfg\", \"docsrs\"]\n\n[features]\nall-features = true\n";
+        assert_eq!(docs_rs_features(listed), ["--features", "redis,json"]);
+        let all = "[package.metadata.docs.rs]\nall-features = true\n";
+        assert_eq!(docs_rs_features(all), ["--all-features"]);
+        assert!(docs_rs_features("[package]\nname = \"x\"\n").is_empty());
+    }
 }

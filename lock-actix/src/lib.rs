@@ -5,7 +5,7 @@
 //! chain under it. A busy key answers 409 (or 429) with `Retry-After`, an unreachable backend
 //! 503, both with an `application/problem+json` body, short-circuiting through
 //! [`EitherBody`](actix_web::body::EitherBody). Handlers take the lock's key and fencing token
-//! with the [`LockFence`] extractor; if the lease is lost while the handler runs, its future is
+//! with the [`HeldLock`] extractor; if the lease is lost while the handler runs, its future is
 //! dropped and the answer is 503 (unless [`OnLost::Continue`]).
 //!
 //! The decisions (status mapping, key rules, bodies) live in [`lock_core::http`]; this crate
@@ -27,10 +27,10 @@
 //! ```
 //! use std::time::Duration;
 //! use actix_web::{web, App};
-//! use lock_actix::{KeySource, KeyedLock, LockClient, LockFence, WaitPolicy};
+//! use lock_actix::{KeySource, KeyedLock, LockClient, HeldLock, WaitPolicy};
 //! use lock_core::MemoryBackend;
 //!
-//! async fn buy(lock: LockFence) -> String {
+//! async fn buy(lock: HeldLock) -> String {
 //!     format!("sold under fence {}", lock.fence)
 //! }
 //!
@@ -58,9 +58,9 @@ pub mod keyed_lock;
 mod response;
 pub mod response_cache;
 
-pub use idempotency::{IdempotencyClaim, Idempotent, IdempotentMiddleware};
+pub use idempotency::{HeldClaim, Idempotent, IdempotentMiddleware};
 pub use keyed_lock::{
-    BodyKey, KeyExtractor, KeyedLock, KeyedLockMiddleware, LockFence, LockRejection,
+    BodyKey, HeldLock, KeyExtractor, KeyedLock, KeyedLockMiddleware, LockRejection,
 };
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,

@@ -16,9 +16,10 @@
 //! misses across instances, see [`response_cache`]) and [`IdempotencyLayer`] (idempotent
 //! endpoints keyed by `Idempotency-Key`, see [`idempotency`]).
 //!
-//! The handler's fencing token: with the `axum` feature, take the `LockFence` extractor;
-//! otherwise `Extension<LockInfo>` (axum's extension extractor) as below, or read
-//! `request.extensions().get::<LockInfo>()` in any tower service. A handler that takes a lock
+//! The handler's fencing token: with the `axum` feature, take the `HeldLock` extractor (an
+//! idempotent handler takes its claim with `HeldClaim`); otherwise `Extension<LockInfo>`
+//! (axum's extension extractor) as below, or read `request.extensions().get::<LockInfo>()` in
+//! any tower service. A handler that takes a lock
 //! itself answers its failure the same way with [`LockRejection`] / [`error_response`].
 //!
 //! Put the layer on the routes it protects with axum's `route_layer`, which runs only for
@@ -63,6 +64,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod body;
+#[cfg(feature = "axum")]
+mod extensions;
 mod future;
 mod head;
 pub mod idempotency;
@@ -75,9 +78,11 @@ pub mod response_cache;
 
 pub use body::LayerBody;
 pub use future::ResponseFuture;
+#[cfg(feature = "axum")]
+pub use idempotency::HeldClaim;
 pub use idempotency::{IdempotencyBody, IdempotencyLayer, IdempotencyService};
 #[cfg(feature = "axum")]
-pub use keyed_lock::LockFence;
+pub use keyed_lock::HeldLock;
 pub use keyed_lock::{AsyncKey, BodyKey, KeyExtractor, KeyedLockLayer, KeyedLockService};
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,

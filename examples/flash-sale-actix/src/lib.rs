@@ -34,7 +34,7 @@ use actix_web::middleware::{from_fn, Next};
 use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
 use example_support::prometheus;
 use example_support::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
-use lock_actix::{KeySource, KeyedLock, LockFence};
+use lock_actix::{HeldLock, KeySource, KeyedLock};
 
 /// Registers the app's routes for `shop` (for `App::configure`).
 pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
@@ -138,7 +138,7 @@ async fn read_body(request: &mut ServiceRequest) -> RequestBody {
 async fn handle(
     shop: web::Data<Shop>,
     input: web::ReqData<ShopInput>,
-    lock: Option<LockFence>,
+    lock: Option<HeldLock>,
 ) -> HttpResponse {
     respond(shop.serve(&input, lock.as_deref()).await)
 }

@@ -12,7 +12,7 @@
 //!
 //! - `POST /payments`: a payment, once per (user, `Idempotency-Key`) across every instance
 //!   sharing the backend: lock-actix's [`Idempotent`] middleware (key required) in front of
-//!   [`PaymentService::pay`], which takes its claim with the [`IdempotencyClaim`] extractor;
+//!   [`PaymentService::pay`], which takes its claim with the [`HeldClaim`] extractor;
 //!   an authentication middleware in front of both (`Authorization: Bearer <user>`, else 401)
 //!   puts the [`User`] the idempotency scope is read from.
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
@@ -44,7 +44,7 @@ use example_support::payments::{
     scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
 };
 use example_support::prometheus;
-use lock_actix::{IdempotencyClaim, Idempotent};
+use lock_actix::{HeldClaim, Idempotent};
 use lock_core::LockError;
 
 /// The idempotency middleware of `service` (build it once, clone it into every worker's app);
@@ -133,10 +133,10 @@ async fn authenticate(
 
 async fn pay(
     service: web::Data<PaymentService>,
-    claim: Option<IdempotencyClaim>,
+    claim: Option<HeldClaim>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let claim = claim.as_ref().map(|IdempotencyClaim(claim)| claim);
+    let claim = claim.as_ref().map(|HeldClaim(claim)| claim);
     respond(service.pay(claim, &body).await)
 }
 

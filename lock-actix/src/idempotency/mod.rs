@@ -15,7 +15,7 @@
 //!    with [`InFlight::Wait`](lock_core::idempotency::InFlight)), a key reused with another
 //!    request 422, a store that cannot be reached 503 (nothing runs);
 //! 4. otherwise runs the handler, which takes its claim (key, scope, fencing token) with the
-//!    [`IdempotencyClaim`] extractor, racing the loss of the claim's lease (lost: the
+//!    [`HeldClaim`] extractor, racing the loss of the claim's lease (lost: the
 //!    handler's future is dropped, 503);
 //! 5. reads the response (up to the same limit) and keeps it for replay when its status says
 //!    so (by default 2xx, 3xx and 4xx but 408, 409, 425 and 429); otherwise the key is given
@@ -30,10 +30,10 @@
 //!
 //! ```
 //! use actix_web::{web, App, HttpResponse};
-//! use lock_actix::{Idempotent, IdempotencyClaim};
+//! use lock_actix::{Idempotent, HeldClaim};
 //! use lock_core::idempotency::Idempotency;
 //!
-//! async fn pay(claim: IdempotencyClaim, body: String) -> HttpResponse {
+//! async fn pay(claim: HeldClaim, body: String) -> HttpResponse {
 //!     // Write the payment and this answer in one transaction (`claim.commit_in`, lock-core's
 //!     // `postgres` feature): a crash after the payment then replays it, never pays twice.
 //!     HttpResponse::Created().body(format!("paid {body} under fence {}", claim.fence))
@@ -55,9 +55,9 @@
 //! # }
 //! ```
 
-mod claim;
+mod held_claim;
 mod response;
 mod transform;
 
-pub use claim::IdempotencyClaim;
+pub use held_claim::HeldClaim;
 pub use transform::{Idempotent, IdempotentMiddleware};

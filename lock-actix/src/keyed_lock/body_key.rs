@@ -17,7 +17,7 @@ use crate::KeyExtractor;
 ///
 /// ```
 /// use actix_web::{web, App, HttpRequest};
-/// use lock_actix::{BodyKey, KeyedLock, LockClient, LockFence};
+/// use lock_actix::{BodyKey, KeyedLock, LockClient, HeldLock};
 /// use lock_core::MemoryBackend;
 ///
 /// /// `{"order_id": "o-1", ...}` locks on `o-1`.
@@ -26,7 +26,7 @@ use crate::KeyExtractor;
 ///     Some(json.get("order_id")?.as_str()?.to_owned())
 /// }
 ///
-/// async fn pay(lock: LockFence, body: web::Bytes) -> String {
+/// async fn pay(lock: HeldLock, body: web::Bytes) -> String {
 ///     format!("{} bytes under {}", body.len(), lock.key)
 /// }
 ///

@@ -1,15 +1,15 @@
 //! The keyed-lock middleware: [`KeyedLock`] takes a distributed lock on a key found in each
 //! selected request (a [`KeySource`](lock_core::http::keyed::KeySource) rule, a closure, or
 //! the payload with [`BodyKey`]) and runs the rest of the chain under it; handlers take the
-//! lock's key and fencing token with the [`LockFence`] extractor.
+//! lock's key and fencing token with the [`HeldLock`] extractor.
 //!
 //! ```
 //! use actix_web::{web, App, HttpResponse};
-//! use lock_actix::keyed_lock::{KeyedLock, LockFence};
+//! use lock_actix::keyed_lock::{KeyedLock, HeldLock};
 //! use lock_actix::KeySource;
 //! use lock_core::{LockClient, MemoryBackend};
 //!
-//! async fn buy(fence: LockFence) -> HttpResponse {
+//! async fn buy(fence: HeldLock) -> HttpResponse {
 //!     HttpResponse::Ok().body(format!("sold under fence {}", fence.fence))
 //! }
 //!
@@ -23,11 +23,11 @@
 //! ```
 
 mod body_key;
-mod fence;
+mod held_lock;
 mod key_extractor;
 mod middleware;
 
 pub use body_key::BodyKey;
-pub use fence::LockFence;
+pub use held_lock::HeldLock;
 pub use key_extractor::KeyExtractor;
 pub use middleware::{KeyedLock, KeyedLockMiddleware, LockRejection};

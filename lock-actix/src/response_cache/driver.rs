@@ -24,7 +24,9 @@ use lock_core::http::cache::{Answer, BodyFailed, CacheCall, ForwardAs, HttpCache
 use tokio::sync::{mpsc, oneshot};
 
 use super::origin::{ActixOrigin, Ask, HandlerFailed};
-use super::transform::{answer_response, existing, internal_response, set_cache_status};
+use super::transform::{
+    answer_response, existing, internal_response, set_cache_status, set_vary, Headers,
+};
 use super::ResponseCacheBody;
 
 /// The computation asks for the handler to be called.
@@ -36,8 +38,9 @@ struct Call {
 /// What serving decided.
 enum Finish {
     Answer(Answer),
-    /// The handler's response, with this `Cache-Status` member.
-    Origin(String),
+    /// The handler's response, with this `Cache-Status` member and this `Vary` (`None`: its
+    /// own).
+    Origin(String, Option<String>),
     Failed,
 }
 
@@ -66,7 +69,10 @@ where
         let decided = match call.serve(origin).await {
             Served::Answer(answer) => Finish::Answer(answer),
             // Dropping the response ends the body pump: the computation is done with it.
-            Served::Origin(from) => Finish::Origin(from.cache_status_member().to_owned()),
+            Served::Origin(from) => Finish::Origin(
+                from.cache_status_member().to_owned(),
+                from.vary_value().map(str::to_owned),
+            ),
             Served::Error(HandlerFailed) => Finish::Failed,
         };
         finish.send(decided).ok();
@@ -118,12 +124,13 @@ where
     let (mut head, body) = response.into_parts();
     let mut body = Reading::new(body);
     body.hand_out(asked).await;
-    let member = match finished.await {
-        Ok(Finish::Origin(member)) => member,
+    let (member, vary) = match finished.await {
+        Ok(Finish::Origin(member, vary)) => (member, vary),
         // A stale hit whose refresh took this request's call: the refreshed response it is.
-        Ok(Finish::Answer(answer)) if answer.yields_to_refresh() => {
-            cache.refreshed_cache_status(status)
-        }
+        Ok(Finish::Answer(answer)) if answer.yields_to_refresh() => (
+            cache.refreshed_cache_status(status),
+            cache.rules().vary_value(&Headers(head.headers())),
+        ),
         Ok(Finish::Answer(answer)) => {
             return Ok(ServiceResponse::new(request, answer_response(answer)));
         }
@@ -135,6 +142,7 @@ where
         .map(|existing| format!("{existing}, {member}"))
         .unwrap_or(member);
     set_cache_status(head.headers_mut(), &value);
+    set_vary(head.headers_mut(), vary.as_deref());
     let body = body.into_body();
     Ok(ServiceResponse::new(request, head.set_body(body)))
 }

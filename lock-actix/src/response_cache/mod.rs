@@ -33,7 +33,9 @@
 //! Failures of the handler are handed to the requests waiting for them and remembered for
 //! the `negative_ttl` (1 s by default), and a response that is not stored marks its key
 //! pass-through for the `pass_through_ttl` (30 s), as with the tower adapter (see
-//! [`lock_core::http::cache::CacheCall::serve`]).
+//! [`lock_core::http::cache::CacheCall::serve`]). The headers given to `.vary(..)` are part
+//! of the key and named in the `Vary` of every answer to a `GET` or `HEAD`, after the
+//! handler's own ([`CacheRules::vary_value`](lock_core::http::cache::CacheRules::vary_value)).
 //!
 //! What differs from the tower adapter, because an actix `ServiceRequest` is consumed by
 //! calling the handler and its futures are not `Send`:

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, VARY};
 use actix_web::{Error, HttpResponse};
 use lock_core::cache::Cache;
 use lock_core::http::cache::{
@@ -127,6 +127,8 @@ where
                             bypass.cache_status_value(existing(response.headers()).as_deref());
                         tracing::Span::current().record("cache_status", value.as_str());
                         set_cache_status(response.headers_mut(), &value);
+                        let vary = bypass.vary_value(&Headers(response.headers()));
+                        set_vary(response.headers_mut(), vary.as_deref());
                         Ok(response.map_body(|_, body| ResponseCacheBody::untouched(body)))
                     }
                     .instrument(span),
@@ -145,6 +147,25 @@ impl HeaderPairs for Head<'_> {
         for (name, value) in self.0.headers() {
             each(name.as_str(), value.as_bytes());
         }
+    }
+}
+
+/// A response's header lines, as the cache reads them.
+pub(crate) struct Headers<'a>(pub(crate) &'a HeaderMap);
+
+impl HeaderPairs for Headers<'_> {
+    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
+        for (name, value) in self.0 {
+            each(name.as_str(), value.as_bytes());
+        }
+    }
+}
+
+/// Replaces the response's `Vary` lines with lock-core's merged one, if it made one.
+pub(crate) fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
+    // Made of the response's own members (kept when not printable ASCII) and header names.
+    if let Some(value) = value.and_then(|value| HeaderValue::from_str(value).ok()) {
+        headers.insert(VARY, value);
     }
 }
 

@@ -7,9 +7,10 @@
 use crate::actix_driver::idempotency::{handle, read, to_request, ActixIdempotency};
 use actix_web::dev::Service;
 use actix_web::{web, App, HttpResponse};
-use lock_actix::{IdempotencyClaim, Idempotent};
+use lock_actix::{HeldClaim, Idempotent};
 use lock_core::idempotency::{Idempotency, InFlight};
 use lock_core::testing::idempotency::{self as suite, Handler, Request, Store, LIMIT};
+use lock_core::testing::keyed_lock::assert_problem;
 use tokio::time::timeout;
 
 #[actix_web::test]
@@ -76,7 +77,7 @@ async fn a_lost_claim_cancels_the_handler_with_503() {
 /// the resource-level `wrap` leaves the other resources alone.
 #[actix_web::test]
 async fn the_payload_is_put_back_for_the_handler() {
-    async fn echo(claim: IdempotencyClaim, payload: web::Payload) -> HttpResponse {
+    async fn echo(claim: HeldClaim, payload: web::Payload) -> HttpResponse {
         let body = payload.to_bytes().await.unwrap();
         let body = String::from_utf8(body.to_vec()).unwrap();
         HttpResponse::Created().body(format!("{} {body}", claim.key))
@@ -113,15 +114,34 @@ async fn the_payload_is_put_back_for_the_handler() {
 }
 
 #[actix_web::test]
-async fn the_claim_extractor_outside_the_middleware_is_a_500() {
-    let app = actix_web::test::init_service(App::new().route(
-        "/pay",
-        web::post().to(|claim: IdempotencyClaim| async move { claim.key.clone() }),
-    ))
+async fn the_claim_extractor_outside_the_middleware_is_a_500_problem() {
+    let app = actix_web::test::init_service(
+        App::new()
+            .route(
+                "/pay",
+                web::post().to(|claim: HeldClaim| async move { claim.key.clone() }),
+            )
+            .route(
+                "/maybe",
+                web::post().to(|claim: Option<HeldClaim>| async move {
+                    format!("{:?}", claim.map(|c| c.0))
+                }),
+            ),
+    )
     .await;
     let answer = read(app.call(to_request(Request::post("/pay").key("k"))).await);
     let answer = timeout(LIMIT, answer).await.expect("answered in time");
-    assert_eq!(answer.status, 500);
+    assert_problem(&answer, 500, "urn:distributed-lock:internal");
+    assert!(
+        answer
+            .text()
+            .contains("HeldClaim used in a request the Idempotent middleware did not handle"),
+        "{}",
+        answer.text()
+    );
+    let answer = read(app.call(to_request(Request::post("/maybe").key("k"))).await);
+    let answer = timeout(LIMIT, answer).await.expect("answered in time");
+    assert_eq!((answer.status, answer.text().as_str()), (200, "None"));
 }
 
 /// Built once, cloned into every worker's `App` (`HttpServer::new` wants a `Send` factory).

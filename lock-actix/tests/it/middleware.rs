@@ -2,7 +2,7 @@
 //! (`lock_core::testing::keyed_lock`: exclusion per key counted by the handler, the fence in
 //! the handler, busy and unavailable answers with their bodies, a missing key, request
 //! selection, a lost lease, refused settings, a dead Redis), the same answers as lock-tower's
-//! layer; then what is the middleware's own: the `LockFence` extractor outside it, app-wide
+//! layer; then what is the middleware's own: the `HeldLock` extractor outside it, app-wide
 //! `wrap` and 404s, the builder's methods, and `LockRejection` for a handler's own lock
 //! errors.
 
@@ -12,7 +12,7 @@ use crate::actix_driver::idempotency::send_fn;
 use crate::actix_driver::keyed_lock::{handle, ActixKeyedLock};
 use actix_web::{web, App};
 use lock_actix::{
-    BusyStatus, KeySource, KeyedLock, KeyedLockOptions, LockFence, LockRejection, OnLost,
+    BusyStatus, HeldLock, KeySource, KeyedLock, KeyedLockOptions, LockRejection, OnLost,
 };
 use lock_core::testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_core::{LockClient, LockError, MemoryBackend};
@@ -84,10 +84,29 @@ async fn a_dead_redis_answers_a_generic_503() {
 }
 
 #[actix_web::test]
-async fn the_fence_extractor_outside_the_middleware_is_a_500() {
-    let app = send_fn(App::new().route("/", web::post().to(|_: LockFence| async { "" }))).await;
+async fn the_held_lock_extractor_outside_the_middleware_is_a_500_problem() {
+    let app = send_fn(
+        App::new()
+            .route("/", web::post().to(|_: HeldLock| async { "" }))
+            .route(
+                "/maybe",
+                web::post()
+                    .to(|lock: Option<HeldLock>| async move { format!("{:?}", lock.map(|l| l.0)) }),
+            ),
+    )
+    .await;
     let answer = send::<ActixKeyedLock>(&app, Request::post("/")).await;
-    assert_eq!(answer.status, 500);
+    suite::assert_problem(&answer, 500, "urn:distributed-lock:internal");
+    assert!(
+        answer
+            .text()
+            .contains("HeldLock used in a handler that is not wrapped in KeyedLock"),
+        "{}",
+        answer.text()
+    );
+    // Optional, it is `None` instead.
+    let answer = send::<ActixKeyedLock>(&app, Request::post("/maybe")).await;
+    assert_eq!((answer.status, answer.text().as_str()), (200, "None"));
 }
 
 /// Item 1: middleware wrapped around the whole app leaves other routes and 404s alone when

@@ -11,7 +11,9 @@ use crate::actix_driver::Actix;
 use lock_actix::ResponseCache;
 use lock_core::cache::{Cache, Freshness};
 use lock_core::testing::response_cache::HIT;
-use lock_core::testing::response_cache::{self as suite, send, Adapter, Calls, Origin, Request};
+use lock_core::testing::response_cache::{
+    self as suite, http_cache, send, Adapter, Calls, Origin, Request,
+};
 
 #[actix_web::test]
 async fn cache_control_semantics_over_http() {
@@ -44,6 +46,11 @@ async fn other_methods_pass_through() {
 }
 
 #[actix_web::test]
+async fn vary_names_the_keyed_headers_on_every_answer() {
+    suite::vary_names_the_keyed_headers_on_every_answer::<Actix>().await;
+}
+
+#[actix_web::test]
 async fn a_failing_origin_is_called_once_and_its_answer_shared() {
     suite::a_failing_origin_is_called_once_and_its_answer_shared::<Actix>().await;
 }
@@ -67,7 +74,11 @@ async fn stale_responses_are_served_while_one_refresh_runs() {
         Duration::from_millis(300),
         true,
     );
-    let app = Actix::app(Cache::memory("swr").unwrap(), Some(1024), origin).await;
+    let app = Actix::app(
+        http_cache(Cache::memory("swr").unwrap(), Some(1024)),
+        origin,
+    )
+    .await;
     let get = || Request::get("/products/6", &[]);
     send::<Actix>(&app, get()).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;

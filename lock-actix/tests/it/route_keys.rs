@@ -8,7 +8,7 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test::{self, TestRequest};
 use actix_web::{web, App, HttpRequest};
-use lock_actix::{BodyKey, KeySource, KeyedLock, LockFence};
+use lock_actix::{BodyKey, HeldLock, KeySource, KeyedLock};
 use lock_core::{LockClient, MemoryBackend, WaitPolicy};
 use tokio::sync::{mpsc, watch};
 use tokio::time::timeout;
@@ -37,7 +37,7 @@ fn sku_lock(locks: LockClient) -> KeyedLock {
         .unwrap()
 }
 
-async fn buy(lock: LockFence) -> String {
+async fn buy(lock: HeldLock) -> String {
     format!("{} {}", lock.key, lock.fence)
 }
 
@@ -66,7 +66,7 @@ async fn app_level_wrap_locks_the_matched_resource_and_nothing_else() {
 async fn resource_level_wrap_refuses_the_same_sku_at_once_with_409() {
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let (release_tx, release) = watch::channel(false);
-    let hold = move |lock: LockFence| {
+    let hold = move |lock: HeldLock| {
         let (entered_tx, mut release) = (entered_tx.clone(), release.clone());
         async move {
             entered_tx.send(()).unwrap();
@@ -114,7 +114,7 @@ async fn a_body_key_locks_on_a_json_field_and_the_handler_reads_the_whole_body()
     let app =
         test::init_service(App::new().service(
             web::resource("/pay").wrap(lock).route(
-                web::post().to(|lock: LockFence, body: String| async move {
+                web::post().to(|lock: HeldLock, body: String| async move {
                     format!("{} {body}", lock.key)
                 }),
             ),

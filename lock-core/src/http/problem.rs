@@ -188,7 +188,7 @@ impl Rejection {
     /// ```
     /// use lock_core::http::{Rejection, RejectionKind};
     ///
-    /// let answer = Rejection::missing_layer("LockFence used on a route without KeyedLockLayer");
+    /// let answer = Rejection::missing_layer("HeldLock used on a route without KeyedLockLayer");
     /// assert_eq!((answer.response.status, answer.kind), (500, RejectionKind::Internal));
     /// assert!(String::from_utf8(answer.response.body).unwrap().contains("without KeyedLockLayer"));
     /// ```

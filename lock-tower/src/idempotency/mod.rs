@@ -14,7 +14,8 @@
 //!    request 422, a store that cannot be reached 503 (nothing runs);
 //! 4. otherwise runs the inner service with the body and a
 //!    [`ClaimInfo`](lock_core::idempotency::ClaimInfo) (key, scope, fencing token) in the
-//!    extensions, racing the loss of the claim's lease (lost: the inner future is dropped,
+//!    extensions (an axum handler takes it with the `HeldClaim` extractor, feature `axum`),
+//!    racing the loss of the claim's lease (lost: the inner future is dropped,
 //!    503);
 //! 5. reads the response (up to the same limit) and keeps it for replay when its status says
 //!    so (by default 2xx, 3xx and 4xx but 408, 409, 425 and 429); otherwise the key is given
@@ -54,9 +55,13 @@
 //! # }
 //! ```
 
+#[cfg(feature = "axum")]
+mod held_claim;
 mod layer;
 mod service;
 
 pub use crate::body::IdempotencyBody;
+#[cfg(feature = "axum")]
+pub use held_claim::HeldClaim;
 pub use layer::IdempotencyLayer;
 pub use service::IdempotencyService;

@@ -2,7 +2,7 @@
 //! each selected request (a [`KeySource`](lock_core::http::keyed::KeySource) rule, a closure,
 //! the body with [`BodyKey`], anything async with [`AsyncKey`]) and runs the inner service
 //! under it; the handler finds the lock's [`LockInfo`](lock_core::http::keyed::LockInfo) in
-//! the request's extensions (or takes it with [`LockFence`], feature `axum`).
+//! the request's extensions (or takes it with [`HeldLock`], feature `axum`).
 //!
 //! ```
 //! use std::convert::Infallible;
@@ -27,14 +27,14 @@
 
 mod body_key;
 #[cfg(feature = "axum")]
-mod fence;
+mod held_lock;
 mod key_extractor;
 mod layer;
 mod service;
 
 pub use body_key::{AsyncKey, BodyKey};
 #[cfg(feature = "axum")]
-pub use fence::LockFence;
+pub use held_lock::HeldLock;
 pub use key_extractor::KeyExtractor;
 pub use layer::KeyedLockLayer;
 pub use service::KeyedLockService;

@@ -53,6 +53,10 @@
 //!   request (the bytes read first, then the rest) and not stored.
 //! - **`Set-Cookie`** reaches the request that computed the response and is never replayed
 //!   (unless [`SetCookie::Replay`](lock_core::http::cache::SetCookie)).
+//! - **`Vary`**: the headers given to `.vary(..)` are part of the key, and every answer to a
+//!   `GET` or `HEAD` (computed, replayed, passed through, a `304`) names them in its `Vary`
+//!   after the application's own (`Vary: Accept-Encoding` becomes `Accept-Encoding,
+//!   accept-language`; `*` stays), so caches further down keep the variants apart too.
 //! - **Backend down**: answered without collapsing across instances (`detail=fail-open`),
 //!   unless the cache fails closed (503). Errors answered by the layer itself are generic
 //!   `application/problem+json`; the details go to `tracing`. Each request runs in a

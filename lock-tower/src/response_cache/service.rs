@@ -2,7 +2,7 @@
 
 use std::task::{Context, Poll};
 
-use http::header::{HeaderName, CONTENT_LENGTH};
+use http::header::{HeaderName, CONTENT_LENGTH, VARY};
 use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use http_body::Body;
 use lock_core::http::cache::{
@@ -92,6 +92,8 @@ where
                         let value = bypass.cache_status_value(existing(&parts.headers).as_deref());
                         tracing::Span::current().record("cache_status", value.as_str());
                         set_cache_status(&mut parts.headers, &value);
+                        let vary = bypass.vary_value(&Headers(&parts.headers));
+                        set_vary(&mut parts.headers, vary.as_deref());
                         Ok(Response::from_parts(
                             parts,
                             ResponseCacheBody::untouched(body),
@@ -131,6 +133,25 @@ impl<B> HeaderPairs for Head<'_, B> {
     }
 }
 
+/// A response's header lines, as the cache reads them.
+struct Headers<'a>(&'a HeaderMap);
+
+impl HeaderPairs for Headers<'_> {
+    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
+        for (name, value) in self.0 {
+            each(name.as_str(), value.as_bytes());
+        }
+    }
+}
+
+/// Replaces the response's `Vary` lines with lock-core's merged one, if it made one.
+fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
+    // Made of the response's own members (kept when not printable ASCII) and header names.
+    if let Some(value) = value.and_then(|value| HeaderValue::from_str(value).ok()) {
+        headers.insert(VARY, value);
+    }
+}
+
 /// The response's own `Cache-Status` lines, joined.
 fn existing(headers: &HeaderMap) -> Option<String> {
     let lines: Vec<&str> = headers
@@ -161,6 +182,7 @@ where
     B: Body,
 {
     let value = from.cache_status_value(existing(&from.response.parts.headers).as_deref());
+    let vary = from.vary_value().map(str::to_owned);
     tracing::Span::current().record("cache_status", from.cache_status_member());
     let FromOrigin {
         response,
@@ -178,6 +200,7 @@ where
         ..
     } = response;
     set_cache_status(&mut parts.headers, &value);
+    set_vary(&mut parts.headers, vary.as_deref());
     let body = if head_only {
         if complete && !parts.headers.contains_key(CONTENT_LENGTH) {
             parts

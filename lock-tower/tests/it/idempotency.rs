@@ -1,8 +1,8 @@
 //! The idempotency layer on an axum router, on memory: the adapters' conformance suite
 //! (`lock_core::testing::idempotency`: the statuses of the Idempotency-Key draft, replays,
 //! scopes, kept and not kept responses, body limits, a lost claim), then what is the layer's
-//! own: `route_layer`, refused settings (and, in `idempotency_span.rs`, the tracing span's
-//! outcome).
+//! own: `route_layer`, the `HeldClaim` extractor outside the layer, refused settings (and, in
+//! `idempotency_span.rs`, the tracing span's outcome).
 
 use crate::axum_driver::idempotency::{handle, AxumIdempotency};
 use axum::routing::post;
@@ -91,6 +91,37 @@ async fn route_layer_handles_matched_routes_only() {
     let nowhere = send::<AxumIdempotency>(&app, Request::post("/nowhere")).await;
     assert_eq!(nowhere.status, 404);
     assert_eq!(handler.runs(), 1);
+}
+
+/// Inside the layer the extractor gives the claim (the suite's handler takes it, see
+/// `the_handler_sees_its_claim`); outside, `HeldClaim` is a 500 problem naming the layer and
+/// `Option<HeldClaim>` is `None`.
+#[cfg(feature = "axum")]
+#[tokio::test]
+async fn the_claim_extractor_outside_the_layer_is_a_500_problem() {
+    use lock_core::testing::keyed_lock::assert_problem;
+    use lock_tower::HeldClaim;
+
+    let app = Router::new()
+        .route(
+            "/pay",
+            post(|claim: HeldClaim| async move { claim.key.clone() }),
+        )
+        .route(
+            "/maybe",
+            post(|claim: Option<HeldClaim>| async move { format!("{:?}", claim.map(|c| c.0)) }),
+        );
+    let answer = send::<AxumIdempotency>(&app, Request::post("/pay").key("k")).await;
+    assert_problem(&answer, 500, "urn:distributed-lock:internal");
+    assert!(
+        answer
+            .text()
+            .contains("HeldClaim used in a request the IdempotencyLayer did not handle"),
+        "{}",
+        answer.text()
+    );
+    let answer = send::<AxumIdempotency>(&app, Request::post("/maybe").key("k")).await;
+    assert_eq!((answer.status, answer.text().as_str()), (200, "None"));
 }
 
 #[test]

@@ -10,6 +10,6 @@ mod idempotency_redis;
 mod middleware;
 mod response_cache;
 mod response_cache_redis;
-// axum routing and the `LockFence` extractor: `cargo test -p lock-tower --features axum`.
+// axum routing and the `HeldLock` extractor: `cargo test -p lock-tower --features axum`.
 #[cfg(feature = "axum")]
 mod route_keys;

@@ -10,7 +10,9 @@ use crate::axum_driver::{serve, Axum};
 use axum::routing::any;
 use axum::Router;
 use lock_core::cache::{Cache, Freshness};
-use lock_core::testing::response_cache::{self as suite, send, Adapter, Calls, Origin, Request};
+use lock_core::testing::response_cache::{
+    self as suite, http_cache, send, Adapter, Calls, Origin, Request,
+};
 use lock_core::testing::response_cache::{HIT, LIMIT, MISS_STORED};
 use lock_tower::ResponseCacheLayer;
 use tokio::time::timeout;
@@ -43,6 +45,11 @@ async fn head_is_served_from_the_get_entry() {
 #[tokio::test]
 async fn other_methods_pass_through() {
     suite::other_methods_pass_through::<Axum>().await;
+}
+
+#[tokio::test]
+async fn vary_names_the_keyed_headers_on_every_answer() {
+    suite::vary_names_the_keyed_headers_on_every_answer::<Axum>().await;
 }
 
 #[tokio::test]
@@ -96,7 +103,11 @@ async fn stale_responses_are_served_while_one_refresh_runs() {
         Duration::from_millis(50),
         true,
     );
-    let app = Axum::app(Cache::memory("swr").unwrap(), Some(1024), origin).await;
+    let app = Axum::app(
+        http_cache(Cache::memory("swr").unwrap(), Some(1024)),
+        origin,
+    )
+    .await;
     let get = || Request::get("/products/6", &[]);
     send::<Axum>(&app, get()).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;

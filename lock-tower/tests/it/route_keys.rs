@@ -1,4 +1,4 @@
-//! Keys from axum's routing (`KeySource::route_param`, nested routers, 404s), the `LockFence`
+//! Keys from axum's routing (`KeySource::route_param`, nested routers, 404s), the `HeldLock`
 //! extractor, and keys from the request body (`BodyKey`). Needs the `axum` feature.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use axum::Router;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use lock_core::{LockClient, MemoryBackend, WaitPolicy};
-use lock_tower::{BodyKey, KeySource, KeyedLockLayer, LockFence};
+use lock_tower::{BodyKey, HeldLock, KeySource, KeyedLockLayer};
 use tokio::sync::{mpsc, watch};
 use tokio::time::timeout;
 use tower::ServiceExt;
@@ -44,7 +44,7 @@ fn sku_lock(locks: LockClient) -> KeyedLockLayer<KeySource> {
         .unwrap()
 }
 
-async fn buy(lock: LockFence) -> String {
+async fn buy(lock: HeldLock) -> String {
     format!("{} {}", lock.key, lock.fence)
 }
 
@@ -112,7 +112,7 @@ async fn the_same_sku_at_once_is_refused_with_409() {
     let locks = LockClient::new(MemoryBackend::new());
     let (entered_tx, mut entered) = mpsc::unbounded_channel();
     let (release_tx, release) = watch::channel(false);
-    let hold = move |lock: LockFence| {
+    let hold = move |lock: HeldLock| {
         let (entered_tx, mut release) = (entered_tx.clone(), release.clone());
         async move {
             entered_tx.send(()).unwrap();
@@ -146,8 +146,14 @@ async fn the_same_sku_at_once_is_refused_with_409() {
 }
 
 #[tokio::test]
-async fn lock_fence_without_the_layer_is_a_500_problem() {
-    let app = Router::new().route("/buy/{sku}", post(buy));
+async fn held_lock_without_the_layer_is_a_500_problem() {
+    let app = Router::new().route("/buy/{sku}", post(buy)).route(
+        "/maybe",
+        post(|lock: Option<HeldLock>| async move { format!("{:?}", lock.map(|l| l.0)) }),
+    );
+    // Optional, it is `None` instead.
+    let (status, body) = send(&app, post_to("/maybe", "")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "None"));
     let response = timeout(LIMIT, app.oneshot(post_to("/buy/a", "")))
         .await
         .unwrap()
@@ -159,7 +165,10 @@ async fn lock_fence_without_the_layer_is_a_500_problem() {
     );
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let body = String::from_utf8(body.to_vec()).unwrap();
-    assert!(body.contains("not behind KeyedLockLayer"), "{body}");
+    assert!(
+        body.contains("HeldLock used in a handler that is not behind KeyedLockLayer"),
+        "{body}"
+    );
 }
 
 fn order_id(_: &http::request::Parts, body: &[u8]) -> Option<String> {
@@ -177,7 +186,7 @@ async fn a_body_key_locks_on_a_json_field_and_the_handler_reads_the_whole_body()
     let app = Router::new()
         .route(
             "/pay",
-            post(|lock: LockFence, body: String| async move { format!("{} {body}", lock.key) }),
+            post(|lock: HeldLock, body: String| async move { format!("{} {body}", lock.key) }),
         )
         .route_layer(layer);
     let json = r#"{"order_id":"o-1","amount":100}"#;

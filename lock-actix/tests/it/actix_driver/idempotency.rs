@@ -12,7 +12,7 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::test::{self, TestRequest};
 use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpRequest, HttpResponse};
-use lock_actix::{IdempotencyClaim, Idempotent};
+use lock_actix::{HeldClaim, Idempotent};
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
 use lock_core::testing::idempotency::{Answer, Call, Driver, Handler, Request, USER_HEADER};
@@ -111,7 +111,7 @@ pub async fn read<B: MessageBody + 'static>(
 pub async fn handle(
     handler: web::Data<Handler>,
     request: HttpRequest,
-    claim: Option<IdempotencyClaim>,
+    claim: Option<HeldClaim>,
     body: Bytes,
 ) -> HttpResponse {
     let call = Call {

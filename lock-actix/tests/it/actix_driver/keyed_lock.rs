@@ -1,11 +1,11 @@
 //! How the keyed-lock suite (`lock_core::testing::keyed_lock`) talks to actix-web: its
 //! handler behind [`KeyedLock`] wrapped around a test service, the lock read with the
-//! [`LockFence`] extractor, requests sent with `call`.
+//! [`HeldLock`] extractor, requests sent with `call`.
 
 use std::future::Future;
 
 use actix_web::{web, App, HttpRequest};
-use lock_actix::{KeyedLock, LockFence};
+use lock_actix::{HeldLock, KeyedLock};
 use lock_core::http::keyed::{KeySource, KeyedLockOptions};
 use lock_core::testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
 use lock_core::{LockClient, LockError};
@@ -47,7 +47,7 @@ impl Driver for ActixKeyedLock {
 pub async fn handle(
     handler: web::Data<Handler>,
     request: HttpRequest,
-    lock: Option<LockFence>,
+    lock: Option<HeldLock>,
 ) -> String {
     let call = Call {
         path: request.path().to_owned(),

@@ -20,7 +20,7 @@ use actix_web::test::{self, TestRequest};
 use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpRequest, HttpResponse};
 use lock_actix::ResponseCache;
-use lock_core::cache::Cache;
+use lock_core::http::cache::HttpCache;
 use lock_core::testing::response_cache::{Adapter, Headers, Origin, Reply, ReplyBody};
 use lock_core::testing::response_cache::{Request, Response};
 use tokio::sync::mpsc;
@@ -37,16 +37,12 @@ impl Adapter for Actix {
     // The middleware answers HEAD with the entry's body; actix-web's server drops it on the wire.
     const HEAD_WITHOUT_BODY: bool = false;
 
-    async fn app(cache: Cache, max_body: Option<u64>, origin: Origin) -> Call {
-        let mut middleware = ResponseCache::builder(cache);
-        if let Some(max_body) = max_body {
-            middleware = middleware.max_body(max_body);
-        }
+    async fn app(http: HttpCache, origin: Origin) -> Call {
         let service = Rc::new(
             test::init_service(
                 App::new()
                     .app_data(web::Data::new(origin))
-                    .wrap(middleware.build().unwrap())
+                    .wrap(ResponseCache::new(http))
                     .route("/{path:.*}", web::route().to(serve)),
             )
             .await,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{
     BypassReason, CacheCall, CacheRules, CacheRulesBuilder, CacheStatusHeader, Forward,
-    FullRequestHead, KeyFn, RequestDecision, SetCookie,
+    FullRequestHead, HeaderPairs, KeyFn, RequestDecision, SetCookie,
 };
 use crate::cache::{Cache, Freshness};
 use crate::LockError;
@@ -127,9 +127,15 @@ impl HttpCache {
         if reason != BypassReason::Method {
             header = header.detail(reason.as_str());
         }
+        // Other methods' responses are not this cache's resources: their `Vary` is theirs.
+        let vary = match reason {
+            BypassReason::Method => Vec::new(),
+            _ => self.rules().vary_headers().to_vec(),
+        };
         Plan::Bypass(Bypass {
             reason,
             member: header.header_value(self.rules().cache_name()),
+            vary,
         })
     }
 
@@ -174,6 +180,7 @@ pub enum Plan {
 pub struct Bypass {
     reason: BypassReason,
     member: String,
+    vary: Vec<String>,
 }
 
 impl Bypass {
@@ -189,6 +196,26 @@ impl Bypass {
     #[must_use]
     pub fn cache_status_value(&self, existing: Option<&str>) -> String {
         append(existing, &self.member)
+    }
+
+    /// The `Vary` to send on the application's response with `headers`, replacing its `Vary`
+    /// lines (as [`CacheRules::vary_value`]: a `304` to a conditional `GET` says what its
+    /// `200` would); `None`: send them as they are, as for every method but `GET` and `HEAD`.
+    ///
+    /// ```
+    /// use lock_core::cache::Cache;
+    /// use lock_core::http::cache::{HttpCache, Plan, RequestParts};
+    ///
+    /// let http = HttpCache::builder(Cache::memory("web").unwrap()).vary("Accept-Language").build().unwrap();
+    /// let conditional = RequestParts::get("/products/1").with_header("If-None-Match", "\"v1\"");
+    /// let Plan::Bypass(bypass) = http.plan(&conditional) else { panic!("preconditions pass by") };
+    /// assert_eq!(bypass.vary_value(&[("etag", "\"v1\"")]).as_deref(), Some("accept-language"));
+    /// let Plan::Bypass(post) = http.plan(&RequestParts::new("POST", "/products")) else { panic!() };
+    /// assert_eq!(post.vary_value(&[("etag", "\"v1\"")]), None);
+    /// ```
+    #[must_use]
+    pub fn vary_value(&self, headers: &(impl HeaderPairs + ?Sized)) -> Option<String> {
+        super::vary::merged(headers, &self.vary)
     }
 }
 
@@ -257,8 +284,8 @@ impl<T> HttpCacheBuilder<T> {
         self.rules(|r| r.max_body(bytes))
     }
 
-    /// Adds a request header to the key, so responses that `Vary` on it can be stored; see
-    /// [`CacheRulesBuilder::vary`].
+    /// Adds a request header to the key, so responses that `Vary` on it can be stored, and to
+    /// the `Vary` of the responses to `GET` and `HEAD`; see [`CacheRulesBuilder::vary`].
     pub fn vary(self, name: impl Into<String>) -> Self {
         self.rules(|r| r.vary(name))
     }

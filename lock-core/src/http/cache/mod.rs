@@ -16,7 +16,8 @@
 //!    ([`Store`]); a body that grows past [`CacheRules::check_body`] passes through unbuffered.
 //! 3. Every answer gets a `Cache-Status` ([`CacheStatusHeader`], built from the primitive's
 //!    outcome by [`CacheStatusHeader::from_outcome`]); a replayed answer also gets `Age`
-//!    ([`age_value`]). When the lock backend is down the cache fails open by default
+//!    ([`age_value`]). Every answer to a `GET` or `HEAD` names the rules' vary headers in
+//!    its `Vary` ([`CacheRules::vary_value`]). When the lock backend is down the cache fails open by default
 //!    ([`CacheRules::on_backend_error`]): compute without collapsing, say `detail=fail-open`.
 //!
 //! Requests are read through [`FullRequestHead`]: the keyed-lock middleware's
@@ -83,6 +84,7 @@ mod rules;
 mod serve;
 mod served;
 mod status;
+mod vary;
 
 pub use control::{pragma_no_cache, CacheControl, DeltaSeconds, DELTA_SECONDS_CAP};
 pub use headers::{FullRequestHead, HeaderPairs, RequestParts};

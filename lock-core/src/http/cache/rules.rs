@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::headers::is_token;
-use super::KeyFn;
+use super::{HeaderPairs, KeyFn};
 use crate::cache::{Freshness, OnBackendError, MAX_WINDOW};
 use crate::LockError;
 
@@ -163,6 +163,30 @@ impl CacheRules {
         &self.vary
     }
 
+    /// The `Vary` to send on a response with `headers` to a request this cache keys: the
+    /// response's own members first, as written, then the [`vary_headers`](Self::vary_headers)
+    /// it lacks (compared case-insensitively), in key order, on one line that replaces its
+    /// `Vary` lines. `None` when its own lines are to be sent as they are: no vary headers,
+    /// all of them present, or `Vary: *`. Replayed answers ([`Answer`](super::Answer)) come
+    /// with it; for the application's responses an adapter calls
+    /// [`FromOrigin::vary_value`](super::FromOrigin::vary_value) and
+    /// [`Bypass::vary_value`](super::Bypass::vary_value).
+    ///
+    /// ```
+    /// use lock_core::http::cache::CacheRules;
+    ///
+    /// let rules = CacheRules::builder().vary("Accept-Language").build().unwrap();
+    /// assert_eq!(rules.vary_value(&[("content-type", "text/html")]).as_deref(), Some("accept-language"));
+    /// let own = [("Vary", "Accept-Encoding")];
+    /// assert_eq!(rules.vary_value(&own).as_deref(), Some("Accept-Encoding, accept-language"));
+    /// assert_eq!(rules.vary_value(&[("Vary", "ACCEPT-LANGUAGE")]), None, "already there");
+    /// assert_eq!(rules.vary_value(&[("Vary", "*")]), None, "`*` stays");
+    /// ```
+    #[must_use]
+    pub fn vary_value(&self, headers: &(impl HeaderPairs + ?Sized)) -> Option<String> {
+        super::vary::merged(headers, &self.vary)
+    }
+
     /// What happens to responses that set a cookie.
     #[must_use]
     pub fn set_cookie(&self) -> SetCookie {
@@ -247,7 +271,11 @@ impl CacheRulesBuilder {
         self
     }
 
-    /// Adds a request header to the key, so responses that `Vary` on it can be stored.
+    /// Adds a request header to the key, so responses that `Vary` on it can be stored, and
+    /// to the `Vary` of every response to a request the cache keys (`GET` and `HEAD`:
+    /// computed, replayed, passed by, `304`s included), merged with the response's own (see
+    /// [`CacheRules::vary_value`]), so caches further down the line keep the variants apart
+    /// too.
     pub fn vary(mut self, name: impl Into<String>) -> Self {
         let name = name.into().to_ascii_lowercase();
         if !self.0.vary.contains(&name) {

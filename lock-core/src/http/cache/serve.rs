@@ -174,6 +174,13 @@ impl CacheCall {
             }
             RequestDecision::Bypass(_) => self.alone(&slot, Forward::Bypass, None).await,
         };
+        let served = match served {
+            Served::Answer(mut answer) => {
+                super::vary::apply(&mut answer.response, self.http.rules().vary_headers());
+                Served::Answer(answer)
+            }
+            served => served,
+        };
         self.trace(&served);
         self.record(&served);
         served
@@ -377,7 +384,7 @@ impl CacheCall {
                 header.detail = Some(detail.to_owned());
             }
         }
-        let mut from = FromOrigin::new(response, header, name);
+        let mut from = FromOrigin::new(response, header, self.http.rules());
         from.complete = complete;
         from.prefix = body;
         from.head_only = self.head();
@@ -412,7 +419,7 @@ impl CacheCall {
             Ok(response) => {
                 let mut header = CacheStatusHeader::forward(fwd).fwd_status(response.status());
                 header.detail = detail.map(str::to_owned);
-                Served::Origin(FromOrigin::new(response, header, name))
+                Served::Origin(FromOrigin::new(response, header, self.http.rules()))
             }
             Err(error) => Served::Error(error),
         }

@@ -1,7 +1,7 @@
 //! What [`CacheCall::serve`](super::CacheCall::serve) tells an adapter to send.
 
 use super::http_cache::append;
-use super::{CacheStatusHeader, CACHE_STATUS};
+use super::{CacheRules, CacheStatusHeader, HeaderPairs, CACHE_STATUS};
 use crate::cache::CacheStatus;
 use crate::http::PlainResponse;
 
@@ -30,7 +30,8 @@ pub enum Served<R, E> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Answer {
-    /// What to send: every header line, `cache-status` included (and `age` for a replay);
+    /// What to send: every header line, `cache-status` included (and `age` for a replay,
+    /// `vary` with the rules' vary headers, see [`CacheRules::vary_value`]);
     /// for a `HEAD`, the `GET`'s body, not to be sent (see `head_only`).
     pub response: PlainResponse,
     /// The request was a `HEAD`: send the headers only; `content-length` is the body's
@@ -109,17 +110,29 @@ pub struct FromOrigin<R> {
     /// actix-web does, may be handed the body.)
     pub head_only: bool,
     pub(super) member: String,
+    vary: Option<String>,
 }
 
-impl<R> FromOrigin<R> {
-    pub(super) fn new(response: R, header: CacheStatusHeader, cache_name: &str) -> Self {
+impl<R: HeaderPairs> FromOrigin<R> {
+    pub(super) fn new(response: R, header: CacheStatusHeader, rules: &CacheRules) -> Self {
         Self {
+            vary: rules.vary_value(&response),
             response,
             prefix: Vec::new(),
             complete: false,
             head_only: false,
-            member: header.header_value(cache_name),
+            member: header.header_value(rules.cache_name()),
         }
+    }
+}
+
+impl<R> FromOrigin<R> {
+    /// The `Vary` to send, replacing the response's own lines: their members followed by the
+    /// rules' vary headers they lack ([`CacheRules::vary_value`]); `None`: send them as they
+    /// are.
+    #[must_use]
+    pub fn vary_value(&self) -> Option<&str> {
+        self.vary.as_deref()
     }
 
     /// The `Cache-Status` to send: `existing` (the response's own, every line joined with

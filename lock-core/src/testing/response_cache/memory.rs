@@ -6,7 +6,7 @@ use tokio::time::timeout;
 
 use super::origin::{Calls, Feeds, Origin};
 use super::table::rows;
-use super::{concurrent, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
+use super::{concurrent, http_cache, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
 use crate::cache::Cache;
 use crate::http::cache::{HttpCache, Plan, RequestParts};
 use crate::results::MemoryResultStore;
@@ -14,7 +14,7 @@ use crate::{LockClient, MemoryBackend};
 
 /// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.
 async fn app<A: Adapter>(name: &str, origin: Origin) -> A::App {
-    A::app(Cache::memory(name).unwrap(), Some(1024), origin).await
+    A::app(http_cache(Cache::memory(name).unwrap(), Some(1024)), origin).await
 }
 
 /// Each row of the semantics table (22), sent twice: `Cache-Status`, status, body, how often
@@ -276,7 +276,7 @@ pub async fn an_uncacheable_answer_marks_the_key_pass_through<A: Adapter>() {
         .namespace("pass")
         .build()
         .unwrap();
-    let app = A::app(cache.clone(), Some(1024), origin).await;
+    let app = A::app(http_cache(cache.clone(), Some(1024)), origin).await;
     let first = send::<A>(&app, Request::get("/products/6", &[])).await;
     assert_eq!(
         first.headers.cache_status(),
@@ -310,4 +310,68 @@ pub async fn an_uncacheable_answer_marks_the_key_pass_through<A: Adapter>() {
         );
         assert_eq!(answer.body, b"product 6");
     }
+}
+
+/// A cache that varies on `Accept-Language` says so in `Vary` on every answer to a `GET` or
+/// `HEAD` (RFC 9110 §12.5.5), so caches further down keep the variants apart too: computed
+/// and replayed, merged with the handler's own `Vary` (its members first, no name twice,
+/// `*` left alone), and on a conditional `GET` the cache passes by (whose `304` must say
+/// what its `200` would). Each language is an entry of its own. A `POST`'s answer is left
+/// alone.
+///
+/// # Panics
+/// When an answer's `Vary` is not that.
+pub async fn vary_names_the_keyed_headers_on_every_answer<A: Adapter>() {
+    let calls = Calls::default();
+    let http = HttpCache::builder(Cache::memory("vary").unwrap())
+        .vary("Accept-Language")
+        .build()
+        .unwrap();
+    let app = A::app(http, Origin::varying(&calls)).await;
+    let vary = |answer: &super::Answer| -> Vec<String> {
+        let lines = answer.headers.0.iter().filter(|(name, _)| name == "vary");
+        lines.map(|(_, value)| value.clone()).collect()
+    };
+    let (de, fr) = (&[("accept-language", "de")], &[("accept-language", "fr")]);
+
+    // Computed, replayed (the HEAD too), and another language computed anew.
+    for (request, cache_status, calls_then) in [
+        (Request::get("/plain/1", de), MISS_STORED, 1),
+        (Request::get("/plain/1", de), HIT, 1),
+        (Request::new("HEAD", "/plain/1", de), HIT, 1),
+        (Request::get("/plain/1", fr), MISS_STORED, 2),
+        (Request::get("/plain/1", fr), HIT, 2),
+    ] {
+        let what = format!("{} {:?}", request.method, request.headers);
+        let answer = send::<A>(&app, request).await;
+        assert_eq!(answer.status, 200, "{what}");
+        assert_eq!(answer.headers.cache_status(), cache_status, "{what}");
+        assert_eq!(vary(&answer), ["accept-language"], "{what}");
+        assert_eq!(calls.count(), calls_then, "{what}");
+    }
+
+    // The handler's own `Vary`, twice each (computed, then replayed or passed through).
+    for (path, expected) in [
+        ("/encoding/1", "Accept-Encoding, accept-language"),
+        ("/language/1", "Accept-Language"),
+        ("/star/1", "*"),
+    ] {
+        for _ in 0..2 {
+            let answer = send::<A>(&app, Request::get(path, de)).await;
+            assert_eq!(answer.status, 200, "{path}");
+            assert_eq!(vary(&answer), [expected], "{path}");
+        }
+    }
+
+    // Passed by: a conditional GET (the application may answer 304), and a POST.
+    let conditional = [("accept-language", "de"), ("if-none-match", "\"v1\"")];
+    let answer = send::<A>(&app, Request::get("/plain/1", &conditional)).await;
+    assert_eq!(
+        answer.headers.cache_status(),
+        "lock-core; fwd=bypass; detail=conditional"
+    );
+    assert_eq!(vary(&answer), ["accept-language"]);
+    let answer = send::<A>(&app, Request::new("POST", "/plain/1", de)).await;
+    assert_eq!(answer.headers.cache_status(), "lock-core; fwd=method");
+    assert!(vary(&answer).is_empty(), "{:?}", vary(&answer));
 }

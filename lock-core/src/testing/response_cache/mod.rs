@@ -1,7 +1,7 @@
 //! The response cache adapters' conformance suite: one set of HTTP scenarios (the
 //! `Cache-Control` semantics table, collapsing of cold misses, failures shared and remembered,
-//! pass-through keys, `Set-Cookie`, `HEAD`, large bodies, two instances on one Redis, a Redis
-//! outage) that every framework adapter runs, as
+//! pass-through keys, `Set-Cookie`, `HEAD`, large bodies, `Vary`, two instances on one Redis,
+//! a Redis outage) that every framework adapter runs, as
 //! `lock-core/tests/it/conformance` is run against every lock backend.
 //!
 //! An adapter's test file keeps only how to talk to its framework: an [`Adapter`] builds an
@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! use std::future::Future;
-//! use lock_core::cache::Cache;
+//! use lock_core::http::cache::HttpCache;
 //! use lock_core::testing::response_cache::{self as suite, Adapter, Origin, Request, Response};
 //!
 //! /// A framework whose "application" is the origin itself, with no cache in front.
@@ -22,7 +22,7 @@
 //!     const NAME: &'static str = "bare";
 //!     const HEAD_WITHOUT_BODY: bool = false;
 //!
-//!     async fn app(_cache: Cache, _max_body: Option<u64>, origin: Origin) -> Origin {
+//!     async fn app(_http: HttpCache, origin: Origin) -> Origin {
 //!         origin
 //!     }
 //!
@@ -59,6 +59,7 @@ use std::time::Duration;
 use tokio::time::timeout;
 
 use crate::cache::Cache;
+use crate::http::cache::HttpCache;
 
 pub use memory::{
     a_failing_origin_is_called_once_and_its_answer_shared,
@@ -67,6 +68,7 @@ pub use memory::{
     cache_control_semantics_over_http, head_is_served_from_the_get_entry,
     other_methods_pass_through, responses_not_to_share_are_not_handed_to_waiters,
     set_cookie_reaches_the_computing_request_only, two_hundred_cold_gets_call_the_handler_once,
+    vary_names_the_keyed_headers_on_every_answer,
 };
 pub use origin::{Calls, Feeds, Origin, Reply, ReplyBody};
 #[cfg(feature = "redis")]
@@ -98,9 +100,9 @@ pub trait Adapter {
     /// `Content-Length` (tower); actix-web leaves both to its server, at the wire.
     const HEAD_WITHOUT_BODY: bool;
 
-    /// The application answering every path and method with `origin`, behind a response cache
-    /// on `cache` with default settings apart from `max_body`, when given.
-    fn app(cache: Cache, max_body: Option<u64>, origin: Origin) -> impl Future<Output = Self::App>;
+    /// The application answering every path and method with `origin`, behind the adapter's
+    /// response cache on `http` (its cache and rules).
+    fn app(http: HttpCache, origin: Origin) -> impl Future<Output = Self::App>;
 
     /// Sends `request` to `app`; resolves once the response's head is there. Requests sent
     /// together are polled together, so run them concurrently.
@@ -202,6 +204,19 @@ impl Headers {
             .split("; ")
             .find_map(|p| p.strip_prefix("ttl=")?.parse().ok())
     }
+}
+
+/// The response cache on `cache` with default settings apart from `max_body`, when given.
+///
+/// # Panics
+/// When the settings are refused.
+#[must_use]
+pub fn http_cache(cache: Cache, max_body: Option<u64>) -> HttpCache {
+    let mut http = HttpCache::builder(cache);
+    if let Some(max_body) = max_body {
+        http = http.max_body(max_body);
+    }
+    http.build().expect("valid settings")
 }
 
 /// Sends `request` and reads the body, each within [`LIMIT`].

@@ -102,6 +102,9 @@ enum Kind {
         delay: Duration,
         failing: AtomicBool,
     },
+    Varying {
+        calls: Calls,
+    },
 }
 
 impl Origin {
@@ -142,6 +145,16 @@ impl Origin {
             calls: calls.clone(),
             delay,
             failing: AtomicBool::new(false),
+        }))
+    }
+
+    /// `GET /{vary}/{id}`: counts the call, answers `{vary} {id}` with `max-age=60` and its own
+    /// `Vary` as `vary` says: none for `plain`, `Accept-Encoding` for `encoding`,
+    /// `Accept-Language` for `language`, `*` for `star`.
+    #[must_use]
+    pub fn varying(calls: &Calls) -> Self {
+        Self(Arc::new(Kind::Varying {
+            calls: calls.clone(),
         }))
     }
 
@@ -240,6 +253,20 @@ impl Origin {
                     vec![("cache-control", cache_control)],
                     format!("product {id}").into(),
                 )
+            }
+            (Kind::Varying { calls }, Some((vary, id))) if read => {
+                let own = match vary {
+                    "/plain" => None,
+                    "/encoding" => Some("Accept-Encoding"),
+                    "/language" => Some("Accept-Language"),
+                    "/star" => Some("*"),
+                    _ => return full(404, Vec::new(), b"not found".to_vec()),
+                };
+                calls.record(method);
+                let mut headers = vec![max_age()];
+                headers.extend(own.map(|own| ("vary", own.to_owned())));
+                let body = format!("{} {id}", &vary[1..]);
+                full(200, headers, body.into())
             }
             (Kind::Large { calls, .. }, Some(("", "length"))) if read => {
                 calls.record(method);

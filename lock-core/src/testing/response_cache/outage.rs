@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::origin::{Calls, Origin};
-use super::{send, together, Adapter, Answer, Request};
+use super::{http_cache, send, together, Adapter, Answer, Request};
 use crate::breaker::{Breaker, BreakerState};
 use crate::cache::{Cache, OnBackendError};
 use crate::results::RedisResultStore;
@@ -79,12 +79,12 @@ pub async fn redis_down_answers_in_the_origins_time_and_collapses_again<A: Adapt
     let mut breakers = Vec::new();
     for _ in 0..2 {
         let (cache, breaker) = cache(&server.url(), &namespace, OnBackendError::FailOpen).await;
-        open.push(A::app(cache, None, origin()).await);
+        open.push(A::app(http_cache(cache, None), origin()).await);
         breakers.push(breaker);
     }
     let (closed_cache, closed_breaker) =
         cache(&server.url(), &namespace, OnBackendError::FailClosed).await;
-    let closed = A::app(closed_cache, None, origin()).await;
+    let closed = A::app(http_cache(closed_cache, None), origin()).await;
 
     server.kill();
     let down_at = Instant::now();

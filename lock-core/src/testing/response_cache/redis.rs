@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::timeout;
 
 use super::origin::{Calls, Origin};
-use super::{together, Adapter, Answer, Request};
+use super::{http_cache, together, Adapter, Answer, Request};
 use crate::cache::{Cache, OnBackendError};
 use crate::results::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
@@ -29,7 +29,7 @@ async fn cache(url: &str, namespace: &str, on_error: OnBackendError) -> Cache {
 /// One instance of the service: its own cache on its own connections, a shared call count.
 async fn instance<A: Adapter>(cache: Cache, calls: &Calls) -> A::App {
     let origin = Origin::products(calls, "max-age=60", Duration::from_millis(300), false);
-    A::app(cache, None, origin).await
+    A::app(http_cache(cache, None), origin).await
 }
 
 /// Status, `Cache-Status` (which every answer has) and body.
@@ -164,14 +164,18 @@ pub async fn two_instances_share_a_failure<A: Adapter>() {
     let origin = Origin::flaky(&calls, Duration::from_millis(300));
     let apps = [
         A::app(
-            cache(&url, &namespace, OnBackendError::FailOpen).await,
-            None,
+            http_cache(
+                cache(&url, &namespace, OnBackendError::FailOpen).await,
+                None,
+            ),
             origin.clone(),
         )
         .await,
         A::app(
-            cache(&url, &namespace, OnBackendError::FailOpen).await,
-            None,
+            http_cache(
+                cache(&url, &namespace, OnBackendError::FailOpen).await,
+                None,
+            ),
             origin.clone(),
         )
         .await,

@@ -1,6 +1,7 @@
 //! How the idempotency suite (`lock_core::testing::idempotency`) talks to axum: its handler
 //! behind [`IdempotencyLayer`] on a router, the scope put in the extensions by an outer
-//! "authentication" layer, requests sent with `oneshot`.
+//! "authentication" layer, the claim taken with the `HeldClaim` extractor (read from the
+//! extensions without the `axum` feature), requests sent with `oneshot`.
 
 use std::future::Future;
 
@@ -93,7 +94,7 @@ fn authenticate(mut request: Request) -> Request {
 
 /// The handler: the suite's handler's answer as an axum response.
 pub async fn handle(State(handler): State<Handler>, request: Request) -> AxumResponse {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let call = Call {
         method: parts.method.to_string(),
         path: parts.uri.path().to_owned(),
@@ -101,7 +102,7 @@ pub async fn handle(State(handler): State<Handler>, request: Request) -> AxumRes
             .await
             .unwrap()
             .to_vec(),
-        claim: parts.extensions.get::<ClaimInfo>().cloned(),
+        claim: held_claim(&mut parts).await,
     };
     let reply = handler.answer(call).await;
     let mut response = AxumResponse::builder().status(reply.status);
@@ -109,4 +110,19 @@ pub async fn handle(State(handler): State<Handler>, request: Request) -> AxumRes
         response = response.header(name, value);
     }
     response.body(Body::from(reply.body)).unwrap()
+}
+
+/// The claim as a handler takes it: `Option<HeldClaim>` (`None` when the layer did not handle
+/// the request).
+#[cfg(feature = "axum")]
+async fn held_claim(parts: &mut Parts) -> Option<ClaimInfo> {
+    use axum::extract::FromRequestParts;
+    let held = Option::<lock_tower::HeldClaim>::from_request_parts(parts, &()).await;
+    held.unwrap().map(|held| held.0)
+}
+
+/// Without the `axum` feature there is no extractor: the extensions.
+#[cfg(not(feature = "axum"))]
+async fn held_claim(parts: &mut Parts) -> Option<ClaimInfo> {
+    parts.extensions.get::<ClaimInfo>().cloned()
 }

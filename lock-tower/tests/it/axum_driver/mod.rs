@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http::{Method, Uri};
 use http_body::Frame;
 use http_body_util::BodyExt;
-use lock_core::cache::Cache;
+use lock_core::http::cache::HttpCache;
 use lock_core::testing::response_cache::{Adapter, Headers, Origin, Reply, ReplyBody};
 use lock_core::testing::response_cache::{Request, Response};
 use lock_tower::ResponseCacheLayer;
@@ -37,15 +37,11 @@ impl Adapter for Axum {
     // The layer strips a HEAD answer's body itself and says its length.
     const HEAD_WITHOUT_BODY: bool = true;
 
-    async fn app(cache: Cache, max_body: Option<u64>, origin: Origin) -> Router {
-        let mut layer = ResponseCacheLayer::builder(cache);
-        if let Some(max_body) = max_body {
-            layer = layer.max_body(max_body);
-        }
+    async fn app(http: HttpCache, origin: Origin) -> Router {
         Router::new()
             .route("/{*path}", any(serve))
             .with_state(origin)
-            .layer(layer.build().unwrap())
+            .layer(ResponseCacheLayer::new(http))
     }
 
     fn call(app: &Router, request: Request) -> impl Future<Output = Response> {

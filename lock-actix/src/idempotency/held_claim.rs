@@ -1,4 +1,4 @@
-//! [`IdempotencyClaim`]: the extractor for the claim a handler runs under.
+//! [`HeldClaim`]: the extractor for the claim a handler runs under.
 
 use std::future::Ready;
 use std::ops::Deref;
@@ -9,14 +9,15 @@ use lock_core::idempotency::ClaimInfo;
 
 /// The scope, idempotency key and fencing token of the claim the [`Idempotent`](super::Idempotent)
 /// middleware holds for this request. Extracting it in a handler the middleware did not
-/// handle (not wrapped, another method, no key where it is optional) fails with a 500 (a
-/// wiring mistake, not a client error); take an `Option<IdempotencyClaim>` where a request
+/// handle (not wrapped, another method, no key where it is optional) fails with a 500
+/// `application/problem+json` naming the missing middleware (a wiring mistake, not a client
+/// error); take an `Option<HeldClaim>` where a request
 /// may come without one.
 ///
 /// ```
-/// use lock_actix::IdempotencyClaim;
+/// use lock_actix::HeldClaim;
 ///
-/// async fn pay(claim: IdempotencyClaim) -> String {
+/// async fn pay(claim: HeldClaim) -> String {
 ///     // Write the payment and its answer in one transaction with `claim.commit_in` (lock-core's
 ///     // `postgres` feature), so that a crash after the payment replays it instead of paying
 ///     // again.
@@ -25,9 +26,9 @@ use lock_core::idempotency::ClaimInfo;
 /// # let _ = pay;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IdempotencyClaim(pub ClaimInfo);
+pub struct HeldClaim(pub ClaimInfo);
 
-impl Deref for IdempotencyClaim {
+impl Deref for HeldClaim {
     type Target = ClaimInfo;
 
     fn deref(&self) -> &ClaimInfo {
@@ -35,15 +36,15 @@ impl Deref for IdempotencyClaim {
     }
 }
 
-impl FromRequest for IdempotencyClaim {
+impl FromRequest for HeldClaim {
     type Error = actix_web::Error;
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         crate::extensions::from_extensions(
             request,
-            IdempotencyClaim,
-            "IdempotencyClaim used in a request the Idempotent middleware did not handle",
+            HeldClaim,
+            "HeldClaim used in a request the Idempotent middleware did not handle",
         )
     }
 }

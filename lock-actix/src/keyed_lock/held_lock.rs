@@ -1,4 +1,4 @@
-//! [`LockFence`]: the extractor for the lock a handler runs under.
+//! [`HeldLock`]: the extractor for the lock a handler runs under.
 
 use std::future::Ready;
 use std::ops::Deref;
@@ -11,21 +11,23 @@ use crate::extensions::from_extensions;
 
 /// The key and fencing token of the lock the [`KeyedLock`](crate::KeyedLock) middleware took
 /// for this request. Extracting it in a handler that is not behind the middleware fails with
-/// a 500 (a wiring mistake, not a client error).
+/// a 500 `application/problem+json` naming the missing middleware (a wiring mistake, not a
+/// client error); take an `Option<HeldLock>` where a request may pass the middleware unlocked
+/// (methods it does not select).
 ///
 /// ```
-/// use lock_actix::LockFence;
+/// use lock_actix::HeldLock;
 ///
-/// async fn write(lock: LockFence) -> String {
+/// async fn write(lock: HeldLock) -> String {
 ///     // Hand the token to the resource so a stale holder's writes are refused.
 ///     format!("UPDATE stock SET fence = {0} WHERE fence <= {0}", lock.fence)
 /// }
 /// # let _ = write;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockFence(pub LockInfo);
+pub struct HeldLock(pub LockInfo);
 
-impl Deref for LockFence {
+impl Deref for HeldLock {
     type Target = LockInfo;
 
     fn deref(&self) -> &LockInfo {
@@ -33,15 +35,15 @@ impl Deref for LockFence {
     }
 }
 
-impl FromRequest for LockFence {
+impl FromRequest for HeldLock {
     type Error = actix_web::Error;
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         from_extensions(
             request,
-            LockFence,
-            "LockFence used in a handler that is not wrapped in KeyedLock",
+            HeldLock,
+            "HeldLock used in a handler that is not wrapped in KeyedLock",
         )
     }
 }

@@ -142,7 +142,7 @@ pub const SECONDS_BUCKETS: &[f64] = &[
 
 /// Registers the help text and unit of every metric lock-core records (the lock's, the
 /// breakers', the cache's and the HTTP layers') with the installed recorder: Prometheus
-/// shows them as `# HELP` lines. Call it once, after installing the recorder (a recorder
+/// shows them as `# HELP` lines (the HTTP layers' with the `http` feature). Call it once, after installing the recorder (a recorder
 /// installed later has none of them). Without the `metrics` feature it does nothing.
 ///
 /// ```
@@ -155,7 +155,6 @@ pub fn describe() {
         use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
         use crate::cache::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
-        use crate::http::metrics::HTTP_RESPONSES_TOTAL;
 
         describe_counter!(
             ACQUIRE_TOTAL,
@@ -206,7 +205,9 @@ pub fn describe() {
             Unit::Seconds,
             "How long the computations of cache calls that computed took."
         );
-        describe_counter!(HTTP_RESPONSES_TOTAL, Unit::Count, "Answers of the HTTP layers (keyed_lock, idempotency, response_cache), by status and outcome.");
+        // The HTTP layers exist with the `http` feature only.
+        #[cfg(feature = "http")]
+        describe_counter!(crate::http::metrics::HTTP_RESPONSES_TOTAL, Unit::Count, "Answers of the HTTP layers (keyed_lock, idempotency, response_cache), by status and outcome.");
     }
 }
 

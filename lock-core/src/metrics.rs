@@ -142,8 +142,8 @@ pub const SECONDS_BUCKETS: &[f64] = &[
 
 /// Registers the help text and unit of every metric lock-core records (the lock's, the
 /// breakers', the cache's and the HTTP layers') with the installed recorder: Prometheus
-/// shows them as `# HELP` lines (the HTTP layers' with the `http` feature). Call it once, after installing the recorder (a recorder
-/// installed later has none of them). Without the `metrics` feature it does nothing.
+/// shows them as `# HELP` lines (the HTTP layers' with the `http` feature). Call it once,
+/// after installing the recorder (a recorder installed later has none of them). Without the `metrics` feature it does nothing.
 ///
 /// ```
 /// // With no recorder installed, the descriptions go nowhere.

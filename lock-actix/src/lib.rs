@@ -57,6 +57,7 @@ pub mod idempotency;
 pub mod keyed_lock;
 mod response;
 pub mod response_cache;
+mod status;
 
 pub use idempotency::{HeldClaim, Idempotent, IdempotentMiddleware};
 pub use keyed_lock::{

@@ -75,6 +75,7 @@ mod read;
 mod rejection;
 mod response;
 pub mod response_cache;
+mod status;
 
 pub use body::LayerBody;
 pub use future::ResponseFuture;

@@ -3,8 +3,10 @@
 //! the process starts (the apps' tests start several).
 //!
 //! Histograms (every `*_seconds` metric) are rendered as Prometheus histograms with
-//! [`BUCKETS`], so percentiles can be taken across instances
-//! (`histogram_quantile(0.99, sum by (backend, le) (rate(lock_acquire_wait_seconds_bucket[5m])))`).
+//! lock-core's [`SECONDS_BUCKETS`](lock_core::metrics::SECONDS_BUCKETS), so percentiles can be
+//! taken across instances
+//! (`histogram_quantile(0.99, sum by (backend, namespace, le) (rate(lock_acquire_wait_seconds_bucket[5m])))`),
+//! and every metric has its `# HELP` line ([`describe`](lock_core::metrics::describe)).
 //!
 //! ```
 //! use example_support::prometheus;
@@ -26,11 +28,6 @@ pub const PATH: &str = "/metrics";
 /// The content type of the Prometheus text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 
-/// The buckets of every `*_seconds` histogram: 0.5 ms to 30 s.
-pub const BUCKETS: [f64; 15] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-];
-
 /// How often the recorder's histograms are drained between scrapes (the exporter leaves that
 /// to whoever installs it without its HTTP listener).
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
@@ -44,7 +41,10 @@ pub fn handle() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let builder = || {
             PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), &BUCKETS)
+                .set_buckets_for_metric(
+                    Matcher::Suffix("_seconds".to_owned()),
+                    lock_core::metrics::SECONDS_BUCKETS,
+                )
                 .expect("the buckets are not empty")
         };
         let handle = match builder().install_recorder() {
@@ -56,6 +56,7 @@ pub fn handle() -> &'static PrometheusHandle {
                 return builder().build_recorder().handle();
             }
         };
+        lock_core::metrics::describe();
         let upkeep = handle.clone();
         // A plain thread: the recorder may be installed outside any async runtime.
         let spawned = std::thread::Builder::new()

@@ -202,7 +202,10 @@ where
         Err(rejection) => return Ok(request.into_response(into_response(rejection))),
     };
     request.extensions_mut().insert(lock.info().clone());
-    match lock.run(service.call(request), &options).await {
+    match lock
+        .run(service.call(request), &options, crate::status::status_of)
+        .await
+    {
         Ok(response) => response.map(ServiceResponse::map_into_left_body),
         // The request went to the cancelled handler (actix routing forbids keeping a clone
         // of it), so the 503 travels as an error that renders the same problem.

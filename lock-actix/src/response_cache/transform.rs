@@ -122,7 +122,9 @@ where
                 let response = self.service.call(request);
                 Box::pin(
                     async move {
-                        let mut response = response.await?;
+                        let answer = response.await;
+                        bypass.record(crate::status::status_of(&answer));
+                        let mut response = answer?;
                         let value =
                             bypass.cache_status_value(existing(response.headers()).as_deref());
                         tracing::Span::current().record("cache_status", value.as_str());

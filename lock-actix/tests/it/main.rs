@@ -5,6 +5,7 @@
 mod actix_driver;
 mod idempotency;
 mod idempotency_redis;
+mod metrics;
 mod middleware;
 mod response_cache;
 mod response_cache_redis;

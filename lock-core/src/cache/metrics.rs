@@ -4,8 +4,12 @@
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | [`CACHE_REQUESTS_TOTAL`] | counter | `result` | calls by result: `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
-//! | [`CACHE_COMPUTE_SECONDS`] | histogram | — | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
+//! | [`CACHE_REQUESTS_TOTAL`] | counter | `cache`, `result` | calls by result: `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
+//! | [`CACHE_COMPUTE_SECONDS`] | histogram | `cache` | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
+//!
+//! `cache` is the [`Cache`](super::Cache)'s [namespace](super::Cache::namespace) (`""`
+//! without one), so two caches are told apart; the locks of their computations are counted
+//! in the lock metrics under the namespace `cache.<namespace>`.
 //!
 //! ```
 //! assert_eq!(lock_core::cache::metrics::CACHE_REQUESTS_TOTAL, "lock_cache_requests_total");
@@ -15,9 +19,10 @@ use std::time::Duration;
 
 use super::{CacheError, CacheStatus};
 
-/// Calls of the cache primitive by result (counter; label `result`).
+/// Calls of the cache primitive by result (counter; labels `cache`, `result`).
 pub const CACHE_REQUESTS_TOTAL: &str = "lock_cache_requests_total";
-/// How long the computations of cache calls that computed took (histogram, seconds).
+/// How long the computations of cache calls that computed took (histogram, seconds; label
+/// `cache`).
 pub const CACHE_COMPUTE_SECONDS: &str = "lock_cache_compute_seconds";
 
 /// The `result` label of a cache call that gave a value.
@@ -47,18 +52,20 @@ pub(crate) fn cache_error_label<E>(error: &CacheError<E>) -> &'static str {
     }
 }
 
-/// Records one call of the cache primitive by its `result` label, and how long its
+/// Records one call of the cache of namespace `cache` by its `result` label, and how long its
 /// computation took when this call computed (`computed_in`).
-pub(crate) fn cache_call(result: &'static str, computed_in: Option<Duration>) {
+pub(crate) fn cache_call(cache: &str, result: &'static str, computed_in: Option<Duration>) {
     #[cfg(feature = "metrics")]
     {
-        metrics::counter!(CACHE_REQUESTS_TOTAL, "result" => result).increment(1);
+        metrics::counter!(CACHE_REQUESTS_TOTAL, "cache" => cache.to_owned(), "result" => result)
+            .increment(1);
         if let Some(took) = computed_in {
-            metrics::histogram!(CACHE_COMPUTE_SECONDS).record(took.as_secs_f64());
+            metrics::histogram!(CACHE_COMPUTE_SECONDS, "cache" => cache.to_owned())
+                .record(took.as_secs_f64());
         }
     }
     #[cfg(not(feature = "metrics"))]
-    let _ = (result, computed_in);
+    let _ = (cache, result, computed_in);
 }
 
 #[cfg(test)]

@@ -213,7 +213,7 @@ impl<'a, C> CacheRequest<'a, C> {
         };
         let ran = call.run(compute).await;
         let (result, computed_in) = super::computed::metric(&ran);
-        crate::cache::metrics::cache_call(result, computed_in);
+        crate::cache::metrics::cache_call(&inner.namespace, result, computed_in);
         ran
     }
 }

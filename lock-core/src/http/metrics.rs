@@ -1,15 +1,23 @@
 //! Metrics of the HTTP layers (keyed lock, idempotency, response cache), through the
 //! [`metrics`](https://docs.rs/metrics) facade (feature `metrics`; see
 //! [`lock_core::metrics`](crate::metrics) for the whole catalogue), counted once where
-//! lock-core decides an answer.
+//! lock-core decides an answer. Every series has the labels `layer`, `status` (the status
+//! sent, the handler's included, or [`NO_STATUS`]) and `outcome`.
 //!
 //! ```
 //! assert_eq!(lock_core::http::metrics::HTTP_RESPONSES_TOTAL, "lock_http_responses_total");
 //! ```
 
-/// Answers of the HTTP layers (counter; labels `layer`, `status` when lock-core knows it,
-/// `outcome`).
+/// Answers of the HTTP layers (counter; labels `layer`, `status`, `outcome`, on every series).
 pub const HTTP_RESPONSES_TOTAL: &str = "lock_http_responses_total";
+
+/// The `status` label of an answer that is no response: the handler (or the inner service)
+/// failed, and its error goes on to the framework, which makes of it what it does.
+///
+/// ```
+/// assert_eq!(lock_core::http::metrics::NO_STATUS, "none");
+/// ```
+pub const NO_STATUS: &str = "none";
 
 /// The `layer` label of the keyed-lock middleware.
 pub(crate) const LAYER_KEYED_LOCK: &str = "keyed_lock";
@@ -18,15 +26,14 @@ pub(crate) const LAYER_IDEMPOTENCY: &str = "idempotency";
 /// The `layer` label of the response cache.
 pub(crate) const LAYER_RESPONSE_CACHE: &str = "response_cache";
 
-/// Records one answer of an HTTP layer (`status` is `None` when it is the handler's and
-/// lock-core does not see it).
+/// Records one answer of an HTTP layer: its `status`, or `None` when the handler failed
+/// instead of answering ([`NO_STATUS`]).
 pub(crate) fn http_response(layer: &'static str, status: Option<u16>, outcome: &'static str) {
     #[cfg(feature = "metrics")]
-    match status {
-        Some(status) => metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "status" => status.to_string(), "outcome" => outcome)
-            .increment(1),
-        None => metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "outcome" => outcome)
-            .increment(1),
+    {
+        let status = status.map_or_else(|| NO_STATUS.to_owned(), |status| status.to_string());
+        metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => layer, "status" => status, "outcome" => outcome)
+            .increment(1);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (layer, status, outcome);

@@ -220,7 +220,11 @@ impl LockGuard {
 
 impl LockGuard {
     fn stop_watching(&self) {
-        metrics::released(self.lease.backend, self.lease.granted_at.elapsed());
+        metrics::released(
+            self.lease.backend,
+            self.lease.key.namespace(),
+            self.lease.granted_at.elapsed(),
+        );
         self.lease.stop.cancel();
         self.client.watchdog.forget(&self.lease);
     }

@@ -57,8 +57,8 @@ pub struct LossSignal {
 struct Inner {
     reason: OnceLock<LostReason>,
     token: CancellationToken,
-    /// The backend of the lease it belongs to, for the lost-lease metric.
-    backend: OnceLock<&'static str>,
+    /// The backend and namespace of the lease it belongs to, for the lost-lease metric.
+    lease: OnceLock<(&'static str, String)>,
 }
 
 impl LossSignal {
@@ -70,18 +70,25 @@ impl LossSignal {
 
     /// Fires with `reason`; returns false when it had already fired (the first reason stays).
     pub fn fire(&self, reason: LostReason) -> bool {
-        let backend = self.inner.backend.get().copied().unwrap_or("unknown");
         let first = self.inner.reason.set(reason.clone()).is_ok();
         if first {
-            crate::metrics::lost(backend, &reason);
+            let (backend, namespace) = self
+                .inner
+                .lease
+                .get()
+                .map_or(("unknown", ""), |(backend, namespace)| {
+                    (*backend, namespace)
+                });
+            crate::metrics::lost(backend, namespace, &reason);
         }
         self.inner.token.cancel();
         first
     }
 
-    /// Names the backend of the lease this signal belongs to (for metrics).
-    pub(crate) fn name_backend(&self, backend: &'static str) {
-        self.inner.backend.set(backend).ok();
+    /// Names the backend and the client's namespace of the lease this signal belongs to (for
+    /// metrics).
+    pub(crate) fn name_lease(&self, backend: &'static str, namespace: &str) {
+        self.inner.lease.set((backend, namespace.to_owned())).ok();
     }
 
     /// The reason, once fired.

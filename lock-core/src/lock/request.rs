@@ -100,11 +100,13 @@ impl<'a> LockRequest<'a> {
     /// Acquires with the given waiting policy: `Ok(None)` when the lock was still held by
     /// another owner when waiting ended.
     pub async fn acquire_with(self, wait: WaitPolicy) -> Result<Option<LockGuard>> {
-        let backend = self.client.inner.backend.capabilities().backend;
+        let client = self.client;
+        let backend = client.inner.backend.capabilities().backend;
         let started = Instant::now();
         let acquired = self.acquire_recorded(wait, started).await;
         metrics::acquired(
             backend,
+            &client.inner.namespace,
             metrics::acquire_outcome(&acquired),
             started.elapsed(),
         );
@@ -224,7 +226,7 @@ impl<'a> LockRequest<'a> {
                 mode: Mutex::new(mode),
                 stop: CancellationToken::new(),
             });
-            held.loss.name_backend(backend);
+            held.loss.name_lease(backend, held.key.namespace());
             inner.watchdog.watch(&held);
             inner.held.insert(owner, held.clone());
             tracing::debug!(

@@ -204,7 +204,7 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
         times.renewing = false;
         match &outcome {
             Ok(true) => {
-                metrics::renewal(lease.backend, true);
+                metrics::renewal(lease.backend, lease.key.namespace(), true);
                 times.last_error = None;
                 times.last_error_in_outage = false;
                 times.next_attempt = sent + renew_interval(ttl);
@@ -215,7 +215,7 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
             }
             Ok(false) => {}
             Err(error) => {
-                metrics::renewal(lease.backend, false);
+                metrics::renewal(lease.backend, lease.key.namespace(), false);
                 let text = error.with_causes();
                 if error.is_unavailable() {
                     // The backend's breaker reports the outage once (and refuses renewals at

@@ -10,7 +10,7 @@ use lock_core::cache::{Cache, Freshness};
 use lock_core::http::cache::{
     BodyFailed, ForwardAs, HeaderPairs, HttpCache, OriginResponse, Plan, RequestParts, Served,
 };
-use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
+use lock_core::http::metrics::{HTTP_RESPONSES_TOTAL, NO_STATUS};
 
 use crate::metrics_support::{counter, histogram_samples, local_recorder};
 
@@ -64,7 +64,10 @@ async fn the_response_cache_counts_its_answers() {
     let hit = tokio::time::timeout(step, get(&http, &hello, false)).await;
     assert!(matches!(hit.unwrap(), Some(Served::Answer(_))), "a hit");
     let post = RequestParts::new("POST", "/hello");
-    assert!(get(&http, &post, false).await.is_none(), "a bypass");
+    let Plan::Bypass(bypass) = http.plan(&post) else {
+        panic!("a POST passes the cache by");
+    };
+    bypass.record(Some(201)); // the adapter hands the application's status
     let boom = tokio::time::timeout(step, get(&http, &RequestParts::get("/boom"), true)).await;
     assert!(matches!(boom.unwrap(), Some(Served::Error(()))), "an error");
 
@@ -73,14 +76,50 @@ async fn the_response_cache_counts_its_answers() {
     let layer = ("layer", "response_cache");
     assert_eq!(count(&[layer, ("status", "200"), ("outcome", "miss")]), 1);
     assert_eq!(count(&[layer, ("status", "200"), ("outcome", "hit")]), 1);
-    assert_eq!(count(&[layer, ("outcome", "bypass")]), 1);
-    assert_eq!(count(&[layer, ("outcome", "origin_error")]), 1);
+    assert_eq!(count(&[layer, ("status", "201"), ("outcome", "bypass")]), 1);
+    let none = ("status", NO_STATUS);
+    assert_eq!(count(&[layer, none, ("outcome", "origin_error")]), 1);
     assert_eq!(count(&[layer]), 4, "each answer counted once");
 
-    let calls = |result: &str| counter(&metrics, CACHE_REQUESTS_TOTAL, &[("result", result)]);
+    let calls = |result: &str| {
+        let labels = [("cache", "metrics"), ("result", result)];
+        counter(&metrics, CACHE_REQUESTS_TOTAL, &labels)
+    };
     assert_eq!(calls("computed"), 1);
     assert_eq!(calls("hit"), 1);
     assert_eq!(calls("compute_failed"), 1);
     assert_eq!(counter(&metrics, CACHE_REQUESTS_TOTAL, &[]), 3);
     assert_eq!(histogram_samples(&metrics, CACHE_COMPUTE_SECONDS), 1);
+}
+
+/// Two caches are told apart by their `cache` label (their namespace), and the locks of
+/// their computations by the lock metrics' `namespace` (`cache.<namespace>`).
+#[tokio::test]
+async fn two_caches_are_told_apart() {
+    let (snapshotter, _recording) = local_recorder();
+    for (namespace, calls) in [("prices", 1), ("stock", 2)] {
+        let cache = Cache::memory(namespace).unwrap();
+        for _ in 0..calls {
+            let value = cache
+                .entry("k")
+                .fresh_for(Duration::from_secs(30))
+                .try_get_with(|| async { Ok::<_, std::io::Error>(b"v".to_vec()) })
+                .await
+                .unwrap();
+            assert_eq!(value.value, b"v");
+        }
+    }
+    let metrics = snapshotter.snapshot().into_vec();
+    let calls = |cache: &str| counter(&metrics, CACHE_REQUESTS_TOTAL, &[("cache", cache)]);
+    assert_eq!((calls("prices"), calls("stock")), (1, 2));
+    let computed = |cache: &str| {
+        let labels = [("cache", cache)];
+        crate::metrics_support::histogram_samples_with(&metrics, CACHE_COMPUTE_SECONDS, &labels)
+    };
+    assert_eq!((computed("prices"), computed("stock")), (1, 1));
+    let lock = |namespace: &str| {
+        let labels = [("namespace", namespace), ("outcome", "acquired")];
+        counter(&metrics, lock_core::metrics::ACQUIRE_TOTAL, &labels)
+    };
+    assert_eq!((lock("cache.prices"), lock("cache.stock")), (1, 1));
 }

@@ -8,6 +8,7 @@ use lock_core::http::keyed::{run_locked, KeyedLockOptions};
 use lock_core::LockClient;
 use tower_service::Service;
 
+use crate::status::status_of;
 use crate::{KeyExtractor, LockRejection, ResponseFuture};
 
 /// Runs the inner service under the lock of each selected request's key; built by
@@ -111,11 +112,11 @@ where
                 Ok(found) => found,
                 Err(rejection) => return Ok(LockRejection::new(rejection).into_response()),
             };
-            let locked = run_locked(&client, &key, &options, |info| {
+            let handler = |info| {
                 request.extensions_mut().insert(info);
                 inner.call(request)
-            })
-            .await;
+            };
+            let locked = run_locked(&client, &key, &options, handler, status_of).await;
             match locked {
                 Ok(response) => response,
                 Err(rejection) => Ok(LockRejection::new(rejection).into_response()),

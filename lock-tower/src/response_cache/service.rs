@@ -88,7 +88,9 @@ where
                 let response = inner.call(request);
                 ResponseFuture::new(
                     async move {
-                        let (mut parts, body) = response.await?.into_parts();
+                        let answer = response.await;
+                        bypass.record(crate::status::status_of(&answer));
+                        let (mut parts, body) = answer?.into_parts();
                         let value = bypass.cache_status_value(existing(&parts.headers).as_deref());
                         tracing::Span::current().record("cache_status", value.as_str());
                         set_cache_status(&mut parts.headers, &value);

@@ -7,6 +7,7 @@
 mod axum_driver;
 mod idempotency;
 mod idempotency_redis;
+mod metrics;
 mod middleware;
 mod response_cache;
 mod response_cache_redis;

@@ -105,8 +105,9 @@ impl HttpCache {
         self.shared.wait
     }
 
-    /// What to do with `request`: let it pass ([`Plan::Bypass`]: call the application and add
-    /// [`Bypass::cache_status_value`]), or serve it through the cache ([`Plan::Cache`]).
+    /// What to do with `request`: let it pass ([`Plan::Bypass`]: call the application, add
+    /// [`Bypass::cache_status_value`] and count the answer with [`Bypass::record`]), or serve
+    /// it through the cache ([`Plan::Cache`]).
     #[must_use]
     pub fn plan(&self, request: &impl FullRequestHead) -> Plan {
         let decision = self.rules().decide_request(request);
@@ -117,12 +118,6 @@ impl HttpCache {
             RequestDecision::Bypass(reason) => reason,
             _ => BypassReason::KeyFn,
         };
-        // The application answers; its status is not lock-core's to see.
-        crate::http::metrics::http_response(
-            crate::http::metrics::LAYER_RESPONSE_CACHE,
-            None,
-            "bypass",
-        );
         let mut header = CacheStatusHeader::forward(decision.forward().unwrap_or(Forward::Bypass));
         if reason != BypassReason::Method {
             header = header.detail(reason.as_str());
@@ -216,6 +211,30 @@ impl Bypass {
     #[must_use]
     pub fn vary_value(&self, headers: &(impl HeaderPairs + ?Sized)) -> Option<String> {
         super::vary::merged(headers, &self.vary)
+    }
+
+    /// Counts the application's answer to this request in
+    /// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) (outcome `bypass`):
+    /// the adapter hands the status it answered with, or `None` when it failed instead
+    /// ([`NO_STATUS`](crate::http::metrics::NO_STATUS)). Once per request.
+    ///
+    /// ```
+    /// use lock_core::cache::Cache;
+    /// use lock_core::http::cache::{HttpCache, Plan, RequestParts};
+    ///
+    /// let http = HttpCache::builder(Cache::memory("web").unwrap()).build().unwrap();
+    /// let Plan::Bypass(bypass) = http.plan(&RequestParts::new("POST", "/orders")) else {
+    ///     unreachable!("a POST passes the cache by");
+    /// };
+    /// // ... the application answered 201:
+    /// bypass.record(Some(201));
+    /// ```
+    pub fn record(&self, status: Option<u16>) {
+        crate::http::metrics::http_response(
+            crate::http::metrics::LAYER_RESPONSE_CACHE,
+            status,
+            "bypass",
+        );
     }
 }
 

@@ -208,7 +208,7 @@ impl Running<'_> {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
                 // Not an answer to keep: the next request with the key runs.
-                give_back(claim).await;
+                give_back(claim, None).await;
                 return Ran::Failed(error);
             }
             Err(reason) => return Ran::Lost(lost(claim, rules, reason)),
@@ -252,7 +252,7 @@ impl Running<'_> {
                 // The handler's response broke off: not an answer to keep (as a handler that
                 // failed); it goes on, as broken as it was, and the next request with the
                 // key runs.
-                give_back(claim).await;
+                give_back(claim, Some(status)).await;
                 Ran::Send { response, read }
             }
         }

@@ -304,12 +304,13 @@ async fn finish_unrecorded(
 /// Gives the key back when the handler left no answer to keep (it failed, or its response
 /// broke off while it was read): the next request with the key runs. A failed give-back is
 /// logged; the claim's lease frees the key then. The outcome to record:
-/// [`Outcome::NotStored`] (counted in
-/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) without a `status`: the
-/// answer is the adapter's).
-pub async fn give_back(claim: Claim) -> Outcome {
+/// [`Outcome::NotStored`], counted in
+/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) with `status`: the
+/// status of the response that broke off, or `None` for a handler that failed
+/// ([`NO_STATUS`](crate::http::metrics::NO_STATUS)).
+pub async fn give_back(claim: Claim, status: Option<u16>) -> Outcome {
     let outcome = release(claim).await;
-    record(None, outcome);
+    record(status, outcome);
     outcome
 }
 

@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use lock_core::http::keyed::{run_locked, KeySource, KeyedLockOptions};
+//! use lock_core::http::keyed::{run_locked, KeySource, KeyedLockOptions, LockInfo};
 //! use lock_core::http::RequestHead;
 //! use lock_core::{LockClient, MemoryBackend, WaitPolicy};
 //!
@@ -30,10 +30,9 @@
 //! assert!(options.applies(head.method(), head.path()));
 //! let source = KeySource::path_param("/buy/{sku}", "sku");
 //! let key = source.extract(&head).expect("the path has a sku");
-//! let answer = run_locked(&locks, &key, &options, |info| async move {
-//!     format!("sold under fence {}", info.fence)
-//! })
-//! .await;
+//! let handler = |info: LockInfo| async move { format!("sold under fence {}", info.fence) };
+//! // The status the handler answered with, for the metrics (an adapter reads its response's).
+//! let answer = run_locked(&locks, &key, &options, handler, |_| Some(200)).await;
 //! assert_eq!(answer.unwrap(), "sold under fence 1");
 //! # }
 //! ```

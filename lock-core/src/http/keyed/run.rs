@@ -49,7 +49,11 @@ impl LockInfo {
 /// lock by reentrancy. `inner` gets the [`LockInfo`]; with [`OnLost::Cancel`] its future is
 /// dropped as soon as the lease is lost and the answer is a 503 rejection. The lock is
 /// released (owner-checked) after `inner` finishes; a failed release is logged, not reported,
-/// since the work is done and the lease's TTL frees the lock anyway.
+/// since the work is done and the lease's TTL frees the lock anyway. `status_of` reads the
+/// status the handler answered with from its output, for
+/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) (`None` when it
+/// failed instead of answering: counted as
+/// [`NO_STATUS`](crate::http::metrics::NO_STATUS)).
 ///
 /// This is [`RequestLock::acquire`] followed by [`RequestLock::run`], for adapters that can
 /// hand their request to the closure.
@@ -63,11 +67,14 @@ impl LockInfo {
 /// let locks = LockClient::new(MemoryBackend::new());
 /// let options = KeyedLockOptions::new(); // reject at once when busy
 /// let held = locks.lock("sku:1").await.unwrap();
-/// let busy = run_locked(&locks, "sku:1", &options, |_| async { "sold" }).await;
+/// let busy = run_locked(&locks, "sku:1", &options, |_| async { "sold" }, |_| Some(200)).await;
 /// assert_eq!(busy.unwrap_err().kind, RejectionKind::Busy);
 /// held.release().await.unwrap();
-/// let done = run_locked(&locks, "sku:1", &options, |info| async move { info.fence.get() }).await;
-/// assert_eq!(done.unwrap(), 2);
+/// // A handler's output as an adapter has it: a response, or the error of a failed handler.
+/// let sold = |info: lock_core::http::keyed::LockInfo| async move { Ok::<_, ()>(info.fence.get()) };
+/// let status_of = |output: &Result<u64, ()>| output.is_ok().then_some(201);
+/// let done = run_locked(&locks, "sku:1", &options, sold, status_of).await;
+/// assert_eq!(done.unwrap(), Ok(2));
 /// # }
 /// ```
 pub async fn run_locked<F, Fut>(
@@ -75,6 +82,7 @@ pub async fn run_locked<F, Fut>(
     key: &str,
     options: &KeyedLockOptions,
     inner: F,
+    status_of: impl FnOnce(&Fut::Output) -> Option<u16>,
 ) -> Result<Fut::Output, Rejection>
 where
     F: FnOnce(LockInfo) -> Fut,
@@ -82,7 +90,7 @@ where
 {
     let lock = RequestLock::acquire(client, key, options).await?;
     let work = inner(lock.info().clone());
-    lock.run(work, options).await
+    lock.run(work, options, status_of).await
 }
 
 /// A request's lock, held: the two halves of [`run_locked`], for adapters that must keep
@@ -98,7 +106,8 @@ where
 /// let lock = RequestLock::acquire(&locks, "1", &options).await.unwrap();
 /// assert_eq!(lock.info().key, "sku:1");
 /// let fence = lock.info().fence;
-/// assert_eq!(lock.run(async move { fence.get() }, &options).await.unwrap(), 1);
+/// let ran = lock.run(async move { fence.get() }, &options, |_| Some(200));
+/// assert_eq!(ran.await.unwrap(), 1);
 /// # }
 /// ```
 #[derive(Debug)]
@@ -151,11 +160,13 @@ impl RequestLock {
     }
 
     /// Runs `work` under the lock (racing the lost signal as `options.on_lost` says), then
-    /// releases it.
+    /// releases it. `status_of` reads the status the handler answered with from its output,
+    /// as in [`run_locked`].
     pub async fn run<Fut: Future>(
         self,
         work: Fut,
         options: &KeyedLockOptions,
+        status_of: impl FnOnce(&Fut::Output) -> Option<u16>,
     ) -> Result<Fut::Output, Rejection> {
         let Self { guard, info } = self;
         let outcome = match options.on_lost {
@@ -182,10 +193,9 @@ impl RequestLock {
         }
         match outcome {
             Ok(output) => {
-                // The status is the handler's, which lock-core does not see.
                 crate::http::metrics::http_response(
                     crate::http::metrics::LAYER_KEYED_LOCK,
-                    None,
+                    status_of(&output),
                     "ran",
                 );
                 Ok(output)
@@ -249,10 +259,11 @@ mod tests {
         let locks = LockClient::new(backend.clone());
         let options = KeyedLockOptions::new().key_prefix("k:");
         let (entered_tx, entered_rx) = tokio::sync::oneshot::channel();
-        let run = run_locked(&locks, "1", &options, |_| async move {
+        let handler = |_| async move {
             entered_tx.send(()).ok();
             std::future::pending::<()>().await;
-        });
+        };
+        let run = run_locked(&locks, "1", &options, handler, |()| Some(200));
         let delete = async {
             entered_rx.await.unwrap();
             assert!(backend.simulate_external_delete("k:1"));
@@ -272,9 +283,13 @@ mod tests {
     async fn requests_in_one_task_exclude_each_other() {
         let locks = LockClient::new(MemoryBackend::new());
         let options = KeyedLockOptions::new();
-        let outer = run_locked(&locks, "k", &options, |_| async {
-            run_locked(&locks, "k", &options, |_| async {}).await
-        });
+        let outer = run_locked(
+            &locks,
+            "k",
+            &options,
+            |_| async { run_locked(&locks, "k", &options, |_| async {}, |()| Some(200)).await },
+            |_| Some(200),
+        );
         let inner = outer.await.unwrap();
         assert_eq!(inner.unwrap_err().kind, RejectionKind::Busy);
     }

@@ -49,9 +49,18 @@ pub(crate) fn counter(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) ->
 
 /// How many samples the histogram `name` holds (over all its labels).
 pub(crate) fn histogram_samples(metrics: &Metrics, name: &str) -> usize {
+    histogram_samples_with(metrics, name, &[])
+}
+
+/// How many samples the histogram `name` holds with all of `labels` (over its other labels).
+pub(crate) fn histogram_samples_with(
+    metrics: &Metrics,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> usize {
     metrics
         .iter()
-        .filter(|(key, ..)| matches(key, MetricKind::Histogram, name, &[]))
+        .filter(|(key, ..)| matches(key, MetricKind::Histogram, name, labels))
         .map(|(.., value)| match value {
             DebugValue::Histogram(samples) => samples.len(),
             _ => 0,

@@ -86,6 +86,7 @@ pub use lease::{LeaseMode, WaitPolicy};
 pub use lock::client::LockClient;
 pub use lock::client_builder::LockClientBuilder;
 pub use lock::error::{LockError, Result};
+pub use lock::fn_error::LockFnError;
 pub use lock::guard::LockGuard;
 pub use lock::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lock::key_template::KeyTemplate;

@@ -52,18 +52,45 @@ pub fn template_key(literals: &[&str], values: &[fmt::Arguments<'_>]) -> String 
     key
 }
 
+/// The error type of a fn's `Result`, however the fn spells its return type (`Result<T, E>`,
+/// `std::io::Result<T>`, an alias of its own): the expansion names
+/// `<<R as FnResult>::Error as LockFnError>::from_lock_error` (or `FlightFnError`'s), on the
+/// fn's return type, so an error type that cannot hold the macro's failures is reported
+/// there, once, naming the user-facing trait.
+pub trait FnResult {
+    /// `E` of `Result<T, E>`.
+    type Error;
+}
+
+impl<T, E> FnResult for Result<T, E> {
+    type Error = E;
+}
+
+/// The fn's error for a lock failure, for a return type the expansion cannot name in an
+/// expression (one with `impl Trait` inside): the bound is then reported here.
+pub fn lock_failure<E: crate::LockFnError>(error: LockError) -> E {
+    E::from_lock_error(error)
+}
+
+/// The fn's error for a cache failure, for a return type the expansion cannot name in an
+/// expression (see [`lock_failure`]).
+#[cfg(feature = "json")]
+pub fn cache_failure<E: crate::cache::FlightFnError>(failure: CacheFailure) -> E {
+    E::from_cache_failure(failure)
+}
+
 /// `on_busy = "wait"` and `"reject"`: the busy error, converted into the fn's error type.
-pub fn busy_error<T, E: From<LockError>>(busy: LockError) -> Result<T, E> {
-    Err(E::from(busy))
+pub fn busy_error<T, E>(busy: LockError, fail: fn(LockError) -> E) -> Result<T, E> {
+    Err(fail(busy))
 }
 
 /// `on_busy = "skip"`: the body does not run and the fn returns `Ok(T::default())`.
-pub fn busy_skip<T: Default, E>(_busy: LockError) -> Result<T, E> {
+pub fn busy_skip<T: Default, E>(_busy: LockError, _fail: fn(LockError) -> E) -> Result<T, E> {
     Ok(T::default())
 }
 
 /// Takes the lock `key` on `client`, runs `body` (given the fencing token) while holding it,
-/// and releases it.
+/// and releases it. `fail` turns a lock failure into the fn's error.
 ///
 /// - Busy for the whole wait: `on_busy` decides (an error, or a skip value); `body` never runs.
 /// - `cancel_on_lost`: `body` is polled in this task (so nested locks of the same task
@@ -80,26 +107,26 @@ pub async fn run_locked<C, B, F, T, E, S>(
     options: Options,
     body: B,
     on_busy: S,
+    fail: fn(LockError) -> E,
 ) -> Result<T, E>
 where
     C: Borrow<LockClient>,
     B: FnOnce(FencingToken) -> F,
     F: Future<Output = Result<T, E>>,
-    E: From<LockError>,
-    S: FnOnce(LockError) -> Result<T, E>,
+    S: FnOnce(LockError, fn(LockError) -> E) -> Result<T, E>,
 {
-    let client = client?;
+    let client = client.map_err(fail)?;
     let started = std::time::Instant::now();
     let mut request = client.borrow().lock(key.as_str());
     if let Some(lease) = options.lease {
         request = request.lease(lease);
     }
-    let Some(guard) = request.acquire_with(options.wait).await? else {
+    let Some(guard) = request.acquire_with(options.wait).await.map_err(fail)? else {
         let waited = match options.wait {
             WaitPolicy::Within(wait) => wait,
             _ => Duration::ZERO,
         };
-        return on_busy(LockError::Busy { key, waited });
+        return on_busy(LockError::Busy { key, waited }, fail);
     };
     let fence = guard.fencing_token();
     // The locked section, for the subscriber: which key, which grant, how long it waited.
@@ -122,18 +149,18 @@ where
         biased;
         reason = lost => {
             let _released: Result<bool, LockError> = guard.release().await;
-            return Err(E::from(LockError::LeaseLost { key, reason }));
+            return Err(fail(LockError::LeaseLost { key, reason }));
         }
         output = work => output,
     };
     // The body finished, but a loss it raced with still means it ran unprotected.
     if let Err(lost) = guard.ensure_held() {
         let _released: Result<bool, LockError> = guard.release().await;
-        return Err(E::from(lost));
+        return Err(fail(lost));
     }
     match guard.release().await {
         // Gone from the backend before the watchdog noticed: deleted or taken over.
-        Ok(false) => Err(E::from(LockError::LeaseLost {
+        Ok(false) => Err(fail(LockError::LeaseLost {
             key,
             reason: LostReason::NotOwner,
         })),
@@ -173,21 +200,22 @@ pub struct FlightOptions {
 
 /// The value of `key` in `cache`, stored as JSON: fresh or stale from the store, or computed
 /// by `compute` once across every caller of every instance. The computation's own error comes
-/// back as it is; every other failure as `E::from(CacheFailure)`.
+/// back as it is; every other failure through `fail`.
 #[cfg(feature = "json")]
 pub async fn single_flight<T, E, F, Fut>(
     cache: Result<crate::cache::Cache, LockError>,
     key: String,
     options: FlightOptions,
+    fail: fn(CacheFailure) -> E,
     compute: F,
 ) -> Result<T, E>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
-    E: From<CacheFailure> + fmt::Display + Send + 'static,
+    E: fmt::Display + Send + Sync + 'static,
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
 {
-    let cache = cache.map_err(|error| E::from(CacheFailure::Lock(error)))?;
+    let cache = cache.map_err(|error| fail(CacheFailure::Lock(error)))?;
     let mut request = cache.entry(key).json();
     if let Some(fresh) = options.fresh {
         request = request.fresh_for(fresh);
@@ -204,22 +232,25 @@ where
     if let Some(wait) = options.wait {
         request = request.wait_at_most(wait);
     }
-    match request.try_get_with(compute).await {
+    // The fn's own error stays the leader's (`Compute`): a shared `Arc<E>` could not become
+    // the fn's `E` (not `Clone`), so the followers get its message.
+    match request.try_get_with_unshared_errors(compute).await {
         Ok(cached) => Ok(cached.value),
-        Err(error) => Err(fn_error(error)),
+        Err(error) => Err(fn_error(error, fail)),
     }
 }
 
 /// The fn's error for a failed cache call: its computation's own error as it is, anything else
 /// through [`CacheFailure`](crate::cache::CacheFailure).
 #[cfg(feature = "json")]
-fn fn_error<E: From<CacheFailure>>(error: crate::cache::CacheError<E>) -> E {
+fn fn_error<E: fmt::Display>(error: crate::cache::CacheError<E>, fail: fn(CacheFailure) -> E) -> E {
     use crate::cache::CacheError;
 
     // Exhaustive on purpose: a new variant must decide here whose error it is.
-    E::from(match error {
+    fail(match error {
         CacheError::Compute(error) => return error,
-        CacheError::Shared(message) => CacheFailure::Shared(message),
+        CacheError::Shared(error) => CacheFailure::Elsewhere(error.to_string()),
+        CacheError::Elsewhere(message) => CacheFailure::Elsewhere(message),
         CacheError::TooLarge { size, limit } => CacheFailure::TooLarge { size, limit },
         CacheError::WaitTimedOut(waited) => CacheFailure::WaitTimedOut(waited),
         CacheError::Lock(error) => CacheFailure::Lock(error),

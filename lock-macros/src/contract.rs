@@ -70,3 +70,42 @@ impl<'ast> Visit<'ast> for ImplTraitFinder {
         self.0 = true;
     }
 }
+
+/// The function that turns the macro's failure into the fn's error:
+/// `<<R as FnResult>::Error as Trait>::method`, spanned on the fn's error type (or its return
+/// type), so an error type that cannot hold the failure is reported there, once, by the
+/// trait's own message. With `impl Trait` in the return type, which an expression cannot
+/// name, the generic `fallback` of `macro_support` instead.
+pub(crate) fn failure_fn(
+    return_type: &Type,
+    support: &TokenStream,
+    trait_path: &TokenStream,
+    method: &str,
+    fallback: &str,
+) -> TokenStream {
+    let mut finder = ImplTraitFinder(false);
+    finder.visit_type(return_type);
+    if finder.0 {
+        let fallback = format_ident!("{}", fallback);
+        return quote::quote!(#support::#fallback);
+    }
+    let method = format_ident!("{}", method);
+    quote_spanned! {error_span(return_type)=>
+        <<#return_type as #support::FnResult>::Error as #trait_path>::#method
+    }
+}
+
+/// Where the fn's error type is written: `E` of a written-out `Result<T, E>`, else the whole
+/// return type (`io::Result<T>`, an alias).
+fn error_span(return_type: &Type) -> Span {
+    if let Type::Path(path) = return_type {
+        if let Some(last) = path.path.segments.last() {
+            if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+                if let Some(syn::GenericArgument::Type(error)) = args.args.iter().nth(1) {
+                    return error.span();
+                }
+            }
+        }
+    }
+    return_type.span()
+}

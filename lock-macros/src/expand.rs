@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{ItemFn, ReturnType};
 
 use crate::args::{Args, Errors, OnBusy, OnLost};
-use crate::contract::{self, return_hint};
+use crate::contract::{self, failure_fn, return_hint};
 use crate::duration::{self, Wait};
 use crate::key;
 
@@ -79,8 +79,17 @@ pub(crate) fn expand(
         .as_ref()
         .map(|fence| quote!(let #fence: #krate::FencingToken = #fence_var;));
     let hint = return_hint(return_type);
-    // Unmet bounds (`E: From<LockError>`, `T: Default` for skip) are reported once, on the
-    // attribute, naming the type: spans mixed from several places would report them twice.
+    // An error type without `From<LockError>` is reported once, on the fn's error type, by
+    // `LockFnError`'s message.
+    let fail = failure_fn(
+        return_type,
+        &support,
+        &quote!(#krate::LockFnError),
+        "from_lock_error",
+        "lock_failure",
+    );
+    // Other unmet bounds (`T: Default` for skip) are reported once, on the attribute, naming
+    // the type: spans mixed from several places would report them twice.
     let run_locked = quote!(#support::run_locked);
     // The body's statements, not its block: re-emitted as a block in tail position, a
     // one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
@@ -108,6 +117,7 @@ pub(crate) fn expand(
                     #(#body_stmts)*
                 },
                 #busy,
+                #fail,
             )
             .await
         }

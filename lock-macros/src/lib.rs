@@ -235,7 +235,7 @@ pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// | `ttl = "60s"` | How long a computed value is fresh: served from the store, the body not run. Default: the cache's (60 s unless its builder says otherwise). |
 /// | `stale = "5m"` | Stale-while-revalidate: for this long after `ttl`, callers get the stale value at once while one refresh runs in the background, across every instance. Default: the cache's (none). |
 /// | `stale_if_error = "1h"` | When computing fails, a value stale by no more than this is returned instead of the error. Default: the cache's (none). |
-/// | `negative_ttl = "5s"` | Remember a failure this long: callers meanwhile get `CacheFailure::Shared` with its message, without running the body. Default: the cache's (errors are not cached). |
+/// | `negative_ttl = "5s"` | Remember a failure this long: callers meanwhile get `CacheFailure::Elsewhere` with its message, without running the body. Default: the cache's (errors are not cached). |
 /// | `wait = "3s"` | How long a caller waits for another's computation; then it computes without storing, or fails, as the cache is configured. Default: the cache's (10 s). |
 /// | `cache = <expr>` | The `lock_core::cache::Cache` to use, as an expression over the parameters (`app.cache`, `&self.cache`, an `Arc<Cache>`). Default: the process-wide cache installed with `Cache::install_global`; without one, calls fail with `CacheFailure::Lock(LockError::InvalidConfig(..))`. |
 /// | `crate = path` | Where lock-core is, when it is renamed or re-exported (default `::lock_core`). |
@@ -252,9 +252,10 @@ pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   cache, another caller's failed computation this caller waited for, a wait that ran out
 ///   with `OnWaitTimeout::Fail`, a value over the size limit, a stored value that no longer
 ///   decodes) is a `lock_core::cache::CacheFailure` (`CacheError<Infallible>` in compiler
-///   messages), turned into `E` with `E: From<CacheFailure>`; `E` must also be
-///   `Display + Send + 'static`. `Box<dyn Error + Send + Sync>` and `anyhow::Error` qualify as
-///   they are.
+///   messages), turned into `E` with `E: From<CacheFailure>` (the bound is named
+///   `lock_core::cache::FlightFnError` in compiler messages); `E` must also be
+///   `Display + Send + Sync + 'static`. `LockError`, `std::io::Error`,
+///   `Box<dyn Error + Send + Sync>` and `anyhow::Error` qualify as they are.
 /// - **Arguments are owned by the body**: it may run after the call returns (the background
 ///   refresh of a stale value), so it is a `'static` computation. Parameters taken by value
 ///   move into it (they must be `Send + 'static`); a `&T` parameter the body uses is copied
@@ -304,7 +305,7 @@ pub fn distributed_lock(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// assert_eq!(price(&app, "lamp").await.unwrap(), 1999);
 /// assert!(matches!(price(&app, "desk").await, Err(AppError::NotFound(_))));
 /// // Remembered for 5 s: handed out as a shared failure, the body not run.
-/// assert!(matches!(price(&app, "desk").await, Err(AppError::Cache(CacheFailure::Shared(_)))));
+/// assert!(matches!(price(&app, "desk").await, Err(AppError::Cache(CacheFailure::Elsewhere(_)))));
 /// # }
 /// ```
 #[proc_macro_attribute]

@@ -21,12 +21,15 @@
 mod compute;
 mod handed;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use self::handed::{as_follower, cached, landed_elsewhere, landing, own_landing, remembered};
-use super::computed::{CallError, Compute, Outcome};
+pub(super) use self::compute::release;
+pub(super) use self::handed::cached;
+use self::handed::{as_follower, landed_elsewhere, landing, own_landing, remembered};
+use super::computed::{CallError, Compute, Outcome, Typed};
 use super::entry::{Age, Kind, StoredEntry};
-use super::flight::{follow, Joined, Landed};
+use super::flight::{follow, Joined, Landed, Lead};
 use super::{Cache, CacheError, CacheStatus, Freshness, OnBackendError, OnWaitTimeout};
 use crate::{FencingToken, LockError, LockKey, LockOwner, LockRequest};
 
@@ -64,9 +67,11 @@ impl Call {
     /// Callers of one process that want the same key at the same time share one flight: its
     /// leader reads (and on a miss computes, or waits for another instance's value); the
     /// others take what it lands, so a burst on a hot key costs one read per process.
-    pub(super) async fn run<E>(self, compute: Compute<E>) -> Outcome<E>
+    /// With `typed`, a failed computation's error is shared as it is (as an [`AnyError`](super::computed::AnyError))
+    /// with the callers of its flight; else they get its message.
+    pub(super) async fn run<E>(self, compute: Compute<E>, typed: Option<Typed<E>>) -> Outcome<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         // Recomputing callers share a flight of their own: they must not be handed a plain
         // read's stored value (`\0` never occurs in a key).
@@ -90,7 +95,7 @@ impl Call {
                     Some(Ok(landed)) => return Ok(as_follower(landed)),
                     Some(Err(Landed::Failure(failure))) => return Err(CallError::Shared(failure)),
                     Some(Err(Landed::Error(message))) => {
-                        return Err(CacheError::Shared(message).into())
+                        return Err(CacheError::Elsewhere(message).into())
                     }
                     // The leader went without landing (cancelled, panicked): lead or follow anew.
                     None => continue,
@@ -111,7 +116,7 @@ impl Call {
                             return self.unshared(compute, CacheStatus::Uncacheable).await;
                         }
                     };
-                    lead.land(landing(&outcome));
+                    let outcome = land(lead, outcome, typed);
                     // After landing, so the refresh can lead a flight of its own.
                     if let Some((compute, stale)) = refresh {
                         self.refresh_in_background(compute, stale);
@@ -167,7 +172,7 @@ impl Call {
         compute: Compute<E>,
     ) -> (Led<E>, Option<(Compute<E>, StoredEntry)>)
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         let found = match found {
             Found::Entry(found) => found,
@@ -239,7 +244,7 @@ impl Call {
         seen: Option<FencingToken>,
     ) -> Led<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         let inner = &self.cache.inner;
         let deadline = tokio::time::Instant::now() + self.wait;
@@ -279,7 +284,7 @@ impl Call {
                     // failure without a negative TTL, say), arrived meanwhile.
                     Ok(Some(guard)) => match pushes.arrived() {
                         Some(entry) => {
-                            compute::release(guard).await;
+                            release(guard).await;
                             entry
                         }
                         None => break guard,
@@ -302,7 +307,7 @@ impl Call {
     /// refresh fail, `stale` stays (see [`compute`]).
     fn refresh_in_background<E>(self, compute: Compute<E>, stale: StoredEntry)
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         // Refreshes have flights of their own, so readers keep being served the stale value
         // instead of following the refresh (`\0` never occurs in a key).
@@ -350,7 +355,7 @@ impl Call {
         seen: Option<FencingToken>,
     ) -> Led<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         match self.lease().try_acquire().await {
             Ok(Some(guard)) => return self.compute_under(guard, compute, fallback, seen).await,
@@ -369,7 +374,7 @@ impl Call {
     /// The backend failed: compute without collapsing across instances (fail open), or fail.
     async fn backend_failed<E>(&self, error: LockError, compute: Compute<E>) -> Outcome<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         if error.is_invalid_input() {
             return Err(error.into());
@@ -386,6 +391,38 @@ impl Call {
                 }
                 self.unshared(compute, CacheStatus::FailOpen).await
             }
+        }
+    }
+}
+
+/// Lands the flight leader's `outcome` for its followers, and returns it as its caller gets
+/// it: with `typed`, a failed computation that callers waited for is shared by all of them,
+/// this caller included (one error, no `Clone` needed: [`CallError::OwnShared`]); one that
+/// nobody waited for stays this caller's own ([`CacheError::Compute`]).
+#[expect(
+    clippy::result_large_err,
+    reason = "the outcome every step of a call returns (the async ones too), passed through once"
+)]
+fn land<E: std::fmt::Display>(
+    mut lead: Lead,
+    outcome: Outcome<E>,
+    typed: Option<Typed<E>>,
+) -> Outcome<E> {
+    match (outcome, typed) {
+        (
+            Err(CallError::Own {
+                error: CacheError::Compute(error),
+                shared: Some(mut failure),
+            }),
+            Some(typed),
+        ) if lead.close() => {
+            failure.typed = Some((typed.erase)(Arc::new(error)));
+            lead.land(Err(Landed::Failure(failure.clone())));
+            Err(CallError::OwnShared(failure))
+        }
+        (outcome, _) => {
+            lead.land(landing(&outcome));
+            outcome
         }
     }
 }

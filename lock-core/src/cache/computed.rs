@@ -1,8 +1,11 @@
 //! What a computation hands the cache (bytes to share, bytes for its caller only, or a
 //! failure and what to hand on of it), and what a call ends with before it reaches its
 //! caller: a failure handed over from another caller keeps its bytes here, so the response
-//! cache can replay a failing response; [`CacheError::Shared`] carries its text.
+//! cache can replay a failing response; [`CacheError::Elsewhere`] carries its text, and
+//! [`CacheError::Shared`] the error itself when it was shared in this process ([`Typed`]).
 
+use std::any::Any;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{CacheError, CacheStatus, Cached, Freshness};
@@ -76,7 +79,38 @@ pub(crate) struct SharedFailure {
     pub(crate) failed_at: SystemTime,
     /// How long it is remembered from then.
     pub(crate) negative: Duration,
+    /// The error itself, when the computation this caller waited on in this process failed
+    /// and its caller shares errors typed ([`Typed`]).
+    pub(crate) typed: Option<AnyError>,
 }
+
+/// A computation's error, shared across the callers of one flight whatever its type.
+pub(crate) type AnyError = Arc<dyn Any + Send + Sync>;
+
+/// How a call shares its computation's error with the callers of its flight, as
+/// [`CacheError::Shared`]: the flight carries it as an [`AnyError`] (callers of one key may
+/// differ in error type: one whose type is not the error's gets its message).
+pub(crate) struct Typed<E> {
+    pub(crate) erase: fn(Arc<E>) -> AnyError,
+    pub(crate) recover: fn(AnyError) -> Option<Arc<E>>,
+}
+
+impl<E: Send + Sync + 'static> Typed<E> {
+    pub(crate) fn new() -> Self {
+        Self {
+            erase: |error| error,
+            recover: |error| error.downcast().ok(),
+        }
+    }
+}
+
+impl<E> Clone for Typed<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for Typed<E> {}
 
 impl SharedFailure {
     /// How long it is still remembered at `now`.
@@ -98,17 +132,29 @@ pub(crate) enum CallError<E> {
     },
     /// Another caller's computation failed (now, or within the negative TTL).
     Shared(SharedFailure),
+    /// This caller's own computation failed, and its error (`typed`) is shared with the
+    /// callers that waited for it.
+    OwnShared(SharedFailure),
     /// Anything else.
     Cache(CacheError<E>),
 }
 
 impl<E> CallError<E> {
-    /// As the caller gets it.
-    pub(crate) fn into_cache_error(self) -> CacheError<E> {
+    /// As the caller gets it: a shared failure as the error itself when `typed` can recover
+    /// it, else its message.
+    pub(crate) fn into_cache_error(self, typed: Option<Typed<E>>) -> CacheError<E> {
         match self {
             Self::Own { error, .. } | Self::Cache(error) => error,
-            Self::Shared(failure) => {
-                CacheError::Shared(String::from_utf8_lossy(&failure.payload).into_owned())
+            Self::Shared(failure) | Self::OwnShared(failure) => {
+                let error = typed
+                    .zip(failure.typed.clone())
+                    .and_then(|(typed, error)| (typed.recover)(error));
+                match error {
+                    Some(error) => CacheError::Shared(error),
+                    None => CacheError::Elsewhere(
+                        String::from_utf8_lossy(&failure.payload).into_owned(),
+                    ),
+                }
             }
         }
     }
@@ -129,6 +175,7 @@ pub(crate) fn metric<E>(outcome: &Outcome<E>) -> (&'static str, Option<Duration>
             )
         }
         Err(CallError::Shared(_)) => ("shared_failure", None),
+        Err(CallError::OwnShared(_)) => ("compute_failed", None),
         Err(CallError::Own { error, .. } | CallError::Cache(error)) => {
             (crate::cache::metrics::cache_error_label(error), None)
         }

@@ -157,6 +157,29 @@ impl StoredEntry {
         }
     }
 
+    /// Stores the entry under `key` for `keep` (zero: pushed to the waiting processes, not
+    /// stored), over an older entry only (by fencing token); false when a newer one is there.
+    pub(crate) async fn put_on(
+        &self,
+        store: &dyn crate::results::DynResultStore,
+        key: &crate::LockKey,
+        keep: Duration,
+    ) -> Result<bool, LockError> {
+        use crate::results::{PutEntry, Replace, FENCE_AT};
+
+        let encoded = self.encode();
+        let digits = std::str::from_utf8(&encoded[FENCE_AT..FENCE_AT + FENCE_DIGITS])
+            .unwrap_or_default()
+            .to_owned();
+        let put = PutEntry {
+            fence_digits: &digits,
+            entry: &encoded,
+            keep,
+            rule: Replace::Older,
+        };
+        store.put(key, put).await
+    }
+
     /// The value this entry serves: itself for a value, the value it kept for a failure that
     /// failed over; `None` for the other kinds (and for an unreadable kept value).
     pub(crate) fn value(&self) -> Option<StoredEntry> {

@@ -82,6 +82,23 @@ pub(crate) struct Lead {
 }
 
 impl Lead {
+    /// Closes the flight to callers joining it from now on (they start one of their own);
+    /// true when callers already joined it and wait for its landing.
+    pub(crate) fn close(&mut self) -> bool {
+        let mut flights = lock(&self.flights.flights);
+        if flights
+            .get(&self.key)
+            .is_some_and(|slot| slot.same_channel(&self.slot))
+        {
+            flights.remove(&self.key);
+        }
+        drop(flights);
+        // Besides the leader's own receiver, each follower's.
+        self.sender
+            .as_ref()
+            .is_some_and(|sender| sender.receiver_count() > 1)
+    }
+
     /// Hands `landing` to the followers and ends the flight.
     pub(crate) fn land(mut self, landing: Landing) {
         if let Some(sender) = self.sender.take() {

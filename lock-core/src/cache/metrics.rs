@@ -44,7 +44,7 @@ pub(crate) fn cache_status_label(status: CacheStatus) -> &'static str {
 pub(crate) fn cache_error_label<E>(error: &CacheError<E>) -> &'static str {
     match error {
         CacheError::Compute(_) => "compute_failed",
-        CacheError::Shared(_) => "shared_failure",
+        CacheError::Shared(_) | CacheError::Elsewhere(_) => "shared_failure",
         CacheError::TooLarge { .. } => "too_large",
         CacheError::WaitTimedOut(_) => "timeout",
         CacheError::Lock(error) if error.is_unavailable() => "unavailable",

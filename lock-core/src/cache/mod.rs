@@ -31,12 +31,15 @@
 //!   the computing caller fails, panics or is cancelled its lease frees at once, and when its
 //!   process dies the lease runs out within 750 ms; one of them takes over, and stores.
 //! - **Errors** are handed to the callers waiting for the failed computation (they do not
-//!   compute it again), and remembered for the negative TTL if one is set (callers get the
-//!   error without computing). With a value still there (stale, within stale-if-error), a
+//!   compute it again: in this process they share the error itself,
+//!   [`CacheError::Shared`]), and remembered for the negative TTL if one is set (callers get
+//!   its message without computing, [`CacheError::Elsewhere`]). With a value still there (stale, within stale-if-error), a
 //!   failure serves that value instead, to the waiters too, and for the negative TTL.
 //! - **Values not to be shared** ([`CacheRequest::try_get_with_freshness`] with `None`): the
 //!   waiting callers compute their own; with a pass-through TTL, later callers too, at once,
 //!   without a lease.
+//! - **Lookups without computing**: [`CacheRequest::get`] (the stored value, if fresh) and
+//!   [`CacheRequest::insert`] (stored as a computation stores); [`Cache::invalidate`].
 //! - **Backend down**: computed without collapsing across instances, not stored, status
 //!   [`CacheStatus::FailOpen`] (or an error with [`OnBackendError::FailClosed`]).
 
@@ -46,7 +49,9 @@ mod codec;
 pub(crate) mod computed;
 mod entry;
 mod flight;
+mod fn_error;
 mod global;
+mod lookup;
 pub mod metrics;
 mod outcome;
 pub(crate) mod policy;
@@ -58,6 +63,7 @@ pub use self::client::{
 #[cfg(feature = "json")]
 pub use self::codec::Json;
 pub use self::codec::{Bytes, Codec, Utf8};
+pub use self::fn_error::FlightFnError;
 pub use self::outcome::{CacheError, CacheFailure, CacheStatus, Cached};
 pub use self::policy::{Freshness, OnBackendError, OnWaitTimeout, MAX_WINDOW};
 pub use self::request::CacheRequest;

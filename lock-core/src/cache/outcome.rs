@@ -96,10 +96,18 @@ pub enum CacheError<E> {
     /// This caller's computation failed (and no stale value could stand in).
     #[error("computing the value failed: {0}")]
     Compute(E),
-    /// Another caller's computation failed: a remembered failure (negative caching), or the
-    /// computation this caller was waiting on in the same process.
+    /// The computation this caller shared with other callers of this process failed: its
+    /// error as it is, shared (as moka's `try_get_with` shares `Arc<E>`). Every caller of
+    /// the flight gets it, the one whose computation it was included; a computation no other
+    /// caller waited for hands its caller [`Compute`](Self::Compute) instead.
+    #[error("computing the value failed: {0}")]
+    Shared(std::sync::Arc<E>),
+    /// Another caller's computation failed, and only its message reached this caller: a
+    /// failure remembered for its negative TTL (read from the store, perhaps written by
+    /// another process), pushed by another process, or the failure of a call this caller
+    /// waited on with a different error type.
     #[error("computing the value failed elsewhere: {0}")]
-    Shared(String),
+    Elsewhere(String),
     /// The computed value is larger than the cache's limit; it was not stored.
     #[error("the value is {size} bytes, over the cache's limit of {limit}")]
     TooLarge {
@@ -125,8 +133,10 @@ pub enum CacheError<E> {
 }
 
 /// A cache call's failure that is not its computation's own error: every [`CacheError`]
-/// but [`CacheError::Compute`] (which `Infallible` rules out). `#[single_flight]` fns
-/// return their body's error as it is, and these through `E: From<CacheFailure>`.
+/// but [`CacheError::Compute`] and [`CacheError::Shared`] (which `Infallible` rules out).
+/// `#[single_flight]` fns return their body's error as it is, and these through
+/// [`FlightFnError`](super::FlightFnError) (any `E: From<CacheFailure>`; `LockError`,
+/// `std::io::Error` and `Box<dyn Error + Send + Sync>` are).
 ///
 /// ```
 /// use lock_core::cache::CacheFailure;
@@ -143,8 +153,8 @@ pub enum CacheError<E> {
 ///     }
 /// }
 ///
-/// let failure = CacheFailure::Shared("the origin timed out".into());
-/// assert!(matches!(AppError::from(failure), AppError::Cache(CacheFailure::Shared(_))));
+/// let failure = CacheFailure::Elsewhere("the origin timed out".into());
+/// assert!(matches!(AppError::from(failure), AppError::Cache(CacheFailure::Elsewhere(_))));
 /// # let _ = AppError::NotFound;
 /// ```
 pub type CacheFailure = CacheError<std::convert::Infallible>;

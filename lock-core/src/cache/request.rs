@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use super::call::Call;
 use super::codec::{Bytes, Codec};
-use super::computed::{Compute, Computed, Failure, Outcome};
+use super::computed::{Compute, Computed, Failure, Outcome, Typed};
 use super::{Cache, CacheError, Cached, Freshness};
 use crate::LockKey;
 
-/// A cache call being configured; finish it with [`try_get_with`](Self::try_get_with).
+/// A cache call being configured; finish it with [`try_get_with`](Self::try_get_with), or
+/// look the value up without computing it: [`get`](Self::get), [`insert`](Self::insert).
 ///
 /// ```
 /// use std::time::Duration;
@@ -29,12 +30,12 @@ use crate::LockKey;
 /// ```
 #[must_use = "a cache call does nothing until `try_get_with` is awaited"]
 pub struct CacheRequest<'a, C = Bytes> {
-    cache: &'a Cache,
-    key: String,
-    freshness: Freshness,
-    wait: Duration,
+    pub(super) cache: &'a Cache,
+    pub(super) key: String,
+    pub(super) freshness: Freshness,
+    pub(super) wait: Duration,
     recompute: bool,
-    codec: C,
+    pub(super) codec: C,
 }
 
 impl<'a> CacheRequest<'a, Bytes> {
@@ -130,18 +131,75 @@ impl<'a, C> CacheRequest<'a, C> {
     ///
     /// `compute` runs only when this caller computes (a miss it leads, an expired wait, a
     /// background refresh it starts); it must own what it uses, as it may outlive the call.
+    ///
+    /// When it fails, this caller gets its error as it is ([`CacheError::Compute`]), unless
+    /// other callers of this process were waiting for it: then each of them, this one
+    /// included, gets the one error shared ([`CacheError::Shared`], an `Arc<E>`, as moka's
+    /// `try_get_with` shares it). Callers it reaches only by its message (remembered for the
+    /// negative TTL, pushed from another process) get [`CacheError::Elsewhere`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lock_core::cache::{Cache, CacheError};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum Origin { NotFound, Down }
+    /// impl std::fmt::Display for Origin {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "{self:?}") }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let cache = Cache::memory("shop")?;
+    /// let failed = cache
+    ///     .entry("product:404")
+    ///     .try_get_with(|| async { Err::<Vec<u8>, _>(Origin::NotFound) })
+    ///     .await;
+    /// let not_found = match failed {
+    ///     Err(CacheError::Compute(error)) => error == Origin::NotFound,
+    ///     Err(CacheError::Shared(error)) => *error == Origin::NotFound,
+    ///     _ => false,
+    /// };
+    /// assert!(not_found);
+    /// # let _ = Origin::Down; let _: Option<Arc<Origin>> = None;
+    /// # Ok(()) }
+    /// ```
     pub async fn try_get_with<V, E, F, Fut>(self, compute: F) -> Result<Cached<V>, CacheError<E>>
     where
         C: Codec<V> + Clone,
         V: Send + 'static,
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<V, E>> + Send + 'static,
     {
         let freshness = self.freshness;
-        self.try_get_with_freshness(move || async move {
-            compute().await.map(|value| (value, Some(freshness)))
-        })
+        self.get_with(
+            move || async move { compute().await.map(|value| (value, Some(freshness))) },
+            Some(Typed::new()),
+        )
+        .await
+    }
+
+    /// As [`try_get_with`](Self::try_get_with), but a failed computation stays its caller's
+    /// (`Compute`) whoever waited for it, and the callers that waited get its message
+    /// (`Elsewhere`): `#[single_flight]`, whose fn returns its body's own error (an `Arc<E>`
+    /// could not become its `E`).
+    #[cfg(feature = "json")]
+    pub(crate) async fn try_get_with_unshared_errors<V, E, F, Fut>(
+        self,
+        compute: F,
+    ) -> Result<Cached<V>, CacheError<E>>
+    where
+        C: Codec<V> + Clone,
+        V: Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<V, E>> + Send + 'static,
+    {
+        let freshness = self.freshness;
+        self.get_with(
+            move || async move { compute().await.map(|value| (value, Some(freshness))) },
+            None,
+        )
         .await
     }
 
@@ -151,6 +209,7 @@ impl<'a, C> CacheRequest<'a, C> {
     /// callers that were waiting for it compute their own, and so do later callers, at once
     /// and without a lease, for the call's pass-through TTL ([`Freshness::pass_through`];
     /// 0 by default). The call's own freshness still decides how a stored value is served.
+    /// A failure is handed on as [`try_get_with`](Self::try_get_with) hands it.
     pub async fn try_get_with_freshness<V, E, F, Fut>(
         self,
         compute: F,
@@ -158,7 +217,23 @@ impl<'a, C> CacheRequest<'a, C> {
     where
         C: Codec<V> + Clone,
         V: Send + 'static,
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(V, Option<Freshness>), E>> + Send + 'static,
+    {
+        self.get_with(compute, Some(Typed::new())).await
+    }
+
+    /// The call with a computation of the caller's, its failure shared as `typed` says.
+    async fn get_with<V, E, F, Fut>(
+        self,
+        compute: F,
+        typed: Option<Typed<E>>,
+    ) -> Result<Cached<V>, CacheError<E>>
+    where
+        C: Codec<V> + Clone,
+        V: Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<(V, Option<Freshness>), E>> + Send + 'static,
     {
@@ -185,9 +260,9 @@ impl<'a, C> CacheRequest<'a, C> {
         });
         let codec = self.codec.clone();
         let bytes = self
-            .computing(compute)
+            .call(compute, typed)
             .await
-            .map_err(super::computed::CallError::into_cache_error)?;
+            .map_err(|error| error.into_cache_error(typed))?;
         let value = codec
             .decode(&bytes.value)
             .map_err(CacheError::<E>::Decode)?;
@@ -196,9 +271,18 @@ impl<'a, C> CacheRequest<'a, C> {
 
     /// The call with a computation of the cache's own making (the response cache's, whose
     /// failures carry the response to replay), its outcome as the cache has it.
+    #[cfg(feature = "http")]
     pub(crate) async fn computing<E>(self, compute: Compute<E>) -> Outcome<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
+    {
+        self.call(compute, None).await
+    }
+
+    /// The call, its failure shared as `typed` says.
+    async fn call<E>(self, compute: Compute<E>, typed: Option<Typed<E>>) -> Outcome<E>
+    where
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         let inner = &self.cache.inner;
         let key = LockKey::new(&inner.namespace, &self.key)?;
@@ -211,7 +295,7 @@ impl<'a, C> CacheRequest<'a, C> {
             wait: self.wait,
             recompute: self.recompute,
         };
-        let ran = call.run(compute).await;
+        let ran = call.run(compute, typed).await;
         let (result, computed_in) = super::computed::metric(&ran);
         crate::cache::metrics::cache_call(&inner.namespace, result, computed_in);
         ran

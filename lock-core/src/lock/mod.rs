@@ -2,12 +2,14 @@
 //! [`guard`] is the held lock, [`held`] the state its guards share, [`watchdog`] keeps leases
 //! alive, [`lost`] tells a holder when one is gone, [`abandoned`] cleans up after acquisitions
 //! that never reached their caller; keys ([`key_template`] builds them from templates), owners,
-//! tokens, lease settings and errors beside them.
+//! tokens, lease settings and errors beside them ([`fn_error`]: what a `#[distributed_lock]` fn's
+//! error must hold).
 
 pub(crate) mod abandoned;
 pub(crate) mod client;
 pub(crate) mod client_builder;
 pub(crate) mod error;
+pub(crate) mod fn_error;
 pub(crate) mod guard;
 pub(crate) mod held;
 pub(crate) mod key;

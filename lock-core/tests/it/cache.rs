@@ -1,7 +1,8 @@
 //! The stampede-protection cache on memory and on a real Redis: one computation per miss across
 //! callers, values handed over by push, stale windows, failures handed over (and the stale
 //! value kept through them), stale writers refused by fencing token, typed errors; on Redis,
-//! the fencing counter of a cache key lives as long as its entry.
+//! the fencing counter of a cache key lives as long as its entry; `get` and `insert`
+//! ([`lookups`]); the error a failed computation hands each caller ([`shared_errors`]).
 //!
 //! Each check takes a factory that makes caches on one shared store and backend, as separate
 //! instances of a service would have (no shared in-process state between them).
@@ -16,7 +17,11 @@ use lock_core::{LeaseMode, LockError, MemoryBackend};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
 
+use self::lookups::*;
 use crate::cache_support::{self, crowd, unique, Origin, NAMESPACE};
+
+mod lookups;
+mod shared_errors;
 
 const BOUND: Duration = Duration::from_secs(30);
 
@@ -82,7 +87,7 @@ async fn errors_are_cached_only_when_asked<I: Instances>(i: &I) {
                 .await
                 .unwrap_err();
             assert!(
-                matches!(&failed, CacheError::Compute(_) | CacheError::Shared(_)),
+                matches!(&failed, CacheError::Compute(_) | CacheError::Elsewhere(_)),
                 "{failed}"
             );
             assert!(failed.to_string().contains("origin down"), "{failed}");
@@ -624,7 +629,9 @@ macro_rules! cache_suite {
                 a_cancelled_computation_hands_over, a_stale_writer_is_refused,
                 the_wait_deadline_follows_its_policy, uncacheable_values_are_not_shared,
                 recompute_replaces_a_fresh_value_once, invalidate_makes_the_next_call_compute,
-                bad_input_is_typed, calls_in_a_row_take_leases_of_their_own);
+                bad_input_is_typed, calls_in_a_row_take_leases_of_their_own,
+                get_reads_and_insert_stores, insert_after_a_computation_wins,
+                lookups_have_typed_errors);
 
             /// On one thread the lease of the call before is still releasing when the next
             /// call asks for it.

@@ -13,7 +13,7 @@ use syn::{ItemFn, ReturnType};
 pub(crate) use self::args::parse;
 use self::args::Args;
 use crate::args::Errors;
-use crate::contract::{self, return_hint};
+use crate::contract::{self, failure_fn, return_hint};
 use crate::{duration, key};
 
 /// The fn with its body cached, or every error found (the caller re-emits the fn unchanged
@@ -94,8 +94,17 @@ pub(crate) fn expand(
         }
     });
     let hint = return_hint(return_type);
-    // Unmet bounds (`T: Serialize`, `E: From<CacheFailure>`, `Send + 'static`) are reported
-    // on the attribute, naming the type.
+    // An error type without `From<CacheFailure>` is reported once, on the fn's error type, by
+    // `FlightFnError`'s message.
+    let fail = failure_fn(
+        return_type,
+        &support,
+        &quote!(#krate::cache::FlightFnError),
+        "from_cache_failure",
+        "cache_failure",
+    );
+    // Other unmet bounds (`T: Serialize`, `Send + 'static`) are reported on the attribute,
+    // naming the type.
     let single_flight = quote!(#support::single_flight);
     // The body's statements, not its block: re-emitted as a block in tail position, a
     // one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
@@ -120,6 +129,7 @@ pub(crate) fn expand(
                     negative: #negative,
                     wait: #wait,
                 },
+                #fail,
                 move || async move {
                     #(#lends)*
                     #hint

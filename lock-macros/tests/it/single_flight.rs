@@ -199,7 +199,7 @@ async fn negative_ttl_hands_a_failure_to_later_callers(cache: Cache) {
         Err(TestError::Origin(_))
     ));
     match missing(cache, 3, runs.clone()).await {
-        Err(TestError::Cache(CacheFailure::Shared(message))) => {
+        Err(TestError::Cache(CacheFailure::Elsewhere(message))) => {
             assert!(message.contains("no product 3"), "{message}");
         }
         other => panic!("expected the remembered failure, got {other:?}"),

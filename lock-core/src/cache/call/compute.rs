@@ -23,7 +23,6 @@ use super::{Call, Led};
 use crate::cache::computed::{CallError, Compute, Computed, Failure, Outcome, SharedFailure};
 use crate::cache::entry::{Kind, StoredEntry};
 use crate::cache::{CacheError, CacheStatus, Cached};
-use crate::results::{PutEntry, Replace, FENCE_AT, FENCE_DIGITS};
 use crate::{FencingToken, LockGuard};
 
 impl Call {
@@ -37,7 +36,7 @@ impl Call {
         seen: Option<FencingToken>,
     ) -> Led<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         Led::Outcome(match self.reread(guard, compute, seen).await {
             Ok((guard, compute)) => self.compute_and_store(guard, compute, fallback).await,
@@ -77,7 +76,7 @@ impl Call {
         fallback: Option<StoredEntry>,
     ) -> Outcome<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         let inner = &self.cache.inner;
         let started = Instant::now();
@@ -131,6 +130,7 @@ impl Call {
                         remembered: false,
                         failed_at: entry.stored_at,
                         negative: entry.fresh,
+                        typed: None,
                     };
                     let error = failure.into_error();
                     (
@@ -155,22 +155,7 @@ impl Call {
             // the entry there as it is (the waiters compute their own, or under the lease).
             Kind::Error | Kind::Pass => entry.fresh,
         };
-        let encoded = entry.encode();
-        let digits = std::str::from_utf8(&encoded[FENCE_AT..FENCE_AT + FENCE_DIGITS])
-            .unwrap_or_default()
-            .to_owned();
-        let stored = inner
-            .store
-            .put(
-                &self.key,
-                PutEntry {
-                    fence_digits: &digits,
-                    entry: &encoded,
-                    keep,
-                    rule: Replace::Older,
-                },
-            )
-            .await;
+        let stored = entry.put_on(&*inner.store, &self.key, keep).await;
         // Stored (and pushed) before the lease goes, so waiters get the outcome, not the
         // lease; the release runs on its own, as this caller and its flight need not wait. The
         // key's fencing state is kept as long as what was stored under its token (the cache's
@@ -215,7 +200,7 @@ impl Call {
     /// Computes without a lease and without storing.
     pub(super) async fn unshared<E>(&self, compute: Compute<E>, status: CacheStatus) -> Outcome<E>
     where
-        E: std::fmt::Display + Send + 'static,
+        E: std::fmt::Display + Send + Sync + 'static,
     {
         let limit = self.cache.inner.max_value_bytes;
         let started = Instant::now();
@@ -236,6 +221,7 @@ impl Call {
                     remembered: false,
                     failed_at: SystemTime::now(),
                     negative: Duration::ZERO,
+                    typed: None,
                 });
                 return Err(CallError::Own {
                     error: failure.into_error(),
@@ -266,7 +252,7 @@ fn own(value: Vec<u8>, status: CacheStatus, computed_in: Duration) -> Cached<Vec
     }
 }
 
-pub(super) async fn release(guard: LockGuard) {
+pub(in crate::cache) async fn release(guard: LockGuard) {
     if let Err(error) = guard.release().await {
         tracing::debug!(error = %error.with_causes(), "releasing a cache computation's lease failed; its TTL frees it");
     }

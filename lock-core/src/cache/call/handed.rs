@@ -38,10 +38,15 @@ pub(super) fn remembered(entry: &StoredEntry, read: bool) -> SharedFailure {
         remembered: read && !entry.fresh.is_zero(),
         failed_at: entry.stored_at,
         negative: entry.fresh,
+        typed: None,
     }
 }
 
-pub(super) fn cached(entry: &StoredEntry, status: CacheStatus, now: SystemTime) -> Cached<Vec<u8>> {
+pub(in crate::cache) fn cached(
+    entry: &StoredEntry,
+    status: CacheStatus,
+    now: SystemTime,
+) -> Cached<Vec<u8>> {
     Cached {
         value: entry.payload.clone(),
         status,
@@ -60,7 +65,9 @@ pub(super) fn landing<E: std::fmt::Display>(outcome: &Outcome<E>) -> Landing {
             shared: Some(failure),
             ..
         })
-        | Err(CallError::Shared(failure)) => Err(Landed::Failure(failure.clone())),
+        | Err(CallError::Shared(failure) | CallError::OwnShared(failure)) => {
+            Err(Landed::Failure(failure.clone()))
+        }
         Err(CallError::Own { error, .. } | CallError::Cache(error)) => {
             Err(Landed::Error(error.to_string()))
         }

@@ -287,7 +287,8 @@ impl CacheCall {
                 .header_value(self.http.rules().cache_name())
         };
         let error = match error {
-            CallError::Shared(failure) => {
+            // `OwnShared` is for callers sharing typed errors, which the response cache is not.
+            CallError::Shared(failure) | CallError::OwnShared(failure) => {
                 return Served::Answer(self.replay_failure(&failure, fwd))
             }
             CallError::Own { error, .. } | CallError::Cache(error) => error,
@@ -300,8 +301,9 @@ impl CacheCall {
                     Served::Answer(self.internal(&member("internal")))
                 }
             },
-            CacheError::Shared(message) => {
-                tracing::debug!(key, %message, "the request this one waited on failed; calling the application");
+            // `Shared` is for callers sharing typed errors, which the response cache is not.
+            CacheError::Shared(_) | CacheError::Elsewhere(_) => {
+                tracing::debug!(key, %error, "the request this one waited on failed; calling the application");
                 self.alone(slot, fwd, Some("shared-failure")).await
             }
             CacheError::WaitTimedOut(waited) => {

@@ -96,6 +96,10 @@ Commands:
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS
                                 (`--backend <server>` brings that server up first)
+  bench --allocations [--backend memory|redis] [--cycles N]
+                                Allocations per uncontended acquire+release beside
+                                the floor's, and the top allocation sites (a DHAT
+                                profile in target/bench/dhat-<backend>.json)
   chaos [--backend B|all] [--scenario N|all] [--short] [--unsafe-no-fence] [--unsafe-ignore-lost] ...
                                 The fault catalogue (release build): worker
                                 processes lock through each backend and write

@@ -282,9 +282,19 @@ fn run_bin(bin: HarnessBin, args: &[String]) -> Result<()> {
     } else {
         cargo.arg("--release");
     }
+    // `bench --allocations`: the allocation profile, a binary of its own (DHAT's allocator
+    // would slow the timing figures down), beside the same floors as `bench`.
+    if bin == HarnessBin::Bench && has_flag(args, ALLOCATIONS) {
+        cargo.args(["-p", "lock-harness", "--bin", "allocations", "--"]);
+        let rest: Vec<String> = args.iter().filter(|a| *a != ALLOCATIONS).cloned().collect();
+        return run_with_stack(cargo, &rest);
+    }
     cargo.args(["-p", "lock-harness", "--bin", bin.name(), "--"]);
     run_with_stack(cargo, args)
 }
+
+/// `bench --allocations`: allocations per cycle and their sites instead of the timings.
+const ALLOCATIONS: &str = "--allocations";
 
 /// Runs `cargo run ... --` with the binary's `args` and the env vars of every
 /// running server, so a server started earlier with `stack up` is found

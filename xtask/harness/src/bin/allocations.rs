@@ -153,7 +153,7 @@ fn print_top_sites(file: &Path, cycles: usize) {
         *by_site.entry(site).or_default() += blocks;
     }
     let mut sites: Vec<(String, u64)> = by_site.into_iter().collect();
-    sites.sort_by(|a, b| b.1.cmp(&a.1));
+    sites.sort_by_key(|site| std::cmp::Reverse(site.1));
     println!("  top allocation sites (allocations per cycle, lock and floor together):");
     for (site, blocks) in sites.into_iter().take(TOP_SITES) {
         println!("    {:>6.2}  {site}", blocks as f64 / cycles as f64);

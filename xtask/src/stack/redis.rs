@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
+use std::process::Command;
 
 use super::{connect, Server, StateDir};
 use crate::cmd;
@@ -10,6 +11,28 @@ use crate::Result;
 
 /// The stack's redis.
 pub(crate) struct Redis;
+
+/// Launches `redis` (a `redis-server` command with its listening arguments) as a throwaway,
+/// daemonized instance working in `state`'s directory: shared by the plain and the TLS redis.
+pub(super) fn launch_throwaway(redis: &mut Command, state: &StateDir) -> Result<()> {
+    // Throwaway instance: no RDB snapshots (`--save ""`) and no AOF, so
+    // tests never pay for fsyncs and never see data from a previous run.
+    redis.args(["--save", "", "--appendonly", "no"]);
+    // `--daemonize yes` makes redis fork, detach (setsid) and point its
+    // stdio at /dev/null, so it outlives xtask and does not hold our
+    // stdout pipe open; the launch command returns right after forking.
+    redis
+        .arg("--dir")
+        .arg(&state.dir)
+        .args(["--daemonize", "yes"])
+        .arg("--pidfile")
+        .arg(&state.pidfile)
+        .arg("--logfile")
+        .arg(&state.logfile);
+    // A non-zero exit here means redis rejected its arguments before
+    // forking (it prints why on our stderr).
+    cmd::run(redis)
+}
 
 /// Default port: the well-known 6379 shifted by 20000, so it is easy to
 /// recognize and does not collide with a system redis.
@@ -47,23 +70,7 @@ impl Server for Redis {
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {
         let port = port.to_string();
         let mut redis = cmd::command(program, ["--bind", "127.0.0.1", "--port", &port]);
-        // Throwaway instance: no RDB snapshots (`--save ""`) and no AOF, so
-        // tests never pay for fsyncs and never see data from a previous run.
-        redis.args(["--save", "", "--appendonly", "no"]);
-        // `--daemonize yes` makes redis fork, detach (setsid) and point its
-        // stdio at /dev/null, so it outlives xtask and does not hold our
-        // stdout pipe open; the launch command returns right after forking.
-        redis
-            .arg("--dir")
-            .arg(&state.dir)
-            .args(["--daemonize", "yes"])
-            .arg("--pidfile")
-            .arg(&state.pidfile)
-            .arg("--logfile")
-            .arg(&state.logfile);
-        // A non-zero exit here means redis rejected its arguments before
-        // forking (it prints why on our stderr).
-        cmd::run(&mut redis)
+        launch_throwaway(&mut redis, state)
     }
 
     fn ping(&self, port: u16) -> bool {

@@ -161,16 +161,7 @@ impl Server for RedisTls {
         redis.arg("--tls-ca-cert-file").arg(tls.join("ca.crt"));
         // Clients show no certificate of their own: only the server is checked.
         redis.args(["--tls-auth-clients", "no"]);
-        redis.args(["--save", "", "--appendonly", "no"]);
-        redis
-            .arg("--dir")
-            .arg(&state.dir)
-            .args(["--daemonize", "yes"])
-            .arg("--pidfile")
-            .arg(&state.pidfile)
-            .arg("--logfile")
-            .arg(&state.logfile);
-        cmd::run(&mut redis)
+        super::redis::launch_throwaway(&mut redis, state)
     }
 
     /// `redis-cli --tls PING` checked against the CA: answers once TLS and Redis both work.

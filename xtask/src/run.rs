@@ -289,6 +289,10 @@ fn run_bin(bin: HarnessBin, args: &[String]) -> Result<()> {
         let rest: Vec<String> = args.iter().filter(|a| *a != ALLOCATIONS).cloned().collect();
         return run_with_stack(cargo, &rest);
     }
+    // `bench` compares with another lock crate (lock-harness's `compare` feature).
+    if bin == HarnessBin::Bench {
+        cargo.args(["--features", "compare"]);
+    }
     cargo.args(["-p", "lock-harness", "--bin", bin.name(), "--"]);
     run_with_stack(cargo, args)
 }

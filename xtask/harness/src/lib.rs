@@ -27,6 +27,8 @@ pub mod payments;
 pub mod primitive_stress;
 mod process;
 pub mod progress;
+#[cfg(all(feature = "servers", feature = "compare"))]
+pub mod rslock_compare;
 pub mod scrape;
 pub mod stampede;
 pub mod test_redis;

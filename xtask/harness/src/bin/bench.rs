@@ -136,6 +136,18 @@ impl Run {
         );
         println!("  floor: {:<26}mean {:>10}  p50 {:>10}  p99 {:>10}  ratio {uncontended_ratio:.2}× (mean vs floor)",
             floor.pair_name(), micros(floor_pair), micros(floor_pairs.p50), micros(floor_pairs.p99));
+        // Beside another Rust lock crate on the same server, in the same run (Redis only).
+        let mut rslock = json!(null);
+        if kind == BackendKind::Redis {
+            let manager = lock_harness::rslock_compare::manager(&url);
+            let theirs = lock_harness::rslock_compare::uncontended(&manager, iterations).await;
+            // Cycles/s, ours over theirs: above 1 is faster.
+            let speed = theirs.mean.as_secs_f64() / mean_pair.as_secs_f64();
+            println!("  rslock (SET NX PX + Lua del)     mean {:>10}  p50 {:>10}  p99 {:>10}  lock-core at {speed:.2}× rslock's cycles/s",
+                micros(theirs.mean), micros(theirs.p50), micros(theirs.p99));
+            rslock = json!({ "mean_us": us(theirs.mean), "p50_us": us(theirs.p50), "p99_us": us(theirs.p99),
+                             "lock_core_cycles_per_s_ratio": speed });
+        }
 
         // 2. 64 tasks on distinct keys.
         let stats_start = floor.script_stats().await;
@@ -227,7 +239,8 @@ impl Run {
             "raw_floor": { "op": floor.op_name(), "mean_us": us(floor_single.mean), "p50_us": us(floor_single.p50),
                            "p99_us": us(floor_single.p99), "ops_per_pair": floor.ops_per_pair(), "raw_ops_per_s": floor_rate },
             "uncontended": { "mean_us": us(mean_pair), "p50_us": us(lock_single.p50), "p99_us": us(lock_single.p99),
-                             "floor_mean_us": us(floor_pair), "floor": floor.pair_name(), "ratio": uncontended_ratio },
+                             "floor_mean_us": us(floor_pair), "floor": floor.pair_name(), "ratio": uncontended_ratio,
+                             "rslock": rslock },
             "concurrent": { "tasks": CONCURRENT_TASKS, "pairs_per_s": lock_rate, "floor_pairs_per_s": floor_pair_rate,
                             "floor_raw_ops_per_s": floor_rate, "floor": floor.rate_name(), "ratio": concurrent_ratio,
                             "server_time": server_time },

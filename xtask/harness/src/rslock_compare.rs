@@ -1,0 +1,43 @@
+//! `bench`'s comparison rows with rslock (Redlock; here on the one Redis the bench uses, so
+//! one `SET NX PX` to lock and one Lua release, on its own multiplexed connection), measured in
+//! the same run as lock-core's figures, on the same server: what a team would otherwise pick.
+//! rslock has no fencing token, no watchdog and no lost signal, so matching its cycles/s is
+//! the bar, not a floor.
+
+use std::time::Duration;
+
+use rslock::LockManager;
+use tokio::time::Instant;
+
+use crate::floor::Summary;
+
+/// rslock's lock manager on `url` (one Redis).
+pub fn manager(url: &str) -> LockManager {
+    LockManager::new(vec![url.to_owned()])
+}
+
+/// `iterations` uncontended lock+unlock cycles of rslock, one task, on the bench's kind of
+/// keys (64 of them in turn), after a warm-up.
+pub async fn uncontended(rslock: &LockManager, iterations: usize) -> Summary {
+    let ttl = Duration::from_secs(30);
+    for i in 0..200 {
+        cycle(rslock, &format!("rslock-warm:{i}"), ttl).await;
+    }
+    let mut samples = Vec::with_capacity(iterations);
+    for i in 0..iterations {
+        let key = format!("rslock-solo:{}", i % 64);
+        let start = Instant::now();
+        cycle(rslock, &key, ttl).await;
+        samples.push(start.elapsed());
+    }
+    Summary::of(&mut samples)
+}
+
+/// One lock+unlock of `key`.
+async fn cycle(rslock: &LockManager, key: &str, ttl: Duration) {
+    let lock = rslock
+        .lock(key.as_bytes(), ttl)
+        .await
+        .unwrap_or_else(|e| panic!("rslock lock {key}: {e:?}"));
+    rslock.unlock(&lock).await;
+}

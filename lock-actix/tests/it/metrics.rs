@@ -9,10 +9,9 @@ use std::time::Duration;
 use actix_web::{test, web, App, HttpResponse};
 use lock_actix::{Idempotent, KeySource, KeyedLock, ResponseCache};
 use lock_core::cache::{Cache, Freshness};
-use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
 use lock_core::idempotency::Idempotency;
+use lock_core::testing::metrics::{http_response_series, local_recorder};
 use lock_core::{LockClient, MemoryBackend};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 async fn created() -> HttpResponse {
     HttpResponse::Created().body("done")
@@ -28,9 +27,7 @@ async fn failing() -> Result<HttpResponse, actix_web::Error> {
 
 #[actix_web::test]
 async fn every_answer_is_counted_with_layer_status_and_outcome() {
-    let recorder: &'static DebuggingRecorder = Box::leak(Box::default());
-    let snapshotter = recorder.snapshotter();
-    let _recording = metrics::set_default_local_recorder(recorder);
+    let (snapshotter, _recording) = local_recorder();
 
     let locks = KeyedLock::new(
         LockClient::new(MemoryBackend::new()),
@@ -88,26 +85,7 @@ async fn every_answer_is_counted_with_layer_status_and_outcome() {
         .insert_header(("idempotency-key", "k1"));
     assert_eq!(send(pay).await, 201);
 
-    let mut series = Vec::new();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if key.key().name() != HTTP_RESPONSES_TOTAL {
-            continue;
-        }
-        let mut labels: Vec<(String, String)> = key
-            .key()
-            .labels()
-            .map(|label| (label.key().to_owned(), label.value().to_owned()))
-            .collect();
-        labels.sort();
-        let names: Vec<&str> = labels.iter().map(|(name, _)| name.as_str()).collect();
-        assert_eq!(names, ["layer", "outcome", "status"], "{key:?}");
-        let DebugValue::Counter(count) = value else {
-            panic!("a counter");
-        };
-        let values: Vec<String> = labels.into_iter().map(|(_, value)| value).collect();
-        series.push((values.join(" "), count));
-    }
-    series.sort();
+    let series = http_response_series(&snapshotter.snapshot().into_vec());
     let expected = [
         "idempotency executed 201",
         "keyed_lock ran 201",

@@ -11,6 +11,7 @@
 //! test handlers count of their runs.
 //!
 //! [`cluster`]: 3-member etcd and ZooKeeper clusters on loopback whose members a test kills.
+//! `metrics` (with the `metrics` feature): a recorder of the test's own thread, read back.
 //!
 //! The whole module is behind the feature `test-support`, so it stays out of an application's
 //! namespace; a crate's tests enable it in `[dev-dependencies]`.
@@ -19,6 +20,8 @@ pub mod cluster;
 pub mod idempotency;
 pub mod keyed_lock;
 mod log_lines;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod redis_server;
 pub mod response_cache;
 mod runs;

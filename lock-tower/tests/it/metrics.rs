@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use lock_core::cache::{Cache, Freshness};
-use lock_core::http::metrics::{HTTP_RESPONSES_TOTAL, NO_STATUS};
+use lock_core::http::metrics::NO_STATUS;
 use lock_core::idempotency::Idempotency;
+use lock_core::testing::metrics::{http_response_series, local_recorder};
 use lock_core::{LockClient, MemoryBackend};
 use lock_tower::idempotency::IdempotencyBody;
 use lock_tower::{IdempotencyLayer, KeySource, KeyedLockLayer, ResponseCacheLayer};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use tower::{service_fn, Layer, ServiceExt};
 
 fn post(path: &str) -> Request<String> {
@@ -28,9 +28,7 @@ fn answer(status: u16) -> Result<Response<String>, &'static str> {
 
 #[tokio::test]
 async fn every_answer_is_counted_with_layer_status_and_outcome() {
-    let recorder: &'static DebuggingRecorder = Box::leak(Box::default());
-    let snapshotter = recorder.snapshotter();
-    let _recording = metrics::set_default_local_recorder(recorder);
+    let (snapshotter, _recording) = local_recorder();
 
     // Keyed lock: the handler's 201, a failed inner service, a request without a key (400).
     let keyed = KeyedLockLayer::new(
@@ -83,29 +81,7 @@ async fn every_answer_is_counted_with_layer_status_and_outcome() {
         .await
         .is_err());
 
-    let mut series = Vec::new();
-    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
-        if key.key().name() != HTTP_RESPONSES_TOTAL {
-            continue;
-        }
-        let mut labels: Vec<(String, String)> = key
-            .key()
-            .labels()
-            .map(|label| (label.key().to_owned(), label.value().to_owned()))
-            .collect();
-        labels.sort();
-        let names: Vec<&str> = labels.iter().map(|(name, _)| name.as_str()).collect();
-        assert_eq!(names, ["layer", "outcome", "status"], "{key:?}");
-        let DebugValue::Counter(count) = value else {
-            panic!("a counter");
-        };
-        let values = labels
-            .into_iter()
-            .map(|(_, value)| value)
-            .collect::<Vec<_>>();
-        series.push((values.join(" "), count));
-    }
-    series.sort();
+    let series = http_response_series(&snapshotter.snapshot().into_vec());
     let none = |line: &str| line.replace("NONE", NO_STATUS);
     let expected = [
         "idempotency executed 201",

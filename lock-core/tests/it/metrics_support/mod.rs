@@ -1,28 +1,11 @@
-//! Reading metrics back from `metrics-util`'s in-memory recorder, for the metrics suites
-//! (`metrics.rs`, `http_metrics.rs`, `cache_metrics.rs`).
-//!
-//! Each test records into a recorder of its own, set for its thread alone ([`local_recorder`]):
-//! the other tests of this binary run at the same time on other threads, and a process-wide
-//! recorder would count their locks, caches and HTTP answers too.
+//! Reading metrics back from the recorder of the test's own thread
+//! (`lock_core::testing::metrics`), for the metrics suites (`metrics.rs`, `http_metrics.rs`,
+//! `cache_metrics.rs`): counters, histograms and gauges by name and labels.
 
-use metrics::{LocalRecorderGuard, SharedString, Unit};
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::debugging::DebugValue;
 use metrics_util::{CompositeKey, MetricKind};
 
-/// A new in-memory recorder, set as the calling thread's recorder until the guard drops, and
-/// the way to read it. The test must run on a current-thread runtime (`#[tokio::test]`'s
-/// default), where the tasks it spawns (a watchdog, a breaker's probe) run on its thread too.
-pub(crate) fn local_recorder() -> (Snapshotter, LocalRecorderGuard<'static>) {
-    // Leaked: the guard borrows the recorder for the rest of the test.
-    let recorder: &'static DebuggingRecorder = Box::leak(Box::default());
-    (
-        recorder.snapshotter(),
-        metrics::set_default_local_recorder(recorder),
-    )
-}
-
-/// A snapshot of the recorder, as `Snapshotter::snapshot().into_vec()` gives it.
-pub(crate) type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;
+pub(crate) use lock_core::testing::metrics::{local_recorder, Metrics};
 
 /// Whether `key` is the metric `name` of `kind` with all of `labels`.
 fn matches(key: &CompositeKey, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> bool {

@@ -9,6 +9,12 @@
 //! holds it many times in a row; the fair lock hands it to the longest waiter inside the
 //! release, so nearly every section is a handoff.
 //!
+//! With lock-harness's `compare` feature (which `cargo xtask bench` turns on), rslock runs the
+//! same sections beside them: 8 lock managers (as 8 processes would have), each looping on
+//! `SET NX PX` with its default retry delay, and a Lua release. rslock has no fencing token and
+//! no watchdog; it is what a team would otherwise pick, so the fair lock's goal is its
+//! sections/s with every section handed over.
+//!
 //! The machines are shared and noisy, so the two run in alternating rounds
 //! ([`ROUNDS`], the order flipped each round) and the figures are medians over rounds; the
 //! server's own time per section (`INFO commandstats`, scripts and plain commands) is shown
@@ -37,6 +43,51 @@ pub const ROUNDS: usize = 5;
 enum Primitive {
     Lock,
     Fair,
+    /// rslock's lock (feature `compare`).
+    Rslock,
+}
+
+/// One task's way to take the key: a lock client of ours, or an rslock manager.
+#[derive(Clone)]
+enum Contender {
+    Ours(LockClient, Primitive),
+    #[cfg(feature = "compare")]
+    Rslock(Arc<rslock::LockManager>),
+}
+
+/// The key held by one [`Contender`].
+enum Holding {
+    Ours(lock_core::LockGuard),
+    #[cfg(feature = "compare")]
+    Rslock(Arc<rslock::LockManager>, rslock::Lock),
+}
+
+impl Contender {
+    async fn acquire(&self, key: &str) -> Holding {
+        match self {
+            Self::Ours(locks, primitive) => Holding::Ours(acquire(locks, *primitive, key).await),
+            #[cfg(feature = "compare")]
+            Self::Rslock(manager) => {
+                let lock = manager
+                    .acquire_no_guard(key.as_bytes(), std::time::Duration::from_secs(30))
+                    .await
+                    .unwrap_or_else(|e| panic!("rslock acquire {key}: {e:?}"));
+                Holding::Rslock(manager.clone(), lock)
+            }
+        }
+    }
+}
+
+impl Holding {
+    async fn release(self) {
+        match self {
+            Self::Ours(guard) => {
+                guard.release().await.expect("release");
+            }
+            #[cfg(feature = "compare")]
+            Self::Rslock(manager, lock) => manager.unlock(&lock).await,
+        }
+    }
 }
 
 /// One round of one primitive.
@@ -96,31 +147,46 @@ pub async fn run(url: &str) -> Value {
     let namespace = format!("bench-fair-{}", std::process::id());
     let lock_clients = clients(url, &namespace, Primitive::Lock).await;
     let fair_clients = clients(url, &namespace, Primitive::Fair).await;
-    let (mut floors, mut locks, mut fairs, mut ratios) = (vec![], vec![], vec![], vec![]);
+    let rslock_clients = rslock_clients(url).await;
+    let (mut floors, mut locks, mut fairs, mut rslocks) = (vec![], vec![], vec![], vec![]);
+    let (mut ratios, mut rslock_ratios) = (vec![], vec![]);
     for round in 0..ROUNDS {
         floors.push(floor(url).await);
-        let (lock, fair) = if round % 2 == 0 {
-            let lock = contend(url, &lock_clients, Primitive::Lock, round).await;
-            (
-                lock,
-                contend(url, &fair_clients, Primitive::Fair, round).await,
-            )
-        } else {
-            let fair = contend(url, &fair_clients, Primitive::Fair, round).await;
-            (
-                contend(url, &lock_clients, Primitive::Lock, round).await,
-                fair,
-            )
-        };
+        // Each round in another order, so none of them always runs first (or last).
+        let mut order = vec![Primitive::Lock, Primitive::Fair];
+        if !rslock_clients.is_empty() {
+            order.push(Primitive::Rslock);
+        }
+        let turn = round % order.len();
+        order.rotate_left(turn);
+        let (mut lock, mut fair, mut theirs) = (None, None, None);
+        for primitive in order {
+            let (contenders, slot) = match primitive {
+                Primitive::Lock => (&lock_clients, &mut lock),
+                Primitive::Fair => (&fair_clients, &mut fair),
+                Primitive::Rslock => (&rslock_clients, &mut theirs),
+            };
+            *slot = Some(contend(url, contenders, primitive, round).await);
+        }
+        let (lock, fair) = (lock.expect("lock round"), fair.expect("fair round"));
         ratios.push(fair.per_second / lock.per_second);
+        if let Some(theirs) = theirs {
+            rslock_ratios.push(fair.per_second / theirs.per_second);
+            rslocks.push(theirs);
+        }
         locks.push(lock);
         fairs.push(fair);
     }
     let floor = median(floors.into_iter());
     let (lock, fair) = (Figure::of(&locks), Figure::of(&fairs));
+    let rslock = (!rslocks.is_empty()).then(|| Figure::of(&rslocks));
     println!("\nfair lock vs lock: {TASKS} tasks (a backend each) on one key, {SECTIONS} critical sections of GET + SET, medians of {ROUNDS} alternating rounds");
     println!("  floor: GET + SET, no lock, one task {floor:>10.0} sections/s");
-    for (name, figure) in [("lock", &lock), ("fair lock", &fair)] {
+    let mut figures = vec![("lock", &lock), ("fair lock", &fair)];
+    if let Some(rslock) = &rslock {
+        figures.push(("rslock", rslock));
+    }
+    for (name, figure) in figures {
         println!(
             "  {name:<10} handoffs {:>5} of {SECTIONS}  {:>8.0} sections/s ({:.2}× floor)  acquire p50 {:>10}  p99 {:>10}  server {:.0} µs/section  lost updates {}",
             figure.handoffs,
@@ -137,8 +203,18 @@ pub async fn run(url: &str) -> Value {
         "  fair/lock: sections/s {ratio:.2}× (median of the rounds' ratios {ratios:.2?}), acquire p99 {:.2}×  (goals: fair handoffs ≥ 1900, ≥ 1.0×, p99 ≤ 5 ms)",
         fair.acquire.p99.as_secs_f64() / lock.acquire.p99.as_secs_f64().max(1e-12)
     );
+    let mut over_rslock = Value::Null;
+    if let Some(theirs) = &rslock {
+        let over = median(rslock_ratios.iter().copied());
+        println!(
+            "  fair/rslock: sections/s {over:.2}× (median of the rounds' ratios {rslock_ratios:.2?}), handoffs {} against rslock's {}  (goal: ≥ 1.0× with every section handed over)",
+            fair.handoffs, theirs.handoffs
+        );
+        over_rslock = json!(over);
+    }
     json!({ "tasks": TASKS, "sections": SECTIONS, "floor_sections_per_s": floor,
-            "lock": lock.json(), "fair": fair.json(), "fair_over_lock_sections_per_s": ratio })
+            "lock": lock.json(), "fair": fair.json(), "fair_over_lock_sections_per_s": ratio,
+            "rslock": rslock.as_ref().map(Figure::json), "fair_over_rslock_sections_per_s": over_rslock })
 }
 
 /// Sections per second of the critical section alone: `GET` + `SET`, one task, no lock.
@@ -187,8 +263,34 @@ async fn server_usec(data: &mut redis::aio::MultiplexedConnection) -> u64 {
         .sum()
 }
 
+/// [`TASKS`] rslock managers, each with its own connection, warmed up; none without the
+/// `compare` feature.
+async fn rslock_clients(url: &str) -> Vec<Contender> {
+    #[cfg(feature = "compare")]
+    {
+        let mut managers = Vec::with_capacity(TASKS);
+        for _ in 0..TASKS {
+            let manager = Contender::Rslock(Arc::new(crate::rslock_compare::manager(url)));
+            for i in 0..20 {
+                manager
+                    .acquire(&format!("rslock-warm-{i}"))
+                    .await
+                    .release()
+                    .await;
+            }
+            managers.push(manager);
+        }
+        managers
+    }
+    #[cfg(not(feature = "compare"))]
+    {
+        let _ = url;
+        Vec::new()
+    }
+}
+
 /// [`TASKS`] clients, each on a backend of its own, warmed up.
-async fn clients(url: &str, namespace: &str, primitive: Primitive) -> Vec<LockClient> {
+async fn clients(url: &str, namespace: &str, primitive: Primitive) -> Vec<Contender> {
     let mut clients = Vec::with_capacity(TASKS);
     for _ in 0..TASKS {
         let backend = RedisBackend::connect(url).await.expect("connect");
@@ -202,12 +304,12 @@ async fn clients(url: &str, namespace: &str, primitive: Primitive) -> Vec<LockCl
             let guard = acquire(&locks, primitive, &warm).await;
             guard.release().await.expect("release");
         }
-        clients.push(locks);
+        clients.push(Contender::Ours(locks, primitive));
     }
     clients
 }
 
-async fn contend(url: &str, clients: &[LockClient], primitive: Primitive, round: usize) -> Round {
+async fn contend(url: &str, clients: &[Contender], primitive: Primitive, round: usize) -> Round {
     let key = format!("contended-{primitive:?}-{round}");
     let data_key = format!("bench-fair-data:{}:{primitive:?}", std::process::id());
     let mut data = connection(url).await;
@@ -218,7 +320,7 @@ async fn contend(url: &str, clients: &[LockClient], primitive: Primitive, round:
     let samples: Arc<Mutex<Vec<Duration>>> = Arc::default();
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(TASKS);
-    for (task, locks) in clients.iter().cloned().enumerate() {
+    for (task, contender) in clients.iter().cloned().enumerate() {
         let (key, data_key) = (key.clone(), data_key.clone());
         let (done, last_holder, handoffs, samples) = (
             done.clone(),
@@ -231,10 +333,10 @@ async fn contend(url: &str, clients: &[LockClient], primitive: Primitive, round:
             let mut mine = Vec::new();
             loop {
                 let asked = Instant::now();
-                let guard = acquire(&locks, primitive, &key).await;
+                let holding = contender.acquire(&key).await;
                 let waited = asked.elapsed();
                 if done.load(Ordering::SeqCst) >= SECTIONS {
-                    guard.release().await.expect("release");
+                    holding.release().await;
                     break;
                 }
                 section(&mut data, &data_key).await;
@@ -244,7 +346,7 @@ async fn contend(url: &str, clients: &[LockClient], primitive: Primitive, round:
                 }
                 done.fetch_add(1, Ordering::SeqCst);
                 mine.push(waited);
-                guard.release().await.expect("release");
+                holding.release().await;
             }
             samples
                 .lock()
@@ -273,6 +375,7 @@ async fn acquire(locks: &LockClient, primitive: Primitive, key: &str) -> lock_co
     match primitive {
         Primitive::Lock => locks.lock(key).await,
         Primitive::Fair => locks.fair_lock(key).await,
+        Primitive::Rslock => unreachable!("rslock is not a lock-core primitive"),
     }
     .expect("acquire")
 }

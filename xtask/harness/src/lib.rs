@@ -6,6 +6,7 @@
 
 pub mod app_tests;
 pub mod bad_input;
+pub mod busy_cores;
 // The bench's floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]
 pub mod cache_bench;

@@ -21,7 +21,7 @@ use serde_json::Value;
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 
 /// How many allocation sites are printed.
-const TOP_SITES: usize = 12;
+const TOP_SITES: usize = 40;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {

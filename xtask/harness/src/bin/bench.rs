@@ -7,8 +7,14 @@
 //! from 64 tasks; on memory, a `tokio::sync::Mutex` (uncontended pair, 64 concurrent, handoff to
 //! a waiter). Results are printed and written as JSON under `target/bench/`.
 //!
+//! `--load` runs every figure with a busy process on every core beside it
+//! (`lock_harness::busy_cores`): the floors are measured under the same load, so the ratios are
+//! the loaded ones.
+//!
 //! `--only fair` (with `--backend redis`) runs only the fair lock vs lock figure
-//! (`lock_harness::fair_bench`), written to `target/bench/fair.json`.
+//! (`lock_harness::fair_bench`), written to `target/bench/fair.json`; `--only uncontended` only
+//! the first figure (acquire+release on one task, rslock beside it on Redis), for a profiler
+//! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,19 +35,38 @@ use tokio::time::Instant;
 async fn main() {
     let flags = Flags::parse(
         std::env::args().skip(1),
-        &["backend", "iterations", "redis-url", "seconds", "only"],
+        &[
+            "backend",
+            "iterations",
+            "redis-url",
+            "seconds",
+            "only",
+            "load",
+        ],
     )
     .unwrap_or_else(|e| usage_error(&e));
     let kind = flags.backend().unwrap_or_else(|e| usage_error(&e));
+    let load = match flags.get("load") {
+        None | Some("false") => None,
+        Some("true") => {
+            let load = lock_harness::busy_cores::BusyCores::start();
+            println!("load: {} busy processes beside the bench (one per core); floors and figures both run under it\n", load.count());
+            Some(load)
+        }
+        Some(other) => usage_error(&format!("--load takes no value (got {other:?})")),
+    };
     match flags.get("only") {
         None => {}
         Some("fair") if kind == BackendKind::Redis => {
             let report = lock_harness::fair_bench::run(&redis_url(&flags)).await;
-            write_report("fair", &report);
+            write_report(&report_name("fair", load.is_some()), &report);
             return;
         }
         Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
-        Some(other) => usage_error(&format!("--only {other:?}: the only filter is `fair`")),
+        Some("uncontended") => {}
+        Some(other) => usage_error(&format!(
+            "--only {other:?}: the filters are `fair` and `uncontended`"
+        )),
     }
     let iterations = flags
         .number("iterations", 3000)
@@ -64,6 +89,8 @@ async fn main() {
         iterations,
         window,
         url: url.clone(),
+        loaded: load.is_some(),
+        only_uncontended: flags.get("only") == Some("uncontended"),
     };
     match kind {
         BackendKind::Memory => run.bench(MemoryFloor::default()).await,
@@ -83,6 +110,10 @@ struct Run {
     window: Duration,
     /// The Redis URL (the cache figures run on Redis).
     url: String,
+    /// Whether busy processes run beside the bench (`--load`).
+    loaded: bool,
+    /// `--only uncontended`: the first figure alone (for a profiler).
+    only_uncontended: bool,
 }
 
 impl Run {
@@ -94,6 +125,8 @@ impl Run {
             iterations,
             window,
             url,
+            loaded,
+            only_uncontended,
         } = self;
         println!(
             "bench: {} backend, {iterations} iterations, {} s windows\n",
@@ -147,6 +180,9 @@ impl Run {
                 micros(theirs.mean), micros(theirs.p50), micros(theirs.p99));
             rslock = json!({ "mean_us": us(theirs.mean), "p50_us": us(theirs.p50), "p99_us": us(theirs.p99),
                              "lock_core_cycles_per_s_ratio": speed });
+        }
+        if only_uncontended {
+            return;
         }
 
         // 2. 64 tasks on distinct keys.
@@ -235,6 +271,7 @@ impl Run {
             "fair_lock": fair,
             "macro_overhead_ratio": macro_ratio,
             "backend": kind.name(),
+            "loaded": loaded,
             "iterations": iterations,
             "raw_floor": { "op": floor.op_name(), "mean_us": us(floor_single.mean), "p50_us": us(floor_single.p50),
                            "p99_us": us(floor_single.p99), "ops_per_pair": floor.ops_per_pair(), "raw_ops_per_s": floor_rate },
@@ -249,7 +286,16 @@ impl Run {
                          "floor": floor.handoff_name(), "round_trips": round_trips },
         });
         floor.clean_up().await;
-        write_report(kind.name(), &report);
+        write_report(&report_name(kind.name(), loaded), &report);
+    }
+}
+
+/// The report's file name: `<name>`, or `<name>-loaded` for a run with `--load`.
+fn report_name(name: &str, loaded: bool) -> String {
+    if loaded {
+        format!("{name}-loaded")
+    } else {
+        name.to_owned()
     }
 }
 

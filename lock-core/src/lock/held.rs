@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
-use tokio_util::sync::CancellationToken;
 
 use crate::backend::{DynLease, LeaseKind};
 use crate::lock::owner::OwnerId;
+use crate::lock::stop_flag::StopFlag;
 use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
 
 /// One lease as granted by the backend.
@@ -31,7 +31,7 @@ pub(crate) struct HeldLease {
     /// The lease length and whether the watchdog renews it; `extend` changes the length.
     pub(crate) mode: Mutex<LeaseMode>,
     /// Cancelled when the last guard goes, so an in-flight renewal stops.
-    pub(crate) stop: CancellationToken,
+    pub(crate) stop: StopFlag,
 }
 
 /// When a lease is trusted until, and when the watchdog next looks at it.

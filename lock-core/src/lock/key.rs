@@ -1,5 +1,7 @@
 //! Lock keys: validated, namespaced names.
 
+use std::sync::Arc;
+
 use crate::LockError;
 
 /// The longest key accepted, in bytes of UTF-8, not counting the namespace.
@@ -25,9 +27,12 @@ pub const MAX_NAMESPACE_LEN: usize = 64;
 /// assert_eq!(key.full(), "shop:order:{42}");
 /// assert!(LockKey::new("shop", "").is_err());
 /// ```
+///
+/// Cloning is a reference count: the text is shared, so the lock's bookkeeping (held leases,
+/// the clean-up armed for an abandoned acquire) keeps copies without allocating.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LockKey {
-    full: String,
+    full: Arc<str>,
     name_start: usize,
 }
 
@@ -51,10 +56,14 @@ impl LockKey {
         if name.contains('\0') {
             return Err(refuse("the key contains a NUL character".into()));
         }
-        let full = if namespace.is_empty() {
-            name.to_owned()
+        let full: Arc<str> = if namespace.is_empty() {
+            Arc::from(name)
         } else {
-            format!("{namespace}:{name}")
+            let mut full = String::with_capacity(namespace.len() + 1 + name.len());
+            full.push_str(namespace);
+            full.push(':');
+            full.push_str(name);
+            Arc::from(full)
         };
         Ok(Self {
             name_start: full.len() - name.len(),

@@ -2,7 +2,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use tokio_util::sync::CancellationToken;
+use crate::lock::stop_flag::StopFlag;
+use crate::LockKey;
 
 /// Why a lease was lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,9 +57,10 @@ pub struct LossSignal {
 #[derive(Debug, Default)]
 struct Inner {
     reason: OnceLock<LostReason>,
-    token: CancellationToken,
-    /// The backend and namespace of the lease it belongs to, for the lost-lease metric.
-    lease: OnceLock<(&'static str, String)>,
+    fired: StopFlag,
+    /// The backend and key of the lease it belongs to, for the lost-lease metric (which is
+    /// labelled with the key's namespace).
+    lease: OnceLock<(&'static str, LockKey)>,
 }
 
 impl LossSignal {
@@ -76,19 +78,18 @@ impl LossSignal {
                 .inner
                 .lease
                 .get()
-                .map_or(("unknown", ""), |(backend, namespace)| {
-                    (*backend, namespace)
+                .map_or(("unknown", ""), |(backend, key)| {
+                    (*backend, key.namespace())
                 });
             crate::metrics::lost(backend, namespace, &reason);
         }
-        self.inner.token.cancel();
+        self.inner.fired.cancel();
         first
     }
 
-    /// Names the backend and the client's namespace of the lease this signal belongs to (for
-    /// metrics).
-    pub(crate) fn name_lease(&self, backend: &'static str, namespace: &str) {
-        self.inner.lease.set((backend, namespace.to_owned())).ok();
+    /// Names the backend and the key of the lease this signal belongs to (for metrics).
+    pub(crate) fn name_lease(&self, backend: &'static str, key: &LockKey) {
+        self.inner.lease.set((backend, key.clone())).ok();
     }
 
     /// The reason, once fired.
@@ -105,7 +106,7 @@ impl LossSignal {
 
     /// Resolves with the reason when the signal fires (at once if it already has).
     pub async fn fired(&self) -> LostReason {
-        self.inner.token.cancelled().await;
+        self.inner.fired.cancelled().await;
         self.reason().unwrap_or(LostReason::Expired)
     }
 }

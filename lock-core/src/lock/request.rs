@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::backend::{AcquireRequest, LeaseKind};
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::abandoned::PendingAcquire;
 use crate::lock::held::{HeldLease, Timing};
 use crate::lock::owner::OwnerId;
+use crate::lock::stop_flag::StopFlag;
 use crate::metrics;
 use crate::{
     LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, OwnerToken, Result, WaitPolicy,
@@ -224,9 +224,9 @@ impl<'a> LockRequest<'a> {
                 seq: LEASE_SEQ.fetch_add(1, Ordering::Relaxed),
                 granted_at: Instant::now(),
                 mode: Mutex::new(mode),
-                stop: CancellationToken::new(),
+                stop: StopFlag::default(),
             });
-            held.loss.name_lease(backend, held.key.namespace());
+            held.loss.name_lease(backend, &held.key);
             inner.watchdog.watch(&held);
             inner.held.insert(owner, held.clone());
             tracing::debug!(
@@ -247,12 +247,11 @@ impl<'a> IntoFuture for LockRequest<'a> {
     /// Waits without limit; only a backend failure or bad input ends the wait early.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let key = self.key.clone();
             self.acquire_with(WaitPolicy::Forever)
                 .await?
                 .ok_or_else(|| LockError::Protocol {
                     backend: "client",
-                    detail: format!("an unlimited wait for {key:?} ended without a grant"),
+                    detail: "an unlimited wait ended without a grant".to_owned(),
                 })
         })
     }

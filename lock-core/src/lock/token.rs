@@ -29,7 +29,12 @@ impl OwnerToken {
     /// The whole token as 32 lowercase hex digits: what backends store. Keep it out of logs.
     #[must_use]
     pub fn to_hex(&self) -> String {
-        format!("{:032x}", self.0)
+        self.hex().to_string()
+    }
+
+    /// [`to_hex`](Self::to_hex) without a `String`: for formatting straight into a command.
+    pub(crate) fn hex(&self) -> impl std::fmt::Display {
+        HexToken(self.0)
     }
 
     /// Parses the form [`to_hex`](Self::to_hex) writes.
@@ -104,6 +109,15 @@ impl FencingToken {
 impl std::fmt::Display for FencingToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.fmt(f)
+    }
+}
+
+/// An owner token as 32 lowercase hex digits.
+struct HexToken(u128);
+
+impl std::fmt::Display for HexToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:032x}", self.0)
     }
 }
 

@@ -9,6 +9,7 @@ use tokio::time::{sleep_until, Instant};
 use super::keys::LockKeys;
 use super::primitive_keys::Family;
 use super::queue::Waiting;
+use super::script_call::ScriptCall;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
 use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits};
 use crate::breaker::Breaker;
@@ -16,28 +17,31 @@ use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
 impl RedisBackend {
     /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
+    /// `waiter` is the sequence number of this acquisition's waiter registration, if it queues.
     async fn attempt(
         &self,
         keys: &LockKeys,
         owner: OwnerToken,
         ttl: Duration,
-        waiter_id: &str,
+        waiter: Option<u64>,
         queued_before: bool,
         fence_retention: Duration,
     ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
         let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
-        let mut invocation = scripts::ACQUIRE.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.fence)
-            .key(&keys.waiters)
-            .arg(owner.to_hex())
-            .arg(millis(ttl))
-            .arg(waiter_id)
-            .arg(if queued_before { "1" } else { "0" })
+        let mut call = ScriptCall::new(&scripts::ACQUIRE, 3);
+        call.key(&*keys.lock)
+            .key_from_parts(&keys.fence())
+            .key_from_parts(&keys.waiters())
+            .arg_fmt(owner.hex())
+            .arg(millis(ttl));
+        match waiter {
+            Some(seq) => call.arg_fmt(self.shared.hub.waiter_id_fmt(seq)),
+            None => call.arg(""),
+        };
+        call.arg(if queued_before { "1" } else { "0" })
             .arg(millis(queue_lifetime))
             .arg(millis(fence_retention));
-        let (granted, value): (i64, i64) = self.run("acquire", &invocation).await?;
+        let (granted, value): (i64, i64) = self.run("acquire", &call).await?;
         match granted {
             1 => u64::try_from(value)
                 .map(|fence| Ok(FencingToken::new(fence)))
@@ -65,17 +69,16 @@ impl LockBackend for RedisBackend {
         loop {
             let queue = request.deadline.is_none_or(|d| Instant::now() < d);
             if queue && waiting.is_none() {
-                let (seq, id, notify) = self.shared.hub.register();
+                let (seq, notify) = self.shared.hub.register_seq();
                 waiting = Some(Waiting {
                     backend: self,
-                    keys: &keys,
+                    keys: keys.clone(),
                     seq,
-                    id,
                     notify,
                     granted: false,
                 });
             }
-            let waiter_id = waiting.as_ref().map_or("", |w| w.id.as_str());
+            let waiter = waiting.as_ref().map(|w| w.seq);
             let sent = Instant::now();
             let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
             match self
@@ -83,29 +86,26 @@ impl LockBackend for RedisBackend {
                     &keys,
                     request.owner,
                     request.ttl,
-                    waiter_id,
+                    waiter,
                     queued_before,
                     retention,
                 )
                 .await?
             {
                 Ok(fence) => {
-                    if let Some(waiting) = waiting.as_mut() {
+                    if let Some(mut waiting) = waiting.take() {
                         waiting.granted = true;
                     }
-                    let value = format!("{}:{}", request.owner.to_hex(), fence.get());
+                    let value = format!("{}:{}", request.owner.hex(), fence.get());
                     let loss = LossSignal::new();
                     let lease = RedisLease {
                         _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
-                        held: Held::Lock {
-                            keys: keys.clone(),
-                            value,
-                        },
+                        held: Held::Lock { keys, value },
                     };
                     return Ok(Some(Grant::new(lease, fence, sent).with_loss(loss)));
                 }
                 Err(remaining) => {
-                    queued_before |= !waiter_id.is_empty();
+                    queued_before |= waiter.is_some();
                     let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed())
                     else {
                         return Ok(None);
@@ -141,12 +141,9 @@ impl LockBackend for RedisBackend {
                 return self.renew_primitive(keys, owner, *fence, ttl).await
             }
         };
-        let mut invocation = scripts::RENEW.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .arg(value)
-            .arg(ttl.map_or(0, millis));
-        let held: i64 = self.run("renew", &invocation).await?;
+        let mut call = ScriptCall::new(&scripts::RENEW, 1);
+        call.key(&*keys.lock).arg(value).arg(ttl.map_or(0, millis));
+        let held: i64 = self.run("renew", &call).await?;
         Ok(held == 1)
     }
 
@@ -155,9 +152,9 @@ impl LockBackend for RedisBackend {
         let Held::Lock { keys, .. } = &lease.held else {
             return Ok(());
         };
-        let mut invocation = scripts::KEEP_FENCE.prepare_invoke();
-        invocation.key(&keys.fence).arg(millis(at_least));
-        let _: i64 = self.run("keep fence", &invocation).await?;
+        let mut call = ScriptCall::new(&scripts::KEEP_FENCE, 1);
+        call.key_from_parts(&keys.fence()).arg(millis(at_least));
+        let _: i64 = self.run("keep fence", &call).await?;
         Ok(())
     }
 
@@ -168,13 +165,12 @@ impl LockBackend for RedisBackend {
                 return self.release_primitive(keys, owner, *fence).await
             }
         };
-        let mut invocation = scripts::RELEASE.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.waiters)
+        let mut call = ScriptCall::new(&scripts::RELEASE, 2);
+        call.key(&*keys.lock)
+            .key_from_parts(&keys.waiters())
             .arg(value)
             .arg(&self.shared.hub.channel_prefix);
-        let released: i64 = self.run("release", &invocation).await?;
+        let released: i64 = self.run("release", &call).await?;
         Ok(released == 1)
     }
 
@@ -187,13 +183,12 @@ impl LockBackend for RedisBackend {
                 .await;
         }
         let keys = LockKeys::new(&self.shared.prefix, abandoned.key.full());
-        let mut invocation = scripts::RELEASE_ABANDONED.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.waiters)
-            .arg(abandoned.owner.to_hex())
+        let mut call = ScriptCall::new(&scripts::RELEASE_ABANDONED, 2);
+        call.key(&*keys.lock)
+            .key_from_parts(&keys.waiters())
+            .arg_fmt(abandoned.owner.hex())
             .arg(&self.shared.hub.channel_prefix);
-        let released: i64 = self.run("release", &invocation).await?;
+        let released: i64 = self.run("release", &call).await?;
         Ok(released == 1)
     }
 

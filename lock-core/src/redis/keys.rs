@@ -2,31 +2,55 @@
 //! single slot: `prefix:{#namespace:key}`. The `#` keeps the tag non-empty even for a key that
 //! starts with `}` (Redis ignores an empty tag and would hash each key on its own).
 
-/// The keys and channel names one lock uses.
+use std::sync::Arc;
+
+/// The keys one lock uses: the lock's own, and two beside it that share its text.
+///
+/// Only the lock key is kept (shared, so the lease and the lease book hold it without a copy);
+/// the fencing counter and the waiter queue are the lock key with a suffix, which a script
+/// call writes straight after it ([`ScriptCall::key_from_parts`](super::script_call::ScriptCall::key_from_parts)).
 #[derive(Clone, Debug)]
 pub(super) struct LockKeys {
     /// Hash `{owner, fence}` with the lease as its TTL.
-    pub(super) lock: String,
-    /// The fencing counter; kept for a day after the last grant (see `FENCE_RETENTION`), or
-    /// as long as the grants' `fence_retention` and `keep_fence` ask.
-    pub(super) fence: String,
-    /// Sorted set of waiter ids by arrival time.
-    pub(super) waiters: String,
+    pub(super) lock: Arc<str>,
 }
+
+/// The fencing counter's suffix; kept for a day after the last grant (see `FENCE_RETENTION`),
+/// or as long as the grants' `fence_retention` and `keep_fence` ask.
+const FENCE: &str = ":fence";
+/// The waiter queue's suffix: a sorted set of waiter ids by arrival time.
+const WAITERS: &str = ":waiters";
 
 impl LockKeys {
     pub(super) fn new(prefix: &str, full_key: &str) -> Self {
-        let lock = format!("{prefix}:{{#{full_key}}}");
+        let mut lock = String::with_capacity(prefix.len() + full_key.len() + 4);
+        lock.push_str(prefix);
+        lock.push_str(":{#");
+        lock.push_str(full_key);
+        lock.push('}');
         Self {
-            fence: format!("{lock}:fence"),
-            waiters: Self::waiters_of(&lock),
-            lock,
+            lock: Arc::from(lock),
         }
+    }
+
+    /// The fencing counter, in parts.
+    pub(super) fn fence(&self) -> [&str; 2] {
+        [&self.lock, FENCE]
+    }
+
+    /// The waiter queue, in parts.
+    pub(super) fn waiters(&self) -> [&str; 2] {
+        [&self.lock, WAITERS]
+    }
+
+    /// The waiter queue, as one string.
+    pub(super) fn waiters_key(&self) -> String {
+        Self::waiters_of(&self.lock)
     }
 
     /// The waiter queue that goes with a lock hash key (as wake-up messages carry it).
     pub(super) fn waiters_of(lock: &str) -> String {
-        format!("{lock}:waiters")
+        format!("{lock}{WAITERS}")
     }
 }
 
@@ -46,8 +70,9 @@ mod tests {
         for key in ["ns:order:1", "ns:we}ird{key", "}", "{}"] {
             let keys = LockKeys::new("lock", key);
             let tag = hash_tag(&keys.lock);
-            assert_eq!(hash_tag(&keys.fence), tag);
-            assert_eq!(hash_tag(&keys.waiters), tag);
+            assert_eq!(hash_tag(&keys.fence().concat()), tag);
+            assert_eq!(hash_tag(&keys.waiters_key()), tag);
+            assert_eq!(keys.waiters().concat(), keys.waiters_key());
             assert!(tag.starts_with('#'));
         }
     }

@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::LatchKeys;
+use super::script_call::ScriptCall;
 use super::{millis, scripts, RedisBackend};
 use crate::backend::LatchBackend;
 use crate::{LockKey, Result};
@@ -61,7 +62,7 @@ impl RedisBackend {
 impl LatchBackend for RedisBackend {
     async fn latch_create(&self, key: &LockKey, count: u64, expire: Duration) -> Result<bool> {
         let keys = self.latch_keys(key);
-        let mut invocation = scripts::LATCH_CREATE.prepare_invoke();
+        let mut invocation = ScriptCall::new(&scripts::LATCH_CREATE, 1);
         invocation.key(&keys.count).arg(count).arg(millis(expire));
         let created: i64 = self.run("latch create", &invocation).await?;
         Ok(created == 1)
@@ -69,7 +70,7 @@ impl LatchBackend for RedisBackend {
 
     async fn latch_count_down(&self, key: &LockKey) -> Result<u64> {
         let keys = self.latch_keys(key);
-        let mut invocation = scripts::LATCH_COUNT_DOWN.prepare_invoke();
+        let mut invocation = ScriptCall::new(&scripts::LATCH_COUNT_DOWN, 2);
         invocation
             .key(&keys.count)
             .key(&keys.waiters)
@@ -97,7 +98,7 @@ impl LatchBackend for RedisBackend {
             notify,
         };
         loop {
-            let mut invocation = scripts::LATCH_WAIT.prepare_invoke();
+            let mut invocation = ScriptCall::new(&scripts::LATCH_WAIT, 2);
             invocation
                 .key(&waiter.keys.count)
                 .key(&waiter.keys.waiters)

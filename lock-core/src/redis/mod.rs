@@ -103,6 +103,7 @@ mod leases;
 mod primitive_keys;
 mod primitives;
 mod queue;
+pub(crate) mod script_call;
 mod scripts;
 mod semaphore;
 pub(crate) mod subscription;
@@ -121,6 +122,7 @@ use self::builder::RedisConfig;
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
 use self::primitive_keys::PrimitiveKeys;
+use self::script_call::ScriptCall;
 use self::wakeups::WakeHub;
 use crate::breaker::Breaker;
 use crate::{LockError, Result};
@@ -237,13 +239,15 @@ impl RedisBackend {
     /// The Redis key holding the lock named `full_key` (`namespace:key`), for operators and tests.
     #[must_use]
     pub fn redis_key(&self, full_key: &str) -> String {
-        LockKeys::new(&self.shared.prefix, full_key).lock
+        LockKeys::new(&self.shared.prefix, full_key)
+            .lock
+            .to_string()
     }
 
     /// The Redis key of the waiter queue of `full_key`.
     #[must_use]
     pub fn waiters_key(&self, full_key: &str) -> String {
-        LockKeys::new(&self.shared.prefix, full_key).waiters
+        LockKeys::new(&self.shared.prefix, full_key).waiters_key()
     }
 
     /// Runs a script through the breaker, sending it again (same arguments, so the same owner
@@ -251,10 +255,10 @@ impl RedisBackend {
     pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         operation: &'static str,
-        invocation: &redis::ScriptInvocation<'_>,
+        call: &ScriptCall,
     ) -> Result<T> {
         let admission = self.shared.breaker.admit()?;
-        let outcome = self.run_admitted(operation, invocation).await;
+        let outcome = self.run_admitted(operation, call).await;
         availability::settle(admission, &outcome);
         outcome.map_err(|error| {
             if error.is_timeout() {
@@ -272,14 +276,14 @@ impl RedisBackend {
     async fn run_admitted<T: redis::FromRedisValue>(
         &self,
         operation: &'static str,
-        invocation: &redis::ScriptInvocation<'_>,
+        call: &ScriptCall,
     ) -> redis::RedisResult<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             self.shared.commands.fetch_add(1, Ordering::Relaxed);
             let mut connection = self.shared.connection.clone();
-            match invocation.invoke_async(&mut connection).await {
+            match call.invoke(&mut connection).await {
                 Err(error) if attempt < self.shared.config.attempts && is_transient(&error) => {
                     tracing::debug!(operation, attempt, %error, "redis reply lost; sending again");
                     tokio::time::sleep(Duration::from_millis(20) * attempt).await;

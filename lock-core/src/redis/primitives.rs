@@ -22,11 +22,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{Script, ScriptInvocation};
+use redis::Script;
 use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::{kind_code, Family, PrimitiveKeys};
+use super::script_call::ScriptCall;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, FENCE_RETENTION};
 use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
@@ -71,14 +72,15 @@ impl RedisBackend {
         (self.shared.config.poll_cap * 5).max(Duration::from_secs(10))
     }
 
-    /// An invocation of a primitive script with its keys and common arguments.
+    /// A call of a primitive script with its keys and common arguments.
     pub(super) fn primitive_invocation(
         &self,
         script: &'static Script,
         keys: &PrimitiveKeys,
-    ) -> ScriptInvocation<'static> {
-        let mut invocation = script.prepare_invoke();
-        for key in keys.all() {
+    ) -> ScriptCall {
+        let all = keys.all();
+        let mut invocation = ScriptCall::new(script, all.len());
+        for key in all {
             invocation.key(key);
         }
         invocation

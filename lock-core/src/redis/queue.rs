@@ -14,9 +14,8 @@ use crate::{LockKey, Result};
 /// received but did not use.
 pub(super) struct Waiting<'a> {
     pub(super) backend: &'a RedisBackend,
-    pub(super) keys: &'a LockKeys,
+    pub(super) keys: LockKeys,
     pub(super) seq: u64,
-    pub(super) id: String,
     pub(super) notify: Arc<tokio::sync::Notify>,
     pub(super) granted: bool,
 }
@@ -30,8 +29,8 @@ impl Drop for Waiting<'_> {
         let backend = self.backend.clone();
         let (lock_key, waiters, id) = (
             self.keys.lock.clone(),
-            self.keys.waiters.clone(),
-            std::mem::take(&mut self.id),
+            self.keys.waiters_key(),
+            self.backend.shared.hub.waiter_id(self.seq),
         );
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -48,7 +47,7 @@ impl Drop for Waiting<'_> {
             // If the entry was already popped, this waiter may have been the one woken: pass it on.
             if matches!(removed, Ok(0)) {
                 let passed: redis::RedisResult<i64> = scripts::WAKE
-                    .key(&lock_key)
+                    .key(&*lock_key)
                     .key(&waiters)
                     .arg(&backend.shared.hub.channel_prefix)
                     .invoke_async(&mut connection)
@@ -67,7 +66,7 @@ impl QueueBackend for RedisBackend {
             return Ok(self.primitive_info(family, key).await?.0);
         }
         let mut zcard = redis::cmd("ZCARD");
-        zcard.arg(LockKeys::new(&self.shared.prefix, key.full()).waiters);
+        zcard.arg(LockKeys::new(&self.shared.prefix, key.full()).waiters_key());
         self.query(&zcard).await
     }
 }

@@ -57,10 +57,30 @@ impl WakeHub {
 
     /// Registers a waiter; its id goes into the lock's queue.
     pub(super) fn register(&self) -> (u64, String, Arc<Notify>) {
+        let (seq, notify) = self.register_seq();
+        (seq, self.waiter_id(seq), notify)
+    }
+
+    /// Registers a waiter without spelling out its id (see [`waiter_id`](Self::waiter_id)),
+    /// for a caller that writes the id straight into a command.
+    pub(super) fn register_seq(&self) -> (u64, Arc<Notify>) {
         let seq = self.next_waiter.fetch_add(1, Ordering::Relaxed);
         let notify = Arc::new(Notify::new());
         lock(&self.waiters).insert(seq, notify.clone());
-        (seq, format!("{}:{seq}", self.client_id), notify)
+        (seq, notify)
+    }
+
+    /// The id of waiter `seq`, as the queues hold it: `<client id>:<seq>`.
+    pub(super) fn waiter_id(&self, seq: u64) -> String {
+        self.waiter_id_fmt(seq).to_string()
+    }
+
+    /// [`waiter_id`](Self::waiter_id), to format into a command without a `String`.
+    pub(super) fn waiter_id_fmt(&self, seq: u64) -> impl std::fmt::Display + '_ {
+        WaiterId {
+            client: &self.client_id,
+            seq,
+        }
     }
 
     pub(super) fn unregister(&self, seq: u64) {
@@ -223,4 +243,16 @@ async fn server_run_id(connection: &mut redis::aio::ConnectionManager) -> Option
     info.lines()
         .find_map(|line| line.strip_prefix("run_id:"))
         .map(|id| id.trim().to_owned())
+}
+
+/// A waiter id being formatted: `<client id>:<seq>`.
+struct WaiterId<'a> {
+    client: &'a str,
+    seq: u64,
+}
+
+impl std::fmt::Display for WaiterId<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.client, self.seq)
+    }
 }

@@ -16,13 +16,20 @@ pub fn manager(url: &str) -> LockManager {
     LockManager::new(vec![url.to_owned()])
 }
 
-/// `iterations` uncontended lock+unlock cycles of rslock, one task, on the bench's kind of
-/// keys (64 of them in turn), after a warm-up.
-pub async fn uncontended(rslock: &LockManager, iterations: usize) -> Summary {
-    let ttl = Duration::from_secs(30);
+/// Warms up rslock's connection and script before measuring.
+pub async fn warm_up(rslock: &LockManager) {
     for i in 0..200 {
-        cycle(rslock, &format!("rslock-warm:{i}"), ttl).await;
+        cycle(rslock, &format!("rslock-warm:{i}"), TTL).await;
     }
+}
+
+/// The lease rslock's cycles ask for.
+const TTL: Duration = Duration::from_secs(30);
+
+/// `iterations` uncontended lock+unlock cycles of rslock, one task, on the bench's kind of
+/// keys (64 of them in turn); warm it up first ([`warm_up`]).
+pub async fn cycles(rslock: &LockManager, iterations: usize) -> Summary {
+    let ttl = TTL;
     let mut samples = Vec::with_capacity(iterations);
     for i in 0..iterations {
         let key = format!("rslock-solo:{}", i % 64);

@@ -145,38 +145,58 @@ impl Run {
             guard.release().await.expect("release");
         }
 
-        // 1. Uncontended acquire + release, one task.
-        let floor_single = floor.sequential(iterations).await;
-        let mut pairs = Vec::with_capacity(iterations);
-        for i in 0..iterations {
-            let key = format!("solo:{}", i % 64);
-            let start = Instant::now();
-            let guard = connected.locks.lock(&key).await.expect("acquire");
-            guard.release().await.expect("release");
-            pairs.push(start.elapsed());
+        // 1. Uncontended acquire + release, one task: the floor, the lock and (on Redis) rslock
+        // in alternating rounds, so a neighbour's burst on a shared machine lands on all of
+        // them alike; the ratios are medians of the rounds' ratios.
+        let rslock_manager =
+            (kind == BackendKind::Redis).then(|| lock_harness::rslock_compare::manager(&url));
+        if let Some(manager) = &rslock_manager {
+            lock_harness::rslock_compare::warm_up(manager).await;
         }
-        let lock_single = Summary::of(&mut pairs);
+        let per_round = (iterations / UNCONTENDED_ROUNDS).max(1);
+        let (mut floor_rounds, mut lock_rounds, mut rslock_rounds) = (vec![], vec![], vec![]);
+        for round in 0..UNCONTENDED_ROUNDS {
+            for turn in 0..3 {
+                match (round + turn) % 3 {
+                    0 => floor_rounds.push(
+                        floor
+                            .sequential(per_round)
+                            .await
+                            .times(floor.ops_per_pair()),
+                    ),
+                    1 => lock_rounds.push(lock_cycles(&connected.locks, per_round).await),
+                    _ => {
+                        if let Some(manager) = &rslock_manager {
+                            rslock_rounds.push(
+                                lock_harness::rslock_compare::cycles(manager, per_round).await,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let floor_pairs = RoundFigures::of(&floor_rounds);
+        let lock_single = RoundFigures::of(&lock_rounds);
+        let floor_single = RoundFigures::of(&floor_rounds).per_op(floor.ops_per_pair());
         let mean_pair = lock_single.mean;
-        let floor_pairs = floor_single.times(floor.ops_per_pair());
         let floor_pair = floor_pairs.mean;
-        let uncontended_ratio = ratio(mean_pair, floor_pair);
+        let uncontended_ratio = median_ratio(&lock_rounds, &floor_rounds);
         println!(
-            "uncontended acquire+release      mean {:>10}  p50 {:>10}  p99 {:>10}  {:>8.0} ops/s",
+            "uncontended acquire+release      mean {:>10}  p50 {:>10}  p99 {:>10}  {:>8.0} ops/s  (medians of {UNCONTENDED_ROUNDS} alternating rounds)",
             micros(mean_pair),
             micros(lock_single.p50),
             micros(lock_single.p99),
             1.0 / mean_pair.as_secs_f64()
         );
-        println!("  floor: {:<26}mean {:>10}  p50 {:>10}  p99 {:>10}  ratio {uncontended_ratio:.2}× (mean vs floor)",
+        println!("  floor: {:<26}mean {:>10}  p50 {:>10}  p99 {:>10}  ratio {uncontended_ratio:.2}× (mean vs floor, median of the rounds')",
             floor.pair_name(), micros(floor_pair), micros(floor_pairs.p50), micros(floor_pairs.p99));
         // Beside another Rust lock crate on the same server, in the same run (Redis only).
         let mut rslock = json!(null);
-        if kind == BackendKind::Redis {
-            let manager = lock_harness::rslock_compare::manager(&url);
-            let theirs = lock_harness::rslock_compare::uncontended(&manager, iterations).await;
+        if !rslock_rounds.is_empty() {
+            let theirs = RoundFigures::of(&rslock_rounds);
             // Cycles/s, ours over theirs: above 1 is faster.
-            let speed = theirs.mean.as_secs_f64() / mean_pair.as_secs_f64();
-            println!("  rslock (SET NX PX + Lua del)     mean {:>10}  p50 {:>10}  p99 {:>10}  lock-core at {speed:.2}× rslock's cycles/s",
+            let speed = median_ratio(&rslock_rounds, &lock_rounds);
+            println!("  rslock (SET NX PX + Lua del)     mean {:>10}  p50 {:>10}  p99 {:>10}  lock-core at {speed:.2}× rslock's cycles/s (median of the rounds')",
                 micros(theirs.mean), micros(theirs.p50), micros(theirs.p99));
             rslock = json!({ "mean_us": us(theirs.mean), "p50_us": us(theirs.p50), "p99_us": us(theirs.p99),
                              "lock_core_cycles_per_s_ratio": speed });
@@ -288,6 +308,65 @@ impl Run {
         floor.clean_up().await;
         write_report(&report_name(kind.name(), loaded), &report);
     }
+}
+
+/// Rounds of the uncontended figure (floor, lock and rslock take turns).
+const UNCONTENDED_ROUNDS: usize = 10;
+
+/// `n` uncontended acquire+release cycles on one task, over 64 keys in turn.
+async fn lock_cycles(locks: &LockClient, n: usize) -> Summary {
+    let mut pairs = Vec::with_capacity(n);
+    for i in 0..n {
+        let key = format!("solo:{}", i % 64);
+        let start = Instant::now();
+        let guard = locks.lock(&key).await.expect("acquire");
+        guard.release().await.expect("release");
+        pairs.push(start.elapsed());
+    }
+    Summary::of(&mut pairs)
+}
+
+/// The medians of rounds' figures.
+#[derive(Clone, Copy)]
+struct RoundFigures {
+    mean: Duration,
+    p50: Duration,
+    p99: Duration,
+}
+
+impl RoundFigures {
+    fn of(rounds: &[Summary]) -> Self {
+        let median = |pick: fn(&Summary) -> Duration| {
+            let mut values: Vec<Duration> = rounds.iter().map(pick).collect();
+            values.sort();
+            values.get(values.len() / 2).copied().unwrap_or_default()
+        };
+        Self {
+            mean: median(|s| s.mean),
+            p50: median(|s| s.p50),
+            p99: median(|s| s.p99),
+        }
+    }
+
+    /// Each figure divided by `ops` (a pair's floor back to one operation).
+    fn per_op(self, ops: u32) -> Self {
+        Self {
+            mean: self.mean / ops,
+            p50: self.p50 / ops,
+            p99: self.p99 / ops,
+        }
+    }
+}
+
+/// The median over rounds of `a`'s mean over `b`'s.
+fn median_ratio(a: &[Summary], b: &[Summary]) -> f64 {
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| ratio(a.mean, b.mean))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// The report's file name: `<name>`, or `<name>-loaded` for a run with `--load`.

@@ -95,7 +95,9 @@ Commands:
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS
-                                (`--backend <server>` brings that server up first)
+                                (`--backend <server>` brings that server up first;
+                                `--load`: a busy process on every core beside it;
+                                `--only fair|uncontended`: one figure)
   bench --allocations [--backend memory|redis] [--cycles N]
                                 Allocations per uncontended acquire+release beside
                                 the floor's, and the top allocation sites (a DHAT

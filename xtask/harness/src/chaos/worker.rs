@@ -217,7 +217,7 @@ pub async fn run(flags: &Flags) -> i32 {
     };
     event("acquired", &guard.fencing_token().get().to_string());
     let lost = guard.lost();
-    tokio::spawn(async move {
+    let reporting_lost = tokio::spawn(async move {
         let reason = lost.await;
         event("lost", &reason.to_string());
     });
@@ -231,11 +231,20 @@ pub async fn run(flags: &Flags) -> i32 {
     } else {
         hold(&resource, &guard, &plan, &value).await;
     }
+    let was_lost = guard.is_lost();
     let released = match guard.release().await {
         Ok(held) => held.to_string(),
         Err(e) => format!("error {}", e.with_causes()),
     };
     event("released", &released);
+    // A hold that ended on the loss waits for its report before the process exits, which
+    // would otherwise drop the reporting task should it not have run yet (a runtime just
+    // back from starvation has a queue to work through).
+    if was_lost {
+        tokio::time::timeout(Duration::from_secs(5), reporting_lost)
+            .await
+            .ok();
+    }
     event("done", "");
     0
 }

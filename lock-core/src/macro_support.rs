@@ -116,7 +116,8 @@ where
     S: FnOnce(LockError, fn(LockError) -> E) -> Result<T, E>,
 {
     let client = client.map_err(fail)?;
-    let started = std::time::Instant::now();
+    // Only a subscriber that may want the `locked` span pays for reading the clock.
+    let started = tracing::level_enabled!(tracing::Level::DEBUG).then(std::time::Instant::now);
     let mut request = client.borrow().lock(key.as_str());
     if let Some(lease) = options.lease {
         request = request.lease(lease);
@@ -134,7 +135,9 @@ where
         "locked",
         key = key.as_str(),
         fence = fence.get(),
-        waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        waited_ms = started.map_or(0, |started| {
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        }),
     );
     let work = tracing::Instrument::instrument(body(fence), span);
 

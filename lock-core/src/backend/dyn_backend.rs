@@ -59,6 +59,18 @@ impl<B: LockBackend> DynLease for BoundLease<B> {
     }
 }
 
+/// `grant`, its lease bound to `backend` (which granted it, or shares its server and state):
+/// what [`DynLockBackend::acquire`] returns, for a grant made another way (an idempotency
+/// claim's script).
+pub(crate) fn bind<B: LockBackend>(backend: &B, grant: Grant<B::Lease>) -> DynGrant {
+    grant.map(|lease| {
+        Box::new(BoundLease {
+            backend: backend.clone(),
+            lease,
+        }) as Box<dyn DynLease>
+    })
+}
+
 impl<B: LockBackend> DynLockBackend for B {
     fn capabilities(&self) -> Capabilities {
         LockBackend::capabilities(self)
@@ -70,14 +82,7 @@ impl<B: LockBackend> DynLockBackend for B {
     ) -> BoxFuture<'a, Result<Option<DynGrant>>> {
         Box::pin(async move {
             let grant = LockBackend::acquire(self, request).await?;
-            Ok(grant.map(|grant| {
-                grant.map(|lease| {
-                    Box::new(BoundLease {
-                        backend: self.clone(),
-                        lease,
-                    }) as Box<dyn DynLease>
-                })
-            }))
+            Ok(grant.map(|grant| bind(self, grant)))
         })
     }
 

@@ -64,6 +64,8 @@ use std::time::Duration;
 
 pub use self::abandoned::Abandoned;
 pub use self::capabilities::{Capabilities, Primitives};
+#[cfg(feature = "redis")]
+pub(crate) use self::dyn_backend::bind;
 pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
 pub use self::kind::LeaseKind;
 pub use self::latch::{DynLatchBackend, LatchBackend};

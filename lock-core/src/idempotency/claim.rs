@@ -67,6 +67,29 @@ pub struct Claim {
 }
 
 impl Claim {
+    /// The claim of `key` whose in-flight record `guard`'s fence has just written.
+    pub(super) fn new(
+        idempotency: &Idempotency,
+        key: LockKey,
+        fingerprint: Fingerprint,
+        guard: LockGuard,
+    ) -> Self {
+        let (scope, client_key) = split_record_name(key.name());
+        #[allow(unused_mut)] // without `postgres`, nothing more to fill in
+        let mut info = ClaimInfo::new(scope, client_key, guard.fencing_token());
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        {
+            info.commit = idempotency.commit_handle(&key, fingerprint);
+        }
+        Self {
+            idempotency: idempotency.clone(),
+            key,
+            fingerprint,
+            guard,
+            info,
+        }
+    }
+
     /// The scope, key and fencing token.
     #[must_use]
     pub fn info(&self) -> &ClaimInfo {
@@ -215,6 +238,10 @@ pub(super) async fn begin(
     in_flight: InFlight,
 ) -> Result<Begin> {
     let guard = match in_flight {
+        #[cfg(feature = "redis")]
+        InFlight::Conflict if idempotency.inner.fused.is_some() => {
+            return super::fused_claim::begin(idempotency, key, fingerprint).await;
+        }
         InFlight::Conflict => match read_and_try_claim(idempotency, &key, fingerprint).await? {
             Ok(guard) => guard,
             Err(begin) => return Ok(begin),
@@ -228,7 +255,7 @@ pub(super) async fn begin(
 }
 
 /// What a record already says, without a claim: a replay or a refusal.
-fn settled(record: Option<Record>, fingerprint: Fingerprint) -> Option<Begin> {
+pub(super) fn settled(record: Option<Record>, fingerprint: Fingerprint) -> Option<Begin> {
     match record? {
         Record::Completed {
             fingerprint: theirs,
@@ -310,20 +337,7 @@ async fn claim(
     #[cfg(not(any(feature = "postgres", feature = "mysql")))]
     let stored = put.await?;
     if stored {
-        let (scope, client_key) = split_record_name(key.name());
-        #[allow(unused_mut)] // without `postgres`, nothing more to fill in
-        let mut info = ClaimInfo::new(scope, client_key, fence);
-        #[cfg(any(feature = "postgres", feature = "mysql"))]
-        {
-            info.commit = idempotency.commit_handle(&key, fingerprint);
-        }
-        let claim = Claim {
-            idempotency: idempotency.clone(),
-            key,
-            fingerprint,
-            guard,
-            info,
-        };
+        let claim = Claim::new(idempotency, key, fingerprint, guard);
         #[cfg(any(feature = "postgres", feature = "mysql"))]
         return claim.recovered(point).await;
         #[cfg(not(any(feature = "postgres", feature = "mysql")))]

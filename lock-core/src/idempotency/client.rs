@@ -68,6 +68,9 @@ pub(crate) struct Inner {
     pub(crate) namespace: String,
     pub(crate) retention: Duration,
     pub(crate) counters: Counters,
+    /// Claims in one script, when the records are in Redis on the lock backend itself.
+    #[cfg(feature = "redis")]
+    pub(crate) fused: Option<super::fused_claim::FusedClaim>,
     /// Where a claim's handler can complete it in its own transaction, if anywhere.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) commit_place: Option<Arc<super::commit::CommitPlace>>,
@@ -99,6 +102,8 @@ impl Idempotency {
     /// `backend` (the same server, usually: a `RedisResultStore` with a `RedisBackend`).
     pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> IdempotencyBuilder {
         IdempotencyBuilder {
+            #[cfg(feature = "redis")]
+            fused: super::fused_claim::FusedClaim::between(&store, &backend),
             store: Arc::new(store),
             backend: Arc::new(backend),
             namespace: String::new(),
@@ -252,6 +257,9 @@ impl std::fmt::Debug for Idempotency {
 pub struct IdempotencyBuilder {
     store: Arc<dyn DynResultStore>,
     backend: Arc<dyn DynLockBackend>,
+    /// Claims in one script, when `store` is in Redis on `backend` itself.
+    #[cfg(feature = "redis")]
+    fused: Option<super::fused_claim::FusedClaim>,
     namespace: String,
     retention: Duration,
     lease: LeaseMode,
@@ -345,6 +353,12 @@ impl IdempotencyBuilder {
                 namespace,
                 retention: self.retention,
                 counters: Counters::default(),
+                // Recovery points are looked for beside the in-flight write, which the script
+                // makes on its own: claims with them take the two steps.
+                #[cfg(all(feature = "redis", any(feature = "postgres", feature = "mysql")))]
+                fused: self.fused.filter(|_| commit_place.is_none()),
+                #[cfg(all(feature = "redis", not(any(feature = "postgres", feature = "mysql"))))]
+                fused: self.fused,
                 #[cfg(any(feature = "postgres", feature = "mysql"))]
                 commit_place: commit_place.map(Arc::new),
             }),

@@ -66,6 +66,8 @@ mod client;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod commit;
 mod fingerprint;
+#[cfg(feature = "redis")]
+mod fused_claim;
 mod record;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod recovery;

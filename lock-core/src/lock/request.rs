@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{AcquireRequest, LeaseKind};
+use crate::backend::{AcquireRequest, BoxFuture, DynGrant, DynLockBackend, LeaseKind};
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::abandoned::PendingAcquire;
 use crate::lock::held::{HeldLease, Timing};
@@ -101,9 +101,30 @@ impl<'a> LockRequest<'a> {
     /// another owner when waiting ended.
     pub async fn acquire_with(self, wait: WaitPolicy) -> Result<Option<LockGuard>> {
         let client = self.client;
+        self.acquire_through(wait, &mut ByBackend(&*client.inner.backend))
+            .await
+    }
+
+    /// Tries once, with `attempt` asking the store for the lease instead of the client's
+    /// backend (a script that grants it together with other work): a grant it returns is
+    /// adopted as the backend's own, watched, released and cleaned up after like any other.
+    #[cfg(feature = "redis")]
+    pub(crate) async fn try_acquire_through(
+        self,
+        attempt: &mut dyn AcquireAttempt,
+    ) -> Result<Option<LockGuard>> {
+        self.acquire_through(WaitPolicy::Try, attempt).await
+    }
+
+    async fn acquire_through(
+        self,
+        wait: WaitPolicy,
+        attempt: &mut dyn AcquireAttempt,
+    ) -> Result<Option<LockGuard>> {
+        let client = self.client;
         let backend = client.inner.backend.capabilities().backend;
         let started = Instant::now();
-        let acquired = self.acquire_recorded(wait, started).await;
+        let acquired = self.acquire_recorded(wait, started, attempt).await;
         metrics::acquired(
             backend,
             &client.inner.namespace,
@@ -117,6 +138,7 @@ impl<'a> LockRequest<'a> {
         self,
         wait: WaitPolicy,
         started: Instant,
+        attempt: &mut dyn AcquireAttempt,
     ) -> Result<Option<LockGuard>> {
         let inner = &self.client.inner;
         let key = LockKey::new(&inner.namespace, &self.key)?;
@@ -172,7 +194,7 @@ impl<'a> LockRequest<'a> {
             if let Some(retention) = inner.fence_retention {
                 request = request.retaining_fence(retention);
             }
-            let Some(grant) = inner.backend.acquire(request).await? else {
+            let Some(grant) = attempt.attempt(request).await? else {
                 pending.settle();
                 tracing::debug!(parent: &span, waited_ms = started.elapsed().as_millis() as u64, "busy");
                 return Ok(None);
@@ -237,6 +259,29 @@ impl<'a> LockRequest<'a> {
             );
             return Ok(Some(LockGuard::new(held, inner.clone(), owner)));
         }
+    }
+}
+
+/// One try at a lease: the backend's [`acquire`](DynLockBackend::acquire), or a script that
+/// grants it together with other work (on the same server and state as the backend, whose
+/// grant it must be: it is renewed, released and cleaned up after through the backend).
+pub(crate) trait AcquireAttempt: Send {
+    /// Asks for the lease of `request`.
+    fn attempt<'r>(
+        &'r mut self,
+        request: AcquireRequest<'r>,
+    ) -> BoxFuture<'r, Result<Option<DynGrant>>>;
+}
+
+/// The client's backend, asked directly.
+struct ByBackend<'b>(&'b dyn DynLockBackend);
+
+impl AcquireAttempt for ByBackend<'_> {
+    fn attempt<'r>(
+        &'r mut self,
+        request: AcquireRequest<'r>,
+    ) -> BoxFuture<'r, Result<Option<DynGrant>>> {
+        self.0.acquire(request)
     }
 }
 

@@ -16,6 +16,24 @@ use crate::breaker::Breaker;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
 impl RedisBackend {
+    /// The grant of a lock's lease that a script set under `owner` with `fence`, sent at
+    /// `sent`: entered in the lease book, with the loss signal the book fires.
+    pub(super) fn lock_grant(
+        &self,
+        keys: LockKeys,
+        owner: OwnerToken,
+        fence: FencingToken,
+        sent: Instant,
+    ) -> Grant<RedisLease> {
+        let value = format!("{}:{}", owner.hex(), fence.get());
+        let loss = LossSignal::new();
+        let lease = RedisLease {
+            _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
+            held: Held::Lock { keys, value },
+        };
+        Grant::new(lease, fence, sent).with_loss(loss)
+    }
+
     /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
     /// `waiter` is the sequence number of this acquisition's waiter registration, if it queues.
     async fn attempt(
@@ -96,13 +114,7 @@ impl LockBackend for RedisBackend {
                     if let Some(mut waiting) = waiting.take() {
                         waiting.granted = true;
                     }
-                    let value = format!("{}:{}", request.owner.hex(), fence.get());
-                    let loss = LossSignal::new();
-                    let lease = RedisLease {
-                        _entered: self.shared.leases.enter(&keys.lock, &value, loss.clone()),
-                        held: Held::Lock { keys, value },
-                    };
-                    return Ok(Some(Grant::new(lease, fence, sent).with_loss(loss)));
+                    return Ok(Some(self.lock_grant(keys, request.owner, fence, sent)));
                 }
                 Err(remaining) => {
                     queued_before |= waiter.is_some();

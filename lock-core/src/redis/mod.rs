@@ -103,6 +103,7 @@ mod leases;
 mod primitive_keys;
 mod primitives;
 mod queue;
+pub(crate) mod record_claim;
 pub(crate) mod script_call;
 mod scripts;
 mod semaphore;
@@ -190,6 +191,12 @@ enum Held {
 }
 
 impl RedisBackend {
+    /// Whether `other` is this backend (a clone of it): the same connection, lease book and
+    /// wake-ups.
+    pub(crate) fn same_as(&self, other: &RedisBackend) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// The multiplexed connection, for other primitives on the same server (stock, cache).
     pub(crate) fn connection(&self) -> ConnectionManager {
         self.shared.connection.clone()

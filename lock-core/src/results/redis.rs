@@ -73,6 +73,9 @@ struct Shared {
     watchers: Arc<Watchers>,
     /// The backend's breaker: the connection is the backend's.
     breaker: Breaker,
+    /// The backend the store was connected through (an idempotency client on it claims in one
+    /// script, which reads the record and takes the lease).
+    backend: RedisBackend,
     _stop: DropGuard,
 }
 
@@ -117,6 +120,7 @@ impl RedisResultStore {
                 channel_prefix,
                 watchers,
                 breaker,
+                backend: backend.clone(),
                 _stop: stop.drop_guard(),
             }),
         })
@@ -126,6 +130,16 @@ impl RedisResultStore {
     #[must_use]
     pub fn redis_key(&self, full_key: &str) -> String {
         format!("{}:{{#{full_key}}}", self.shared.prefix)
+    }
+
+    /// The backend the store was connected through.
+    pub(crate) fn backend(&self) -> &RedisBackend {
+        &self.shared.backend
+    }
+
+    /// The prefix of the channels values are pushed to (a process id follows).
+    pub(crate) fn push_prefix(&self) -> &str {
+        &self.shared.channel_prefix
     }
 
     fn connection(&self) -> ConnectionManager {

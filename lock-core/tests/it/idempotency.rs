@@ -420,13 +420,24 @@ mod redis_harness {
 
     use super::{built, Harness};
 
-    /// A Redis server: each instance on connections of its own.
-    pub(crate) struct Redis(String);
+    /// A Redis server: each instance on connections of its own, its store connected through
+    /// its lock backend (so claims take one script) or, with `two_steps`, through another
+    /// backend on the same server (so they read the record, take the lease and write it in
+    /// flight as separate commands).
+    pub(crate) struct Redis {
+        pub(crate) url: String,
+        two_steps: bool,
+    }
 
     impl Harness for Redis {
         async fn instance(&self, lease: LeaseMode) -> Idempotency {
-            let backend = RedisBackend::connect(&self.0).await.unwrap();
-            let store = RedisResultStore::connect(&backend).await.unwrap();
+            let backend = RedisBackend::connect(&self.url).await.unwrap();
+            let store = if self.two_steps {
+                let other = RedisBackend::connect(&self.url).await.unwrap();
+                RedisResultStore::connect(&other).await.unwrap()
+            } else {
+                RedisResultStore::connect(&backend).await.unwrap()
+            };
             built(Idempotency::builder(store, backend), lease)
         }
     }
@@ -434,12 +445,110 @@ mod redis_harness {
     pub(crate) async fn redis() -> Option<Redis> {
         lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap()
-            .map(Redis)
+            .map(|url| Redis {
+                url,
+                two_steps: false,
+            })
+    }
+
+    pub(crate) async fn redis_two_steps() -> Option<Redis> {
+        lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
+            .unwrap()
+            .map(|url| Redis {
+                url,
+                two_steps: true,
+            })
     }
 }
 
 #[cfg(feature = "redis")]
 idempotency_suite!(redis_store, redis_harness::redis());
+#[cfg(feature = "redis")]
+idempotency_suite!(redis_store_two_steps, redis_harness::redis_two_steps());
+
+/// With the store on the lock backend itself, a claim is one script: a replay reads the
+/// completed record there and takes no lease (the key's fencing counter does not move, no lock
+/// key is set), and a first request's record is in flight under its claim's fence as soon as
+/// `begin` returns.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_replay_takes_no_lease() {
+    use lock_core::results::RedisResultStore;
+    use lock_core::RedisBackend;
+
+    let Some(redis) = redis_harness::redis().await else {
+        return;
+    };
+    timeout(BOUND, async {
+        let backend = RedisBackend::connect(&redis.url).await.unwrap();
+        let store = RedisResultStore::connect(&backend).await.unwrap();
+        let client = built(
+            Idempotency::builder(store.clone(), backend.clone()),
+            LeaseMode::default(),
+        );
+        let key = unique("one-script");
+        // The record's (and the lock's) key: `idem.test:<scope length>:<scope>:<key>`.
+        let full = format!("idem.test:1:u:{key}");
+        let mut raw = redis::Client::open(redis.url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let fence_key = format!("{}:fence", backend.redis_key(&full));
+        let counter = |raw: &mut redis::aio::MultiplexedConnection| {
+            let fence_key = fence_key.clone();
+            let mut raw = raw.clone();
+            async move {
+                redis::cmd("GET")
+                    .arg(&fence_key)
+                    .query_async::<Option<u64>>(&mut raw)
+                    .await
+                    .unwrap()
+            }
+        };
+
+        let claim = runs(&client, "u", &key, 100, InFlight::Conflict).await;
+        let record: Vec<u8> = redis::cmd("GET")
+            .arg(store.redis_key(&full))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        let header = String::from_utf8_lossy(&record).into_owned();
+        assert!(
+            header.starts_with(&format!("lc1 I {:020} ", claim.info().fence.get())),
+            "in flight under the claim's fence: {header}"
+        );
+        assert_eq!(counter(&mut raw).await, Some(claim.info().fence.get()));
+        claim.complete(response("paid")).await.unwrap();
+
+        let granted = counter(&mut raw).await;
+        for _ in 0..3 {
+            assert!(matches!(
+                client
+                    .begin("u", &key, pay(100), InFlight::Conflict)
+                    .await
+                    .unwrap(),
+                Begin::Replay(_)
+            ));
+            assert!(matches!(
+                client
+                    .begin("u", &key, pay(7), InFlight::Conflict)
+                    .await
+                    .unwrap(),
+                Begin::Mismatch
+            ));
+        }
+        assert_eq!(counter(&mut raw).await, granted, "a replay took a lease");
+        let lock: Option<String> = redis::cmd("GET")
+            .arg(backend.redis_key(&full))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(lock, None, "no lease is held after the replays");
+    })
+    .await
+    .unwrap();
+}
 
 #[cfg(feature = "postgres")]
 mod postgres_harness {

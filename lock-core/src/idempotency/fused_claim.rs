@@ -1,0 +1,115 @@
+//! The claim in one round trip, for records in a [`RedisResultStore`] on the lock backend
+//! itself: one script reads the record, takes the key's lease and marks the record in flight
+//! under the new fence (`record_claim.lua`). A first request pays one round trip for the three
+//! (instead of the read and the lease side by side, then the in-flight write), and a replay
+//! pays for no lease at all (instead of one it took and gave back).
+//!
+//! The lease is the lock's: the lock client adopts the grant, so the watchdog, the lost signal,
+//! the clean-up of an abandoned claim and the metrics are the same as for a lease it asked for
+//! itself. Used for [`InFlight::Conflict`](super::InFlight::Conflict) claims without
+//! [`RecoveryPoints`](super::RecoveryPoints) (those look for a point beside the in-flight
+//! write); waiting duplicates watch the record as before.
+
+use std::any::Any;
+
+use super::claim::{settled, Begin, Claim};
+use super::record::Record;
+use super::{Fingerprint, Idempotency};
+use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
+use crate::lock::request::AcquireAttempt;
+use crate::redis::record_claim::{RecordClaim, RecordSeen};
+use crate::results::RedisResultStore;
+use crate::{FencingToken, LockKey, LockOwner, RedisBackend, Result};
+
+/// Claims in one script, for a [`RedisResultStore`] on the idempotency client's own backend.
+pub(crate) struct FusedClaim {
+    store: RedisResultStore,
+}
+
+impl FusedClaim {
+    /// When `store` is a [`RedisResultStore`] connected through `backend` itself (the same
+    /// server, connection and lease book); `None` otherwise.
+    pub(crate) fn between(store: &dyn Any, backend: &dyn Any) -> Option<Self> {
+        let store = store.downcast_ref::<RedisResultStore>()?;
+        let backend = backend.downcast_ref::<RedisBackend>()?;
+        store.backend().same_as(backend).then(|| Self {
+            store: store.clone(),
+        })
+    }
+}
+
+/// [`Idempotency::begin`] with [`InFlight::Conflict`](super::InFlight::Conflict), in one
+/// script.
+pub(super) async fn begin(
+    idempotency: &Idempotency,
+    key: LockKey,
+    fingerprint: Fingerprint,
+) -> Result<Begin> {
+    let inner = &idempotency.inner;
+    let Some(fused) = inner.fused.as_ref() else {
+        unreachable!("begin is only called with a fused claim");
+    };
+    let record = fused.store.redis_key(key.full());
+    let watchers = format!("{record}:watchers");
+    let in_flight = Record::encode_in_flight(FencingToken::new(0), &fingerprint);
+    let fingerprint_hex = fingerprint.to_hex();
+    let mut attempt = Attempt {
+        backend: fused.store.backend(),
+        claim: RecordClaim {
+            record: &record,
+            watchers: &watchers,
+            in_flight: &in_flight,
+            keep: inner.retention,
+            push_prefix: fused.store.push_prefix(),
+            key: key.full(),
+            fingerprint: &fingerprint_hex,
+        },
+        seen: None,
+    };
+    let owner = LockOwner::new();
+    let guard = inner
+        .locks
+        .lock(key.name())
+        .owner(&owner)
+        .try_acquire_through(&mut attempt)
+        .await?;
+    let decoded = |bytes: Option<Vec<u8>>| -> Result<Option<Record>> {
+        bytes.as_deref().map(Record::decode).transpose()
+    };
+    Ok(match (guard, attempt.seen) {
+        (Some(guard), Some(RecordSeen::Claimed)) => {
+            Begin::Run(Claim::new(idempotency, key, fingerprint, guard))
+        }
+        // The record settles it (the script tried no lease), or another request holds the
+        // key, or a newer claim wrote the record (this lease goes back as the guard drops).
+        (_, Some(RecordSeen::Settled(bytes) | RecordSeen::Newer(bytes))) => {
+            settled(decoded(Some(bytes))?, fingerprint).unwrap_or(Begin::InFlight)
+        }
+        (_, Some(RecordSeen::Busy(bytes))) => {
+            settled(decoded(bytes)?, fingerprint).unwrap_or(Begin::InFlight)
+        }
+        // No answer from the script reached us without an error; a guard without one is
+        // given back.
+        (_, Some(RecordSeen::Claimed) | None) => Begin::InFlight,
+    })
+}
+
+/// The lease, asked of the claim script.
+struct Attempt<'a> {
+    backend: &'a RedisBackend,
+    claim: RecordClaim<'a>,
+    seen: Option<RecordSeen>,
+}
+
+impl AcquireAttempt for Attempt<'_> {
+    fn attempt<'r>(
+        &'r mut self,
+        request: AcquireRequest<'r>,
+    ) -> BoxFuture<'r, Result<Option<DynGrant>>> {
+        Box::pin(async move {
+            let (grant, seen) = self.backend.claim_record(request, &self.claim).await?;
+            self.seen = Some(seen);
+            Ok(grant.map(|grant| bind(self.backend, grant)))
+        })
+    }
+}

@@ -1,0 +1,108 @@
+//! An idempotency claim in one script (`record_claim.lua`): read the record, take the key's
+//! lease and mark the record in flight under the new fence. The idempotency client uses it
+//! when its records are in a [`RedisResultStore`](crate::results::RedisResultStore) on this
+//! backend; the lease it grants is a lock's like any other (the lock client adopts it: the
+//! watchdog, the lost signal, cancel-safety and metrics are the lock's).
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+use tokio::time::Instant;
+
+use super::keys::LockKeys;
+use super::script_call::ScriptCall;
+use super::{millis, protocol, RedisBackend, RedisLease, FENCE_RETENTION};
+use crate::backend::{AcquireRequest, Grant};
+use crate::results::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
+use crate::{FencingToken, Result};
+
+static RECORD_CLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'\n{}",
+        FENCE_AT + 1,
+        FENCE_AT + FENCE_DIGITS,
+        KIND_AT + 1,
+        char::from(FINAL_KIND),
+        include_str!("lua/record_claim.lua")
+    ))
+});
+
+/// The record side of a claim: where the record is, and what to write there.
+pub(crate) struct RecordClaim<'a> {
+    /// The record's Redis key (the result store's).
+    pub(crate) record: &'a str,
+    /// The key of the processes waiting for the record's next value.
+    pub(crate) watchers: &'a str,
+    /// The in-flight record, its fence digits to be filled in by the script.
+    pub(crate) in_flight: &'a [u8],
+    /// How long the record is kept.
+    pub(crate) keep: Duration,
+    /// The channel prefix pushes go to (the result store's).
+    pub(crate) push_prefix: &'a str,
+    /// The record's key as receivers know it (`namespace:key`).
+    pub(crate) key: &'a str,
+    /// This request's fingerprint, in hex.
+    pub(crate) fingerprint: &'a str,
+}
+
+/// What the claim found of the record.
+#[derive(Debug)]
+pub(crate) enum RecordSeen {
+    /// The record settles the request (completed, or in flight with another fingerprint);
+    /// no lease was tried.
+    Settled(Vec<u8>),
+    /// Another request holds the lease; the record, if there is one.
+    Busy(Option<Vec<u8>>),
+    /// Granted: the record is in flight under the grant's fence.
+    Claimed,
+    /// Granted, but the record is a newer claim's: the lease is to be given back.
+    Newer(Vec<u8>),
+}
+
+impl RedisBackend {
+    /// Runs the claim for `request` (a lock's lease, tried once) and `claim`: the grant (when
+    /// the lease was taken) and what was found of the record.
+    pub(crate) async fn claim_record(
+        &self,
+        request: AcquireRequest<'_>,
+        claim: &RecordClaim<'_>,
+    ) -> Result<(Option<Grant<RedisLease>>, RecordSeen)> {
+        let keys = LockKeys::new(&self.shared.prefix, request.key.full());
+        let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
+        let mut call = ScriptCall::new(&RECORD_CLAIM, 4);
+        call.key(claim.record)
+            .key(claim.watchers)
+            .key(&*keys.lock)
+            .key_from_parts(&keys.fence())
+            .arg_fmt(request.owner.hex())
+            .arg(millis(request.ttl))
+            .arg(millis(retention))
+            .arg(claim.in_flight)
+            .arg(millis(claim.keep))
+            .arg(claim.push_prefix)
+            .arg(claim.key)
+            .arg(claim.fingerprint);
+        let sent = Instant::now();
+        let (status, fence, record): (i64, i64, Option<Vec<u8>>) =
+            self.run("idempotency claim", &call).await?;
+        let granted = |fence: i64| {
+            u64::try_from(fence)
+                .map(|fence| {
+                    self.lock_grant(keys.clone(), request.owner, FencingToken::new(fence), sent)
+                })
+                .map_err(|_| protocol(format!("negative fencing token {fence}")))
+        };
+        let missing = || protocol("the idempotency claim answered without the record".to_owned());
+        Ok(match status {
+            2 => (None, RecordSeen::Settled(record.ok_or_else(missing)?)),
+            0 => (None, RecordSeen::Busy(record)),
+            1 => (Some(granted(fence)?), RecordSeen::Claimed),
+            3 => (
+                Some(granted(fence)?),
+                RecordSeen::Newer(record.ok_or_else(missing)?),
+            ),
+            other => return Err(protocol(format!("idempotency claim answered {other}"))),
+        })
+    }
+}

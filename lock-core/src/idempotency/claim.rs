@@ -124,10 +124,8 @@ impl Claim {
         } = self;
         let completed = Completed::new(info.fence, response);
         let entry = Record::encode_completed(&fingerprint, &completed);
-        let stored = idempotency
-            .inner
-            .put_record(&key, info.fence, &entry, Replace::OlderOrSame)
-            .await;
+        let (stored, guard) =
+            end_record(&idempotency, &key, guard, &entry, Replace::OlderOrSame).await;
         match stored {
             Ok(true) => {
                 // The record is final now; the release need not delay the response.
@@ -152,7 +150,9 @@ impl Claim {
             Err(error) => {
                 Counters::add(&idempotency.inner.counters.store_failed);
                 tracing::error!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
-                guard.abandon();
+                if let Some(guard) = guard {
+                    guard.abandon();
+                }
                 Err(error)
             }
         }
@@ -169,19 +169,16 @@ impl Claim {
             info,
             ..
         } = self;
-        let marked = idempotency
-            .inner
-            .put_record(
-                &key,
-                info.fence,
-                &Record::encode_abandoned(info.fence),
-                Replace::OlderOrSame,
-            )
-            .await;
+        let entry = Record::encode_abandoned(info.fence);
+        let (marked, guard) =
+            end_record(&idempotency, &key, guard, &entry, Replace::OlderOrSame).await;
         // Released before answering, so that an immediate retry finds the key free.
-        let released = guard.release().await;
+        let released = match guard {
+            Some(guard) => guard.release().await.map(drop),
+            None => Ok(()),
+        };
         marked?;
-        released.map(drop)
+        released
     }
 }
 
@@ -220,6 +217,30 @@ impl Claim {
         drop(self.guard);
         Ok(Begin::Replay(completed))
     }
+}
+
+/// Writes the record a claim ends with (`entry`, under `rule`): with fused claims in one script
+/// that also releases the lease (the guard is then done with: `None`), else as a put, handing
+/// the guard back for the caller to release, drop or abandon.
+async fn end_record(
+    idempotency: &Idempotency,
+    key: &LockKey,
+    guard: LockGuard,
+    entry: &[u8],
+    rule: Replace,
+) -> (Result<bool>, Option<LockGuard>) {
+    #[cfg(feature = "redis")]
+    if idempotency.inner.fused.is_some() {
+        let stored = super::fused_claim::end(idempotency, key, &guard, entry, rule).await;
+        // Released by the script; after an error, left to run out.
+        guard.abandon();
+        return (stored, None);
+    }
+    let stored = idempotency
+        .inner
+        .put_record(key, guard.fencing_token(), entry, rule)
+        .await;
+    (stored, Some(guard))
 }
 
 impl std::fmt::Debug for Claim {

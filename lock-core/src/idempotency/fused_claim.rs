@@ -2,7 +2,9 @@
 //! itself: one script reads the record, takes the key's lease and marks the record in flight
 //! under the new fence (`record_claim.lua`). A first request pays one round trip for the three
 //! (instead of the read and the lease side by side, then the in-flight write), and a replay
-//! pays for no lease at all (instead of one it took and gave back).
+//! pays for no lease at all (instead of one it took and gave back). The claim ends in one
+//! more (`record_complete.lua`): the completed record (or the mark of a claim given up) is
+//! written and the lease released together, so a first request costs two round trips.
 //!
 //! The lease is the lock's: the lock client adopts the grant, so the watchdog, the lost signal,
 //! the clean-up of an abandoned claim and the metrics are the same as for a lease it asked for
@@ -17,9 +19,9 @@ use super::record::Record;
 use super::{Fingerprint, Idempotency};
 use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
 use crate::lock::request::AcquireAttempt;
-use crate::redis::record_claim::{RecordClaim, RecordSeen};
-use crate::results::RedisResultStore;
-use crate::{FencingToken, LockKey, LockOwner, RedisBackend, Result};
+use crate::redis::record_claim::{RecordClaim, RecordEnd, RecordSeen};
+use crate::results::{RedisResultStore, Replace, FENCE_DIGITS};
+use crate::{FencingToken, LockGuard, LockKey, LockOwner, RedisBackend, Result};
 
 /// Claims in one script, for a [`RedisResultStore`] on the idempotency client's own backend.
 pub(crate) struct FusedClaim {
@@ -92,6 +94,44 @@ pub(super) async fn begin(
         // given back.
         (_, Some(RecordSeen::Claimed) | None) => Begin::InFlight,
     })
+}
+
+/// Ends a claim in one script: writes `entry` (the claim's completed record, or the mark of a
+/// claim given up) under `rule` and releases the claim's lease (`guard`'s) if it is still
+/// its; whether the record was written. The guard is left to the caller to
+/// [`abandon`](crate::LockGuard::abandon): the script released the lease, or, after an
+/// error, the lease is left to run out.
+pub(super) async fn end(
+    idempotency: &Idempotency,
+    key: &LockKey,
+    guard: &LockGuard,
+    entry: &[u8],
+    rule: Replace,
+) -> Result<bool> {
+    let inner = &idempotency.inner;
+    let Some(fused) = inner.fused.as_ref() else {
+        unreachable!("end is only called with a fused claim");
+    };
+    let record = fused.store.redis_key(key.full());
+    let watchers = format!("{record}:watchers");
+    let fence = guard.fencing_token();
+    let fence_digits = format!("{:0width$}", fence.get(), width = FENCE_DIGITS);
+    let end = RecordEnd {
+        record: &record,
+        watchers: &watchers,
+        fence_digits: &fence_digits,
+        entry,
+        keep: inner.retention,
+        push_prefix: fused.store.push_prefix(),
+        key: key.full(),
+        rule,
+    };
+    let (stored, _released) = fused
+        .store
+        .backend()
+        .end_claim(key.full(), guard.owner_token(), fence, &end)
+        .await?;
+    Ok(stored)
 }
 
 /// The lease, asked of the claim script.

@@ -1,5 +1,7 @@
 //! An idempotency claim in one script (`record_claim.lua`): read the record, take the key's
-//! lease and mark the record in flight under the new fence. The idempotency client uses it
+//! lease and mark the record in flight under the new fence; and its end in another
+//! (`record_complete.lua`): write the completed record (or the mark of a claim given up) and
+//! release the lease. The idempotency client uses it
 //! when its records are in a [`RedisResultStore`](crate::results::RedisResultStore) on this
 //! backend; the lease it grants is a lock's like any other (the lock client adopts it: the
 //! watchdog, the lost signal, cancel-safety and metrics are the lock's).
@@ -12,10 +14,10 @@ use tokio::time::Instant;
 
 use super::keys::LockKeys;
 use super::script_call::ScriptCall;
-use super::{millis, protocol, RedisBackend, RedisLease, FENCE_RETENTION};
+use super::{millis, protocol, scripts, RedisBackend, RedisLease, FENCE_RETENTION};
 use crate::backend::{AcquireRequest, Grant};
-use crate::results::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
-use crate::{FencingToken, Result};
+use crate::results::{Replace, FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
+use crate::{FencingToken, OwnerToken, Result};
 
 static RECORD_CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
@@ -25,6 +27,19 @@ static RECORD_CLAIM: LazyLock<Script> = LazyLock::new(|| {
         KIND_AT + 1,
         char::from(FINAL_KIND),
         include_str!("lua/record_claim.lua")
+    ))
+});
+
+static RECORD_COMPLETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'\n{}\nlocal function put()\n{}\nend\n{}",
+        FENCE_AT + 1,
+        FENCE_AT + FENCE_DIGITS,
+        KIND_AT + 1,
+        char::from(FINAL_KIND),
+        scripts::WAKE_NEXT,
+        include_str!("../results/lua/put.lua"),
+        include_str!("lua/record_complete.lua")
     ))
 });
 
@@ -60,7 +75,63 @@ pub(crate) enum RecordSeen {
     Newer(Vec<u8>),
 }
 
+/// The record a claim ends with, as the result store would put it.
+pub(crate) struct RecordEnd<'a> {
+    /// The record's Redis key (the result store's).
+    pub(crate) record: &'a str,
+    /// The key of the processes waiting for the record's next value.
+    pub(crate) watchers: &'a str,
+    /// The claim's fence, as records encode it.
+    pub(crate) fence_digits: &'a str,
+    /// The record to write.
+    pub(crate) entry: &'a [u8],
+    /// How long the record is kept.
+    pub(crate) keep: Duration,
+    /// The channel prefix pushes go to (the result store's).
+    pub(crate) push_prefix: &'a str,
+    /// The record's key as receivers know it (`namespace:key`).
+    pub(crate) key: &'a str,
+    /// Whether a record of the same fence may be replaced (`same`) or only older ones.
+    pub(crate) rule: Replace,
+}
+
 impl RedisBackend {
+    /// Writes the record `end` describes (if its rule lets it replace the one there) and
+    /// releases the lock lease of `lock_key` (`namespace:key`) held by `owner` under `fence`,
+    /// if it still is, in one script: whether the record was written, and whether the lease
+    /// was released.
+    pub(crate) async fn end_claim(
+        &self,
+        lock_key: &str,
+        owner: OwnerToken,
+        fence: FencingToken,
+        end: &RecordEnd<'_>,
+    ) -> Result<(bool, bool)> {
+        let keys = LockKeys::new(&self.shared.prefix, lock_key);
+        let mut call = ScriptCall::new(&RECORD_COMPLETE, 4);
+        call.key(end.record)
+            .key(end.watchers)
+            .key(&*keys.lock)
+            .key_from_parts(&keys.waiters())
+            .arg(end.fence_digits)
+            .arg(end.entry)
+            .arg(if end.keep.is_zero() {
+                0
+            } else {
+                millis(end.keep)
+            })
+            .arg(end.push_prefix)
+            .arg(end.key)
+            .arg(match end.rule {
+                Replace::Older => "older",
+                Replace::OlderOrSame => "same",
+            })
+            .arg_fmt(format_args!("{}:{}", owner.hex(), fence.get()))
+            .arg(&self.shared.hub.channel_prefix);
+        let (stored, released): (i64, i64) = self.run("idempotency completion", &call).await?;
+        Ok((stored == 1, released == 1))
+    }
+
     /// Runs the claim for `request` (a lock's lease, tried once) and `claim`: the grant (when
     /// the lease was taken) and what was found of the record.
     pub(crate) async fn claim_record(

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-const WAKE_NEXT: &str = include_str!("lua/wake_next.lua");
+pub(super) const WAKE_NEXT: &str = include_str!("lua/wake_next.lua");
 
 /// Grants a lease (with the fencing `INCR` in the same step) or queues a waiter.
 pub(super) static ACQUIRE: LazyLock<Script> =

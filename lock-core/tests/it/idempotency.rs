@@ -468,8 +468,8 @@ idempotency_suite!(redis_store_two_steps, redis_harness::redis_two_steps());
 
 /// With the store on the lock backend itself, a claim is one script: a replay reads the
 /// completed record there and takes no lease (the key's fencing counter does not move, no lock
-/// key is set), and a first request's record is in flight under its claim's fence as soon as
-/// `begin` returns.
+/// key is set), a first request's record is in flight under its claim's fence as soon as
+/// `begin` returns, and its lease is gone as soon as `complete` returns (one more script).
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_replay_takes_no_lease() {
@@ -520,6 +520,13 @@ async fn a_redis_replay_takes_no_lease() {
         );
         assert_eq!(counter(&mut raw).await, Some(claim.info().fence.get()));
         claim.complete(response("paid")).await.unwrap();
+        // The completion released the lease in the same script: free as `complete` returns.
+        let lock: Option<String> = redis::cmd("GET")
+            .arg(backend.redis_key(&full))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(lock, None, "the lease is released with the completion");
 
         let granted = counter(&mut raw).await;
         for _ in 0..3 {

@@ -16,27 +16,25 @@ use super::keys::LockKeys;
 use super::script_call::ScriptCall;
 use super::{millis, protocol, scripts, RedisBackend, RedisLease, FENCE_RETENTION};
 use crate::backend::{AcquireRequest, Grant};
-use crate::results::{Replace, FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
+use crate::results::{lua_entry_layout, Replace};
 use crate::{FencingToken, OwnerToken, Result};
 
+/// Reads the record and, unless it settles the request, takes the lease and writes the record
+/// in flight.
 static RECORD_CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'\n{}",
-        FENCE_AT + 1,
-        FENCE_AT + FENCE_DIGITS,
-        KIND_AT + 1,
-        char::from(FINAL_KIND),
+        "{}\n{}\n{}",
+        lua_entry_layout(),
+        scripts::LOCK_FENCE,
         include_str!("lua/record_claim.lua")
     ))
 });
 
+/// Writes the record a claim ends with and releases its lease.
 static RECORD_COMPLETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'\n{}\nlocal function put()\n{}\nend\n{}",
-        FENCE_AT + 1,
-        FENCE_AT + FENCE_DIGITS,
-        KIND_AT + 1,
-        char::from(FINAL_KIND),
+        "{}\n{}\nlocal function put()\n{}\nend\n{}",
+        lua_entry_layout(),
         scripts::WAKE_NEXT,
         include_str!("../results/lua/put.lua"),
         include_str!("lua/record_complete.lua")

@@ -7,9 +7,16 @@ use redis::Script;
 
 pub(super) const WAKE_NEXT: &str = include_str!("lua/wake_next.lua");
 
+/// The next fencing token of a lock, prepended to the scripts that grant a lock's lease.
+pub(super) const LOCK_FENCE: &str = include_str!("lua/lock_fence.lua");
+
 /// Grants a lease (with the fencing `INCR` in the same step) or queues a waiter.
-pub(super) static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/acquire.lua")));
+pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{LOCK_FENCE}\n{}",
+        include_str!("lua/acquire.lua")
+    ))
+});
 
 /// Owner-checked release that wakes one waiter.
 pub(super) static RELEASE: LazyLock<Script> =

@@ -57,6 +57,19 @@ pub(crate) const FENCE_DIGITS: usize = 20;
 /// The kind of an entry no put replaces (a completed idempotency record).
 pub(crate) const FINAL_KIND: u8 = b'C';
 
+/// The first line of a Lua script that reads encoded entries: `FENCE_FIRST`, `FENCE_LAST`
+/// (1-based, the fence's place in an entry), `KIND_AT` and `FINAL_KIND`.
+#[cfg(feature = "redis")]
+pub(crate) fn lua_entry_layout() -> String {
+    format!(
+        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'",
+        FENCE_AT + 1,
+        FENCE_AT + FENCE_DIGITS,
+        KIND_AT + 1,
+        char::from(FINAL_KIND)
+    )
+}
+
 /// Whether a put of an entry with `fence_digits` under `rule` may replace `there`.
 pub(crate) fn may_replace(there: &[u8], fence_digits: &str, rule: Replace) -> bool {
     if there.get(KIND_AT) == Some(&FINAL_KIND) {

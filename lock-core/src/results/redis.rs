@@ -25,7 +25,6 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::store::{Replace, ResultStore, ValueWatch, Watchers};
 use super::PutEntry;
-use super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
@@ -37,11 +36,8 @@ static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/
 
 static PUT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'\n{}",
-        FENCE_AT + 1,
-        FENCE_AT + FENCE_DIGITS,
-        KIND_AT + 1,
-        char::from(FINAL_KIND),
+        "{}\n{}",
+        super::lua_entry_layout(),
         include_str!("lua/put.lua")
     ))
 });

@@ -1,4 +1,5 @@
--- Grants a lease, or queues the caller as a waiter.
+-- Grants a lease, or queues the caller as a waiter. (next_lock_fence is prepended from
+-- lock_fence.lua.)
 -- KEYS[1] lock: "<owner>:<fence>" with the lease as its TTL
 -- KEYS[2] fencing counter   KEYS[3] waiter queue (zset: waiter id by arrival)
 -- ARGV[1] owner token (32 hex digits)   ARGV[2] lease ms
@@ -31,20 +32,7 @@ if current then
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
-local fence = redis.call('INCR', KEYS[2])
-if fence == 1 then
-  -- A new counter, or one lost in a restart without persistence: continue from the server's
-  -- time in microseconds. Each grant takes well over a microsecond, so a counter seeded this
-  -- way never reaches the current time, and tokens keep increasing across such a restart.
-  local now = redis.call('TIME')
-  fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[6])
-elseif redis.call('PTTL', KEYS[2]) < tonumber(ARGV[6]) then
-  -- The counter lives on for a while after the last grant, then goes: a re-seeded one starts
-  -- from the server's time, which is past every token it ever gave (see above). A grant never
-  -- shortens what an earlier one (or keep_fence) asked for.
-  redis.call('PEXPIRE', KEYS[2], ARGV[6])
-end
+local fence = next_lock_fence(KEYS[2], ARGV[6])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
 if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[3], ARGV[3])

@@ -2,7 +2,8 @@
 -- marks the record in flight under the new fence, in one step: a first request pays one round
 -- trip for the three, and a replay pays for no lease. FENCE_FIRST / FENCE_LAST (1-based, the
 -- fence's place in an encoded record), KIND_AT and FINAL_KIND are set by the script's first
--- line, as in the result store's put.lua; the fencing and the lease are acquire.lua's.
+-- line, as in the result store's put.lua; the fencing (next_lock_fence, prepended from
+-- lock_fence.lua) and the lease are acquire.lua's.
 -- KEYS[1] record   KEYS[2] the record's watchers   KEYS[3] lock   KEYS[4] fencing counter
 -- ARGV[1] owner token (32 hex digits)   ARGV[2] lease ms   ARGV[3] fence counter retention ms
 -- ARGV[4] the in-flight record, its fence digits to be filled in   ARGV[5] record keep ms
@@ -37,14 +38,7 @@ if current then
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
   fence = tonumber(string.sub(current, 34))
 else
-  fence = redis.call('INCR', KEYS[4])
-  if fence == 1 then
-    local now = redis.call('TIME')
-    fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
-    redis.call('SET', KEYS[4], string.format('%d', fence), 'PX', ARGV[3])
-  elseif redis.call('PTTL', KEYS[4]) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[4], ARGV[3])
-  end
+  fence = next_lock_fence(KEYS[4], ARGV[3])
   redis.call('SET', KEYS[3], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
 end
 local digits = string.format('%0' .. (FENCE_LAST - FENCE_FIRST + 1) .. 'd', fence)

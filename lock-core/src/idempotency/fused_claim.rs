@@ -19,7 +19,7 @@ use super::record::Record;
 use super::{Fingerprint, Idempotency};
 use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
 use crate::lock::request::AcquireAttempt;
-use crate::redis::record_claim::{RecordClaim, RecordEnd, RecordSeen};
+use crate::redis::record_claim::{RecordClaim, RecordEnd, RecordPlace, RecordSeen};
 use crate::results::{RedisResultStore, Replace, FENCE_DIGITS};
 use crate::{FencingToken, LockGuard, LockKey, LockOwner, RedisBackend, Result};
 
@@ -38,6 +38,30 @@ impl FusedClaim {
             store: store.clone(),
         })
     }
+
+    /// The Redis keys of `key`'s record and of its watchers.
+    fn record_keys(&self, key: &LockKey) -> (String, String) {
+        let record = self.store.redis_key(key.full());
+        let watchers = format!("{record}:watchers");
+        (record, watchers)
+    }
+
+    /// Where `key`'s record is (its keys from [`record_keys`](Self::record_keys)).
+    fn place<'a>(
+        &'a self,
+        idempotency: &Idempotency,
+        key: &'a LockKey,
+        record: &'a str,
+        watchers: &'a str,
+    ) -> RecordPlace<'a> {
+        RecordPlace {
+            record,
+            watchers,
+            keep: idempotency.inner.retention,
+            push_prefix: self.store.push_prefix(),
+            key: key.full(),
+        }
+    }
 }
 
 /// [`Idempotency::begin`] with [`InFlight::Conflict`](super::InFlight::Conflict), in one
@@ -51,19 +75,14 @@ pub(super) async fn begin(
     let Some(fused) = inner.fused.as_ref() else {
         unreachable!("begin is only called with a fused claim");
     };
-    let record = fused.store.redis_key(key.full());
-    let watchers = format!("{record}:watchers");
+    let (record, watchers) = fused.record_keys(&key);
     let in_flight = Record::encode_in_flight(FencingToken::new(0), &fingerprint);
     let fingerprint_hex = fingerprint.to_hex();
     let mut attempt = Attempt {
         backend: fused.store.backend(),
         claim: RecordClaim {
-            record: &record,
-            watchers: &watchers,
+            place: fused.place(idempotency, &key, &record, &watchers),
             in_flight: &in_flight,
-            keep: inner.retention,
-            push_prefix: fused.store.push_prefix(),
-            key: key.full(),
             fingerprint: &fingerprint_hex,
         },
         seen: None,
@@ -112,18 +131,13 @@ pub(super) async fn end(
     let Some(fused) = inner.fused.as_ref() else {
         unreachable!("end is only called with a fused claim");
     };
-    let record = fused.store.redis_key(key.full());
-    let watchers = format!("{record}:watchers");
+    let (record, watchers) = fused.record_keys(key);
     let fence = guard.fencing_token();
     let fence_digits = format!("{:0width$}", fence.get(), width = FENCE_DIGITS);
     let end = RecordEnd {
-        record: &record,
-        watchers: &watchers,
+        place: fused.place(idempotency, key, &record, &watchers),
         fence_digits: &fence_digits,
         entry,
-        keep: inner.retention,
-        push_prefix: fused.store.push_prefix(),
-        key: key.full(),
         rule,
     };
     let (stored, _released) = fused

@@ -41,20 +41,26 @@ static RECORD_COMPLETE: LazyLock<Script> = LazyLock::new(|| {
     ))
 });
 
-/// The record side of a claim: where the record is, and what to write there.
-pub(crate) struct RecordClaim<'a> {
+/// Where an idempotency record lives in the result store, and who hears of its changes.
+pub(crate) struct RecordPlace<'a> {
     /// The record's Redis key (the result store's).
     pub(crate) record: &'a str,
     /// The key of the processes waiting for the record's next value.
     pub(crate) watchers: &'a str,
-    /// The in-flight record, its fence digits to be filled in by the script.
-    pub(crate) in_flight: &'a [u8],
     /// How long the record is kept.
     pub(crate) keep: Duration,
     /// The channel prefix pushes go to (the result store's).
     pub(crate) push_prefix: &'a str,
     /// The record's key as receivers know it (`namespace:key`).
     pub(crate) key: &'a str,
+}
+
+/// The record side of a claim: where the record is, and what to write there.
+pub(crate) struct RecordClaim<'a> {
+    /// Where the record is.
+    pub(crate) place: RecordPlace<'a>,
+    /// The in-flight record, its fence digits to be filled in by the script.
+    pub(crate) in_flight: &'a [u8],
     /// This request's fingerprint, in hex.
     pub(crate) fingerprint: &'a str,
 }
@@ -75,20 +81,12 @@ pub(crate) enum RecordSeen {
 
 /// The record a claim ends with, as the result store would put it.
 pub(crate) struct RecordEnd<'a> {
-    /// The record's Redis key (the result store's).
-    pub(crate) record: &'a str,
-    /// The key of the processes waiting for the record's next value.
-    pub(crate) watchers: &'a str,
+    /// Where the record is.
+    pub(crate) place: RecordPlace<'a>,
     /// The claim's fence, as records encode it.
     pub(crate) fence_digits: &'a str,
     /// The record to write.
     pub(crate) entry: &'a [u8],
-    /// How long the record is kept.
-    pub(crate) keep: Duration,
-    /// The channel prefix pushes go to (the result store's).
-    pub(crate) push_prefix: &'a str,
-    /// The record's key as receivers know it (`namespace:key`).
-    pub(crate) key: &'a str,
     /// Whether a record of the same fence may be replaced (`same`) or only older ones.
     pub(crate) rule: Replace,
 }
@@ -107,19 +105,19 @@ impl RedisBackend {
     ) -> Result<(bool, bool)> {
         let keys = LockKeys::new(&self.shared.prefix, lock_key);
         let mut call = ScriptCall::new(&RECORD_COMPLETE, 4);
-        call.key(end.record)
-            .key(end.watchers)
+        call.key(end.place.record)
+            .key(end.place.watchers)
             .key(&*keys.lock)
             .key_from_parts(&keys.waiters())
             .arg(end.fence_digits)
             .arg(end.entry)
-            .arg(if end.keep.is_zero() {
+            .arg(if end.place.keep.is_zero() {
                 0
             } else {
-                millis(end.keep)
+                millis(end.place.keep)
             })
-            .arg(end.push_prefix)
-            .arg(end.key)
+            .arg(end.place.push_prefix)
+            .arg(end.place.key)
             .arg(match end.rule {
                 Replace::Older => "older",
                 Replace::OlderOrSame => "same",
@@ -140,17 +138,17 @@ impl RedisBackend {
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let mut call = ScriptCall::new(&RECORD_CLAIM, 4);
-        call.key(claim.record)
-            .key(claim.watchers)
+        call.key(claim.place.record)
+            .key(claim.place.watchers)
             .key(&*keys.lock)
             .key_from_parts(&keys.fence())
             .arg_fmt(request.owner.hex())
             .arg(millis(request.ttl))
             .arg(millis(retention))
             .arg(claim.in_flight)
-            .arg(millis(claim.keep))
-            .arg(claim.push_prefix)
-            .arg(claim.key)
+            .arg(millis(claim.place.keep))
+            .arg(claim.place.push_prefix)
+            .arg(claim.place.key)
             .arg(claim.fingerprint);
         let sent = Instant::now();
         let (status, fence, record): (i64, i64, Option<Vec<u8>>) =

@@ -14,7 +14,8 @@
 //! `--only fair` (with `--backend redis`) runs only the fair lock vs lock figure
 //! (`lock_harness::fair_bench`), written to `target/bench/fair.json`; `--only uncontended` only
 //! the first figure (acquire+release on one task, rslock beside it on Redis), for a profiler
-//! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`).
+//! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`);
+//! `--only cache-layer` the response cache layer's hit against the hand-written GET layer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,8 +65,18 @@ async fn main() {
         }
         Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
         Some("uncontended") => {}
+        Some("cache-layer") if kind == BackendKind::Redis => {
+            let iterations = flags
+                .number("iterations", 3000)
+                .unwrap_or_else(|e| usage_error(&e));
+            let report =
+                lock_harness::middleware_bench::run(&redis_url(&flags), iterations as usize).await;
+            write_report(&report_name("cache-layer", load.is_some()), &report);
+            return;
+        }
+        Some("cache-layer") => usage_error("--only cache-layer runs on Redis: add --backend redis"),
         Some(other) => usage_error(&format!(
-            "--only {other:?}: the filters are `fair` and `uncontended`"
+            "--only {other:?}: the filters are `fair`, `uncontended` and `cache-layer`"
         )),
     }
     let iterations = flags

@@ -200,7 +200,9 @@ impl<'a> LockRequest<'a> {
                 return Ok(None);
             };
             // A lease the store holds for less than asked (a fair lock's claim window) is
-            // trusted for that, and renewed to the full length at once.
+            // trusted for that, and renewed to the full length a third of the way into it, as
+            // any lease is renewed a third of the way into its TTL: a short hold (most are)
+            // is released before it needs the renewal.
             let granted_ttl = grant.ttl.map_or(mode.ttl(), |ttl| ttl.min(mode.ttl()));
             let until = valid_until(grant.sent_at, granted_ttl);
             if until <= Instant::now() {
@@ -215,7 +217,7 @@ impl<'a> LockRequest<'a> {
             }
             let (until, next_attempt) = if granted_ttl < mode.ttl() {
                 if mode.is_renewed() {
-                    (until, Instant::now())
+                    (until, grant.sent_at + renew_interval(granted_ttl))
                 } else {
                     // A fixed lease is never renewed later: set its length now.
                     let sent = Instant::now();

@@ -306,9 +306,9 @@ async fn assert_free_at_once(backend: &Faulty, what: &str) {
 }
 
 /// A grant the store holds for a short claim window only (a fair lock handed over by the
-/// server) is renewed to the full lease at once by the watchdog, in the background, and
-/// trusted for the window until then; a fixed lease is set to its length before the guard is
-/// handed out.
+/// server) is renewed to the full lease by the watchdog, in the background, a third of the way
+/// into the window, and trusted for the window until then; a fixed lease is set to its length
+/// before the guard is handed out.
 #[tokio::test(start_paused = true)]
 async fn a_claim_window_grant_is_extended_to_the_full_lease() {
     let backend = Faulty::default();

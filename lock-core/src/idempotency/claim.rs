@@ -230,8 +230,8 @@ async fn end_record(
     rule: Replace,
 ) -> (Result<bool>, Option<LockGuard>) {
     #[cfg(feature = "redis")]
-    if idempotency.inner.fused.is_some() {
-        let stored = super::fused_claim::end(idempotency, key, &guard, entry, rule).await;
+    if let Some(fused) = idempotency.inner.fused.as_ref() {
+        let stored = fused.end(idempotency, key, &guard, entry, rule).await;
         // Released by the script; after an error, left to run out.
         guard.abandon();
         return (stored, None);
@@ -258,11 +258,11 @@ pub(super) async fn begin(
     fingerprint: Fingerprint,
     in_flight: InFlight,
 ) -> Result<Begin> {
+    #[cfg(feature = "redis")]
+    if let (InFlight::Conflict, Some(fused)) = (in_flight, idempotency.inner.fused.as_ref()) {
+        return fused.begin(idempotency, key, fingerprint).await;
+    }
     let guard = match in_flight {
-        #[cfg(feature = "redis")]
-        InFlight::Conflict if idempotency.inner.fused.is_some() => {
-            return super::fused_claim::begin(idempotency, key, fingerprint).await;
-        }
         InFlight::Conflict => match read_and_try_claim(idempotency, &key, fingerprint).await? {
             Ok(guard) => guard,
             Err(begin) => return Ok(begin),

@@ -100,6 +100,13 @@ impl Inner {
 impl Idempotency {
     /// Starts configuring idempotency records kept in `store`, claimed with leases on
     /// `backend` (the same server, usually: a `RedisResultStore` with a `RedisBackend`).
+    ///
+    /// A `RedisResultStore` connected through this very backend (or a clone of it) lets a
+    /// request take two scripts on the wire: one reads the record and claims the key, the other
+    /// completes the record and frees the key; a replay takes no lease. A store on another
+    /// backend (or with recovery points, features `postgres`/`mysql`) reads the
+    /// record and takes the lease side by side, then writes the record in flight. (On Redis:
+    /// `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`.)
     pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> IdempotencyBuilder {
         IdempotencyBuilder {
             #[cfg(feature = "redis")]

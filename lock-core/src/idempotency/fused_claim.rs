@@ -21,7 +21,7 @@ use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
 use crate::lock::request::AcquireAttempt;
 use crate::redis::record_claim::{RecordClaim, RecordEnd, RecordPlace, RecordSeen};
 use crate::results::{RedisResultStore, Replace, FENCE_DIGITS};
-use crate::{FencingToken, LockGuard, LockKey, LockOwner, RedisBackend, Result};
+use crate::{FencingToken, LockError, LockGuard, LockKey, LockOwner, RedisBackend, Result};
 
 /// Claims in one script, for a [`RedisResultStore`] on the idempotency client's own backend.
 pub(crate) struct FusedClaim {
@@ -64,88 +64,97 @@ impl FusedClaim {
     }
 }
 
-/// [`Idempotency::begin`] with [`InFlight::Conflict`](super::InFlight::Conflict), in one
-/// script.
-pub(super) async fn begin(
-    idempotency: &Idempotency,
-    key: LockKey,
-    fingerprint: Fingerprint,
-) -> Result<Begin> {
-    let inner = &idempotency.inner;
-    let Some(fused) = inner.fused.as_ref() else {
-        unreachable!("begin is only called with a fused claim");
-    };
-    let (record, watchers) = fused.record_keys(&key);
-    let in_flight = Record::encode_in_flight(FencingToken::new(0), &fingerprint);
-    let fingerprint_hex = fingerprint.to_hex();
-    let mut attempt = Attempt {
-        backend: fused.store.backend(),
-        claim: RecordClaim {
-            place: fused.place(idempotency, &key, &record, &watchers),
-            in_flight: &in_flight,
-            fingerprint: &fingerprint_hex,
-        },
-        seen: None,
-    };
-    let owner = LockOwner::new();
-    let guard = inner
-        .locks
-        .lock(key.name())
-        .owner(&owner)
-        .try_acquire_through(&mut attempt)
-        .await?;
-    let decoded = |bytes: Option<Vec<u8>>| -> Result<Option<Record>> {
-        bytes.as_deref().map(Record::decode).transpose()
-    };
-    Ok(match (guard, attempt.seen) {
-        (Some(guard), Some(RecordSeen::Claimed)) => {
-            Begin::Run(Claim::new(idempotency, key, fingerprint, guard))
-        }
-        // The record settles it (the script tried no lease), or another request holds the
-        // key, or a newer claim wrote the record (this lease goes back as the guard drops).
-        (_, Some(RecordSeen::Settled(bytes) | RecordSeen::Newer(bytes))) => {
-            settled(decoded(Some(bytes))?, fingerprint).unwrap_or(Begin::InFlight)
-        }
-        (_, Some(RecordSeen::Busy(bytes))) => {
-            settled(decoded(bytes)?, fingerprint).unwrap_or(Begin::InFlight)
-        }
-        // No answer from the script reached us without an error; a guard without one is
-        // given back.
-        (_, Some(RecordSeen::Claimed) | None) => Begin::InFlight,
-    })
-}
+impl FusedClaim {
+    /// [`Idempotency::begin`] with [`InFlight::Conflict`](super::InFlight::Conflict), in one
+    /// script.
+    pub(super) async fn begin(
+        &self,
+        idempotency: &Idempotency,
+        key: LockKey,
+        fingerprint: Fingerprint,
+    ) -> Result<Begin> {
+        let (record, watchers) = self.record_keys(&key);
+        let in_flight = Record::encode_in_flight(FencingToken::new(0), &fingerprint);
+        let fingerprint_hex = fingerprint.to_hex();
+        let mut attempt = Attempt {
+            backend: self.store.backend(),
+            claim: RecordClaim {
+                place: self.place(idempotency, &key, &record, &watchers),
+                in_flight: &in_flight,
+                fingerprint: &fingerprint_hex,
+            },
+            seen: None,
+        };
+        let owner = LockOwner::new();
+        let guard = idempotency
+            .inner
+            .locks
+            .lock(key.name())
+            .owner(&owner)
+            .try_acquire_through(&mut attempt)
+            .await?;
+        let decoded = |bytes: Option<Vec<u8>>| -> Result<Option<Record>> {
+            bytes.as_deref().map(Record::decode).transpose()
+        };
+        Ok(match (guard, attempt.seen) {
+            (Some(guard), Some(RecordSeen::Claimed)) => {
+                Begin::Run(Claim::new(idempotency, key, fingerprint, guard))
+            }
+            // The script tried no lease: the record answers (a replay, a 422).
+            (_, Some(RecordSeen::Settled(bytes))) => settled(decoded(Some(bytes))?, fingerprint)
+                .ok_or_else(|| LockError::Protocol {
+                    backend: "idempotency",
+                    detail: "the claim script took a record for settled that is not".to_owned(),
+                })?,
+            // Another request holds the key, or a newer claim wrote the record (this lease goes
+            // back as the guard drops): a mismatch if the record says so, else in flight.
+            (_, Some(RecordSeen::Busy(bytes))) => {
+                settled(decoded(bytes)?, fingerprint).unwrap_or(Begin::InFlight)
+            }
+            (_, Some(RecordSeen::Newer(bytes))) => {
+                settled(decoded(Some(bytes))?, fingerprint).unwrap_or(Begin::InFlight)
+            }
+            // Granted, but the reply came back after the lease could be trusted, and the lock
+            // client gave it back: the record stays in flight under that fence, and a retry
+            // claims the key anew.
+            (None, Some(RecordSeen::Claimed)) => Begin::InFlight,
+            (guard, None) => {
+                drop(guard);
+                return Err(LockError::Protocol {
+                    backend: "idempotency",
+                    detail: "the claim ended without an answer from its script".to_owned(),
+                });
+            }
+        })
+    }
 
-/// Ends a claim in one script: writes `entry` (the claim's completed record, or the mark of a
-/// claim given up) under `rule` and releases the claim's lease (`guard`'s) if it is still
-/// its; whether the record was written. The guard is left to the caller to
-/// [`abandon`](crate::LockGuard::abandon): the script released the lease, or, after an
-/// error, the lease is left to run out.
-pub(super) async fn end(
-    idempotency: &Idempotency,
-    key: &LockKey,
-    guard: &LockGuard,
-    entry: &[u8],
-    rule: Replace,
-) -> Result<bool> {
-    let inner = &idempotency.inner;
-    let Some(fused) = inner.fused.as_ref() else {
-        unreachable!("end is only called with a fused claim");
-    };
-    let (record, watchers) = fused.record_keys(key);
-    let fence = guard.fencing_token();
-    let fence_digits = format!("{:0width$}", fence.get(), width = FENCE_DIGITS);
-    let end = RecordEnd {
-        place: fused.place(idempotency, key, &record, &watchers),
-        fence_digits: &fence_digits,
-        entry,
-        rule,
-    };
-    let (stored, _released) = fused
-        .store
-        .backend()
-        .end_claim(key.full(), guard.owner_token(), fence, &end)
-        .await?;
-    Ok(stored)
+    /// Ends a claim in one script: writes `entry` (the claim's completed record, or the mark
+    /// of a claim given up) under `rule` and releases the claim's lease (`guard`'s) if it is
+    /// still its; whether the record was written. The guard is left to the caller to
+    /// [`abandon`](crate::LockGuard::abandon): the script released the lease, or, after an
+    /// error, the lease is left to run out.
+    pub(super) async fn end(
+        &self,
+        idempotency: &Idempotency,
+        key: &LockKey,
+        guard: &LockGuard,
+        entry: &[u8],
+        rule: Replace,
+    ) -> Result<bool> {
+        let (record, watchers) = self.record_keys(key);
+        let fence = guard.fencing_token();
+        let fence_digits = format!("{:0width$}", fence.get(), width = FENCE_DIGITS);
+        let end = RecordEnd {
+            place: self.place(idempotency, key, &record, &watchers),
+            fence_digits: &fence_digits,
+            entry,
+            rule,
+        };
+        self.store
+            .backend()
+            .end_claim(key.full(), guard.owner_token(), fence, &end)
+            .await
+    }
 }
 
 /// The lease, asked of the claim script.

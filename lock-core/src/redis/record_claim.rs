@@ -47,7 +47,7 @@ pub(crate) struct RecordPlace<'a> {
     pub(crate) record: &'a str,
     /// The key of the processes waiting for the record's next value.
     pub(crate) watchers: &'a str,
-    /// How long the record is kept.
+    /// How long the record is kept (the idempotency retention: at least a millisecond).
     pub(crate) keep: Duration,
     /// The channel prefix pushes go to (the result store's).
     pub(crate) push_prefix: &'a str,
@@ -94,15 +94,14 @@ pub(crate) struct RecordEnd<'a> {
 impl RedisBackend {
     /// Writes the record `end` describes (if its rule lets it replace the one there) and
     /// releases the lock lease of `lock_key` (`namespace:key`) held by `owner` under `fence`,
-    /// if it still is, in one script: whether the record was written, and whether the lease
-    /// was released.
+    /// if it still is, in one script: whether the record was written.
     pub(crate) async fn end_claim(
         &self,
         lock_key: &str,
         owner: OwnerToken,
         fence: FencingToken,
         end: &RecordEnd<'_>,
-    ) -> Result<(bool, bool)> {
+    ) -> Result<bool> {
         let keys = LockKeys::new(&self.shared.prefix, lock_key);
         let mut call = ScriptCall::new(&RECORD_COMPLETE, 4);
         call.key(end.place.record)
@@ -111,21 +110,16 @@ impl RedisBackend {
             .key_from_parts(&keys.waiters())
             .arg(end.fence_digits)
             .arg(end.entry)
-            .arg(if end.place.keep.is_zero() {
-                0
-            } else {
-                millis(end.place.keep)
-            })
+            .arg(millis(end.place.keep))
             .arg(end.place.push_prefix)
             .arg(end.place.key)
-            .arg(match end.rule {
-                Replace::Older => "older",
-                Replace::OlderOrSame => "same",
-            })
+            .arg(end.rule.script_word())
             .arg_fmt(format_args!("{}:{}", owner.hex(), fence.get()))
             .arg(&self.shared.hub.channel_prefix);
-        let (stored, released): (i64, i64) = self.run("idempotency completion", &call).await?;
-        Ok((stored == 1, released == 1))
+        // The script also says whether the lease was still this claim's; either way it is
+        // gone, which is all the claim needs.
+        let (stored, _released): (i64, i64) = self.run("idempotency completion", &call).await?;
+        Ok(stored == 1)
     }
 
     /// Runs the claim for `request` (a lock's lease, tried once) and `claim`: the grant (when

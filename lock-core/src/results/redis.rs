@@ -23,7 +23,7 @@ use redis::Script;
 use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::store::{Replace, ResultStore, ValueWatch, Watchers};
+use super::store::{ResultStore, ValueWatch, Watchers};
 use super::PutEntry;
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
@@ -193,10 +193,7 @@ impl ResultStore for RedisResultStore {
             })
             .arg(&self.shared.channel_prefix)
             .arg(key.full())
-            .arg(match put.rule {
-                Replace::Older => "older",
-                Replace::OlderOrSame => "same",
-            });
+            .arg(put.rule.script_word());
         let stored: i64 = through(
             &self.shared.breaker,
             invocation.invoke_async(&mut connection),

@@ -136,6 +136,17 @@ pub enum Replace {
     OlderOrSame,
 }
 
+impl Replace {
+    /// The rule as the Redis put scripts take it (`put.lua`'s `ARGV[6]`).
+    #[cfg(feature = "redis")]
+    pub(crate) fn script_word(self) -> &'static str {
+        match self {
+            Self::Older => "older",
+            Self::OlderOrSame => "same",
+        }
+    }
+}
+
 /// The entries pushed for one key, as one process receives them; made by
 /// [`Watchers::subscribe`].
 pub struct ValueWatch {

@@ -442,29 +442,18 @@ mod redis_harness {
         }
     }
 
-    pub(crate) async fn redis() -> Option<Redis> {
+    /// The stack's Redis; `two_steps` as in [`Redis`].
+    pub(crate) async fn redis(two_steps: bool) -> Option<Redis> {
         lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap()
-            .map(|url| Redis {
-                url,
-                two_steps: false,
-            })
-    }
-
-    pub(crate) async fn redis_two_steps() -> Option<Redis> {
-        lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
-            .unwrap()
-            .map(|url| Redis {
-                url,
-                two_steps: true,
-            })
+            .map(|url| Redis { url, two_steps })
     }
 }
 
 #[cfg(feature = "redis")]
-idempotency_suite!(redis_store, redis_harness::redis());
+idempotency_suite!(redis_store, redis_harness::redis(false));
 #[cfg(feature = "redis")]
-idempotency_suite!(redis_store_two_steps, redis_harness::redis_two_steps());
+idempotency_suite!(redis_store_two_steps, redis_harness::redis(true));
 
 /// With the store on the lock backend itself, a claim is one script: a replay reads the
 /// completed record there and takes no lease (the key's fencing counter does not move, no lock
@@ -476,7 +465,7 @@ async fn a_redis_replay_takes_no_lease() {
     use lock_core::results::RedisResultStore;
     use lock_core::RedisBackend;
 
-    let Some(redis) = redis_harness::redis().await else {
+    let Some(redis) = redis_harness::redis(false).await else {
         return;
     };
     timeout(BOUND, async {
@@ -489,46 +478,43 @@ async fn a_redis_replay_takes_no_lease() {
         let key = unique("one-script");
         // The record's (and the lock's) key: `idem.test:<scope length>:<scope>:<key>`.
         let full = format!("idem.test:1:u:{key}");
-        let mut raw = redis::Client::open(redis.url.as_str())
+        let raw = redis::Client::open(redis.url.as_str())
             .unwrap()
             .get_multiplexed_async_connection()
             .await
             .unwrap();
-        let fence_key = format!("{}:fence", backend.redis_key(&full));
-        let counter = |raw: &mut redis::aio::MultiplexedConnection| {
-            let fence_key = fence_key.clone();
+        // A raw `GET` of `key`, beside the clients.
+        let get = |key: String| {
             let mut raw = raw.clone();
             async move {
                 redis::cmd("GET")
-                    .arg(&fence_key)
-                    .query_async::<Option<u64>>(&mut raw)
+                    .arg(key)
+                    .query_async::<Option<Vec<u8>>>(&mut raw)
                     .await
                     .unwrap()
             }
         };
+        let (lock_key, record_key) = (backend.redis_key(&full), store.redis_key(&full));
+        let fence_key = format!("{lock_key}:fence");
 
         let claim = runs(&client, "u", &key, 100, InFlight::Conflict).await;
-        let record: Vec<u8> = redis::cmd("GET")
-            .arg(store.redis_key(&full))
-            .query_async(&mut raw)
-            .await
-            .unwrap();
+        let fence = claim.info().fence.get();
+        let record = get(record_key).await.expect("a record");
         let header = String::from_utf8_lossy(&record).into_owned();
         assert!(
-            header.starts_with(&format!("lc1 I {:020} ", claim.info().fence.get())),
+            header.starts_with(&format!("lc1 I {fence:020} ")),
             "in flight under the claim's fence: {header}"
         );
-        assert_eq!(counter(&mut raw).await, Some(claim.info().fence.get()));
+        let granted = get(fence_key.clone()).await;
+        assert_eq!(granted, Some(fence.to_string().into_bytes()));
         claim.complete(response("paid")).await.unwrap();
         // The completion released the lease in the same script: free as `complete` returns.
-        let lock: Option<String> = redis::cmd("GET")
-            .arg(backend.redis_key(&full))
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(lock, None, "the lease is released with the completion");
+        assert_eq!(
+            get(lock_key.clone()).await,
+            None,
+            "the lease is released with the completion"
+        );
 
-        let granted = counter(&mut raw).await;
         for _ in 0..3 {
             assert!(matches!(
                 client
@@ -545,13 +531,12 @@ async fn a_redis_replay_takes_no_lease() {
                 Begin::Mismatch
             ));
         }
-        assert_eq!(counter(&mut raw).await, granted, "a replay took a lease");
-        let lock: Option<String> = redis::cmd("GET")
-            .arg(backend.redis_key(&full))
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(lock, None, "no lease is held after the replays");
+        assert_eq!(get(fence_key).await, granted, "a replay took a lease");
+        assert_eq!(
+            get(lock_key).await,
+            None,
+            "no lease is held after the replays"
+        );
     })
     .await
     .unwrap();

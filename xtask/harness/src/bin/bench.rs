@@ -56,6 +56,10 @@ async fn main() {
         }
         Some(other) => usage_error(&format!("--load takes no value (got {other:?})")),
     };
+    let iterations = flags
+        .number("iterations", 3000)
+        .unwrap_or_else(|e| usage_error(&e))
+        .max(10) as usize;
     match flags.get("only") {
         None => {}
         Some("fair") if kind == BackendKind::Redis => {
@@ -66,11 +70,7 @@ async fn main() {
         Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
         Some("uncontended") => {}
         Some("cache-layer") if kind == BackendKind::Redis => {
-            let iterations = flags
-                .number("iterations", 3000)
-                .unwrap_or_else(|e| usage_error(&e));
-            let report =
-                lock_harness::middleware_bench::run(&redis_url(&flags), iterations as usize).await;
+            let report = lock_harness::middleware_bench::run(&redis_url(&flags), iterations).await;
             write_report(&report_name("cache-layer", load.is_some()), &report);
             return;
         }
@@ -79,10 +79,6 @@ async fn main() {
             "--only {other:?}: the filters are `fair`, `uncontended` and `cache-layer`"
         )),
     }
-    let iterations = flags
-        .number("iterations", 3000)
-        .unwrap_or_else(|e| usage_error(&e))
-        .max(10) as usize;
     let seconds = flags
         .number("seconds", 2)
         .unwrap_or_else(|e| usage_error(&e))

@@ -71,12 +71,12 @@ impl EtcdBackend {
                     .or_else([
                         waiting_put,
                         etcd::TxnOp::get(spec.key.clone(), None),
-                        spec.range(),
+                        spec.range(None),
                     ]),
                 None => etcd::Txn::new().and_then([
                     waiting_put,
                     etcd::TxnOp::get(spec.key.clone(), None),
-                    spec.range(),
+                    spec.range(None),
                     spec.size_read(),
                 ]),
             };
@@ -130,7 +130,12 @@ impl EtcdBackend {
                 }
                 self.spare(lease);
             }
-            let look = read_look(spec, create_revision, gets.get(1), gets.get(2));
+            let look = match read_look(spec, create_revision, gets.get(1), gets.get(2), false) {
+                Some(look) => Some(look),
+                // Our entry was there before (a put keeps its create revision), or a key of
+                // another writer is in the range: read the whole queue.
+                None => self.look_whole(spec, &queued).await?,
+            };
             return Ok(match look {
                 Some(look) => Enqueued::Waits(queued, look),
                 None => {
@@ -160,7 +165,7 @@ impl EtcdBackend {
                     spec.holding.clone(),
                     Some(etcd::PutOptions::new().with_lease(lease.id)),
                 ),
-                spec.range(),
+                spec.range(Some(queued.create_revision)),
                 spec.size_read(),
             ]);
             let sent = Instant::now();
@@ -190,8 +195,18 @@ impl EtcdBackend {
             }
             let revision = reply.header().map_or(0, etcd::ResponseHeader::revision);
             let gets = gets(&reply);
-            let Some(look) = read_look(spec, queued.create_revision, gets.first(), gets.get(1))
-            else {
+            let look = match read_look(
+                spec,
+                queued.create_revision,
+                gets.first(),
+                gets.get(1),
+                false,
+            ) {
+                Some(look) => Some(look),
+                // A key of another writer in the read of two: read the whole queue.
+                None => self.look_whole(spec, queued).await?,
+            };
+            let Some(look) = look else {
                 return Ok(Claim::Gone);
             };
             if matches!(look.admission(spec), Ok(Admission::Granted)) {

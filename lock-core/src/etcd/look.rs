@@ -1,4 +1,11 @@
-//! The queue as one acquisition reads it: all its entries, in create-revision order, and what [`queue_rule::admit`](crate::backend::queue_rule::admit) makes of them.
+//! The queue as one acquisition reads it, in create-revision order, and what
+//! [`queue_rule::admit`](crate::backend::queue_rule::admit) makes of it.
+//!
+//! A lock or a fair lock reads only its own entry and the one just ahead of it: the rule
+//! needs no more (one holder, at the front; nobody behind holds), and a crowd of `n` waiters
+//! each holding the whole queue kept O(n²) in memory: 1,000 waiters on one key cost the
+//! worker +165 MB (`cargo xtask chaos --scenario 10`). A read-write lock and a semaphore read
+//! the whole queue (a downgraded read behind a writer, the permits of everyone ahead).
 
 use etcd_client as etcd;
 
@@ -50,8 +57,32 @@ impl<'r, 'k> Spec<'r, 'k> {
         matches!(self.request.kind, LeaseKind::Permits { .. })
     }
 
+    /// Whether the rule needs only our entry and the one just ahead of it: one holder, at
+    /// the front, and no holder behind it (that is a read-write lock's downgraded read).
+    fn reads_neighbour(&self) -> bool {
+        matches!(self.request.kind, LeaseKind::Exclusive | LeaseKind::Fair)
+    }
+
+    /// The range read of the queue: for a lock or a fair lock, the two newest entries created
+    /// at or before `through` (our entry's create revision; `None` when ours was just put, in
+    /// the same transaction, and so is the newest): ours and the one just ahead. For the other
+    /// kinds, the whole queue by create revision.
+    pub(super) fn range(&self, through: Option<i64>) -> etcd::TxnOp {
+        if !self.reads_neighbour() {
+            return self.whole_range();
+        }
+        let mut options = etcd::GetOptions::new()
+            .with_prefix()
+            .with_sort(etcd::SortTarget::Create, etcd::SortOrder::Descend)
+            .with_limit(2);
+        if let Some(through) = through {
+            options = options.with_max_create_revision(through);
+        }
+        etcd::TxnOp::get(self.prefix.clone(), Some(options))
+    }
+
     /// The range read of the whole queue, by create revision.
-    pub(super) fn range(&self) -> etcd::TxnOp {
+    fn whole_range(&self) -> etcd::TxnOp {
         let options = etcd::GetOptions::new()
             .with_prefix()
             .with_sort(etcd::SortTarget::Create, etcd::SortOrder::Ascend);
@@ -79,11 +110,39 @@ impl Look {
 }
 
 impl EtcdBackend {
-    /// Reads our entry, the queue ahead of it and (for a semaphore) the size: `None` when our
-    /// entry is gone.
+    /// Reads our entry, the queue around it (see [`Spec::range`]) and (for a semaphore) the
+    /// size: `None` when our entry is gone.
     pub(super) async fn look(&self, spec: &Spec<'_, '_>, queued: &Queued) -> Result<Option<Look>> {
+        match self.look_reading(spec, queued, false).await? {
+            Some(None) => self.look_whole(spec, queued).await,
+            read => Ok(read.flatten()),
+        }
+    }
+
+    /// [`look`](Self::look), reading the whole queue whatever the kind: where a read of two
+    /// did not show the queue around our entry (see [`read_look`]).
+    pub(super) async fn look_whole(
+        &self,
+        spec: &Spec<'_, '_>,
+        queued: &Queued,
+    ) -> Result<Option<Look>> {
+        Ok(self.look_reading(spec, queued, true).await?.flatten())
+    }
+
+    /// One look: `None` when our entry is gone, `Some(None)` when the read does not show the
+    /// queue around it (see [`read_look`]). `whole`: read the whole queue whatever the kind.
+    async fn look_reading(
+        &self,
+        spec: &Spec<'_, '_>,
+        queued: &Queued,
+        whole: bool,
+    ) -> Result<Option<Option<Look>>> {
         let own = queued.key.clone();
-        let range = spec.range();
+        let range = if whole {
+            spec.whole_range()
+        } else {
+            spec.range(Some(queued.create_revision))
+        };
         let size = spec.size_read();
         let reply = self
             .call("acquire", |mut c| {
@@ -104,12 +163,13 @@ impl EtcdBackend {
         if !ours {
             return Ok(None);
         }
-        Ok(read_look(
+        Ok(Some(read_look(
             spec,
             queued.create_revision,
             gets.get(1),
             gets.get(2),
-        ))
+            whole,
+        )))
     }
 }
 
@@ -125,20 +185,38 @@ pub(super) fn gets(reply: &etcd::TxnResponse) -> Vec<etcd::GetResponse> {
         .collect()
 }
 
-/// The queue from a range read (and the size from its read): `None` when our
-/// entry is not in it.
+/// The queue from a range read (and the size from its read): of [`Spec::range`], or of the
+/// whole queue (`whole`). `None` when the read does not show the queue around our entry, and
+/// the queue is to be read whole: our entry is not in it at `create_revision` (gone, or, in a
+/// read of two, not the newer of the two), or a read of two holds a key that is no entry of
+/// ours (written by something else), which may hide the entry just ahead; reading the whole
+/// queue skips such keys.
 pub(super) fn read_look(
     spec: &Spec<'_, '_>,
     create_revision: i64,
     range: Option<&etcd::GetResponse>,
     size: Option<&etcd::GetResponse>,
+    whole: bool,
 ) -> Option<Look> {
     let mut entries = Vec::new();
     let mut me = None;
-    // The whole queue: an entry behind ours that holds (a writer's downgraded read) still
-    // blocks a writer ahead of it.
-    for kv in range.map(etcd::GetResponse::kvs).unwrap_or_default() {
+    let of_two = !whole && spec.reads_neighbour();
+    let mut kvs: Vec<&etcd::KeyValue> = range
+        .map(etcd::GetResponse::kvs)
+        .unwrap_or_default()
+        .iter()
+        .collect();
+    if of_two {
+        // Read newest first.
+        kvs.reverse();
+    }
+    // The whole queue, for the other kinds: an entry behind ours that holds (a writer's
+    // downgraded read) still blocks a writer ahead of it.
+    for kv in kvs {
         let Some(owner) = owner_of(&spec.prefix, kv.key()) else {
+            if of_two {
+                return None;
+            }
             continue;
         };
         if kv.key() == spec.key.as_bytes() {
@@ -157,12 +235,14 @@ pub(super) fn read_look(
             },
         });
     }
+    let me = me?;
+    if of_two && me + 1 != entries.len() {
+        // Ours is not the newest of the two (it was put before, and others after it): what
+        // is ahead of it was not read.
+        return None;
+    }
     let size = size
         .and_then(|get| get.kvs().first())
         .and_then(|kv| std::str::from_utf8(kv.value()).ok()?.parse().ok());
-    Some(Look {
-        entries,
-        me: me?,
-        size,
-    })
+    Some(Look { entries, me, size })
 }

@@ -287,3 +287,44 @@ async fn each_primitive_has_its_own_range() {
         assert!(guard.release().await.unwrap());
     }
 }
+
+/// A lock's waiter reads only its own entry and the one just ahead of it; a key in the
+/// queue's range that is no entry (written by something else) sits between the two here, and
+/// must not hide the holder: the waiter reads the whole queue then, and waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_key_in_the_queue_does_not_hide_the_holder() {
+    let Some(h) = etcd().await else { return };
+    let (a, b) = (h.client().await, h.client().await);
+    let key = unique_key("foreign");
+    let guard = a.lock(&key).await.unwrap();
+    let full = guard.key().full().to_owned();
+    let foreign = format!(
+        "{}written-by-another-tool",
+        h.names.queue_prefix(LeaseKind::Exclusive, &full)
+    );
+    h.admin
+        .clone()
+        .put(foreign.clone(), "x", None)
+        .await
+        .unwrap();
+    assert!(
+        b.lock(&key).try_acquire().await.unwrap().is_none(),
+        "a waiter took the lock past its holder"
+    );
+    let waiter = tokio::spawn({
+        let key = key.clone();
+        async move { b.lock(&key).await.unwrap() }
+    });
+    eventually("the waiter queued", || async { h.queued(&full).await == 2 }).await;
+    assert!(
+        !waiter.is_finished(),
+        "a waiter took the lock past its holder"
+    );
+    assert!(guard.release().await.unwrap());
+    let next = timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter was not woken")
+        .unwrap();
+    assert!(next.release().await.unwrap());
+    h.admin.clone().delete(foreign, None).await.unwrap();
+}

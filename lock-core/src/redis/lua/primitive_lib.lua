@@ -53,12 +53,11 @@ local function extend(owner, ms)
   extend_keys(NOW + ms)
 end
 
+-- The holders' zset and leases' hash hold the same owners (every change writes both), so the
+-- last holder's removal leaves both empty, and Redis deletes an empty key itself.
 local function release_holder(owner)
   redis.call('ZREM', KEYS[1], owner)
   redis.call('HDEL', KEYS[2], owner)
-  if redis.call('ZCARD', KEYS[1]) == 0 then
-    redis.call('DEL', KEYS[1], KEYS[2])
-  end
 end
 
 -- Drops leases that ran out and entries of waiters that stopped re-checking; returns how many

@@ -97,7 +97,7 @@ Commands:
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS
                                 (`--backend <server>` brings that server up first;
                                 `--load`: a busy process on every core beside it;
-                                `--only fair|uncontended|cache-layer`: one figure)
+                                `--only fair|uncontended|cache-layer|idempotency`: one figure)
   bench --allocations [--backend memory|redis] [--cycles N]
                                 Allocations per uncontended acquire+release beside
                                 the floor's, and the top allocation sites (a DHAT

@@ -15,7 +15,8 @@
 //! (`lock_harness::fair_bench`), written to `target/bench/fair.json`; `--only uncontended` only
 //! the first figure (acquire+release on one task, rslock beside it on Redis), for a profiler
 //! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`);
-//! `--only cache-layer` the response cache layer's hit against the hand-written GET layer.
+//! `--only cache-layer` the response cache layer's hit against the hand-written GET layer;
+//! `--only idempotency` the idempotency layer's first request and replay.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,8 +76,17 @@ async fn main() {
             return;
         }
         Some("cache-layer") => usage_error("--only cache-layer runs on Redis: add --backend redis"),
+        Some("idempotency") if kind == BackendKind::Redis => {
+            let report =
+                lock_harness::idempotency_bench::run(&redis_url(&flags), iterations).await;
+            write_report(&report_name("idempotency", load.is_some()), &report);
+            return;
+        }
+        Some("idempotency") => {
+            usage_error("--only idempotency runs on Redis: add --backend redis")
+        }
         Some(other) => usage_error(&format!(
-            "--only {other:?}: the filters are `fair`, `uncontended` and `cache-layer`"
+            "--only {other:?}: the filters are `fair`, `uncontended`, `cache-layer` and `idempotency`"
         )),
     }
     let seconds = flags

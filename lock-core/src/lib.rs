@@ -91,6 +91,7 @@ pub use lock::guard::LockGuard;
 pub use lock::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lock::key_template::KeyTemplate;
 pub use lock::lost::{LossSignal, LostReason};
+pub use lock::multi::{MultiGuard, MultiLock, PartLost};
 pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;
 pub use lock::token::{FencingToken, OwnerToken};

@@ -1,5 +1,5 @@
 //! The core lock: what a caller holds and how it is kept. [`client`] (with its [`client_builder`]) and [`request`] acquire,
-//! [`guard`] is the held lock, [`held`] the state its guards share, [`watchdog`] keeps leases
+//! [`guard`] is the held lock, [`multi`] several taken as one, [`held`] the state its guards share, [`watchdog`] keeps leases
 //! alive, [`lost`] tells a holder when one is gone, [`abandoned`] cleans up after acquisitions
 //! that never reached their caller ([`stop_flag`]: the set-once flag a lease's tasks wait on); keys ([`key_template`] builds them from templates), owners,
 //! tokens, lease settings and errors beside them ([`fn_error`]: what a `#[distributed_lock]` fn's
@@ -15,6 +15,7 @@ pub(crate) mod held;
 pub(crate) mod key;
 pub(crate) mod key_template;
 pub(crate) mod lost;
+pub(crate) mod multi;
 pub(crate) mod owner;
 pub(crate) mod request;
 pub(crate) mod stop_flag;

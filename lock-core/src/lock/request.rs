@@ -21,6 +21,17 @@ use crate::{
 
 static LEASE_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// A request's place in a [`MultiLock`](crate::MultiLock)'s order (see [`LockRequest::place`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RequestPlace {
+    pub(crate) full_key: String,
+    /// The primitive (a read and a write lock of one name are one read-write lock).
+    pub(crate) primitive: &'static str,
+    pub(crate) backend: &'static str,
+    /// The client, by address: the same lock twice is two requests on one client.
+    pub(crate) client: usize,
+}
+
 /// A lock request being configured; finish it with one of the `acquire` methods, or `.await`
 /// it to wait as long as it takes.
 ///
@@ -85,6 +96,22 @@ impl<'a> LockRequest<'a> {
     pub fn owner(mut self, owner: &LockOwner) -> Self {
         self.owner = Some(owner.clone());
         self
+    }
+
+    /// Where this request stands among others of a [`MultiLock`](crate::MultiLock): its
+    /// full key, primitive and backend (the order every process takes them in), and its client
+    /// (to refuse the same lock twice). An invalid key is refused here.
+    pub(crate) fn place(&self) -> Result<RequestPlace> {
+        let inner = &self.client.inner;
+        Ok(RequestPlace {
+            full_key: LockKey::new(&inner.namespace, &self.key)?.full().to_owned(),
+            primitive: match self.kind {
+                LeaseKind::Read | LeaseKind::Write => "read-write lock",
+                kind => kind.name(),
+            },
+            backend: inner.backend.capabilities().backend,
+            client: Arc::as_ptr(inner) as usize,
+        })
     }
 
     /// Tries once: `Ok(None)` when another owner holds the lock.

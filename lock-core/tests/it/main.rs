@@ -44,6 +44,7 @@ mod lease_timing;
 mod memory;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod multi_lock;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

@@ -16,11 +16,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::lock::request::RequestPlace;
+use crate::lock::request::{granted, RequestPlace};
 use crate::{LockError, LockGuard, LockKey, LockRequest, LostReason, Result, WaitPolicy};
 
-/// Several lock requests taken together: all or none, in a canonical order (see the
-/// [module docs](self)).
+/// Several lock requests taken together: all or none, in one order every process shares
+/// (by full key, then primitive, then backend, whatever order they were given in), so two
+/// multi-locks over overlapping keys never wait for each other in a circle. The parts may be
+/// on different backends, and may be any lock request (a lock, a fair lock, either side of a
+/// read-write lock) with its own settings. When one cannot be had, the parts already taken
+/// are released, last first, before the answer returns; an acquisition dropped half-way
+/// releases them through their guards' drop.
 ///
 /// ```
 /// use std::time::Duration;
@@ -122,14 +127,7 @@ impl<'a> IntoFuture for MultiLock<'a> {
     /// Waits without limit for every part; only a backend failure or bad input ends the wait
     /// early.
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            self.acquire_with(WaitPolicy::Forever)
-                .await?
-                .ok_or_else(|| LockError::Protocol {
-                    backend: "client",
-                    detail: "an unlimited wait ended without a grant".to_owned(),
-                })
-        })
+        Box::pin(async move { granted(self.acquire_with(WaitPolicy::Forever).await?) })
     }
 }
 

@@ -320,13 +320,15 @@ impl<'a> IntoFuture for LockRequest<'a> {
 
     /// Waits without limit; only a backend failure or bad input ends the wait early.
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            self.acquire_with(WaitPolicy::Forever)
-                .await?
-                .ok_or_else(|| LockError::Protocol {
-                    backend: "client",
-                    detail: "an unlimited wait ended without a grant".to_owned(),
-                })
-        })
+        Box::pin(async move { granted(self.acquire_with(WaitPolicy::Forever).await?) })
     }
+}
+
+/// What an unlimited wait ([`WaitPolicy::Forever`]) came to: it never ends without a grant
+/// (only a backend failure or bad input ends it early), so `None` is a protocol error.
+pub(crate) fn granted<T>(acquired: Option<T>) -> Result<T> {
+    acquired.ok_or_else(|| LockError::Protocol {
+        backend: "client",
+        detail: "an unlimited wait ended without a grant".to_owned(),
+    })
 }

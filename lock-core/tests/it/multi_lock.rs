@@ -14,6 +14,12 @@ fn memory() -> LockClient {
     LockClient::new(MemoryBackend::new())
 }
 
+/// `key` on `client`, taken at once by `owner` (another owner than the test's task).
+async fn held_by(client: &LockClient, key: &str, owner: &LockOwner) -> lock_core::LockGuard {
+    let guard = client.lock(key).owner(owner).try_acquire().await.unwrap();
+    guard.expect("the key is free")
+}
+
 /// Whether `owner` can take `key` on `client` at once (and gives it back).
 async fn free(client: &LockClient, key: &str, owner: &LockOwner) -> bool {
     match client.lock(key).owner(owner).try_acquire().await.unwrap() {
@@ -29,8 +35,7 @@ async fn a_busy_part_leaves_none_held() {
     let (a, b) = (memory(), memory());
     let [x, y, z] = ["x", "y", "z"].map(|n| unique_key(&format!("busy-{n}")));
     let other = LockOwner::new();
-    let blocker = a.lock(&y).owner(&other).try_acquire().await.unwrap();
-    let blocker = blocker.expect("y is free");
+    let blocker = held_by(&a, &y, &other).await;
     // Given out of order: taken x, y, z, so x is held when y turns out busy.
     let multi = || MultiLock::new([b.lock(&z), a.lock(&y), a.lock(&x)]);
     assert!(multi().try_acquire().await.unwrap().is_none());
@@ -58,13 +63,7 @@ async fn waits_in_key_order_holding_nothing_later() {
     let (p, q) = (unique_key("order-a"), unique_key("order-b"));
     assert!(p < q);
     let other = LockOwner::new();
-    let first = a
-        .lock(&p)
-        .owner(&other)
-        .try_acquire()
-        .await
-        .unwrap()
-        .unwrap();
+    let first = held_by(&a, &p, &other).await;
     let waiting = tokio::spawn({
         let (a, p, q) = (a.clone(), p.clone(), q.clone());
         // Given the later key first.
@@ -188,13 +187,7 @@ async fn a_dropped_acquisition_releases_what_it_took() {
     let a = memory();
     let (x, y) = (unique_key("drop-x"), unique_key("drop-y"));
     let other = LockOwner::new();
-    let blocker = a
-        .lock(&y)
-        .owner(&other)
-        .try_acquire()
-        .await
-        .unwrap()
-        .unwrap();
+    let blocker = held_by(&a, &y, &other).await;
     let waiting = tokio::spawn({
         let (a, x, y) = (a.clone(), x.clone(), y.clone());
         async move { MultiLock::new([a.lock(&x), a.lock(&y)]).await }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use lock_core::breaker::BreakerState;
 use lock_core::cache::{Cache, CacheError, CacheStatus, OnBackendError};
 use lock_core::http::keyed::{KeyedLockOptions, RequestLock};
-use lock_core::idempotency::{Fingerprint, Idempotency, InFlight};
-use lock_core::results::RedisResultStore;
+use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+use lock_core::results::{RedisResultStore, StoredResponse};
 use lock_core::testing::{free_port, server_url, unique, LogLines, RedisServer};
 use lock_core::{LockClient, RedisBackend};
 use tokio::time::{timeout, Instant};
@@ -123,6 +123,15 @@ async fn outage(lines: &'static LogLines) {
         .unwrap();
     assert_eq!(warm.status, CacheStatus::Computed);
     lines.take();
+    // A request whose handler is running as Redis dies.
+    let fingerprint = Fingerprint::builder("POST", "/pay").finish();
+    let running = idempotency
+        .begin("alice", "paid-as-it-died", fingerprint, InFlight::Conflict)
+        .await
+        .unwrap();
+    let Begin::Run(running) = running else {
+        panic!("a new key runs");
+    };
 
     server.kill();
     let down_at = Instant::now();
@@ -141,6 +150,18 @@ async fn outage(lines: &'static LogLines) {
         );
     }
     let known_after = down_at.elapsed();
+    // Its response cannot be stored: the error says so (and the store_failed count), not a
+    // log line of its own: the breaker's WARN told the outage once.
+    let response = StoredResponse {
+        status: 201,
+        headers: Vec::new(),
+        body: b"paid".to_vec(),
+        initial_age: Duration::ZERO,
+        fresh: Duration::ZERO,
+    };
+    let stored = running.complete(response).await;
+    assert!(stored.expect_err("Redis is down").is_unavailable());
+    assert_eq!(idempotency.stats().store_failed, 1);
 
     let before = origin.calls();
     let mut slowest = Duration::ZERO;

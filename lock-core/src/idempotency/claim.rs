@@ -149,7 +149,13 @@ impl Claim {
             }
             Err(error) => {
                 Counters::add(&idempotency.inner.counters.store_failed);
-                tracing::error!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
+                // The backend's breaker reports an outage once (and `store_failed` counts
+                // this); anything else is an error of its own.
+                if error.is_unavailable() {
+                    tracing::debug!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
+                } else {
+                    tracing::error!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
+                }
                 if let Some(guard) = guard {
                     guard.abandon();
                 }
@@ -210,9 +216,16 @@ impl Claim {
         let stored = inner
             .put_record(&self.key, self.info.fence, &entry, Replace::OlderOrSame)
             .await;
-        if let Err(error) = stored {
-            // The answer is known all the same; the next duplicate finds the point again.
-            tracing::warn!(key = %self.key, error = %error.with_causes(), "completing a record from its recovery point failed");
+        match stored {
+            Ok(_) => {}
+            // The answer is known all the same; the next duplicate finds the point again. The
+            // backend's breaker reports an outage once.
+            Err(error) if error.is_unavailable() => {
+                tracing::debug!(key = %self.key, error = %error.with_causes(), "completing a record from its recovery point failed");
+            }
+            Err(error) => {
+                tracing::warn!(key = %self.key, error = %error.with_causes(), "completing a record from its recovery point failed");
+            }
         }
         drop(self.guard);
         Ok(Begin::Replay(completed))

@@ -353,7 +353,13 @@ fn judge(
         ));
     }
     if error > 0 {
-        m.violation(format!("{error} ERROR line(s) over the outage"));
+        let first = over_outage
+            .iter()
+            .find(|e| level_of(e) == "ERROR")
+            .map_or("", |e| e.fields.as_str());
+        m.violation(format!(
+            "{error} ERROR line(s) over the outage, the first: {first}"
+        ));
     }
     let back_lines = over_outage
         .iter()

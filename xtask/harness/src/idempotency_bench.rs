@@ -6,10 +6,15 @@
 //!   on its own connection);
 //! - a **replay** (a completed key) through the layer against that raw `GET`, and against the
 //!   same handler behind a hand-written Redis-`GET` layer (the response cache bench's floor),
-//!   which adds the router and the response to the raw round trip.
+//!   which adds the router and the response to the raw round trip;
+//! - where a replay's time goes: a raw `EVALSHA` of a script that reads the bytes and returns
+//!   them (the server's script cost over the `GET`), `Idempotency::completed` (lock-core's
+//!   plain read of the record) and `Idempotency::begin` on the completed key (the replay
+//!   without HTTP: the claim script and the lock client around it).
 //!
 //! Each sample is one `POST /pay` through an axum `Router`, in process (`oneshot`), body read
-//! whole; the three kinds of sample are interleaved so drift hits them alike.
+//! whole, or one call of the step measured; the kinds of sample are interleaved so drift hits
+//! them alike.
 
 use std::time::Duration;
 
@@ -18,7 +23,8 @@ use axum::http::Request;
 use axum::routing::post;
 use axum::Router;
 use http_body_util::BodyExt;
-use lock_core::idempotency::Idempotency;
+use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+use lock_core::results::StoredResponse;
 use lock_tower::IdempotencyLayer;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -42,6 +48,7 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         .namespace(format!("bench-idem-{}", std::process::id()))
         .build()
         .expect("idempotency");
+    let core = idempotency.clone();
     let layered = Router::new().route("/pay", post(pay)).layer(
         IdempotencyLayer::builder(idempotency)
             .build()
@@ -68,7 +75,46 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         .await
         .expect("SET");
 
-    let mut samples: [Vec<Duration>; 5] = Default::default();
+    // A replay through lock-core alone (no HTTP): the same script and record decoding, without
+    // the layer's request and response handling; and lock-core's plain read of the record.
+    let fingerprint = Fingerprint::builder("POST", "/pay")
+        .body(BODY.as_bytes())
+        .finish();
+    let core_key = "core-replayed";
+    let Begin::Run(claim) = core
+        .begin("bench", core_key, fingerprint, InFlight::Conflict)
+        .await
+        .expect("claim")
+    else {
+        panic!("a new key runs");
+    };
+    claim
+        .complete(StoredResponse {
+            status: 201,
+            headers: vec![(
+                "content-type".to_owned(),
+                b"application/octet-stream".to_vec(),
+            )],
+            body: vec![b'r'; 128],
+            initial_age: Duration::ZERO,
+            fresh: Duration::ZERO,
+        })
+        .await
+        .expect("complete");
+
+    // The script floor: a raw EVALSHA of a script that reads the stored bytes and returns
+    // them, with arguments the size of a claim's (an owner token, an in-flight record).
+    let script = redis::Script::new(
+        "local r = redis.call('GET', KEYS[1]) if r then return {2, 0, r} end return 1",
+    );
+    let _: redis::Value = script
+        .key(&raw_key)
+        .invoke_async(&mut redis)
+        .await
+        .expect("SCRIPT LOAD");
+    let sha = script.get_hash().to_owned();
+
+    let mut samples: [Vec<Duration>; 8] = Default::default();
     for i in 0..iterations {
         let start = Instant::now();
         assert_eq!(call(&layered, Some(&format!("first-{i}"))).await, 201);
@@ -89,15 +135,38 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         let start = Instant::now();
         call(&plain, None).await;
         samples[4].push(start.elapsed());
+        let start = Instant::now();
+        let begun = core
+            .begin("bench", core_key, fingerprint, InFlight::Conflict)
+            .await
+            .expect("replay");
+        assert!(matches!(begun, Begin::Replay(_)));
+        samples[5].push(start.elapsed());
+        let start = Instant::now();
+        let read = core.completed("bench", core_key).await.expect("read");
+        assert!(read.is_some());
+        samples[6].push(start.elapsed());
+        let start = Instant::now();
+        let _: redis::Value = redis::cmd("EVALSHA")
+            .arg(&sha)
+            .arg(1)
+            .arg(&raw_key)
+            .arg("0123456789abcdef0123456789abcdef")
+            .arg(vec![b'i'; 120])
+            .query_async(&mut redis)
+            .await
+            .expect("EVALSHA");
+        samples[7].push(start.elapsed());
     }
-    let [first, bare, replay, raw_get, plain_layer] = samples.map(|mut s| Summary::of(&mut s));
+    let [first, bare, replay, raw_get, plain_layer, core_replay, core_read, raw_eval] =
+        samples.map(|mut s| Summary::of(&mut s));
     let round_trip = raw_get.mean.as_secs_f64();
     let extra_round_trips = (first.mean.as_secs_f64() - bare.mean.as_secs_f64()) / round_trip;
     let replay_ratio = replay.mean.as_secs_f64() / round_trip;
     let replay_vs_layer = replay.mean.as_secs_f64() / plain_layer.mean.as_secs_f64();
     let line = |name: &str, s: &Summary| {
         println!(
-            "  {name:<34}mean {:>10}  p50 {:>10}  p99 {:>10}",
+            "  {name:<38}mean {:>10}  p50 {:>10}  p99 {:>10}",
             micros(s.mean),
             micros(s.p50),
             micros(s.p99)
@@ -109,6 +178,10 @@ pub async fn run(url: &str, iterations: usize) -> Value {
     line("replay (completed key)", &replay);
     line("  floor: raw GET of the stored bytes", &raw_get);
     line("  hand-written GET layer", &plain_layer);
+    println!("  where a replay's time goes (diagnostic):");
+    line("  raw EVALSHA reading the bytes", &raw_eval);
+    line("  Idempotency::completed (a GET)", &core_read);
+    line("  Idempotency::begin, a replay", &core_replay);
     println!(
         "  first request: {extra_round_trips:.2} raw round trips over the bare handler; \
          replay: {replay_ratio:.2}× the raw GET, {replay_vs_layer:.2}× the hand-written GET layer (means)"
@@ -120,6 +193,9 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         "replay_us": { "mean": us(replay.mean), "p99": us(replay.p99) },
         "raw_get_us": { "mean": us(raw_get.mean), "p99": us(raw_get.p99) },
         "plain_get_layer_us": { "mean": us(plain_layer.mean), "p99": us(plain_layer.p99) },
+        "core_replay_us": { "mean": us(core_replay.mean), "p99": us(core_replay.p99) },
+        "core_read_us": { "mean": us(core_read.mean), "p99": us(core_read.p99) },
+        "raw_evalsha_us": { "mean": us(raw_eval.mean), "p99": us(raw_eval.p99) },
         "first_extra_round_trips": extra_round_trips,
         "replay_ratio_raw_get": replay_ratio,
         "replay_ratio_get_layer": replay_vs_layer,

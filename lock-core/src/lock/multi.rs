@@ -92,8 +92,10 @@ impl<'a> MultiLock<'a> {
     /// already taken are released.
     pub async fn acquire_with(self, wait: WaitPolicy) -> Result<Option<MultiGuard>> {
         let parts = ordered(self.parts)?;
+        // One deadline for all the parts (a wait too long to represent has none: each part
+        // then waits as long as it takes); trying once tries each part once.
         let deadline = match wait {
-            WaitPolicy::Within(wait) => Some(Instant::now() + wait),
+            WaitPolicy::Within(_) => wait.deadline(Instant::now()),
             WaitPolicy::Try | WaitPolicy::Forever => None,
         };
         let mut held: Vec<LockGuard> = Vec::with_capacity(parts.len());

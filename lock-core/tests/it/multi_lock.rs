@@ -173,7 +173,9 @@ async fn bad_requests_are_typed_errors() {
     assert!(invalid.is_err(), "an empty key was taken");
     assert!(free(&a, &x, &LockOwner::new()).await);
     // A wait too long to represent is a wait without a deadline, not a panic.
-    let long = MultiLock::new([a.lock(&x)]).acquire_within(Duration::MAX).await;
+    let long = MultiLock::new([a.lock(&x)])
+        .acquire_within(Duration::MAX)
+        .await;
     assert!(long.unwrap().expect("free").release().await.unwrap());
     // The same key on two clients is two locks (two servers, say): both are taken.
     let b = memory();

@@ -199,7 +199,7 @@ pub struct Report {
     pub failed_orders: Vec<String>,
     /// Lock hold times reported by the lock strategy, in µs.
     pub held_us: Vec<u64>,
-    /// The first few error bodies, for the report.
+    /// The first few error bodies, and the first of each status, for the report.
     pub error_samples: Vec<String>,
     /// Wall time of the run.
     pub elapsed: Duration,
@@ -237,9 +237,12 @@ impl Report {
             ReplyKind::Busy => self.busy += 1,
             ReplyKind::Error => {
                 self.errors += 1;
-                if self.error_samples.len() < 3 {
-                    self.error_samples
-                        .push(format!("{}: {}", reply.status, reply.body));
+                // The first three, and the first of each other status (a rare transport
+                // failure, status 0, says what it was).
+                let prefix = format!("{}: ", reply.status);
+                let new_status = !self.error_samples.iter().any(|s| s.starts_with(&prefix));
+                if self.error_samples.len() < 3 || new_status {
+                    self.error_samples.push(format!("{prefix}{}", reply.body));
                 }
                 self.failed_orders.push(order);
             }

@@ -146,16 +146,24 @@ fn ordered(parts: Vec<LockRequest<'_>>) -> Result<Vec<LockRequest<'_>>> {
         .into_iter()
         .map(|part| Ok((part.place()?, part)))
         .collect::<Result<_>>()?;
-    placed.sort_by(|a, b| a.0.cmp(&b.0));
-    if let Some(twice) = placed.windows(2).find(|w| w[0].0 == w[1].0) {
+    let twice = placed
+        .iter()
+        .enumerate()
+        .find(|(i, (place, _))| placed[..*i].iter().any(|(seen, _)| seen == place));
+    if let Some((_, (place, _))) = twice {
         return Err(LockError::InvalidInput {
             what: "multi-lock",
             reason: format!(
                 "the {} {:?} is asked for twice on one client",
-                twice[0].0.primitive, twice[0].0.full_key
+                place.primitive, place.full_key
             ),
         });
     }
+    // A stable sort on what every process sees alike: one key on two clients (two servers)
+    // keeps the order it was given in.
+    placed.sort_by(|(a, _), (b, _)| {
+        (&a.full_key, a.primitive, a.backend).cmp(&(&b.full_key, b.primitive, b.backend))
+    });
     Ok(placed.into_iter().map(|(_, part)| part).collect())
 }
 

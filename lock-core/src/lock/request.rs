@@ -22,13 +22,14 @@ use crate::{
 static LEASE_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// A request's place in a [`MultiLock`](crate::MultiLock)'s order (see [`LockRequest::place`]).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RequestPlace {
     pub(crate) full_key: String,
     /// The primitive (a read and a write lock of one name are one read-write lock).
     pub(crate) primitive: &'static str,
     pub(crate) backend: &'static str,
-    /// The client, by address: the same lock twice is two requests on one client.
+    /// The client, by address: the same lock twice is two requests on one client (never
+    /// part of the order, which must be the same in every process).
     pub(crate) client: usize,
 }
 

@@ -102,6 +102,8 @@ pub use primitives::latch::CountDownLatch;
 pub use primitives::read_write::ReadWriteLock;
 pub use primitives::semaphore::Semaphore;
 #[cfg(feature = "redis")]
+pub use redis::redlock::{RedLock, RedLockBuilder};
+#[cfg(feature = "redis")]
 pub use redis::RedisBackend;
 #[cfg(feature = "mysql")]
 pub use sql::{MySqlBackend, MySqlBackendBuilder};

@@ -104,6 +104,7 @@ mod primitive_keys;
 mod primitives;
 mod queue;
 pub(crate) mod record_claim;
+pub mod redlock;
 pub(crate) mod script_call;
 mod scripts;
 mod semaphore;

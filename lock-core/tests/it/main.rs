@@ -55,6 +55,8 @@ mod redis;
 mod redis_primitives;
 #[cfg(feature = "redis")]
 mod redis_restart;
+#[cfg(feature = "redis")]
+mod redlock;
 mod result_store;
 mod stock;
 #[cfg(feature = "zookeeper")]

@@ -1,0 +1,252 @@
+//! [`LockBackend`] for [`RedLock`]: each call fanned out to the nodes and decided by majority.
+
+use std::time::Duration;
+
+use tokio::time::{sleep_until, Instant};
+
+use super::fan_out::{on_every_node, tally, Answer, Tally};
+use super::lease::RedLockLease;
+use super::token::token;
+use super::{RedLock, BACKEND};
+use crate::backend::{jitter, Abandoned};
+use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::redis::{RedisLease, FENCE_RETENTION};
+use crate::{LockKey, OwnerToken, Result};
+
+/// What one round of lock scripts came to.
+enum Round {
+    /// A quorum granted, and a quorum's counters are at the token's.
+    Granted(Grant<RedLockLease>),
+    /// Too few grants (another owner holds the key on enough nodes), everything given back.
+    Busy,
+}
+
+impl RedLock {
+    /// One round: the lock script on every node, the fence floor where needed; on failure,
+    /// everything given back.
+    async fn round(&self, request: &AcquireRequest<'_>) -> Result<Round> {
+        let inner = &*self.inner;
+        let sent = Instant::now();
+        let answers = on_every_node(&inner.nodes, inner.node_timeout, |_, node| {
+            let mut once = AcquireRequest::new(request.key, request.owner, request.ttl, Some(sent));
+            once.fence_retention = request.fence_retention;
+            async move { node.acquire(once).await }
+        })
+        .await;
+        let mut granted: Vec<Option<Grant<RedisLease>>> = Vec::with_capacity(answers.len());
+        let mut answered = Tally::default();
+        for answer in answers {
+            let grant = match answer {
+                Some(Ok(grant)) => {
+                    answered.answered += 1;
+                    grant
+                }
+                Some(Err(error)) => {
+                    answered.failure.get_or_insert_with(|| error.with_causes());
+                    None
+                }
+                None => {
+                    answered
+                        .failure
+                        .get_or_insert_with(|| "no answer in time".to_owned());
+                    None
+                }
+            };
+            granted.push(grant);
+        }
+        let grants = granted.iter().flatten().count();
+        if grants >= inner.quorum {
+            if let Some(token) = self.fence(request, &granted).await {
+                let leases = granted.into_iter().map(|g| g.map(|g| g.lease)).collect();
+                let lease = RedLockLease::new(leases, request.key.clone(), request.owner);
+                return Ok(Round::Granted(Grant::new(lease, token, sent)));
+            }
+        }
+        self.give_back(request.key, request.owner, granted).await;
+        if answered.answered < inner.quorum {
+            return Err(answered.unavailable("acquire", inner.quorum, inner.nodes.len()));
+        }
+        Ok(Round::Busy)
+    }
+
+    /// The token of a quorum's grants, once a quorum of nodes has a counter at least its
+    /// counter (the module docs' step 1); `None` when too few confirm the floor.
+    async fn fence(
+        &self,
+        request: &AcquireRequest<'_>,
+        granted: &[Option<Grant<RedisLease>>],
+    ) -> Option<crate::FencingToken> {
+        let inner = &*self.inner;
+        let counters: Vec<Option<u64>> = granted
+            .iter()
+            .map(|g| g.as_ref().map(|g| g.fence.get()))
+            .collect();
+        let top = counters.iter().flatten().copied().max()?;
+        let first = counters.iter().position(|c| *c == Some(top))?;
+        let at_top = counters.iter().filter(|c| **c == Some(top)).count();
+        if at_top < inner.quorum {
+            // Raise every other node (granted or not: a counter is a node's whatever holds the
+            // lock there), and count those that confirm.
+            let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
+            let raised = on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
+                let done = counters[i] == Some(top);
+                async move {
+                    if !done {
+                        node.raise_fence(request.key, top, retention).await?;
+                    }
+                    Ok(true)
+                }
+            })
+            .await;
+            let confirmed = tally(&raised);
+            if confirmed.yes < inner.quorum {
+                tracing::debug!(key = %request.key, confirmed = confirmed.yes, "too few nodes confirmed the fence floor; the grant is given back");
+                return None;
+            }
+        }
+        Some(token(top, first))
+    }
+
+    /// Releases what a failed round may hold on every node: the grants it got, and anything a
+    /// node that did not answer may still grant (same connection, so after it).
+    async fn give_back(
+        &self,
+        key: &LockKey,
+        owner: OwnerToken,
+        granted: Vec<Option<Grant<RedisLease>>>,
+    ) {
+        let leases: Vec<Option<RedisLease>> =
+            granted.into_iter().map(|g| g.map(|g| g.lease)).collect();
+        let lease = RedLockLease::new(leases, key.clone(), owner);
+        if let Err(error) = self.release(&lease).await {
+            tracing::debug!(key = %key, error = %error.with_causes(), "giving back a failed RedLock round failed on too many nodes; what it holds ends with its TTL");
+        }
+    }
+}
+
+impl LockBackend for RedLock {
+    type Lease = RedLockLease;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new(BACKEND)
+    }
+
+    async fn acquire(&self, request: AcquireRequest<'_>) -> Result<Option<Grant<RedLockLease>>> {
+        loop {
+            if let Round::Granted(grant) = self.round(&request).await? {
+                return Ok(Some(grant));
+            }
+            let mut retry_at = Instant::now() + jitter(self.inner.retry_delay);
+            if let Some(deadline) = request.deadline {
+                if Instant::now() >= deadline {
+                    return Ok(None);
+                }
+                retry_at = retry_at.min(deadline);
+            }
+            sleep_until(retry_at).await;
+        }
+    }
+
+    async fn renew(&self, lease: &RedLockLease, ttl: Option<Duration>) -> Result<bool> {
+        let inner = &*self.inner;
+        let answers = on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
+            let held = lease.nodes[i].as_ref();
+            async move {
+                match held {
+                    Some(held) => node.renew(held, ttl).await,
+                    None => Ok(false),
+                }
+            }
+        })
+        .await;
+        decide(&answers, inner.quorum, inner.nodes.len(), "renew")
+    }
+
+    async fn release(&self, lease: &RedLockLease) -> Result<bool> {
+        let inner = &*self.inner;
+        let answers = on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
+            let held = lease.nodes[i].as_ref();
+            let abandoned = &lease.abandoned;
+            async move {
+                match held {
+                    Some(held) => node.release(held).await,
+                    // The node did not grant it (as far as we know): whatever landed late
+                    // under this grant's owner token goes too.
+                    None => node.release_abandoned(abandoned).await.map(|_| false),
+                }
+            }
+        })
+        .await;
+        decide(&answers, inner.quorum, inner.nodes.len(), "release")
+    }
+
+    async fn keep_fence(&self, lease: &RedLockLease, at_least: Duration) -> Result<()> {
+        let inner = &*self.inner;
+        let answers = on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
+            let held = lease.nodes[i].as_ref();
+            async move {
+                match held {
+                    Some(held) => node.keep_fence(held, at_least).await.map(|()| true),
+                    None => Ok(false),
+                }
+            }
+        })
+        .await;
+        let kept = tally(&answers);
+        if kept.yes < inner.quorum {
+            return Err(kept.unavailable("keep fence", inner.quorum, inner.nodes.len()));
+        }
+        Ok(())
+    }
+
+    async fn release_abandoned(&self, abandoned: &Abandoned) -> Result<bool> {
+        let inner = &*self.inner;
+        let answers = on_every_node(&inner.nodes, inner.node_timeout, |_, node| {
+            node.release_abandoned(abandoned)
+        })
+        .await;
+        let released = tally(&answers);
+        if released.answered == 0 {
+            return Err(released.unavailable("release", 1, inner.nodes.len()));
+        }
+        Ok(released.yes > 0)
+    }
+}
+
+/// A renewal's or release's verdict: `true` when a quorum said yes, `false` when a quorum can
+/// no longer say yes (enough nodes said no), an error while the nodes that did not answer
+/// could still tip it.
+fn decide(answers: &[Answer<bool>], quorum: usize, nodes: usize, operation: &str) -> Result<bool> {
+    let counted = tally(answers);
+    let unanswered = nodes - counted.answered;
+    if counted.yes >= quorum {
+        Ok(true)
+    } else if counted.yes + unanswered < quorum {
+        Ok(false)
+    } else {
+        Err(counted.unavailable(operation, quorum, nodes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LockError;
+
+    fn answers(yes: usize, no: usize, silent: usize) -> Vec<Answer<bool>> {
+        let mut all: Vec<Answer<bool>> = (0..yes).map(|_| Some(Ok(true))).collect();
+        all.extend((0..no).map(|_| Some(Ok(false))));
+        all.extend((0..silent).map(|_| Some(Err(LockError::unavailable("redis", "down")))));
+        all
+    }
+
+    #[test]
+    fn a_quorum_decides_and_silence_leaves_it_open() {
+        assert!(decide(&answers(3, 2, 0), 3, 5, "renew").unwrap());
+        assert!(!decide(&answers(2, 3, 0), 3, 5, "renew").unwrap());
+        assert!(!decide(&answers(1, 2, 2), 4, 5, "renew").unwrap());
+        let open = decide(&answers(2, 1, 2), 3, 5, "renew").unwrap_err();
+        assert!(open.is_unavailable(), "{open}");
+        assert!(open.to_string().contains("redlock"), "{open}");
+    }
+}

@@ -156,7 +156,7 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
 
 /// Parses the flags of `stack up`/`stack down`: `--with a,b`, `--with=a,b`,
 /// repeatable, `all` for every server; `--zk-ensemble` / `--etcd-cluster` for
-/// the 3 members of a cluster (with `--with`: in addition). No flag means all
+/// the 3 members of a cluster, `--redlock` for RedLock's 5 nodes (with `--with`: in addition). No flag means all
 /// single servers. Each server is listed once, in the order first named.
 fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
     let mut args = args.into_iter();
@@ -166,6 +166,7 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
         match arg.as_str() {
             "--zk-ensemble" => clusters.extend_from_slice(stack::ZK_ENSEMBLE),
             "--etcd-cluster" => clusters.extend_from_slice(stack::ETCD_CLUSTER),
+            "--redlock" => clusters.extend_from_slice(stack::REDLOCK_NODES),
             "--with" => names.push(
                 args.next()
                     .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?,

@@ -55,7 +55,11 @@ Commands:
                                 LOCK_TEST_ZOOKEEPER_ENSEMBLE_URL and
                                 LOCK_TEST_ETCD_CLUSTER_URL. `--with zookeeper-2`
                                 names one member (e.g. to stop it).
-  stack down [--with <SERVERS>] [--zk-ensemble] [--etcd-cluster]
+  stack up --redlock            RedLock's 5 independent Redis nodes
+                                (redlock-1..5, ports 26391..26395); URLs in
+                                LOCK_TEST_REDLOCK_URLS. `--backend redlock`
+                                brings them up too.
+  stack down [--with <SERVERS>] [--zk-ensemble] [--etcd-cluster] [--redlock]
                                 Stop the servers that `stack up` started;
                                 never touches servers it did not start.
   stack status                  Show each known server: running or stopped.

@@ -49,7 +49,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     } else {
         backends(args)
             .into_iter()
-            .filter_map(stack::by_name)
+            .flat_map(stack::for_backend)
             .collect()
     };
     // The payments on Redis keep their ledger in PostgreSQL.
@@ -110,7 +110,7 @@ fn chaos_servers(args: &[String]) -> Vec<&'static dyn Server> {
             stack::SERVERS.to_vec()
         }
     } else {
-        named.into_iter().filter_map(stack::by_name).collect()
+        named.into_iter().flat_map(stack::for_backend).collect()
     };
     if !needed.iter().any(|s| s.name() == "redis") {
         needed.extend(stack::by_name("redis"));

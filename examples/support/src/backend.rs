@@ -25,10 +25,12 @@ pub enum BackendKind {
     Zookeeper,
     /// The etcd cluster at `LOCK_TEST_ETCD_URL`.
     Etcd,
+    /// RedLock over the independent Redis nodes at `LOCK_TEST_REDLOCK_URLS`.
+    Redlock,
 }
 
 impl BackendKind {
-    /// Parses `memory`, `redis`, `postgres`, `mysql`, `zookeeper` or `etcd`.
+    /// Parses `memory`, `redis`, `postgres`, `mysql`, `zookeeper`, `etcd` or `redlock`.
     pub fn parse(name: &str) -> Result<Self, String> {
         match name {
             "memory" => Ok(Self::Memory),
@@ -37,8 +39,9 @@ impl BackendKind {
             "mysql" => Ok(Self::Mysql),
             "zookeeper" => Ok(Self::Zookeeper),
             "etcd" => Ok(Self::Etcd),
+            "redlock" => Ok(Self::Redlock),
             other => Err(format!(
-                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper or etcd"
+                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper, etcd or redlock"
             )),
         }
     }
@@ -53,6 +56,7 @@ impl BackendKind {
             Self::Mysql => "mysql",
             Self::Zookeeper => "zookeeper",
             Self::Etcd => "etcd",
+            Self::Redlock => "redlock",
         }
     }
 }
@@ -74,6 +78,20 @@ pub fn postgres_url() -> String {
         "LOCK_TEST_POSTGRES_URL",
         "postgres://postgres@127.0.0.1:25432/postgres",
     )
+}
+
+/// RedLock's node URLs: `LOCK_TEST_REDLOCK_URLS` (comma-separated, as `cargo xtask` sets it),
+/// else the xtask stack's five nodes.
+#[must_use]
+pub fn redlock_urls() -> Vec<String> {
+    server_url(
+        "LOCK_TEST_REDLOCK_URLS",
+        "redis://127.0.0.1:26391/,redis://127.0.0.1:26392/,redis://127.0.0.1:26393/,\
+         redis://127.0.0.1:26394/,redis://127.0.0.1:26395/",
+    )
+    .split(',')
+    .map(str::to_owned)
+    .collect()
 }
 
 /// A server's URL: the env var `var` (as `cargo xtask` sets it), else the xtask stack's default.

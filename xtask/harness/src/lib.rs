@@ -28,6 +28,7 @@ pub mod payments;
 pub mod primitive_stress;
 mod process;
 pub mod progress;
+pub mod redlock_bench;
 #[cfg(all(feature = "servers", feature = "compare"))]
 pub mod rslock_compare;
 pub mod scrape;
@@ -107,6 +108,16 @@ pub async fn connect(
                 .build()?,
             redis: None,
         }),
+        BackendKind::Redlock => {
+            let urls = example_support::backend::redlock_urls();
+            let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+            Ok(Connected {
+                locks: LockClient::builder(lock_core::RedLock::connect(&urls).await?)
+                    .namespace(namespace)
+                    .build()?,
+                redis: None,
+            })
+        }
         #[cfg(not(feature = "servers"))]
         other => Err(LockError::InvalidConfig(format!(
             "the {} backend needs lock-harness's `servers` feature",

@@ -171,7 +171,11 @@ impl Server for EtcdMember {
     }
 }
 
-/// Every member of every cluster, for `status`, `by_name` and the env file.
+/// Every member of every cluster (RedLock's nodes too), for `status`, `by_name` and the env file.
 pub(crate) fn members() -> impl Iterator<Item = &'static dyn Server> {
-    ZK_ENSEMBLE.iter().chain(ETCD_CLUSTER).copied()
+    ZK_ENSEMBLE
+        .iter()
+        .chain(ETCD_CLUSTER)
+        .chain(super::redlock::REDLOCK_NODES)
+        .copied()
 }

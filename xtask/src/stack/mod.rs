@@ -19,6 +19,7 @@ mod mysql;
 mod postgres;
 mod redis;
 mod redis_tls;
+mod redlock;
 mod zookeeper;
 
 use std::fs;
@@ -140,6 +141,16 @@ pub(crate) fn by_name(name: &str) -> Option<&'static dyn Server> {
 }
 
 pub(crate) use cluster::{ETCD_CLUSTER, ZK_ENSEMBLE};
+pub(crate) use redlock::REDLOCK_NODES;
+
+/// The servers a `--backend` value needs: RedLock's nodes for `redlock`, else the server of
+/// that name (none for `memory`).
+pub(crate) fn for_backend(name: &str) -> Vec<&'static dyn Server> {
+    if name == redlock::BACKEND {
+        return REDLOCK_NODES.to_vec();
+    }
+    by_name(name).into_iter().collect()
+}
 
 /// Comma-separated list of known server names, for error messages.
 pub(crate) fn known_names() -> String {

@@ -69,6 +69,7 @@ impl Shop {
             // The shop's stock lives in Redis or memory; the lock-only backends have none.
             BackendKind::Zookeeper
             | BackendKind::Etcd
+            | BackendKind::Redlock
             | BackendKind::Postgres
             | BackendKind::Mysql => {
                 return Err(LockError::InvalidConfig(format!(

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
 
-use super::fan_out::{on_every_node, tally, Answer, Tally};
+use super::fan_out::{on_every_node, on_every_node_until, tally, Answer, Tally};
 use super::lease::RedLockLease;
 use super::token::token;
 use super::{RedLock, BACKEND};
@@ -27,11 +27,25 @@ impl RedLock {
     async fn round(&self, request: &AcquireRequest<'_>) -> Result<Round> {
         let inner = &*self.inner;
         let sent = Instant::now();
-        let answers = on_every_node(&inner.nodes, inner.node_timeout, |_, node| {
-            let mut once = AcquireRequest::new(request.key, request.owner, request.ttl, Some(sent));
-            once.fence_retention = request.fence_retention;
-            async move { node.acquire(once).await }
-        })
+        // Done once a quorum granted: a slow or stalled node costs nothing then.
+        let quorum_granted = |answers: &[Answer<Option<Grant<RedisLease>>>]| {
+            answers
+                .iter()
+                .filter(|a| matches!(a, Some(Ok(Some(_)))))
+                .count()
+                >= inner.quorum
+        };
+        let answers = on_every_node_until(
+            &inner.nodes,
+            inner.node_timeout,
+            |_, node| {
+                let mut once =
+                    AcquireRequest::new(request.key, request.owner, request.ttl, Some(sent));
+                once.fence_retention = request.fence_retention;
+                async move { node.acquire(once).await }
+            },
+            quorum_granted,
+        )
         .await;
         let mut granted: Vec<Option<Grant<RedisLease>>> = Vec::with_capacity(answers.len());
         let mut answered = Tally::default();
@@ -118,9 +132,52 @@ impl RedLock {
         let leases: Vec<Option<RedisLease>> =
             granted.into_iter().map(|g| g.map(|g| g.lease)).collect();
         let lease = RedLockLease::new(leases, key.clone(), owner);
-        if let Err(error) = self.release(&lease).await {
+        if let Err(error) = self.release_on_nodes(&lease, Wait::ForEveryNode).await {
             tracing::debug!(key = %key, error = %error.with_causes(), "giving back a failed RedLock round failed on too many nodes; what it holds ends with its TTL");
         }
+    }
+}
+
+/// How long a release waits for the nodes' answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Until a quorum released: the calls still out were sent (each call is on its node's
+    /// connection once first polled, which happens to all of them at once), and only their
+    /// answers are not waited for, so a stalled node does not cost every release its timeout.
+    UntilDecided,
+    /// For every node's answer or timeout: giving back a failed round, whose leftovers on a
+    /// slow node would otherwise hold the key there for a TTL.
+    ForEveryNode,
+}
+
+impl RedLock {
+    async fn release_on_nodes(&self, lease: &RedLockLease, wait: Wait) -> Result<bool> {
+        let inner = &*self.inner;
+        let decided = |answers: &[Answer<bool>]| {
+            wait == Wait::UntilDecided && tally(answers).yes >= inner.quorum
+        };
+        let answers = on_every_node_until(
+            &inner.nodes,
+            inner.node_timeout,
+            |i, node| {
+                let held = lease.nodes[i].as_ref();
+                let abandoned = &lease.abandoned;
+                async move {
+                    match held {
+                        Some(held) => node.release(held).await,
+                        // The node did not grant it (as far as we know): whatever landed late
+                        // under this grant's owner token goes too.
+                        None => node.release_abandoned(abandoned).await.map(|_| false),
+                    }
+                }
+            },
+            decided,
+        )
+        .await;
+        if decided(&answers) {
+            return Ok(true);
+        }
+        decide(&answers, inner.quorum, inner.nodes.len(), "release")
     }
 }
 
@@ -163,21 +220,7 @@ impl LockBackend for RedLock {
     }
 
     async fn release(&self, lease: &RedLockLease) -> Result<bool> {
-        let inner = &*self.inner;
-        let answers = on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
-            let held = lease.nodes[i].as_ref();
-            let abandoned = &lease.abandoned;
-            async move {
-                match held {
-                    Some(held) => node.release(held).await,
-                    // The node did not grant it (as far as we know): whatever landed late
-                    // under this grant's owner token goes too.
-                    None => node.release_abandoned(abandoned).await.map(|_| false),
-                }
-            }
-        })
-        .await;
-        decide(&answers, inner.quorum, inner.nodes.len(), "release")
+        self.release_on_nodes(lease, Wait::UntilDecided).await
     }
 
     async fn keep_fence(&self, lease: &RedLockLease, at_least: Duration) -> Result<()> {

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::{LockError, RedisBackend, Result};
 
@@ -29,6 +30,38 @@ where
         async move { tokio::time::timeout(timeout, answer).await.ok() }
     }))
     .await
+}
+
+/// [`on_every_node`], returning as soon as `decided` says the answers so far settle the
+/// outcome (a quorum granted): the calls still out are dropped, each answer `None`. What they
+/// may still do on their node belongs to the same owner token, and goes with its release.
+pub(super) async fn on_every_node_until<'n, T, F, Fut, D>(
+    nodes: &'n [RedisBackend],
+    timeout: Duration,
+    call: F,
+    decided: D,
+) -> Vec<Answer<T>>
+where
+    F: Fn(usize, &'n RedisBackend) -> Fut,
+    Fut: Future<Output = Result<T>> + 'n,
+    D: Fn(&[Answer<T>]) -> bool,
+{
+    let mut answers: Vec<Answer<T>> = nodes.iter().map(|_| None).collect();
+    let mut pending: FuturesUnordered<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let answer = call(index, node);
+            async move { (index, tokio::time::timeout(timeout, answer).await.ok()) }
+        })
+        .collect();
+    while let Some((index, answer)) = pending.next().await {
+        answers[index] = answer;
+        if decided(&answers) {
+            break;
+        }
+    }
+    answers
 }
 
 /// How many of `answers` are `Ok(true)`, how many answered at all, and the first failure.

@@ -1,5 +1,7 @@
-//! `cargo xtask bench --backend memory|redis|postgres|mysql|zookeeper|etcd`: lock throughput and
-//! latency, each beside a raw floor measured in the same run, with the ratio.
+//! `cargo xtask bench --backend memory|redis|postgres|mysql|zookeeper|etcd|redlock`: lock
+//! throughput and latency, each beside a raw floor measured in the same run, with the ratio.
+//! `redlock` has figures of its own (`lock_harness::redlock_bench`): a 3-node RedLock's cycle
+//! against one node's (`redlock/single`), and five nodes with 2, then 3, stalled.
 //!
 //! Floors (see `lock_harness::floor`): on each server, its cheapest operation on the same kind
 //! of client the backend uses (Redis `EVALSHA` of `return 1`; PostgreSQL and MySQL `SELECT 1` on
@@ -116,6 +118,12 @@ async fn main() {
         BackendKind::Mysql => run.bench(SqlFloor::mysql().await).await,
         BackendKind::Zookeeper => run.bench(ZooKeeperFloor::connect().await).await,
         BackendKind::Etcd => run.bench(EtcdFloor::connect().await).await,
+        // RedLock's own figures: against one node, and its nodes stalled.
+        BackendKind::Redlock => {
+            let urls = example_support::backend::redlock_urls();
+            let report = lock_harness::redlock_bench::run(&urls, iterations).await;
+            write_report(&report_name("redlock", run.loaded), &report);
+        }
     }
 }
 

@@ -208,6 +208,7 @@ impl Target {
                     .sum();
                 Ok(total as u64)
             }
+            BackendKind::Redlock => Err("no command count on redlock".to_owned()),
             BackendKind::Postgres => {
                 use sqlx::Connection;
                 let mut c = sqlx::PgConnection::connect(&self.url)

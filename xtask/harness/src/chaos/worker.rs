@@ -107,6 +107,19 @@ pub async fn connect(
                 .connect()
                 .await?,
         ),
+        // `url`: the nodes' URLs, comma-separated.
+        BackendKind::Redlock => {
+            let mut nodes = Vec::new();
+            for node in url.split(',') {
+                nodes.push(
+                    lock_core::RedisBackend::builder(node)
+                        .response_timeout(response)
+                        .connect()
+                        .await?,
+                );
+            }
+            LockClient::builder(lock_core::RedLock::new(nodes)?)
+        }
     };
     client.namespace("chaos").build()
 }

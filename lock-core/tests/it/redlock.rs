@@ -280,3 +280,44 @@ async fn a_minority_paused_is_outvoted_and_a_majority_paused_fails_cleanly() {
     .await
     .expect("bounded");
 }
+
+/// Many quick cycles leave no lease behind on any node, the slowest included: a release that
+/// returns once a quorum released still reaches the others (the Redis client drops a queued
+/// command nobody waits for, so the release is sent again), and a lone client of one node
+/// never waits out a TTL for a RedLock that is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_cycles_leave_no_lease_on_any_node() {
+    let servers = servers(3, "leftovers");
+    let locks = LockClient::new(redlock(&servers, Duration::from_millis(200)).await);
+    timeout(Duration::from_secs(60), async {
+        // 16 tasks at once keep each connection's writer busy, where a queued command is
+        // most likely still waiting when its caller stops.
+        let tasks: Vec<_> = (0..16)
+            .map(|task| {
+                let locks = locks.clone();
+                tokio::spawn(async move {
+                    for i in 0..40 {
+                        let guard = locks.lock(format!("quick:{task}:{}", i % 4)).await.unwrap();
+                        assert!(guard.release().await.unwrap());
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for server in &servers {
+            loop {
+                let left = lock_keys(server).await;
+                if left.is_empty() {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "leases left behind: {left:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    })
+    .await
+    .expect("bounded");
+}

@@ -175,9 +175,43 @@ impl RedLock {
         )
         .await;
         if decided(&answers) {
+            self.finish_release(lease, &answers);
             return Ok(true);
         }
         decide(&answers, inner.quorum, inner.nodes.len(), "release")
+    }
+
+    /// After a release decided by a quorum: the nodes that had not answered yet get the
+    /// release again, owner-checked, in a task of its own. The first call may never have left
+    /// this process (the Redis client drops a queued command whose caller stopped waiting),
+    /// and a lease left on a node holds the key there for a TTL, which the next RedLock on
+    /// that node, or a lone client of it, would wait out.
+    fn finish_release(&self, lease: &RedLockLease, answers: &[Answer<bool>]) {
+        let unanswered: Vec<usize> = (0..answers.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        if unanswered.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (redlock, abandoned) = (self.clone(), lease.abandoned.clone());
+        runtime.spawn(async move {
+            let inner = &*redlock.inner;
+            on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
+                let again = unanswered.contains(&i);
+                let abandoned = &abandoned;
+                async move {
+                    if again {
+                        node.release_abandoned(abandoned).await
+                    } else {
+                        Ok(false)
+                    }
+                }
+            })
+            .await;
+        });
     }
 }
 

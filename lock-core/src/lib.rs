@@ -94,9 +94,10 @@ pub use lock::lost::{LossSignal, LostReason};
 pub use lock::multi::{MultiGuard, MultiLock, PartLost};
 pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;
+pub use lock::run_once::RunOnce;
 pub use lock::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
-pub use lock_macros::{distributed_lock, single_flight};
+pub use lock_macros::{distributed_lock, run_once, single_flight};
 pub use memory::{MemoryBackend, MemoryLease};
 pub use primitives::latch::CountDownLatch;
 pub use primitives::read_write::ReadWriteLock;

@@ -20,6 +20,9 @@ pub struct Options {
     pub wait: WaitPolicy,
     /// Drop the body's future and return [`LockError::LeaseLost`] when the lease is lost.
     pub cancel_on_lost: bool,
+    /// Keep the key at least this long after the grant (`#[run_once(at_least = ...)]`): see
+    /// [`LockGuard::release_after`](crate::LockGuard::release_after).
+    pub hold_at_least: Option<Duration>,
 }
 
 /// The client named by `client = <expr>`: anything that borrows as a [`LockClient`]
@@ -143,7 +146,10 @@ where
 
     if !options.cancel_on_lost {
         let output = work.await;
-        let _released: Result<bool, LockError> = guard.release().await;
+        let _released: Result<bool, LockError> = match options.hold_at_least {
+            Some(at_least) => guard.release_after(at_least).await,
+            None => guard.release().await,
+        };
         return output;
     }
 

@@ -40,6 +40,10 @@ pub(crate) struct Args {
     pub(crate) fence: Option<Ident>,
     /// `crate = path`.
     pub(crate) krate: Option<Path>,
+    /// `#[run_once(at_least = ...)]`: how long the key stays taken after the grant, at least.
+    pub(crate) at_least: Option<Duration>,
+    /// The attribute these arguments came from, for messages (`distributed_lock` when `None`).
+    pub(crate) attribute: Option<&'static str>,
 }
 
 /// How the key is given.
@@ -194,17 +198,7 @@ fn apply(key: &str, name: &Ident, value: Expr, args: &mut Args) -> syn::Result<(
             });
         }
         "client" => args.client = Some(value),
-        "fence" => {
-            match value {
-                Expr::Path(path) if path.path.get_ident().is_some() && path.qself.is_none() => {
-                    args.fence = path.path.get_ident().cloned();
-                }
-                other => return Err(syn::Error::new(
-                    other.span(),
-                    "`fence` takes the name to bind the fencing token to, such as `fence = token`",
-                )),
-            }
-        }
+        "fence" => args.fence = Some(fence(&value)?),
         "crate" => args.krate = Some(krate(value)?),
         other => {
             return Err(syn::Error::new(
@@ -231,6 +225,20 @@ pub(crate) fn name(value: &Expr) -> syn::Result<LitStr> {
         return Err(syn::Error::new(lit.span(), "`name` must not be empty"));
     }
     Ok(lit.clone())
+}
+
+/// `fence = ident`: the name to bind the fencing token to.
+pub(crate) fn fence(value: &Expr) -> syn::Result<Ident> {
+    match value {
+        Expr::Path(path) if path.qself.is_none() => path.path.get_ident().cloned(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        syn::Error::new(
+            value.span(),
+            "`fence` takes the name to bind the fencing token to, such as `fence = token`",
+        )
+    })
 }
 
 /// `crate = path` or `crate = "path"`.

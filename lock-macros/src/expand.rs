@@ -19,7 +19,11 @@ pub(crate) fn expand(
     func: &ItemFn,
     mut errors: Errors,
 ) -> Result<TokenStream, syn::Error> {
-    check_contract(func, &mut errors);
+    check_contract(
+        func,
+        args.attribute.unwrap_or("distributed_lock"),
+        &mut errors,
+    );
     let krate = args
         .krate
         .clone()
@@ -67,6 +71,13 @@ pub(crate) fn expand(
         _ => quote!(#krate::WaitPolicy::Try),
     };
     let cancel_on_lost = args.on_lost != Some(OnLost::Continue);
+    let hold_at_least = match args.at_least {
+        Some(at_least) => {
+            let at_least = duration::to_tokens(at_least);
+            quote!(::core::option::Option::Some(#at_least))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let busy = match args.on_busy {
         Some((OnBusy::Skip, _)) => quote!(#support::busy_skip),
         _ => quote!(#support::busy_error),
@@ -110,6 +121,7 @@ pub(crate) fn expand(
                     lease: #lease,
                     wait: #wait,
                     cancel_on_lost: #cancel_on_lost,
+                    hold_at_least: #hold_at_least,
                 },
                 move |#fence_var: #krate::FencingToken| async move {
                     #hint
@@ -131,14 +143,18 @@ pub(crate) fn expand(
 }
 
 /// `async fn` returning a `Result`: refuses anything else, with the reason.
-fn check_contract(func: &ItemFn, errors: &mut Errors) {
+fn check_contract(func: &ItemFn, attribute: &str, errors: &mut Errors) {
     contract::check(
         func,
-        "`#[distributed_lock]` applies to `async fn` only: the lock is held across the \
-         body's `.await`s and released when it completes",
-        "`#[distributed_lock]` needs the fn to return `Result<T, E>` with \
-         `E: From<lock_core::LockError>`: a busy lock, a lost lease or an unreachable \
-         backend is returned as that error",
+        &format!(
+            "`#[{attribute}]` applies to `async fn` only: the lock is held across the \
+             body's `.await`s and released when it completes"
+        ),
+        &format!(
+            "`#[{attribute}]` needs the fn to return `Result<T, E>` with \
+             `E: From<lock_core::LockError>`: a busy lock, a lost lease or an unreachable \
+             backend is returned as that error"
+        ),
         errors,
     );
 }

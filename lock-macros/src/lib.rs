@@ -39,6 +39,7 @@ mod expand;
 // `use lock_macros::single_flight`.
 mod flight;
 mod key;
+mod run_once;
 mod template;
 
 use proc_macro::TokenStream;
@@ -313,6 +314,46 @@ pub fn single_flight(attr: TokenStream, item: TokenStream) -> TokenStream {
     let (args, errors) = flight::parse(attr.into());
     attribute("single_flight", item, errors, |func, errors| {
         flight::expand(args, func, errors)
+    })
+}
+
+/// Runs a scheduled `async fn` on one instance per schedule slot (ShedLock's model): every
+/// instance's scheduler calls it, the first to take the key runs the body, and the others
+/// return `Ok(Default::default())` at once without running it.
+///
+/// ```
+/// use lock_core::{run_once, LockClient, LockError, MemoryBackend};
+///
+/// #[run_once(key = "nightly-report", at_least = "30s", at_most = "10m", fence = token)]
+/// async fn nightly_report() -> Result<Option<u64>, LockError> {
+///     // One instance per slot gets here; `token` (a `lock_core::FencingToken`) grows with
+///     // every run, for fenced writes.
+///     Ok(Some(token.get()))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), LockError> {
+/// LockClient::new(MemoryBackend::new()).install_global()?;
+/// assert!(nightly_report().await?.is_some()); // ran here
+/// assert!(nightly_report().await?.is_none()); // the same slot: skipped (`Default`)
+/// # Ok(()) }
+/// ```
+///
+/// # Arguments
+/// | argument | meaning |
+/// |---|---|
+/// | `key = "..."` / `key = <expr>` | **Required.** The job's key, a template over the fn's parameters as for [`macro@distributed_lock`]. |
+/// | `at_most = "10m"` | **Required.** The job's lease, fixed and never renewed: how long the key stays taken if its instance dies mid-job. A job still running then is not stopped. |
+/// | `at_least = "30s"` | How long the key stays taken after the job started, at least (default: zero), so a scheduler that fires a little later finds it taken: below the schedule's period, above the spread of the instances' firing times. |
+/// | `name`, `client`, `fence`, `crate` | As for [`macro@distributed_lock`]. |
+///
+/// The fn must be `async` and return `Result<T, E>` with `T: Default` (what a skipped call
+/// returns; `Option<_>` gives `None`, `()` gives `()`) and `E: From<LockError>` (a backend that
+/// cannot be asked). `lock_core::LockClient::run_once` does the same without the attribute.
+#[proc_macro_attribute]
+pub fn run_once(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (args, errors) = run_once::parse(attr.into());
+    attribute("run_once", item, errors, |func, errors| {
+        expand::expand(args, func, errors)
     })
 }
 

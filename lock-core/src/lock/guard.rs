@@ -207,6 +207,41 @@ impl LockGuard {
 }
 
 impl LockGuard {
+    /// Releases the lock, but not before it has been held `at_least` since it was granted
+    /// (ShedLock's "lock at least for"): at once when that much time has passed; otherwise the
+    /// lease is set to end then (never below [`MIN_LEASE_TTL`](crate::lease::MIN_LEASE_TTL))
+    /// and left to run out, so that another instance whose schedule fires a little later finds
+    /// the key still taken and skips. `Ok(false)` when the lease was no longer this owner's.
+    /// An inner re-entrant hold is given back at once, as [`release`](Self::release) does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// let locks = LockClient::new(MemoryBackend::new());
+    /// let guard = locks.lock("nightly-report").await?;
+    /// // ... the job, which took less than a second ...
+    /// assert!(guard.release_after(Duration::from_secs(1)).await?);
+    /// // Still taken for the rest of that second:
+    /// assert!(locks.lock("nightly-report").try_acquire().await?.is_none());
+    /// # Ok(()) }
+    /// ```
+    pub async fn release_after(self, at_least: Duration) -> Result<bool> {
+        let held_for = self.lease.granted_at.elapsed();
+        if held_for >= at_least || self.hold_count() > 1 || self.is_lost() {
+            return self.release().await;
+        }
+        let left = (at_least - held_for).max(crate::lease::MIN_LEASE_TTL);
+        let extended = self.extend(left).await;
+        // Whatever the answer, the lease now ends by itself: at `left`, or (when the backend
+        // could not be told) at its old end, which is later.
+        self.abandon();
+        extended
+    }
+}
+
+impl LockGuard {
     /// Stops renewing and forgets this hold without releasing the lock, as a crashed process
     /// would: other owners get the key when the lease runs out. For failure tests and for
     /// handing a lock's fate to its TTL on purpose.

@@ -18,6 +18,7 @@ pub(crate) mod lost;
 pub(crate) mod multi;
 pub(crate) mod owner;
 pub(crate) mod request;
+pub(crate) mod run_once;
 pub(crate) mod stop_flag;
 pub(crate) mod token;
 pub(crate) mod watchdog;

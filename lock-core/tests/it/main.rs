@@ -58,6 +58,7 @@ mod redis_restart;
 #[cfg(feature = "redis")]
 mod redlock;
 mod result_store;
+mod run_once;
 mod stock;
 #[cfg(feature = "zookeeper")]
 mod zk_ensemble;

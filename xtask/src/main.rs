@@ -12,7 +12,8 @@
 //!   `cargo test`.
 //! - [`ci`]: everything CI runs (`.ci/run` calls it), ending with [`test`].
 //! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`, `chaos`)
-//!   and the demo scenarios (`demo inventory`, `demo stampede`, `demo idempotency`).
+//!   and the demo scenarios (`demo inventory`, `demo stampede`, `demo idempotency`,
+//!   `demo crash`, `demo leader`).
 
 mod ci;
 mod cmd;
@@ -96,6 +97,13 @@ Commands:
                                 payment committed, then killed; per store
                                 configuration. PASS when every key was paid
                                 once and answered with that payment.
+  demo leader [--instances N] [--every-ms MS] [--slots S] [--redis-url URL]
+                                A scheduled job on N (3) instances of
+                                flash-sale-axum sharing Redis (release build):
+                                a stock report every MS (500) run by one
+                                instance per slot (LockClient::run_once), the
+                                instance that ran one killed halfway. PASS when
+                                every slot ran exactly once, fences increasing.
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS

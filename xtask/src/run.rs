@@ -40,6 +40,9 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     let crash = scenario == Some(CRASH);
     let mut needed: Vec<&'static dyn Server> = if bin == HarnessBin::Chaos {
         chaos_servers(args)
+    } else if scenario == Some(LEADER) {
+        // The instances share the stack's Redis.
+        stack::by_name("redis").into_iter().collect()
     } else if crash {
         // Both store configurations need both servers (the ledger is in PostgreSQL).
         ["redis", "postgres"]
@@ -83,6 +86,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
         (HarnessBin::Demo, Some(STAMPEDE)) => run_stampede(&args[1..]),
         (HarnessBin::Demo, Some(IDEMPOTENCY)) => run_idempotency(&args[1..]),
         (HarnessBin::Demo, Some(CRASH)) => run_crash(&args[1..]),
+        (HarnessBin::Demo, Some(LEADER)) => run_leader(&args[1..]),
         // `cargo xtask demo` alone: the quick scenarios, on memory.
         (HarnessBin::Demo, None) => run_quick_demo(),
         _ => run_bin(bin, args),
@@ -256,6 +260,28 @@ fn run_crash(args: &[String]) -> Result<()> {
     cmd::run(&mut build)?;
     let target = target_dir();
     run_with_stack(Command::new(target.join("release").join(CRASH)), args)
+}
+
+/// The `demo` scenario of a scheduled job on several instances (`demo leader [ARGS...]`).
+const LEADER: &str = "leader";
+
+/// `demo leader`: builds `flash-sale-axum` (release), then runs lock-harness's `leader`
+/// binary (without its `servers` feature), which starts the instances and watches their
+/// scheduled job.
+fn run_leader(args: &[String]) -> Result<()> {
+    let mut build = cmd::cargo();
+    build.args(["build", "--release", "-p", "flash-sale-axum"]);
+    cmd::run(&mut build)?;
+    let mut cargo = cmd::cargo();
+    cargo.args([
+        "run",
+        "--release",
+        "-p",
+        "lock-harness",
+        "--no-default-features",
+    ]);
+    cargo.args(["--bin", LEADER, "--"]);
+    run_with_stack(cargo, args)
 }
 
 /// Where cargo puts what it builds: `CARGO_TARGET_DIR`, else `target/` at the root.

@@ -20,6 +20,7 @@ pub mod floor;
 #[cfg(feature = "servers")]
 pub mod idempotency_bench;
 pub mod inventory;
+pub mod leader_demo;
 pub mod load;
 #[cfg(feature = "servers")]
 pub mod middleware_bench;
@@ -28,6 +29,7 @@ pub mod payments;
 pub mod primitive_stress;
 mod process;
 pub mod progress;
+#[cfg(feature = "servers")]
 pub mod redlock_bench;
 #[cfg(all(feature = "servers", feature = "compare"))]
 pub mod rslock_compare;

@@ -68,6 +68,11 @@ pub struct ShopConfig {
     /// `--reservation-ms`: how long the reserve strategy holds a unit (the range of
     /// [`check_ttl`], as the `ttl_ms` query parameter).
     pub reservation_ttl: Duration,
+    /// `--report-every-ms`: the period of the scheduled stock report, run by one instance
+    /// per slot ([`super::report`]); none without the flag.
+    pub report_every: Option<Duration>,
+    /// `--instance`: this instance's name in the report's lines (default: its process id).
+    pub instance: String,
 }
 
 // The flags `ShopConfig::from_args` accepts.
@@ -82,6 +87,8 @@ const APP_FLAGS: &[&str] = &[
     "wait-ms",
     "busy-429",
     "reservation-ms",
+    "report-every-ms",
+    "instance",
 ];
 
 impl ShopConfig {
@@ -104,7 +111,21 @@ impl ShopConfig {
             wait: Duration::from_millis(flags.number("wait-ms", 10_000)?),
             busy_429: flags.get("busy-429").is_some_and(|v| v != "false"),
             reservation_ttl: Duration::from_millis(flags.number("reservation-ms", 30_000)?),
+            report_every: flags
+                .get("report-every-ms")
+                .map(|_| {
+                    flags
+                        .number("report-every-ms", 0)
+                        .map(Duration::from_millis)
+                })
+                .transpose()?,
+            instance: flags
+                .get("instance")
+                .map_or_else(|| std::process::id().to_string(), str::to_owned),
         };
+        if let Some(every) = config.report_every {
+            super::report::check_period(every).map_err(|e| format!("--report-every-ms: {e}"))?;
+        }
         check_sku(&config.sku).map_err(|e| format!("--{e}"))?;
         check_ttl(config.reservation_ttl).map_err(|e| format!("--reservation-ms: {e}"))?;
         Ok(config)

@@ -11,6 +11,7 @@ mod answer;
 mod config;
 mod counter;
 mod input;
+pub mod report;
 mod route;
 mod rules;
 

@@ -169,7 +169,7 @@ pub(crate) fn run() -> Result<()> {
         action: Action::Test,
     });
     // After the tests: a fault scenario failing is worth less than a unit test failing, and
-    // it needs the release build. One round on Redis and ZooKeeper, a few minutes.
+    // it needs the release build. One round on Redis, ZooKeeper and RedLock, a few minutes.
     steps.push(Step {
         name: "chaos --short".to_owned(),
         action: Action::Chaos,

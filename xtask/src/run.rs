@@ -97,8 +97,9 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
 }
 
 /// The stack servers `chaos` with `args` needs: those of its backends (`all`, the default, is
-/// every server; `--short` alone is Redis and ZooKeeper), and Redis always, for the fenced
-/// resource (the lock Redis is a server of the run's own). None for `--help`.
+/// every server; `--short` alone is Redis and ZooKeeper; RedLock's nodes are servers of the
+/// run's own, as the lock Redis is), and Redis always, for the fenced resource. None for
+/// `--help`.
 fn chaos_servers(args: &[String]) -> Vec<&'static dyn Server> {
     if has_flag(args, "--help") {
         return Vec::new();
@@ -114,7 +115,11 @@ fn chaos_servers(args: &[String]) -> Vec<&'static dyn Server> {
             stack::SERVERS.to_vec()
         }
     } else {
-        named.into_iter().flat_map(stack::for_backend).collect()
+        named
+            .into_iter()
+            .filter(|name| *name != "redlock")
+            .flat_map(stack::for_backend)
+            .collect()
     };
     if !needed.iter().any(|s| s.name() == "redis") {
         needed.extend(stack::by_name("redis"));

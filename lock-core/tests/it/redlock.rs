@@ -321,3 +321,34 @@ async fn quick_cycles_leave_no_lease_on_any_node() {
     .await
     .expect("bounded");
 }
+
+/// A grant that a node makes after the quorum answered (the acquisition stopped waiting for
+/// it) is renewed like the others: with that node's answer late and then another node paused
+/// past the lease, the holder keeps a majority and its lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_grant_is_renewed_with_the_others() {
+    let servers = servers(3, "late");
+    let locks = LockClient::new(redlock(&servers, Duration::from_millis(200)).await);
+    let other = LockClient::new(redlock(&servers, Duration::from_millis(200)).await);
+    timeout(Duration::from_secs(30), async {
+        let key = unique_key("late");
+        let ttl = Duration::from_millis(600);
+        // Node 3 answers after nodes 1 and 2 granted: the grant does not wait for it.
+        signal(&servers[2], "-STOP");
+        let guard = locks.lock(&key).lease_ttl(ttl).await.unwrap();
+        signal(&servers[2], "-CONT");
+        // Node 3's grant lands; then node 1 goes quiet for two leases.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        signal(&servers[0], "-STOP");
+        tokio::time::sleep(ttl * 2).await;
+        signal(&servers[0], "-CONT");
+        assert!(!guard.is_lost(), "lost with nodes 2 and 3 still holding it");
+        assert!(
+            other.lock(&key).try_acquire().await.unwrap().is_none(),
+            "another client got the key while the holder had a majority"
+        );
+        assert!(guard.release().await.unwrap());
+    })
+    .await
+    .expect("bounded");
+}

@@ -165,9 +165,9 @@ impl RedLock {
                 async move {
                     match held {
                         Some(held) => node.release(held).await,
-                        // The node did not grant it (as far as we know): whatever landed late
-                        // under this grant's owner token goes too.
-                        None => node.release_abandoned(abandoned).await.map(|_| false),
+                        // A grant that landed after the quorum answered (or none): whatever
+                        // the node holds under this grant's owner token goes, and counts.
+                        None => node.release_abandoned(abandoned).await,
                     }
                 }
             },
@@ -242,10 +242,12 @@ impl LockBackend for RedLock {
         let inner = &*self.inner;
         let answers = on_every_node(&inner.nodes, inner.node_timeout, |i, node| {
             let held = lease.nodes[i].as_ref();
+            let abandoned = &lease.abandoned;
             async move {
                 match held {
                     Some(held) => node.renew(held, ttl).await,
-                    None => Ok(false),
+                    // A grant that landed after the quorum answered is this lease's too.
+                    None => node.renew_owned(&abandoned.key, abandoned.owner, ttl).await,
                 }
             }
         })

@@ -28,9 +28,11 @@
 //! again after a random pause (about [`RedLockBuilder::retry_delay`]) until its deadline.
 //! When fewer than a majority answer at all, it fails with
 //! [`LockError::Unavailable`](crate::LockError::Unavailable) at once (fail-closed, as a lone
-//! server that is down). Renewals go to the nodes that granted the lease and need a majority
-//! too; when a majority can no longer confirm it, the watchdog fires
-//! [`lost()`](crate::LockGuard::lost).
+//! server that is down). An acquisition stops waiting once a quorum granted, so a slow node
+//! costs it nothing; a grant that lands there afterwards is this lease's too. Renewals go to
+//! every node (by the grant's value where the node answered in time, by its owner token where
+//! it did not) and need a majority too; when a majority can no longer confirm the lease, the
+//! watchdog fires [`lost()`](crate::LockGuard::lost).
 //!
 //! # The fencing token, and why it never goes backwards
 //! Martin Kleppmann's critique of RedLock ("How to do distributed locking", 2016) is that its
@@ -78,6 +80,7 @@ mod backend;
 mod builder;
 mod fan_out;
 mod lease;
+mod renew_owned;
 mod token;
 
 use std::sync::Arc;

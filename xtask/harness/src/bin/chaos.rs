@@ -11,6 +11,9 @@ use lock_harness::chaos::target::Target;
 use lock_harness::chaos::{cache_worker, starve, web, worker};
 use lock_harness::{etcd_url, mysql_url, zookeeper_url};
 
+/// RedLock's nodes in a chaos run: 3, so one node is a minority and two a majority.
+const REDLOCK_NODES: usize = 3;
+
 const FLAGS: &[&str] = &[
     "backend",
     "scenario",
@@ -42,10 +45,11 @@ Usage: chaos [--backend B|all] [--scenario N|all] [--short] [--rounds N] [--ttl-
              [--unsafe-no-fence] [--unsafe-ignore-lost] [--unsafe-long-lease] [--unsafe-poll]
              [--unsafe-no-breaker]
 
-  --backend B           redis, zookeeper, etcd, postgres, mysql, a comma list, or all (default)
-  --scenario N          a catalogue number (1..=13, 15..=17), a comma list, or all (default)
-  --short               1 round, smaller sizes (1,000 drops, 200 waiters), Redis and ZooKeeper
-                        only (unless --backend says otherwise): what `cargo xtask ci` runs
+  --backend B           redis, zookeeper, etcd, postgres, mysql, redlock (3 nodes of the
+                        run's own), a comma list, or all (default)
+  --scenario N          a catalogue number (1..=13, 15..=18), a comma list, or all (default)
+  --short               1 round, smaller sizes (1,000 drops, 200 waiters), Redis, ZooKeeper and
+                        RedLock only (unless --backend says otherwise): what `cargo xtask ci` runs
   --rounds N            rounds per scenario and backend (default 3)
   --ttl-ms T            the lease every holder takes (default 2000)
   --redis-url URL       the resource's Redis (default LOCK_TEST_REDIS_URL)
@@ -68,7 +72,8 @@ cold requests over two instances, 16 the instance computing a cold response kill
 processes); 15 and 16 run on the cache's stores, Redis and PostgreSQL; 17 Redis down for
 30 s (6 s with --short) under a service with the response cache, idempotency and keyed-lock
 layers (`chaos web`): latency per route against a route with no layer, WARN lines per minute,
-time to store again once Redis is back.
+time to store again once Redis is back; 18 (RedLock) a minority of nodes paused past the lease
+while A holds, then a node A holds restarted empty.
 The lock Redis is a redis-server of the run's own (needs redis-server on PATH); ZooKeeper,
 etcd, PostgreSQL and MySQL are the stack's (LOCK_TEST_*_URL, as `cargo xtask stack up` sets).
 ";
@@ -124,11 +129,25 @@ async fn main() {
         .join(format!("redis-{}", std::process::id()));
     let redis = RedisServer::start(free_port(), dir.clone());
     let lock_redis = redis.url();
+    // RedLock's nodes: servers of the run's own too (paused, killed and restarted empty).
+    let redlock: Vec<RedisServer> = if backends.contains(&BackendKind::Redlock) {
+        (0..REDLOCK_NODES)
+            .map(|i| RedisServer::start(free_port(), dir.join(format!("redlock-{i}"))))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let redlock_urls = redlock
+        .iter()
+        .map(RedisServer::url)
+        .collect::<Vec<_>>()
+        .join(",");
     let cx = Chaos {
         settings,
         exe: std::env::current_exe().unwrap_or_else(|e| usage_error(&format!("own path: {e}"))),
         resource_url: redis_url(&flags),
         redis: std::sync::Mutex::new(redis),
+        redlock: std::sync::Mutex::new(redlock),
         run: unique("run").replace('-', ""),
     };
     let unsafe_switches: Vec<&str> = [
@@ -164,7 +183,11 @@ async fn main() {
             .find(|(n, ..)| *n == scenario)
             .map_or("?", |(_, name, _)| name);
         for &kind in &backends {
-            let target = Target::new(kind, &url_of(kind, &lock_redis));
+            let url = match kind {
+                BackendKind::Redlock => redlock_urls.clone(),
+                _ => url_of(kind, &lock_redis),
+            };
+            let target = Target::new(kind, &url);
             eprintln!("scenario {scenario} ({name}) on {}", kind.name());
             let outcome = cx.run(scenario, &target).await;
             rows.push(Row {
@@ -201,7 +224,8 @@ fn url_of(kind: BackendKind, lock_redis: &str) -> String {
         BackendKind::Postgres => postgres_url(),
         BackendKind::Mysql => mysql_url(),
         BackendKind::Memory => String::new(),
-        BackendKind::Redlock => example_support::backend::redlock_urls().join(","),
+        // The run's own nodes, set where the target is made.
+        BackendKind::Redlock => String::new(),
     }
 }
 
@@ -212,21 +236,18 @@ fn backends(raw: Option<&str>, short: bool) -> Vec<BackendKind> {
         BackendKind::Etcd,
         BackendKind::Postgres,
         BackendKind::Mysql,
+        BackendKind::Redlock,
     ];
     match raw {
-        None | Some("all") if short => vec![BackendKind::Redis, BackendKind::Zookeeper],
+        None | Some("all") if short => vec![
+            BackendKind::Redis,
+            BackendKind::Zookeeper,
+            BackendKind::Redlock,
+        ],
         None | Some("all") => all.to_vec(),
         Some(list) => list
             .split(',')
             .map(|name| BackendKind::parse(name.trim()).unwrap_or_else(|e| usage_error(&e)))
-            .inspect(|kind| {
-                if *kind == BackendKind::Redlock {
-                    usage_error(
-                        "the chaos catalogue has no RedLock scenarios yet (a minority of nodes \
-                         stalled, paused or restarted, a majority lost): see issue 24",
-                    )
-                }
-            })
             .collect(),
     }
 }

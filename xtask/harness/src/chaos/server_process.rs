@@ -26,6 +26,17 @@ impl ServerProcesses {
         Self { pids }
     }
 
+    /// Each of `roots` and every process below them.
+    #[must_use]
+    pub fn from_roots(roots: &[u32]) -> Self {
+        Self {
+            pids: roots
+                .iter()
+                .flat_map(|&root| Self::from_root(root).pids)
+                .collect(),
+        }
+    }
+
     /// The stack server of `kind`, from its pidfile.
     pub fn of_stack_server(kind: BackendKind) -> Result<Self, String> {
         let name = kind.name();

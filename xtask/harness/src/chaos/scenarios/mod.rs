@@ -18,6 +18,7 @@ mod member_kill;
 mod origin_failing;
 mod partition;
 mod pause;
+mod redlock_nodes;
 mod restart;
 mod server_paused;
 mod starved;
@@ -52,6 +53,7 @@ pub const CATALOGUE: &[(u32, &str, bool)] = &[
     (15, "origin failing", true),
     (16, "computer killed", true),
     (17, "backend down, web layers", true),
+    (18, "redlock nodes faulted", true),
 ];
 
 /// How a run is set up.
@@ -88,6 +90,9 @@ pub struct Chaos {
     pub resource_url: String,
     /// The Redis the Redis backend locks on: a server of this run's own, killed in scenario 6.
     pub redis: std::sync::Mutex<RedisServer>,
+    /// RedLock's nodes (servers of this run's own; none unless `redlock` runs), paused in
+    /// scenario 2 (a majority) and 18 (a minority), restarted empty in 18.
+    pub redlock: std::sync::Mutex<Vec<RedisServer>>,
     /// Makes this run's keys unique.
     pub run: String,
 }
@@ -103,6 +108,9 @@ impl Chaos {
             .any(|(n, _, built)| *n == scenario && *built);
         if !built {
             return Outcome::NotBuilt;
+        }
+        if let Some(why) = not_for_redlock(scenario, target.kind) {
+            return Outcome::NotApplicable(why.into());
         }
         let measured = match scenario {
             1 => pause::run(self, target).await,
@@ -146,6 +154,10 @@ impl Chaos {
                 )
             }
             17 => backend_down::run(self, target).await,
+            18 if target.kind != BackendKind::Redlock => {
+                return Outcome::NotApplicable("faults RedLock's nodes: RedLock only".into())
+            }
+            18 => redlock_nodes::run(self, target).await,
             _ => return Outcome::NotBuilt,
         };
         Outcome::Ran(measured)
@@ -223,6 +235,23 @@ impl Chaos {
             Err(e) => m.violation(format!("round {round}: resource counters: {e}")),
         }
         resource.clean_up().await.ok();
+    }
+}
+
+/// Why `scenario` does not run on RedLock (`None`: it does, or `kind` is another backend).
+fn not_for_redlock(scenario: u32, kind: BackendKind) -> Option<&'static str> {
+    if kind != BackendKind::Redlock {
+        return None;
+    }
+    match scenario {
+        3 | 4 | 5 | 9 => Some(
+            "a fault proxy in front of one node faults a minority, which RedLock outvotes: \
+             scenario 18 faults a minority, 2 a majority",
+        ),
+        6 | 17 => Some("restarts the run's own single Redis: scenario 18 restarts a RedLock node"),
+        10 => Some("RedLock waiters retry after a pause: no queue of 1,000 waiters to measure"),
+        13 => Some("an early expiry on one node is a minority: scenario 18 covers a lost node"),
+        _ => None,
     }
 }
 

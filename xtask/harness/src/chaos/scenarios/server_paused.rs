@@ -1,4 +1,4 @@
-//! Scenario 2, lock server paused past the lease: A holds and writes; B polls for the key; every
+//! Scenario 2, lock server paused past the lease (RedLock: a majority of its nodes): A holds and writes; B polls for the key; every
 //! process of the lock server is stopped (SIGSTOP) for 2 × TTL, then continued. The server
 //! answers nothing meanwhile, so A's renewals cannot succeed. Promises: A's `lost()` fires by
 //! its local deadline (at most one TTL after the pause began: its last confirmed renewal was
@@ -93,6 +93,17 @@ pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
 
 /// The lock server's processes: the run's own redis-server, or the stack's server.
 fn server_processes(cx: &Chaos, kind: BackendKind) -> Result<ServerProcesses, String> {
+    // RedLock: a majority of its nodes (2 of 3), which is the lock server as far as a
+    // holder's renewals go.
+    if kind == BackendKind::Redlock {
+        let nodes = cx.redlock.lock().unwrap_or_else(|e| e.into_inner());
+        let pids: Vec<u32> = nodes
+            .iter()
+            .take(nodes.len() / 2 + 1)
+            .map(|node| node.pid().ok_or("a RedLock node is not running"))
+            .collect::<Result<_, _>>()?;
+        return Ok(ServerProcesses::from_roots(&pids));
+    }
     if kind == BackendKind::Redis {
         let server = cx.redis.lock().unwrap_or_else(|e| e.into_inner());
         let pid = server

@@ -29,7 +29,7 @@ pub mod payments;
 pub mod primitive_stress;
 mod process;
 pub mod progress;
-#[cfg(feature = "servers")]
+#[cfg(all(feature = "servers", feature = "compare"))]
 pub mod redlock_bench;
 #[cfg(all(feature = "servers", feature = "compare"))]
 pub mod rslock_compare;

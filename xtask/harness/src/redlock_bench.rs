@@ -3,7 +3,8 @@
 //!
 //! - **`redlock/single`**: a 3-node RedLock's uncontended acquire+release against the same
 //!   cycle on one node alone (a `RedisBackend` on the first node), in alternating rounds, the
-//!   ratio a median of the rounds' ratios;
+//!   ratio a median of the rounds' ratios; beside it, rslock (a Rust RedLock crate, no
+//!   fencing token) over the same 3 nodes against rslock on the first node, in the same rounds;
 //! - **the 5-node fault runs**: the same cycle over five nodes reached through a TCP proxy of
 //!   this bench's own ([`StallProxy`]), with none, then 2 nodes stalled (the proxy holds every
 //!   byte, as a network that drops them would: the node's process runs on), then 3 stalled:
@@ -46,30 +47,47 @@ pub async fn run(urls: &[String], iterations: usize) -> Value {
         .expect("client");
     cycles(&single, 200).await;
     cycles(&three, 200).await;
+    let rslock_single = crate::rslock_compare::manager(&urls[0]);
+    let rslock_three = rslock::LockManager::new(urls[..3].to_vec());
+    crate::rslock_compare::warm_up(&rslock_single).await;
+    crate::rslock_compare::warm_up(&rslock_three).await;
 
     let per_round = (iterations / ROUNDS).max(1);
     let (mut singles, mut threes) = (Vec::new(), Vec::new());
+    let (mut rs_singles, mut rs_threes) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         if round % 2 == 0 {
             singles.push(cycles(&single, per_round).await);
             threes.push(cycles(&three, per_round).await);
+            rs_singles.push(crate::rslock_compare::cycles(&rslock_single, per_round).await);
+            rs_threes.push(crate::rslock_compare::cycles(&rslock_three, per_round).await);
         } else {
+            rs_threes.push(crate::rslock_compare::cycles(&rslock_three, per_round).await);
+            rs_singles.push(crate::rslock_compare::cycles(&rslock_single, per_round).await);
             threes.push(cycles(&three, per_round).await);
             singles.push(cycles(&single, per_round).await);
         }
     }
-    let ratio = median(
-        singles
-            .iter()
-            .zip(&threes)
-            .map(|(s, t)| t.mean.as_secs_f64() / s.mean.as_secs_f64())
-            .collect(),
-    );
+    let ratio_of = |ones: &[Summary], threes: &[Summary]| {
+        median(
+            ones.iter()
+                .zip(threes)
+                .map(|(s, t)| t.mean.as_secs_f64() / s.mean.as_secs_f64())
+                .collect(),
+        )
+    };
+    let ratio = ratio_of(&singles, &threes);
+    let rslock_ratio = ratio_of(&rs_singles, &rs_threes);
     let (single_mean, three_mean) = (median_summary(&singles), median_summary(&threes));
     println!("redlock (independent Redis nodes), uncontended acquire+release, one task");
     line("one node (RedisBackend)", &single_mean);
     line("RedLock over 3 nodes", &three_mean);
+    line("rslock on one node", &median_summary(&rs_singles));
+    line("rslock over the 3 nodes", &median_summary(&rs_threes));
     println!("redlock/single: {ratio:.2}× (3-node RedLock acquire+release against one node's, median of {ROUNDS} rounds)");
+    println!(
+        "  rslock, the same comparison in the same rounds: {rslock_ratio:.2}× (no fencing token)"
+    );
 
     // The fault runs: five nodes behind proxies this bench can stall.
     let mut proxies = Vec::new();
@@ -129,6 +147,7 @@ pub async fn run(urls: &[String], iterations: usize) -> Value {
         "single_us": { "mean": micros(single_mean.mean), "p99": micros(single_mean.p99) },
         "redlock3_us": { "mean": micros(three_mean.mean), "p99": micros(three_mean.p99) },
         "redlock_single_ratio": ratio,
+        "rslock_three_vs_one_ratio": rslock_ratio,
         "five_healthy_us": { "mean": micros(healthy.mean), "p99": micros(healthy.p99) },
         "five_two_stalled_us": { "mean": micros(minority.mean), "p99": micros(minority.p99) },
         "three_stalled_failed_ms": failed_after.as_secs_f64() * 1e3,

@@ -71,6 +71,11 @@ struct GuideMemory;
 #[doc = include_str!("../../../docs/backends/redis.md")]
 struct GuideRedis;
 
+/// The guide: RedLock.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/redlock.md")]
+struct GuideRedlock;
+
 /// The guide: the ZooKeeper backend.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/backends/zookeeper.md")]

@@ -128,6 +128,22 @@ pub async fn connect(
     }
 }
 
+/// Where an example app's binary `name` is: in `bin_dir` (a `--bin-dir` flag), else next to
+/// the running program (`cargo xtask demo ...` builds the apps into the same directory).
+#[must_use]
+pub fn app_binary(bin_dir: Option<&str>, name: &str) -> std::path::PathBuf {
+    let dir = bin_dir.map_or_else(
+        || {
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.parent().map(std::path::PathBuf::from))
+                .unwrap_or_default()
+        },
+        std::path::PathBuf::from,
+    );
+    dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
 /// The ZooKeeper connect string: `LOCK_TEST_ZOOKEEPER_URL`, else the xtask stack's default.
 #[must_use]
 pub fn zookeeper_url() -> String {

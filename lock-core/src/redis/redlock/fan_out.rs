@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use futures_util::future::join_all;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::{LockError, RedisBackend, Result};
@@ -25,11 +24,7 @@ where
     F: Fn(usize, &'n RedisBackend) -> Fut,
     Fut: Future<Output = Result<T>> + 'n,
 {
-    join_all(nodes.iter().enumerate().map(|(index, node)| {
-        let answer = call(index, node);
-        async move { tokio::time::timeout(timeout, answer).await.ok() }
-    }))
-    .await
+    on_every_node_until(nodes, timeout, call, |_| false).await
 }
 
 /// [`on_every_node`], returning as soon as `decided` says the answers so far settle the

@@ -40,15 +40,6 @@ async fn main() {
         .split(',')
         .map(|s| Strategy::parse(s).unwrap_or_else(|e| usage_error(&e)))
         .collect();
-    let bin_dir = flags.get("bin-dir").map_or_else(
-        || {
-            std::env::current_exe()
-                .ok()
-                .and_then(|exe| exe.parent().map(PathBuf::from))
-                .unwrap_or_default()
-        },
-        PathBuf::from,
-    );
     let apps: Vec<PathBuf> = match flags.get("app").unwrap_or("both") {
         "axum" => vec!["flash-sale-axum"],
         "actix" => vec!["flash-sale-actix"],
@@ -58,7 +49,7 @@ async fn main() {
         )),
     }
     .into_iter()
-    .map(|name| bin_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)))
+    .map(|name| lock_harness::app_binary(flags.get("bin-dir"), name))
     .collect();
     if let Some(missing) = apps.iter().find(|app| !app.exists()) {
         usage_error(&format!(

@@ -6,7 +6,6 @@
 //! The app binary is looked for next to this one (`cargo xtask demo leader` builds it first)
 //! or in `--bin-dir`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use example_support::backend::redis_url;
@@ -28,16 +27,7 @@ async fn main() {
     if slots < 4 {
         usage_error("--slots takes 4 or more");
     }
-    let bin_dir = flags.get("bin-dir").map_or_else(
-        || {
-            std::env::current_exe()
-                .ok()
-                .and_then(|exe| exe.parent().map(PathBuf::from))
-                .unwrap_or_default()
-        },
-        PathBuf::from,
-    );
-    let app = bin_dir.join(format!("flash-sale-axum{}", std::env::consts::EXE_SUFFIX));
+    let app = lock_harness::app_binary(flags.get("bin-dir"), "flash-sale-axum");
     if !app.exists() {
         usage_error(&format!(
             "{} not found; build it with `cargo build --release -p flash-sale-axum` or pass --bin-dir",

@@ -195,7 +195,7 @@ impl RedisBackendBuilder {
                 }
             }
         };
-        for script in scripts::all() {
+        for script in scripts::all().into_iter().chain(super::redlock::scripts()) {
             script
                 .prepare_invoke()
                 .load_async(&mut connection)

@@ -26,6 +26,7 @@ impl RedLock {
     /// everything given back.
     async fn round(&self, request: &AcquireRequest<'_>) -> Result<Round> {
         let inner = &*self.inner;
+        let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let sent = Instant::now();
         // Done once a quorum granted: a slow or stalled node costs nothing then.
         let quorum_granted = |answers: &[Answer<Option<Grant<RedisLease>>>]| {
@@ -38,12 +39,7 @@ impl RedLock {
         let answers = on_every_node_until(
             &inner.nodes,
             inner.node_timeout,
-            |_, node| {
-                let mut once =
-                    AcquireRequest::new(request.key, request.owner, request.ttl, Some(sent));
-                once.fence_retention = request.fence_retention;
-                async move { node.acquire(once).await }
-            },
+            |_, node| node.node_acquire(request.key, request.owner, request.ttl, retention, sent),
             quorum_granted,
         )
         .await;

@@ -17,9 +17,10 @@
 //! ```
 //!
 //! # The algorithm
-//! An acquisition sends the single-node lock script to every node at once (each node's lock
-//! key holds `<owner>:<node counter>` with the lease as its TTL, as a lone
-//! [`RedisBackend`] keeps it), each node given the node timeout (50 ms by default, see
+//! An acquisition sends a lock script to every node at once (each node's lock key holds
+//! `<owner>:<node counter>` with the lease as its TTL, as a lone [`RedisBackend`] keeps it;
+//! unlike a lone client's, a key still held under the same owner token from an earlier round
+//! gets a fresh counter, see below), each node given the node timeout (50 ms by default, see
 //! [`RedLockBuilder::node_timeout`]). It is granted when a majority (`N / 2 + 1`) grants it;
 //! the lease is trusted from when the scripts were sent, for the TTL less the drift margin
 //! (`TTL / 100 + 2 ms`), on the monotonic clock, as every lease of the client is. Otherwise
@@ -60,6 +61,11 @@
 //! timing assumptions broken) never share a token either: the same node's increment never
 //! answers the same counter twice, and `i` tells the nodes apart.
 //!
+//! Each grant's counters are fresh increments: a node that still holds the key under the same
+//! owner token from a failed round of the same acquisition (its give-back did not reach it)
+//! increments again rather than answer that round's counter, which may be older than a token
+//! handed out since (`node_acquire.lua`).
+//!
 //! **Limit: nodes restarted without persistence.** A node that restarts empty has lost its
 //! counters (and its lock keys: Redis's own advice is to keep a restarted node out for a TTL).
 //! Its next grant seeds the counter from its clock in microseconds, which is past every
@@ -80,6 +86,7 @@ mod backend;
 mod builder;
 mod fan_out;
 mod lease;
+mod node_acquire;
 mod renew_owned;
 mod token;
 
@@ -91,6 +98,17 @@ pub use self::lease::RedLockLease;
 use crate::{RedisBackend, Result};
 
 const BACKEND: &str = "redlock";
+
+/// RedLock's own scripts, which every [`RedisBackend`] loads when it connects with the
+/// others: a node's first call of one would otherwise cost a `NOSCRIPT` answer and a load,
+/// and a call the fan-out stops waiting for would never be sent again (a late grant lost).
+pub(super) fn scripts() -> [&'static redis::Script; 3] {
+    [
+        &node_acquire::NODE_ACQUIRE,
+        &token::RAISE_FENCE,
+        &renew_owned::RENEW_OWNED,
+    ]
+}
 
 /// A lock backend over several independent Redis servers: the RedLock algorithm, with a
 /// fencing token that never goes backwards (see the [module docs](self)).

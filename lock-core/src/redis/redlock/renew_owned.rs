@@ -12,7 +12,7 @@ use crate::redis::{millis, LockKeys, RedisBackend};
 use crate::{LockKey, OwnerToken, Result};
 
 /// `renew_owned.lua`.
-static RENEW_OWNED: LazyLock<Script> =
+pub(super) static RENEW_OWNED: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("renew_owned.lua")));
 
 impl RedisBackend {

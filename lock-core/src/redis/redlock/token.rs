@@ -16,7 +16,7 @@ use crate::{FencingToken, LockKey, Result};
 pub(super) const NODE_SLOTS: usize = 16;
 
 /// Raises one node's fencing counter to a floor (`raise_fence.lua`).
-static RAISE_FENCE: LazyLock<Script> =
+pub(super) static RAISE_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("raise_fence.lua")));
 
 /// The token of a grant whose largest counter is `counter`, seen first at node `node`.

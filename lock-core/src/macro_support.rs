@@ -21,7 +21,8 @@ pub struct Options {
     /// Drop the body's future and return [`LockError::LeaseLost`] when the lease is lost.
     pub cancel_on_lost: bool,
     /// Keep the key at least this long after the grant (`#[run_once(at_least = ...)]`): see
-    /// [`LockGuard::release_after`](crate::LockGuard::release_after).
+    /// [`LockGuard::release_after`](crate::LockGuard::release_after). Honoured with
+    /// `cancel_on_lost: false`, which `#[run_once]` sets (a job is let finish).
     pub hold_at_least: Option<Duration>,
 }
 

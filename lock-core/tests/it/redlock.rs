@@ -338,7 +338,9 @@ async fn a_late_grant_is_renewed_with_the_others() {
         let guard = locks.lock(&key).lease_ttl(ttl).await.unwrap();
         signal(&servers[2], "-CONT");
         // Node 3's grant lands; then node 1 goes quiet for two leases.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        while lock_keys(&servers[2]).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         signal(&servers[0], "-STOP");
         tokio::time::sleep(ttl * 2).await;
         signal(&servers[0], "-CONT");

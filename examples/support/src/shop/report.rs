@@ -15,8 +15,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lock_core::LockClient;
-
 use super::Shop;
 
 /// The job's key: one for every slot, so its fencing token grows run after run.
@@ -46,29 +44,22 @@ pub fn spawn(shop: &Shop) {
     let Some(every) = shop.config().report_every else {
         return;
     };
-    let (locks, sku) = (shop.locks(), shop.config().sku.clone());
-    let instance = shop.config().instance.clone();
-    let stock = shop.clone();
+    let shop = shop.clone();
     tokio::spawn(async move {
         loop {
             let (slot, until_next) = slot_now(every);
             tokio::time::sleep(until_next).await;
             let slot = slot + 1;
-            run_slot(&locks, every, slot, &instance, &stock, &sku).await;
+            run_slot(&shop, every, slot).await;
         }
     });
 }
 
 /// One firing: the report if this instance takes the slot.
-async fn run_slot(
-    locks: &LockClient,
-    every: Duration,
-    slot: u64,
-    instance: &str,
-    shop: &Shop,
-    sku: &str,
-) {
-    let ran = locks
+async fn run_slot(shop: &Shop, every: Duration, slot: u64) {
+    let (sku, instance) = (&shop.config().sku, &shop.config().instance);
+    let ran = shop
+        .locks()
         .run_once(REPORT_KEY)
         .at_least(every * 3 / 4)
         .at_most(every)

@@ -25,10 +25,4 @@ impl RedLockLease {
             },
         }
     }
-
-    /// How many nodes granted the lease.
-    #[must_use]
-    pub fn nodes_held(&self) -> usize {
-        self.nodes.iter().flatten().count()
-    }
 }

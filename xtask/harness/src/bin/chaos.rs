@@ -183,11 +183,7 @@ async fn main() {
             .find(|(n, ..)| *n == scenario)
             .map_or("?", |(_, name, _)| name);
         for &kind in &backends {
-            let url = match kind {
-                BackendKind::Redlock => redlock_urls.clone(),
-                _ => url_of(kind, &lock_redis),
-            };
-            let target = Target::new(kind, &url);
+            let target = Target::new(kind, &url_of(kind, &lock_redis, &redlock_urls));
             eprintln!("scenario {scenario} ({name}) on {}", kind.name());
             let outcome = cx.run(scenario, &target).await;
             rows.push(Row {
@@ -215,8 +211,9 @@ async fn main() {
     }
 }
 
-/// The lock server's URL for `kind`: the run's own Redis, else the stack's server.
-fn url_of(kind: BackendKind, lock_redis: &str) -> String {
+/// The lock server's URL for `kind`: the run's own Redis (or RedLock nodes, comma-separated),
+/// else the stack's server.
+fn url_of(kind: BackendKind, lock_redis: &str, redlock: &str) -> String {
     match kind {
         BackendKind::Redis => lock_redis.to_owned(),
         BackendKind::Zookeeper => zookeeper_url(),
@@ -224,8 +221,7 @@ fn url_of(kind: BackendKind, lock_redis: &str) -> String {
         BackendKind::Postgres => postgres_url(),
         BackendKind::Mysql => mysql_url(),
         BackendKind::Memory => String::new(),
-        // The run's own nodes, set where the target is made.
-        BackendKind::Redlock => String::new(),
+        BackendKind::Redlock => redlock.to_owned(),
     }
 }
 

@@ -53,6 +53,7 @@
 pub mod backend;
 pub mod breaker;
 pub mod cache;
+pub mod election;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fenced;
@@ -80,6 +81,7 @@ pub mod testing;
 pub mod zookeeper;
 
 pub use backend::{Capabilities, LockBackend};
+pub use election::{Election, Leader, LeaderWatch, Leadership};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdBackend;
 pub use lease::{LeaseMode, WaitPolicy};

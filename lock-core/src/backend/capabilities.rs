@@ -35,7 +35,7 @@ pub struct Capabilities {
 /// use lock_core::backend::Primitives;
 ///
 /// let all = Primitives::ALL;
-/// assert!(all.fair && all.read_write && all.semaphore && all.latch);
+/// assert!(all.fair && all.read_write && all.semaphore && all.latch && all.election);
 /// assert!(!Primitives::NONE.fair);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub struct Primitives {
     pub semaphore: bool,
     /// The count-down latch ([`LatchBackend`](super::LatchBackend)).
     pub latch: bool,
+    /// Leader election: [`LeaseKind::Leader`] and reading the leader
+    /// ([`ElectionBackend`](super::ElectionBackend)).
+    pub election: bool,
 }
 
 impl Primitives {
@@ -58,6 +61,7 @@ impl Primitives {
         read_write: false,
         semaphore: false,
         latch: false,
+        election: false,
     };
     /// Every primitive.
     pub const ALL: Self = Self {
@@ -65,6 +69,7 @@ impl Primitives {
         read_write: true,
         semaphore: true,
         latch: true,
+        election: true,
     };
 
     /// Whether leases of `kind` are offered.
@@ -82,6 +87,7 @@ impl Primitives {
             LeaseKind::Fair => self.fair,
             LeaseKind::Read | LeaseKind::Write => self.read_write,
             LeaseKind::Permits { .. } => self.semaphore,
+            LeaseKind::Leader => self.election,
         }
     }
 }

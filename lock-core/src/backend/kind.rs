@@ -35,6 +35,10 @@ pub enum LeaseKind {
         /// The semaphore's size if the store has none yet.
         limit: u32,
     },
+    /// Leadership of an election (see [`Election`](crate::Election)): one leader, granted to
+    /// the candidates in the order they campaigned, the leader's participant id readable by
+    /// everyone ([`ElectionBackend::leader`](super::ElectionBackend::leader)).
+    Leader,
 }
 
 impl LeaseKind {
@@ -47,13 +51,17 @@ impl LeaseKind {
             Self::Read => "read lock",
             Self::Write => "write lock",
             Self::Permits { .. } => "semaphore",
+            Self::Leader => "leader election",
         }
     }
 
-    /// True for the kinds with a single holder (lock, fair lock, write lock).
+    /// True for the kinds with a single holder (lock, fair lock, write lock, leadership).
     #[must_use]
     pub fn is_exclusive(self) -> bool {
-        matches!(self, Self::Exclusive | Self::Fair | Self::Write)
+        matches!(
+            self,
+            Self::Exclusive | Self::Fair | Self::Write | Self::Leader
+        )
     }
 
     /// The error a backend gives for a kind it does not offer.

@@ -19,8 +19,9 @@
 //! # Optional capabilities
 //! What not every store can do is a trait of its own, which a backend implements in a file of
 //! its own (object_store's `MultipartStore` model): [`LatchBackend`] (the count-down latch,
-//! which holds no lease), [`SemaphoreBackend`] (a semaphore's size and state) and
-//! [`QueueBackend`] (counting the waiters queued in the store). A backend that implements one
+//! which holds no lease), [`SemaphoreBackend`] (a semaphore's size and state),
+//! [`QueueBackend`] (counting the waiters queued in the store) and [`ElectionBackend`]
+//! (reading an election's leader). A backend that implements one
 //! returns itself from the matching `as_*_backend` method of [`LockBackend`]; the client
 //! refuses a call a backend lacks, with [`LockError::Unsupported`](crate::LockError::Unsupported),
 //! before anything is sent.
@@ -45,6 +46,7 @@
 mod abandoned;
 mod capabilities;
 mod dyn_backend;
+mod election;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod expiry;
 #[cfg(any(feature = "etcd", feature = "postgres", feature = "mysql"))]
@@ -67,6 +69,7 @@ pub use self::capabilities::{Capabilities, Primitives};
 #[cfg(feature = "redis")]
 pub(crate) use self::dyn_backend::bind;
 pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
+pub use self::election::{DynElectionBackend, ElectionBackend, Leader};
 pub use self::kind::LeaseKind;
 pub use self::latch::{DynLatchBackend, LatchBackend};
 pub use self::optional_traits::OptionalTraits;

@@ -1,10 +1,11 @@
 //! [`OptionalTraits`]: the optional traits a backend implements, found through the trait
 //! object the client holds.
 
-use super::{DynLatchBackend, DynQueueBackend, DynSemaphoreBackend};
+use super::{DynElectionBackend, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend};
 
 /// Which of the optional traits ([`LatchBackend`](super::LatchBackend),
-/// [`SemaphoreBackend`](super::SemaphoreBackend), [`QueueBackend`](super::QueueBackend)) a
+/// [`SemaphoreBackend`](super::SemaphoreBackend), [`QueueBackend`](super::QueueBackend),
+/// [`ElectionBackend`](super::ElectionBackend)) a
 /// backend implements, as trait objects: [`LockBackend::optional_traits`] answers with it, and
 /// that is how [`LockClient`](crate::LockClient), holding the backend as a
 /// [`DynLockBackend`](super::DynLockBackend), finds them. The default is none.
@@ -16,6 +17,7 @@ use super::{DynLatchBackend, DynQueueBackend, DynSemaphoreBackend};
 /// let backend = MemoryBackend::new();
 /// let optional = backend.optional_traits();
 /// assert!(optional.latch.is_some() && optional.semaphore.is_some() && optional.queue.is_some());
+/// assert!(optional.election.is_some());
 /// assert!(OptionalTraits::default().latch.is_none());
 /// // A backend that keeps latches only:
 /// let latch_only = OptionalTraits::some(optional.latch, None, None);
@@ -32,6 +34,8 @@ pub struct OptionalTraits<'a> {
     pub semaphore: Option<&'a dyn DynSemaphoreBackend>,
     /// The backend as a [`QueueBackend`](super::QueueBackend), if it is one.
     pub queue: Option<&'a dyn DynQueueBackend>,
+    /// The backend as an [`ElectionBackend`](super::ElectionBackend), if it is one.
+    pub election: Option<&'a dyn DynElectionBackend>,
 }
 
 impl<'a> OptionalTraits<'a> {
@@ -39,12 +43,13 @@ impl<'a> OptionalTraits<'a> {
     #[must_use]
     pub fn all<B>(backend: &'a B) -> Self
     where
-        B: DynLatchBackend + DynSemaphoreBackend + DynQueueBackend,
+        B: DynLatchBackend + DynSemaphoreBackend + DynQueueBackend + DynElectionBackend,
     {
         Self {
             latch: Some(backend),
             semaphore: Some(backend),
             queue: Some(backend),
+            election: Some(backend),
         }
     }
 
@@ -60,7 +65,15 @@ impl<'a> OptionalTraits<'a> {
             latch,
             semaphore,
             queue,
+            election: None,
         }
+    }
+
+    /// The same, with the backend's [`ElectionBackend`](super::ElectionBackend).
+    #[must_use]
+    pub fn with_election(mut self, election: &'a dyn DynElectionBackend) -> Self {
+        self.election = Some(election);
+        self
     }
 }
 
@@ -70,6 +83,7 @@ impl std::fmt::Debug for OptionalTraits<'_> {
             .field("latch", &self.latch.is_some())
             .field("semaphore", &self.semaphore.is_some())
             .field("queue", &self.queue.is_some())
+            .field("election", &self.election.is_some())
             .finish()
     }
 }

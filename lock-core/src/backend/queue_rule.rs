@@ -36,7 +36,7 @@ pub(crate) enum Admission {
 /// size (ignored by the other kinds); `downgrade_from` the owner token of the caller's own
 /// write entry, which does not block its read.
 ///
-/// - Lock, fair lock, write lock: only the first entry holds, and only while no entry behind
+/// - Lock, fair lock, write lock, leadership: only the first entry holds, and only while no entry behind
 ///   it holds (a writer's downgraded read, read beside its writer, outlives that writer's
 ///   entry); each waiter watches the entry just ahead of it (no herd), or that holder.
 /// - Read lock: held while no write entry is ahead (a waiting writer blocks newer readers);

@@ -31,6 +31,10 @@ pub struct AcquireRequest<'a> {
     /// lease ends), when shorter than the backend's own retention (a day); `None`: the
     /// backend's. See [`LockClientBuilder::fence_retention`](crate::LockClientBuilder::fence_retention).
     pub fence_retention: Option<Duration>,
+    /// For a [`LeaseKind::Leader`] request: the candidate's participant id, which the store
+    /// keeps with the lease for everyone to read as the leader's (see
+    /// [`ElectionBackend::leader`](super::ElectionBackend::leader)).
+    pub participant: Option<&'a str>,
 }
 
 impl<'a> AcquireRequest<'a> {
@@ -50,6 +54,7 @@ impl<'a> AcquireRequest<'a> {
             kind: LeaseKind::Exclusive,
             downgrade_from: None,
             fence_retention: None,
+            participant: None,
         }
     }
 
@@ -65,6 +70,14 @@ impl<'a> AcquireRequest<'a> {
     #[must_use]
     pub fn with_kind(mut self, kind: LeaseKind) -> Self {
         self.kind = kind;
+        self
+    }
+
+    /// The same request, campaigning as the participant `id` (see
+    /// [`participant`](Self::participant)).
+    #[must_use]
+    pub fn campaigning_as(mut self, id: &'a str) -> Self {
+        self.participant = Some(id);
         self
     }
 

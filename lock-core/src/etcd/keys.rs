@@ -7,12 +7,15 @@
 //! | read-write lock | `<prefix>/~rw/<name>/<owner token>` |
 //! | semaphore | `<prefix>/~sem/<name>/<owner token>`, its size in `<prefix>/~sem/<name>/size` |
 //! | count-down latch | `<prefix>/~latch/<name>` |
+//! | election | `<prefix>/~leader/<name>/<owner token>` |
 //!
 //! The name is percent-encoded where it could run into another range (`/`, `%` and `~`), so
 //! a range `<...>/<name>/` holds exactly one primitive's queue and no encoded name is a kind
 //! marker. An entry's value is `<owner token>;<kind>[;h]`: the kind is `x` (lock), `f` (fair),
-//! `r` (read), `w` (write) or `p<count>` (permits); `;h` marks an entry that holds its grant
-//! (under a lease of its own), as opposed to one still waiting under the session lease.
+//! `r` (read), `w` (write), `p<count>` (permits) or `l` (leadership); `;h` marks an entry that
+//! holds its grant (under a lease of its own), as opposed to one still waiting under the
+//! session lease. An election candidate's entry adds a line with its participant id (which has
+//! no control characters, so no line break).
 
 use std::fmt::Write as _;
 
@@ -54,6 +57,7 @@ pub(super) fn queue_prefix(prefix: &str, kind: LeaseKind, full_key: &str) -> Str
         LeaseKind::Fair => "~fair/",
         LeaseKind::Read | LeaseKind::Write => "~rw/",
         LeaseKind::Permits { .. } => "~sem/",
+        LeaseKind::Leader => "~leader/",
         _ => "",
     };
     let mut out = String::with_capacity(prefix.len() + marker.len() + full_key.len() + 2);
@@ -93,8 +97,14 @@ pub(super) fn latch_key(prefix: &str, full_key: &str) -> String {
     out
 }
 
-/// An entry's value: `<owner>;<kind>`, plus `;h` once it holds.
-pub(super) fn entry_value(owner: OwnerToken, kind: LeaseKind, holds: bool) -> String {
+/// An entry's value: `<owner>;<kind>`, plus `;h` once it holds, plus a line with the
+/// participant id of an election candidate.
+pub(super) fn entry_value(
+    owner: OwnerToken,
+    kind: LeaseKind,
+    holds: bool,
+    participant: Option<&str>,
+) -> String {
     let mut value = owner.to_hex();
     value.push(';');
     match kind {
@@ -104,12 +114,23 @@ pub(super) fn entry_value(owner: OwnerToken, kind: LeaseKind, holds: bool) -> St
         LeaseKind::Permits { count, .. } => {
             write!(value, "p{count}").ok();
         }
+        LeaseKind::Leader => value.push('l'),
         _ => value.push('x'),
     }
     if holds {
         value.push_str(";h");
     }
+    if let Some(participant) = participant {
+        value.push('\n');
+        value.push_str(participant);
+    }
     value
+}
+
+/// The participant id an election entry's value carries (after its first line).
+pub(super) fn participant_of(value: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(value).ok()?;
+    text.split_once('\n').map(|(_, participant)| participant)
 }
 
 /// What an entry's value says: its kind and whether it holds. A value this layout does not
@@ -117,11 +138,13 @@ pub(super) fn entry_value(owner: OwnerToken, kind: LeaseKind, holds: bool) -> St
 /// blocks every kind: the safe reading.
 pub(super) fn parse_value(value: &[u8]) -> (LeaseKind, bool) {
     let text = std::str::from_utf8(value).unwrap_or_default();
-    let mut parts = text.split(';').skip(1);
+    let head = text.split_once('\n').map_or(text, |(head, _)| head);
+    let mut parts = head.split(';').skip(1);
     let kind = match parts.next() {
         Some("f") => LeaseKind::Fair,
         Some("r") => LeaseKind::Read,
         Some("w") => LeaseKind::Write,
+        Some("l") => LeaseKind::Leader,
         Some(p) if p.starts_with('p') => match p[1..].parse::<u32>() {
             Ok(count) if count > 0 => LeaseKind::Permits {
                 count,
@@ -174,16 +197,20 @@ mod tests {
             (LeaseKind::Write, true),
         ] {
             assert_eq!(
-                parse_value(entry_value(token(1), kind, holds).as_bytes()),
+                parse_value(entry_value(token(1), kind, holds, None).as_bytes()),
                 (kind, holds)
             );
         }
-        let (kind, holds) = parse_value(entry_value(token(1), permits, true).as_bytes());
+        let (kind, holds) = parse_value(entry_value(token(1), permits, true, None).as_bytes());
         assert_eq!(
             (kind, holds),
             (LeaseKind::Permits { count: 3, limit: 3 }, true)
         );
         assert_eq!(parse_value(b"garbage"), (LeaseKind::Exclusive, false));
         assert_eq!(parse_value(b"x;p0"), (LeaseKind::Exclusive, false));
+        let candidate = entry_value(token(1), LeaseKind::Leader, true, Some("node-1;a"));
+        assert_eq!(parse_value(candidate.as_bytes()), (LeaseKind::Leader, true));
+        assert_eq!(participant_of(candidate.as_bytes()), Some("node-1;a"));
+        assert_eq!(participant_of(b"x;x;h"), None);
     }
 }

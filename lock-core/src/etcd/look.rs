@@ -42,11 +42,11 @@ pub(super) struct Spec<'r, 'k> {
 impl<'r, 'k> Spec<'r, 'k> {
     /// The entry key and values of `request` in the queue `prefix`.
     pub(super) fn new(request: &'r AcquireRequest<'k>, prefix: String) -> Self {
-        let (owner, kind) = (request.owner, request.kind);
+        let (owner, kind, participant) = (request.owner, request.kind, request.participant);
         Self {
             key: entry_key(&prefix, owner),
-            waiting: entry_value(owner, kind, false),
-            holding: entry_value(owner, kind, true),
+            waiting: entry_value(owner, kind, false, participant),
+            holding: entry_value(owner, kind, true, participant),
             prefix,
             request,
         }
@@ -57,10 +57,14 @@ impl<'r, 'k> Spec<'r, 'k> {
         matches!(self.request.kind, LeaseKind::Permits { .. })
     }
 
-    /// Whether the rule needs only our entry and the one just ahead of it: one holder, at
+    /// Whether the rule needs only our entry and the one just ahead of it (a lock, a fair lock,
+    /// an election): one holder, at
     /// the front, and no holder behind it (that is a read-write lock's downgraded read).
     fn reads_neighbour(&self) -> bool {
-        matches!(self.request.kind, LeaseKind::Exclusive | LeaseKind::Fair)
+        matches!(
+            self.request.kind,
+            LeaseKind::Exclusive | LeaseKind::Fair | LeaseKind::Leader
+        )
     }
 
     /// The range read of the queue: for a lock or a fair lock, the two newest entries created

@@ -78,6 +78,7 @@
 mod acquire;
 mod builder;
 mod claim;
+mod election;
 mod held;
 mod keys;
 mod latch;

@@ -125,6 +125,16 @@ impl LockClient {
         LockRequest::of_kind(self, key.into(), LeaseKind::Fair)
     }
 
+    /// A request for a lease of `kind` on `key` (the primitives build on it).
+    pub(crate) fn lock_of_kind(&self, key: String, kind: LeaseKind) -> LockRequest<'_> {
+        LockRequest::of_kind(self, key, kind)
+    }
+
+    /// The backend as an [`ElectionBackend`](crate::backend::ElectionBackend), if it is one.
+    pub(crate) fn election_backend(&self) -> Option<&dyn crate::backend::DynElectionBackend> {
+        self.inner.backend.optional_traits().election
+    }
+
     /// The read-write lock named `name` (validated when a side of it is acquired). The backend
     /// must offer it ([`Primitives::read_write`](crate::backend::Primitives::read_write)).
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {

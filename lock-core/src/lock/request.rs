@@ -57,6 +57,8 @@ pub struct LockRequest<'a> {
     lease: Option<LeaseMode>,
     owner: Option<LockOwner>,
     kind: LeaseKind,
+    /// A leadership campaign's participant id (see [`AcquireRequest::participant`]).
+    participant: Option<String>,
 }
 
 impl<'a> LockRequest<'a> {
@@ -72,7 +74,14 @@ impl<'a> LockRequest<'a> {
             lease: None,
             owner: None,
             kind,
+            participant: None,
         }
+    }
+
+    /// The same request, campaigning as the participant `id` (a [`LeaseKind::Leader`] lease).
+    pub(crate) fn campaigning_as(mut self, id: String) -> Self {
+        self.participant = Some(id);
+        self
     }
 
     /// A watchdog lease of `ttl`: renewed every `ttl / 3` while the guard lives.
@@ -221,6 +230,9 @@ impl<'a> LockRequest<'a> {
             }
             if let Some(retention) = inner.fence_retention {
                 request = request.retaining_fence(retention);
+            }
+            if let Some(id) = &self.participant {
+                request = request.campaigning_as(id);
             }
             let Some(grant) = attempt.attempt(request).await? else {
                 pending.settle();

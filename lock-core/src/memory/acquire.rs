@@ -70,6 +70,7 @@ impl LockBackend for MemoryBackend {
                             expires_at: now + request.ttl,
                             loss: loss.clone(),
                             kind: request.kind,
+                            participant: request.participant.map(Arc::from),
                         });
                         if let Some(id) = waiter {
                             state.waiters.retain(|w| w.id != id);

@@ -17,6 +17,7 @@ pub(super) enum Family {
     Fair,
     ReadWrite,
     Semaphore,
+    Leader,
 }
 
 impl Family {
@@ -25,6 +26,7 @@ impl Family {
             LeaseKind::Fair => Self::Fair,
             LeaseKind::Read | LeaseKind::Write => Self::ReadWrite,
             LeaseKind::Permits { .. } => Self::Semaphore,
+            LeaseKind::Leader => Self::Leader,
             _ => Self::Lock,
         }
     }
@@ -36,6 +38,8 @@ pub(super) struct Holder {
     pub(super) expires_at: Instant,
     pub(super) loss: LossSignal,
     pub(super) kind: LeaseKind,
+    /// A leadership's participant id.
+    pub(super) participant: Option<Arc<str>>,
 }
 
 impl Holder {
@@ -127,7 +131,7 @@ impl KeyState {
         let grant = match request.kind {
             // The lock lets a newcomer win a free key; a woken waiter that loses keeps its place.
             LeaseKind::Exclusive => self.holders.is_empty(),
-            LeaseKind::Fair | LeaseKind::Write => {
+            LeaseKind::Fair | LeaseKind::Write | LeaseKind::Leader => {
                 self.holders.is_empty() && ahead().next().is_none()
             }
             LeaseKind::Read => {

@@ -97,6 +97,7 @@
 mod acquire;
 pub(crate) mod availability;
 mod builder;
+mod election;
 mod keys;
 mod latch;
 mod leases;

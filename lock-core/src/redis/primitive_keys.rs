@@ -1,7 +1,7 @@
-//! The Redis keys of a fair lock, read-write lock or semaphore. Each is its own family of keys
-//! (`prefix:fair:{#ns:key}`, `prefix:rw:{#ns:key}`, `prefix:sem:{#ns:key}`), apart from the
-//! lock `prefix:{#ns:key}`; all keys of one primitive share its hash tag, so every script
-//! touches one Redis Cluster slot.
+//! The Redis keys of a fair lock, read-write lock, semaphore or election. Each is its own family
+//! of keys (`prefix:fair:{#ns:key}`, `prefix:rw:{#ns:key}`, `prefix:sem:{#ns:key}`,
+//! `prefix:leader:{#ns:key}`), apart from the lock `prefix:{#ns:key}`; all keys of one
+//! primitive share its hash tag, so every script touches one Redis Cluster slot.
 
 use crate::backend::LeaseKind;
 
@@ -11,6 +11,8 @@ pub(super) enum Family {
     Fair,
     ReadWrite,
     Semaphore,
+    /// An election: a fair lock's queue, whose holder's participant id is kept beside it.
+    Leader,
 }
 
 impl Family {
@@ -20,6 +22,7 @@ impl Family {
             LeaseKind::Fair => Some(Self::Fair),
             LeaseKind::Read | LeaseKind::Write => Some(Self::ReadWrite),
             LeaseKind::Permits { .. } => Some(Self::Semaphore),
+            LeaseKind::Leader => Some(Self::Leader),
             _ => None,
         }
     }
@@ -30,6 +33,7 @@ impl Family {
             Self::Fair => "fair",
             Self::ReadWrite => "rw",
             Self::Semaphore => "sem",
+            Self::Leader => "leader",
         }
     }
 }
@@ -59,7 +63,8 @@ pub(super) struct PrimitiveKeys {
     pub(super) queue: String,
     /// Sorted set: queue entry by the time it is dropped unless its waiter re-checks.
     pub(super) deadlines: String,
-    /// The semaphore's size.
+    /// The semaphore's size; for an election, `"<owner token> <participant id>"` of its
+    /// latest leader (written with the grant, read only while that owner holds).
     pub(super) size: String,
 }
 

@@ -145,7 +145,8 @@ impl RedisBackend {
                 .arg(count)
                 .arg(limit)
                 .arg(&downgrade)
-                .arg(lifetime);
+                .arg(lifetime)
+                .arg(request.participant.unwrap_or_default());
             let sent = Instant::now();
             let (status, value): (i64, i64) = self.run("acquire", &invocation).await?;
             match status {

@@ -69,6 +69,10 @@ pub(super) static PRIMITIVE_ABANDON: LazyLock<Script> =
 pub(super) static PRIMITIVE_INFO: LazyLock<Script> =
     LazyLock::new(|| primitive(include_str!("lua/primitive_info.lua")));
 
+/// The leader of an election: its fence and participant id.
+pub(super) static PRIMITIVE_LEADER: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_leader.lua")));
+
 /// Sets a semaphore's size.
 pub(super) static SET_PERMITS: LazyLock<Script> =
     LazyLock::new(|| primitive(include_str!("lua/set_permits.lua")));
@@ -86,7 +90,7 @@ pub(super) static LATCH_WAIT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/latch_wait.lua")));
 
 /// Every script, for loading them up front.
-pub(super) fn all() -> [&'static Script; 15] {
+pub(super) fn all() -> [&'static Script; 16] {
     [
         &ACQUIRE,
         &RELEASE,
@@ -99,6 +103,7 @@ pub(super) fn all() -> [&'static Script; 15] {
         &PRIMITIVE_RELEASE,
         &PRIMITIVE_ABANDON,
         &PRIMITIVE_INFO,
+        &PRIMITIVE_LEADER,
         &SET_PERMITS,
         &LATCH_CREATE,
         &LATCH_COUNT_DOWN,

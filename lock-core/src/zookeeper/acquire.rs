@@ -46,6 +46,8 @@ impl ZooKeeperBackend {
             admit(&[alone], 0, size, None)?;
         }
         let mut prefix = node_name(request.owner, request.kind);
+        // A candidate's node holds its participant id, as a Curator `LeaderLatch`'s does.
+        let data = request.participant.unwrap_or_default().as_bytes();
         let downgrade = match (request.kind, request.downgrade_from) {
             (LeaseKind::Read, Some(writer)) => {
                 self.downgrade(&session, &dir, request.owner, writer)
@@ -58,14 +60,14 @@ impl ZooKeeperBackend {
                 prefix = beside;
                 queued
             }
-            None => match self.enqueue(&session, &dir, &prefix).await {
+            None => match self.enqueue(&session, &dir, &prefix, data).await {
                 Ok(queued) => queued,
                 Err(error) if is_session_end(&error) => {
                     // The session ended before its state watcher said so: one more try on a
                     // new one.
                     session.retire();
                     session = self.session().await?;
-                    self.enqueue(&session, &dir, &prefix).await?
+                    self.enqueue(&session, &dir, &prefix, data).await?
                 }
                 Err(error) => return Err(error),
             },
@@ -124,7 +126,7 @@ impl ZooKeeperBackend {
                     // Deleted behind our back while waiting: queue again, at the end (a
                     // downgraded read as a plain one: its writer may have gone meanwhile).
                     prefix = node_name(request.owner, request.kind);
-                    queued = self.enqueue(&session, &dir, &prefix).await?;
+                    queued = self.enqueue(&session, &dir, &prefix, data).await?;
                 }
                 Place::Behind(_) | Place::BehindAny => {
                     if request.deadline_passed() {

@@ -26,6 +26,8 @@ const READ_NAME: &str = "__READ__";
 const WRITE_NAME: &str = "__WRIT__";
 /// The start of a semaphore node's name after the protection prefix: `permits-<count>-`.
 const PERMITS_NAME: &str = "permits-";
+/// What Curator's `LeaderLatch` names its nodes (before the sequence).
+const LATCH_NAME: &str = "latch-";
 /// The start of a downgraded read's name after the protection prefix:
 /// `beside-<writer's sequence>-__READ__`.
 const BESIDE_NAME: &str = "beside-";
@@ -41,6 +43,8 @@ pub(super) enum Family {
     ReadWrite,
     /// The semaphore.
     Semaphore,
+    /// An election (Curator's `LeaderLatch`).
+    Leader,
 }
 
 impl Family {
@@ -51,6 +55,7 @@ impl Family {
             LeaseKind::Fair => Self::Fair,
             LeaseKind::Read | LeaseKind::Write => Self::ReadWrite,
             LeaseKind::Permits { .. } => Self::Semaphore,
+            LeaseKind::Leader => Self::Leader,
         }
     }
 
@@ -61,6 +66,7 @@ impl Family {
             Self::Fair => "%fair",
             Self::ReadWrite => "%rw",
             Self::Semaphore => "%semaphore",
+            Self::Leader => "%leader",
         }
     }
 }
@@ -73,6 +79,7 @@ pub(super) fn node_name(owner: OwnerToken, kind: LeaseKind) -> String {
         LeaseKind::Read => format!("{prefix}{READ_NAME}"),
         LeaseKind::Write => format!("{prefix}{WRITE_NAME}"),
         LeaseKind::Permits { count, .. } => format!("{prefix}{PERMITS_NAME}{count}-"),
+        LeaseKind::Leader => format!("{prefix}{LATCH_NAME}"),
     }
 }
 

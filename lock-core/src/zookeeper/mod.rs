@@ -85,6 +85,7 @@
 
 mod acquire;
 mod builder;
+mod election;
 mod held;
 mod kinds;
 mod latch;
@@ -157,8 +158,9 @@ impl ZooKeeperBackend {
     }
 
     /// The node of the primitive `kind` leases of are queued under for `full_key`: the lock's
-    /// path for [`LeaseKind::Exclusive`], plus `%fair`, `%rw` or `%semaphore` for the others.
-    /// A Curator `InterProcessReadWriteLock` on the `%rw` path shares the read-write lock.
+    /// path for [`LeaseKind::Exclusive`], plus `%fair`, `%rw`, `%semaphore` or `%leader` for
+    /// the others. A Curator `InterProcessReadWriteLock` on the `%rw` path shares the
+    /// read-write lock; a Curator `LeaderLatch` on the `%leader` path joins the election.
     #[must_use]
     pub fn primitive_path(&self, kind: LeaseKind, full_key: &str) -> String {
         self.primitive_dir(Family::of(kind), full_key)

@@ -187,8 +187,8 @@ impl ZooKeeperBackend {
         Ok(Listing { queue, size: None })
     }
 
-    /// Creates our `EPHEMERAL_SEQUENTIAL` node named `prefix` (plus the sequence) in the queue
-    /// at `dir` (creating the primitive's container node when missing). A create whose reply
+    /// Creates our `EPHEMERAL_SEQUENTIAL` node named `prefix` (plus the sequence), holding
+    /// `data`, in the queue at `dir` (creating the primitive's container node when missing). A create whose reply
     /// was lost looks for its node by the owner's uuid before trying again, so no orphan is
     /// left behind.
     pub(super) async fn enqueue(
@@ -196,12 +196,13 @@ impl ZooKeeperBackend {
         session: &Arc<Session>,
         dir: &str,
         prefix: &str,
+        data: &[u8],
     ) -> Result<Queued> {
         let path = format!("{dir}/{prefix}");
         let options = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         let mut failures = 0;
         loop {
-            let error = match session.client.create(&path, &[], &options).await {
+            let error = match session.client.create(&path, data, &options).await {
                 Ok((stat, sequence)) => {
                     let node = Node {
                         path: format!("{path}{sequence}"),

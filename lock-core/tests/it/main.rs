@@ -29,6 +29,7 @@ mod cache;
 mod cache_metrics;
 #[cfg(feature = "redis")]
 mod cache_processes;
+mod election;
 #[cfg(feature = "etcd")]
 mod etcd;
 #[cfg(feature = "etcd")]

@@ -155,6 +155,78 @@ async fn curator_node_excludes_us_and_ours_look_like_curators() {
     assert!(guard.release().await.unwrap());
 }
 
+/// Elections are Curator's `LeaderLatch` layout: our candidates' nodes are
+/// `_c_<uuid>-latch-<sequence>` holding their participant id; a `LeaderLatch` node created by
+/// hand on another session (as Java's would be) leads ahead of ours, is read as the leader with
+/// its id, and once it goes our candidate leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elections_use_curators_leader_latch_layout() {
+    let Some(h) = zookeeper().await else { return };
+    let client = h.client().await;
+    let name = unique_key("latch");
+    let dir = h
+        .names
+        .primitive_path(LeaseKind::Leader, &format!("conformance:{name}"));
+    assert!(dir.ends_with("%leader"), "{dir}");
+    let election = client.election(&name).participant("rust-1");
+
+    let ours = election.campaign().await.unwrap();
+    let children = h.admin.list_children(&dir).await.unwrap();
+    let [node] = children.as_slice() else {
+        panic!("one node expected: {children:?}")
+    };
+    let (uuid, sequence) = node
+        .strip_prefix("_c_")
+        .and_then(|rest| rest.split_once("-latch-"))
+        .unwrap_or_else(|| panic!("not LeaderLatch's layout: {node}"));
+    assert_eq!((uuid.len(), uuid.matches('-').count()), (36, 4), "{uuid}");
+    assert!(sequence.len() == 10 && sequence.chars().all(|c| c.is_ascii_digit()));
+    let (data, _) = h.admin.get_data(&format!("{dir}/{node}")).await.unwrap();
+    assert_eq!(data, b"rust-1");
+    ours.resign().await.unwrap();
+
+    // A Java LeaderLatch on another session: it leads, by its id and its node's czxid.
+    let java = zk::Client::connect(&h.url).await.unwrap();
+    let prefix = "_c_3f1d2a9e-0000-4000-8000-00000000ca7c-latch-";
+    let (stat, seq) = java
+        .create(
+            &format!("{dir}/{prefix}"),
+            b"java-1",
+            &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let leader = election
+        .leader()
+        .await
+        .unwrap()
+        .expect("the Java latch leads");
+    assert_eq!(leader.participant, "java-1");
+    assert_eq!(leader.term.get(), u64::try_from(stat.czxid).unwrap());
+    assert!(election.try_campaign().await.unwrap().is_none());
+    let waiting = tokio::spawn({
+        let election = election.clone();
+        async move { election.campaign().await.unwrap() }
+    });
+    conformance::eventually("our candidate queued behind the Java latch", || async {
+        h.admin.list_children(&dir).await.unwrap().len() == 2
+    })
+    .await;
+    java.delete(&format!("{dir}/{prefix}{seq}"), None)
+        .await
+        .unwrap();
+    let ours = timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("not leading once the Java latch closed")
+        .unwrap();
+    assert!(ours.term() > leader.term);
+    assert_eq!(
+        election.leader().await.unwrap().unwrap().participant,
+        "rust-1"
+    );
+    ours.resign().await.unwrap();
+}
+
 /// A loopback TCP proxy in front of the server that the test can cut (every connection
 /// closed, new ones refused) and restore: a network partition between one client and
 /// ZooKeeper, while the test's admin client still reaches the server directly.

@@ -41,6 +41,11 @@ struct GuideLock;
 #[doc = include_str!("../../../docs/primitives.md")]
 struct GuidePrimitives;
 
+/// The guide: leader election.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/election.md")]
+struct GuideElection;
+
 /// The guide: cache stampedes and the response cache.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/cache.md")]

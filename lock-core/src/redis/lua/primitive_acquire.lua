@@ -4,6 +4,8 @@
 -- ARGV[8] kind: F, R, W or P   ARGV[9] permits asked (1 for the others)
 -- ARGV[10] semaphore size to set when none is   ARGV[11] downgrading writer's token, or ''
 -- ARGV[12] queue entry lifetime ms (refreshed by each re-check)
+-- ARGV[13] an election candidate's participant id, or '': kept with the grant in KEYS[6] as
+--          "<owner> <participant id>" for the leader to be read by (primitive_leader.lua)
 -- Returns {1, fence} when granted, {0, ms until the first lease runs out (0: none held)} when
 -- waiting, {-1, size} when more permits are asked than the semaphore has.
 -- The grant rule per kind is the memory backend's (`state.rs`, `verdict`).
@@ -72,6 +74,9 @@ end
 if grant then
   local fence = next_fence()
   hold(owner, kind, count, ms, fence)
+  if ARGV[13] ~= '' then
+    redis.call('SET', KEYS[6], owner .. ' ' .. ARGV[13], 'PX', ARGV[4])
+  end
   leave_queue()
   if rank and (kind == 'R' or kind == 'P') then
     -- Readers and permits behind us may fit too: the next one looks.

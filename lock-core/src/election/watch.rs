@@ -1,0 +1,67 @@
+//! [`LeaderWatch`]: following an election's leader.
+
+use std::time::Duration;
+
+use super::{Election, Leader};
+use crate::Result;
+
+/// Follows an election's leader (from [`Election::observe`]): each
+/// [`changed`](Self::changed) answers once the leader differs from the last one answered: a
+/// new participant, a new term of the same one, or nobody.
+///
+/// The stores do not all say when a lease runs out (Redis keeps no event for it), so the
+/// watch reads the leader every [`Election::observe_every`]: a change is seen within that
+/// interval plus one read.
+///
+/// ```
+/// use std::time::Duration;
+/// use lock_core::{LockClient, MemoryBackend};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let locks = LockClient::new(MemoryBackend::new());
+/// let election = locks.election("jobs").observe_every(Duration::from_millis(5));
+/// let mut watch = election.observe();
+/// assert_eq!(watch.changed().await?, None); // the first answer: nobody leads yet
+/// let leadership = election.clone().participant("a").campaign().await?;
+/// let leader = watch.changed().await?.expect("a leads");
+/// assert_eq!((leader.participant.as_str(), leader.term), ("a", leadership.term()));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct LeaderWatch {
+    election: Election,
+    every: Duration,
+    /// The leader last answered; `None` before the first answer.
+    last: Option<Option<Leader>>,
+}
+
+impl LeaderWatch {
+    pub(super) fn new(election: Election, every: Duration) -> Self {
+        Self {
+            election,
+            every,
+            last: None,
+        }
+    }
+
+    /// The leader as last answered by [`changed`](Self::changed) (`None` before the first
+    /// answer, and while nobody leads).
+    #[must_use]
+    pub fn current(&self) -> Option<&Leader> {
+        self.last.as_ref().and_then(Option::as_ref)
+    }
+
+    /// The leader now, on the first call; afterwards waits until the leader differs from the
+    /// last one answered, and answers it. A read that fails is returned as the error; the
+    /// next call reads again.
+    pub async fn changed(&mut self) -> Result<Option<Leader>> {
+        loop {
+            let leader = self.election.leader().await?;
+            if self.last.as_ref() != Some(&leader) {
+                self.last = Some(leader.clone());
+                return Ok(leader);
+            }
+            tokio::time::sleep(self.every).await;
+        }
+    }
+}

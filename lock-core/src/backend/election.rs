@@ -5,6 +5,8 @@
 
 use std::future::Future;
 
+use tokio::time::Instant;
+
 use super::{BoxFuture, LockBackend};
 use crate::{FencingToken, LockKey, Result};
 
@@ -57,16 +59,53 @@ pub trait ElectionBackend: LockBackend {
     /// the participant id it campaigned with and its fencing token as the term; `None` when
     /// nobody leads.
     fn leader(&self, key: &LockKey) -> impl Future<Output = Result<Option<Leader>>> + Send;
+
+    /// Answers the leader of `key` as soon as it differs from `seen` (another participant, a
+    /// new term, or nobody), or whatever it is at `until` (the caller asks again). The default
+    /// reads the leader and, while it is `seen`, once more at `until`; a store that can say when
+    /// an election changes (a watch, a published message, a lease's known end) waits for that.
+    fn leader_after(
+        &self,
+        key: &LockKey,
+        seen: Option<&Leader>,
+        until: Instant,
+    ) -> impl Future<Output = Result<Option<Leader>>> + Send {
+        async move {
+            let leader = self.leader(key).await?;
+            if leader.as_ref() != seen {
+                return Ok(leader);
+            }
+            tokio::time::sleep_until(until).await;
+            self.leader(key).await
+        }
+    }
 }
 
 /// The object-safe form of [`ElectionBackend`], implemented for every `ElectionBackend`.
 pub trait DynElectionBackend: Send + Sync {
     /// See [`ElectionBackend::leader`].
     fn leader<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Leader>>>;
+
+    /// See [`ElectionBackend::leader_after`].
+    fn leader_after<'a>(
+        &'a self,
+        key: &'a LockKey,
+        seen: Option<&'a Leader>,
+        until: Instant,
+    ) -> BoxFuture<'a, Result<Option<Leader>>>;
 }
 
 impl<B: ElectionBackend> DynElectionBackend for B {
     fn leader<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Leader>>> {
         Box::pin(ElectionBackend::leader(self, key))
+    }
+
+    fn leader_after<'a>(
+        &'a self,
+        key: &'a LockKey,
+        seen: Option<&'a Leader>,
+        until: Instant,
+    ) -> BoxFuture<'a, Result<Option<Leader>>> {
+        Box::pin(ElectionBackend::leader_after(self, key, seen, until))
     }
 }

@@ -9,8 +9,9 @@ use crate::backend::{DynElectionBackend, LeaseKind};
 use crate::lock::request::granted;
 use crate::{LeaseMode, LockClient, LockError, LockKey, LockOwner, Result, WaitPolicy};
 
-/// How often an [`observe`](Election::observe)r reads the leader by default.
-const OBSERVE_EVERY: Duration = Duration::from_millis(250);
+/// The longest an [`observe`](Election::observe)r goes without reading the leader, by default
+/// (it waits on the store's push in between).
+const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 
 /// A named election on a [`LockClient`]'s backend, as one participant sees it: campaign in it,
 /// read its leader, follow its leader. Cheap to clone. See the [module docs](crate::election).
@@ -74,7 +75,8 @@ impl Election {
         self
     }
 
-    /// How often [`observe`](Self::observe) reads the leader (250 ms by default).
+    /// The longest an [`observe`](Self::observe)r goes without reading the leader (1 s by
+    /// default): a safety net behind the store's push, should a message be lost.
     #[must_use]
     pub fn observe_every(mut self, every: Duration) -> Self {
         self.observe_every = every.max(Duration::from_millis(1));
@@ -130,19 +132,23 @@ impl Election {
 
     /// Who leads now, read from the store: `None` when nobody does.
     pub async fn leader(&self) -> Result<Option<Leader>> {
-        let key = LockKey::new(self.client.namespace(), &self.name)?;
+        let key = self.key()?;
         self.backend()?.leader(&key).await
     }
 
+    /// The election's key, validated.
+    pub(super) fn key(&self) -> Result<LockKey> {
+        LockKey::new(self.client.namespace(), &self.name)
+    }
+
     /// Follows the leader: a [`LeaderWatch`] whose [`changed`](LeaderWatch::changed) answers
-    /// the leader each time it is another one (or none), read every
-    /// [`observe_every`](Self::observe_every).
+    /// the leader each time it is another one (or none), as the store reports changes.
     #[must_use]
     pub fn observe(&self) -> LeaderWatch {
         LeaderWatch::new(self.clone(), self.observe_every)
     }
 
-    fn backend(&self) -> Result<&dyn DynElectionBackend> {
+    pub(super) fn backend(&self) -> Result<&dyn DynElectionBackend> {
         let capabilities = self.client.capabilities();
         match self.client.election_backend() {
             Some(backend) if capabilities.primitives.election => Ok(backend),

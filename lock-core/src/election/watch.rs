@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::{Election, Leader};
 use crate::Result;
 
@@ -9,9 +11,10 @@ use crate::Result;
 /// [`changed`](Self::changed) answers once the leader differs from the last one answered: a
 /// new participant, a new term of the same one, or nobody.
 ///
-/// The stores do not all say when a lease runs out (Redis keeps no event for it), so the
-/// watch reads the leader every [`Election::observe_every`]: a change is seen within that
-/// interval plus one read.
+/// It waits on what the store says of the election: a ZooKeeper children watch, an etcd
+/// watch of the election's range, a Redis message published with each grant and release (and
+/// the leader's lease end, which it times), the memory backend's own signal. It also reads the
+/// leader at least every [`Election::observe_every`], should a message be lost.
 ///
 /// ```
 /// use std::time::Duration;
@@ -55,13 +58,19 @@ impl LeaderWatch {
     /// last one answered, and answers it. A read that fails is returned as the error; the
     /// next call reads again.
     pub async fn changed(&mut self) -> Result<Option<Leader>> {
-        loop {
+        let Some(seen) = self.last.clone() else {
             let leader = self.election.leader().await?;
-            if self.last.as_ref() != Some(&leader) {
+            self.last = Some(leader.clone());
+            return Ok(leader);
+        };
+        let (key, backend) = (self.election.key()?, self.election.backend()?);
+        loop {
+            let until = Instant::now() + self.every;
+            let leader = backend.leader_after(&key, seen.as_ref(), until).await?;
+            if leader != seen {
                 self.last = Some(leader.clone());
                 return Ok(leader);
             }
-            tokio::time::sleep(self.every).await;
         }
     }
 }

@@ -3,10 +3,13 @@
 //! An election `jobs` is the range `<prefix>/~leader/jobs/`, one entry per candidate in
 //! create-revision order (etcd's own election recipe orders its candidates the same way); the
 //! first entry leads once it is marked as holding, and its create revision is the term.
+//! Observers wait on the backend's shared watch of that range.
 
 use etcd_client as etcd;
+use tokio::time::{sleep_until, Instant};
 
 use super::keys::{owner_of, parse_value, participant_of, queue_prefix};
+use super::watch::Target;
 use super::EtcdBackend;
 use crate::backend::{ElectionBackend, Leader, LeaseKind};
 use crate::{FencingToken, LockKey, Result};
@@ -38,5 +41,40 @@ impl ElectionBackend for EtcdBackend {
                 Leader::new(participant_of(kv.value()).unwrap_or_default(), term)
             });
         Ok(leader)
+    }
+
+    /// Puts a watch on the election's range before reading it: a change after the read fires
+    /// the watch (a candidate joining, leaving, or marking itself the holder).
+    async fn leader_after(
+        &self,
+        key: &LockKey,
+        seen: Option<&Leader>,
+        until: Instant,
+    ) -> Result<Option<Leader>> {
+        let range = queue_prefix(&self.shared.prefix, LeaseKind::Leader, key.full());
+        loop {
+            let target = Target::InQueue {
+                range: range.clone().into_bytes(),
+                deleted: None,
+            };
+            let mut watch = self.shared.watches.watch(target, None);
+            let watching = tokio::select! {
+                created = watch.created() => created,
+                () = sleep_until(until) => false,
+            };
+            let leader = self.leader(key).await?;
+            if leader.as_ref() != seen || Instant::now() >= until {
+                return Ok(leader);
+            }
+            if !watching {
+                // No watch to be had (the stream is down): read again at `until`.
+                sleep_until(until).await;
+                return self.leader(key).await;
+            }
+            tokio::select! {
+                _ = watch.fired() => {}
+                () = sleep_until(until) => return Ok(leader),
+            }
+        }
     }
 }

@@ -78,6 +78,9 @@ impl LockBackend for MemoryBackend {
                             state.wake_front();
                         }
                         drop(keys);
+                        if family == Family::Leader {
+                            self.shared.elections.notify_waiters();
+                        }
                         if let Some(mut registration) = registration.take() {
                             // Already out of the queue: leaving must not wake anyone again.
                             registration.waiter.id = u64::MAX;
@@ -149,6 +152,9 @@ impl LockBackend for MemoryBackend {
         if state.is_idle() {
             keys.remove(&slot);
         }
+        if held && lease.family == Family::Leader {
+            self.shared.elections.notify_waiters();
+        }
         Ok(held)
     }
 
@@ -168,6 +174,9 @@ impl LockBackend for MemoryBackend {
         }
         if state.is_idle() {
             keys.remove(&slot);
+        }
+        if found && slot.0 == Family::Leader {
+            self.shared.elections.notify_waiters();
         }
         Ok(found)
     }

@@ -52,6 +52,8 @@ struct Shared {
     /// once it is idle.
     fences: AtomicU64,
     waiter_ids: AtomicU64,
+    /// Told of every grant and release of a leadership, for the elections' observers.
+    elections: tokio::sync::Notify,
 }
 
 /// A lease held in a [`MemoryBackend`].
@@ -88,6 +90,9 @@ impl MemoryBackend {
             holder.loss.fire(LostReason::NotOwner);
         }
         state.wake_front();
+        if kind == LeaseKind::Leader {
+            self.shared.elections.notify_waiters();
+        }
         found
     }
 

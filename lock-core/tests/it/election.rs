@@ -184,15 +184,31 @@ async fn candidates_lead_in_order(store: Store) {
     assert_eq!(bystander.leader().await.unwrap(), None);
 }
 
-/// The next leader `watch` answers (bounded).
+/// The next leader `watch` answers, within 5 s: the watches here read on their own only every
+/// minute, so only the store's push (or a lease's end the watch timed) answers in time.
 async fn step(watch: &mut lock_core::LeaderWatch) -> Option<lock_core::Leader> {
-    timeout(Duration::from_secs(10), watch.changed())
+    timeout(Duration::from_secs(5), watch.changed())
         .await
-        .unwrap()
+        .expect("the store said nothing of the change")
         .unwrap()
 }
 
-/// An observer sees nobody, then each leader, then nobody.
+/// What `watch` answers when `change` is made while it waits: 200 ms into the wait, when the
+/// watch has read the leader and waits on the store, which must tell it (it reads on its own
+/// only every minute). Should the watch be slower to start, its read sees the change: the
+/// answer is the same, only the push goes untested that time.
+async fn answer_to<T>(
+    watch: &mut lock_core::LeaderWatch,
+    change: impl std::future::Future<Output = T>,
+) -> (Option<lock_core::Leader>, T) {
+    tokio::join!(step(watch), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        change.await
+    })
+}
+
+/// An observer sees nobody, then each leader, then nobody, told by the store as each change
+/// happens.
 async fn an_observer_follows_the_leader(store: Store) {
     let Some(instances) = store.instances(3).await else {
         return;
@@ -200,28 +216,23 @@ async fn an_observer_follows_the_leader(store: Store) {
     let name = unique_key("observed");
     let mut watch = instances[0]
         .election(&name)
-        .observe_every(Duration::from_millis(10))
+        .observe_every(Duration::from_secs(60))
         .observe();
     assert_eq!(step(&mut watch).await, None);
-    let a = instances[1]
-        .election(&name)
-        .participant("a")
-        .campaign()
-        .await
-        .unwrap();
-    let seen = step(&mut watch).await.expect("a leads");
+    let a = instances[1].election(&name).participant("a");
+    let (seen, a) = answer_to(&mut watch, a.campaign()).await;
+    let a = a.unwrap();
+    let seen = seen.expect("a leads");
     assert_eq!((seen.participant.as_str(), seen.term), ("a", a.term()));
     assert_eq!(watch.current(), Some(&seen));
     let a_term = a.term();
-    a.resign().await.unwrap();
-    assert_eq!(step(&mut watch).await, None);
-    let b = instances[2]
-        .election(&name)
-        .participant("b")
-        .campaign()
-        .await
-        .unwrap();
-    let seen = step(&mut watch).await.expect("b leads");
+    let (seen, resigned) = answer_to(&mut watch, a.resign()).await;
+    assert!(resigned.unwrap());
+    assert_eq!(seen, None);
+    let b = instances[2].election(&name).participant("b");
+    let (seen, b) = answer_to(&mut watch, b.campaign()).await;
+    let b = b.unwrap();
+    let seen = seen.expect("b leads");
     assert_eq!((seen.participant.as_str(), seen.term), ("b", b.term()));
     assert!(b.term() > a_term);
     b.resign().await.unwrap();
@@ -434,6 +445,13 @@ mod processes {
         let name = unique_key("killed");
         let (mut leader, old_term) = Leader::start(store, &name).await;
         let successor = instances.remove(0).election(&name).participant("successor");
+        // An observer that reads on its own only every minute: it sees the dead leader's
+        // lease run out and the successor by the store's push (or the lease's end it timed).
+        let mut watch = successor
+            .clone()
+            .observe_every(Duration::from_secs(60))
+            .observe();
+        assert_eq!(step(&mut watch).await.unwrap().participant, "child");
         let campaign = tokio::spawn(async move { successor.campaign().await });
         leader.line_with("ACCEPTED").await;
         leader.signal("-KILL");
@@ -454,6 +472,15 @@ mod processes {
             .write(&name, leadership.term(), b"successor")
             .await;
         assert_eq!(write.unwrap(), FencedWrite::Accepted);
+        let mut seen = step(&mut watch).await;
+        if seen.is_none() {
+            seen = step(&mut watch).await; // the lease ran out before the successor's grant
+        }
+        let seen = seen.expect("the observer saw the successor");
+        assert_eq!(
+            (seen.participant.as_str(), seen.term),
+            ("successor", leadership.term())
+        );
         eprintln!(
             "{}: new leader {took:?} after the kill, term {} > {}",
             store.name(),

@@ -28,6 +28,7 @@ for _, entry in ipairs(entries) do
 end
 if redis.call('HEXISTS', KEYS[2], owner) == 1 then
   release_holder(owner)
+  leader_changed()
   found = 1
   moved = true
 end

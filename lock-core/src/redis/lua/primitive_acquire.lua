@@ -77,6 +77,7 @@ if grant then
   if ARGV[13] ~= '' then
     redis.call('SET', KEYS[6], owner .. ' ' .. ARGV[13], 'PX', ARGV[4])
   end
+  leader_changed()
   leave_queue()
   if rank and (kind == 'R' or kind == 'P') then
     -- Readers and permits behind us may fit too: the next one looks.

@@ -47,6 +47,14 @@ local function hold(owner, kind, count, ms, fence)
   extend_keys(NOW + ms)
 end
 
+-- An election's observers (see primitive_leader.lua) hear of each grant and release of its
+-- leadership on their channel; a lease running out they time themselves.
+local function leader_changed()
+  if ARGV[1] == 'leader' then
+    redis.call('PUBLISH', ARGV[2] .. 'leader:' .. KEYS[1], '1')
+  end
+end
+
 -- Sets a holder's lease to `ms` from now.
 local function extend(owner, ms)
   redis.call('ZADD', KEYS[1], int(NOW + ms), owner)

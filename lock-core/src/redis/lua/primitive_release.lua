@@ -10,5 +10,6 @@ if live_fence(ARGV[5]) ~= ARGV[6] then
   return 0
 end
 release_holder(ARGV[5])
+leader_changed()
 wake_head()
 return 1

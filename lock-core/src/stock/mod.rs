@@ -28,6 +28,8 @@ mod memory;
 mod order_line;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql;
 mod store;
 
 use std::sync::Arc;
@@ -37,6 +39,15 @@ pub use self::memory::MemoryStock;
 pub use self::order_line::OrderLine;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStock;
+#[cfg(feature = "mysql")]
+pub use self::sql::MySqlStock;
+#[cfg(feature = "postgres")]
+pub use self::sql::PostgresStock;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use self::sql::{
+    SqlStock, SqlStockBuilder, SqlStockStats, StockDialect, StockStrategy, DEFAULT_PREFIX,
+    SWEEP_EVERY_CALLS,
+};
 pub use self::store::{DynStockStore, StockStore};
 use crate::lock::key::validate_namespace;
 use crate::{LockError, LockKey, Result};

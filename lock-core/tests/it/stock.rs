@@ -256,6 +256,49 @@ async fn redis() -> Option<Stock> {
 #[cfg(feature = "redis")]
 stock_suite!(redis_stock, redis());
 
+/// The SQL stock with `strategy`, on the server `variable` names.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+async fn sql<D: lock_core::stock::StockDialect>(
+    variable: &str,
+    strategy: lock_core::stock::StockStrategy,
+) -> Option<Stock> {
+    let url = lock_core::testing::server_url(variable).expect("test server")?;
+    let store = lock_core::stock::SqlStock::<D>::builder(&url)
+        .strategy(strategy)
+        .connect()
+        .await
+        .unwrap();
+    Some(Stock::new(store).with_namespace("test").unwrap())
+}
+
+#[cfg(feature = "postgres")]
+mod postgres_stock {
+    use lock_core::stock::StockStrategy;
+
+    use super::*;
+
+    type Db = sqlx::Postgres;
+    const URL: &str = "LOCK_TEST_POSTGRES_URL";
+
+    stock_suite!(for_update, sql::<Db>(URL, StockStrategy::ForUpdate));
+    stock_suite!(optimistic, sql::<Db>(URL, StockStrategy::Optimistic));
+    stock_suite!(conditional, sql::<Db>(URL, StockStrategy::Conditional));
+}
+
+#[cfg(feature = "mysql")]
+mod mysql_stock {
+    use lock_core::stock::StockStrategy;
+
+    use super::*;
+
+    type Db = sqlx::MySql;
+    const URL: &str = "LOCK_TEST_MYSQL_URL";
+
+    stock_suite!(for_update, sql::<Db>(URL, StockStrategy::ForUpdate));
+    stock_suite!(optimistic, sql::<Db>(URL, StockStrategy::Optimistic));
+    stock_suite!(conditional, sql::<Db>(URL, StockStrategy::Conditional));
+}
+
 /// The Redis stock, and a connection of its own to read the stock's keys.
 #[cfg(feature = "redis")]
 async fn redis_and_admin() -> Option<(Stock, redis::aio::MultiplexedConnection)> {

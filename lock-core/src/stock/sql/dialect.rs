@@ -1,0 +1,272 @@
+//! What differs between PostgreSQL and MySQL for the stock tables, and running statements in a
+//! transaction of either: every statement is written once with `?` placeholders
+//! (`statements.rs`), numbered `$1, $2, ...` for PostgreSQL; every value bound is a text or a
+//! 64-bit number, and every column read is a 64-bit number.
+
+use std::future::Future;
+
+use sqlx::{Arguments, ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
+
+use crate::sql::RowsAffected;
+
+/// A value bound to a statement.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// A text.
+    Text(&'a str),
+    /// A 64-bit number.
+    Int(i64),
+}
+
+/// A database the stock tables live in: `sqlx::Postgres` (feature `postgres`) or `sqlx::MySql`
+/// (feature `mysql`). Sealed.
+pub trait StockDialect: sealed::Sealed {}
+
+#[cfg(feature = "postgres")]
+impl StockDialect for sqlx::Postgres {}
+#[cfg(feature = "mysql")]
+impl StockDialect for sqlx::MySql {}
+
+pub(super) mod sealed {
+    use super::Run;
+
+    /// The dialect's side of the stock tables.
+    pub trait Sealed: Run {
+        /// The store's name in errors.
+        const BACKEND: &'static str;
+        /// The database's clock, in µs since the Unix epoch, as a 64-bit number.
+        const NOW_US: &'static str;
+        /// The statements creating the tables `<prefix>_levels` and `<prefix>_orders`.
+        fn schema(prefix: &str) -> Vec<String>;
+        /// `expr` as a 64-bit number.
+        fn int(expr: &str) -> String;
+        /// Adds a restock to the SKU's row, creating it when missing (`?`: sku, units, units).
+        fn restock(prefix: &str) -> String;
+        /// Removes one batch of the records of SKUs never restocked (`?`: retention µs).
+        fn sweep_unknown(prefix: &str) -> String;
+        /// A statement written with `?` placeholders, as this database numbers them.
+        fn placeholders(sql: &str) -> String;
+        /// The database chose this transaction as a deadlock or serialization victim.
+        fn is_conflict(error: &sqlx::Error) -> bool;
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl sealed::Sealed for sqlx::Postgres {
+    const BACKEND: &'static str = "postgres";
+    const NOW_US: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)";
+
+    fn schema(prefix: &str) -> Vec<String> {
+        vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {prefix}_levels (\
+                 sku TEXT PRIMARY KEY, available BIGINT NOT NULL, reserved BIGINT NOT NULL, \
+                 sold BIGINT NOT NULL, received BIGINT NOT NULL, version BIGINT NOT NULL, \
+                 CHECK (available >= 0 AND reserved >= 0 AND sold >= 0))"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {prefix}_orders (\
+                 sku TEXT NOT NULL, kind BIGINT NOT NULL, order_id TEXT NOT NULL, \
+                 quantity BIGINT NOT NULL, outcome BIGINT NOT NULL, \
+                 outcome_value BIGINT NOT NULL, state BIGINT NOT NULL, \
+                 expires_at BIGINT NOT NULL, recorded_at BIGINT NOT NULL, \
+                 PRIMARY KEY (sku, kind, order_id))"
+            ),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {prefix}_orders_due \
+                 ON {prefix}_orders (sku, kind, state, expires_at)"
+            ),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {prefix}_orders_recorded \
+                 ON {prefix}_orders (recorded_at)"
+            ),
+        ]
+    }
+
+    fn int(expr: &str) -> String {
+        format!("CAST({expr} AS BIGINT)")
+    }
+
+    fn restock(prefix: &str) -> String {
+        format!(
+            "INSERT INTO {prefix}_levels (sku, available, reserved, sold, received, version) \
+             VALUES (?, ?, 0, 0, ?, 1) ON CONFLICT (sku) DO UPDATE SET \
+             available = {prefix}_levels.available + EXCLUDED.available, \
+             received = {prefix}_levels.received + EXCLUDED.received, \
+             version = {prefix}_levels.version + 1"
+        )
+    }
+
+    fn sweep_unknown(prefix: &str) -> String {
+        format!(
+            "DELETE FROM {prefix}_orders WHERE ctid IN (SELECT o.ctid FROM {prefix}_orders o \
+             WHERE o.recorded_at < {now} - ? AND NOT EXISTS \
+             (SELECT 1 FROM {prefix}_levels l WHERE l.sku = o.sku) LIMIT 1000)",
+            now = Self::NOW_US
+        )
+    }
+
+    fn placeholders(sql: &str) -> String {
+        let mut out = String::with_capacity(sql.len() + 8);
+        let mut n = 0;
+        for ch in sql.chars() {
+            if ch == '?' {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            } else {
+                out.push(ch);
+            }
+        }
+        out
+    }
+
+    fn is_conflict(error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::Database(db)
+            if db.code().is_some_and(|c| c == "40001" || c == "40P01"))
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl sealed::Sealed for sqlx::MySql {
+    const BACKEND: &'static str = "mysql";
+    const NOW_US: &'static str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
+
+    fn schema(prefix: &str) -> Vec<String> {
+        // Binary columns: SKUs and order ids compare byte for byte, as everywhere else.
+        vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {prefix}_levels (\
+                 sku VARBINARY(600) NOT NULL PRIMARY KEY, available BIGINT NOT NULL, \
+                 reserved BIGINT NOT NULL, sold BIGINT NOT NULL, received BIGINT NOT NULL, \
+                 version BIGINT NOT NULL, \
+                 CHECK (available >= 0 AND reserved >= 0 AND sold >= 0)) ENGINE=InnoDB"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {prefix}_orders (\
+                 sku VARBINARY(600) NOT NULL, kind BIGINT NOT NULL, \
+                 order_id VARBINARY(256) NOT NULL, quantity BIGINT NOT NULL, \
+                 outcome BIGINT NOT NULL, outcome_value BIGINT NOT NULL, \
+                 state BIGINT NOT NULL, expires_at BIGINT NOT NULL, \
+                 recorded_at BIGINT NOT NULL, PRIMARY KEY (sku, kind, order_id), \
+                 INDEX {prefix}_orders_due (sku, kind, state, expires_at), \
+                 INDEX {prefix}_orders_recorded (recorded_at)) ENGINE=InnoDB"
+            ),
+        ]
+    }
+
+    fn int(expr: &str) -> String {
+        format!("CAST({expr} AS SIGNED)")
+    }
+
+    fn restock(prefix: &str) -> String {
+        format!(
+            "INSERT INTO {prefix}_levels (sku, available, reserved, sold, received, version) \
+             VALUES (?, ?, 0, 0, ?, 1) ON DUPLICATE KEY UPDATE \
+             available = available + VALUES(available), \
+             received = received + VALUES(received), version = version + 1"
+        )
+    }
+
+    fn sweep_unknown(prefix: &str) -> String {
+        format!(
+            "DELETE FROM {prefix}_orders WHERE recorded_at < {now} - ? AND NOT EXISTS \
+             (SELECT 1 FROM {prefix}_levels l WHERE l.sku = {prefix}_orders.sku) LIMIT 1000",
+            now = Self::NOW_US
+        )
+    }
+
+    fn placeholders(sql: &str) -> String {
+        sql.to_owned()
+    }
+
+    fn is_conflict(error: &sqlx::Error) -> bool {
+        let sqlx::Error::Database(db) = error else {
+            return false;
+        };
+        // Deadlock victim, lock wait timeout.
+        db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+            .is_some_and(|my| matches!(my.number(), 1205 | 1213))
+    }
+}
+
+/// Running statements on a connection (in a transaction or not) of a database whose values are
+/// texts and 64-bit numbers.
+pub trait Run: Database {
+    /// Runs `sql`: the rows it changed.
+    fn execute<'a>(
+        conn: &'a mut Self::Connection,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'a;
+
+    /// Runs `sql`: its rows, each as its columns' numbers.
+    fn fetch<'a>(
+        conn: &'a mut Self::Connection,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> impl Future<Output = Result<Vec<Vec<i64>>, sqlx::Error>> + Send + 'a;
+}
+
+impl<DB> Run for DB
+where
+    DB: Database,
+    DB::QueryResult: RowsAffected,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+{
+    async fn execute<'a>(
+        conn: &'a mut Self::Connection,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> Result<u64, sqlx::Error> {
+        let arguments = arguments::<DB>(args)?;
+        let done = sqlx::query_with(sql, arguments).execute(conn).await?;
+        Ok(done.rows())
+    }
+
+    async fn fetch<'a>(
+        conn: &'a mut Self::Connection,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> Result<Vec<Vec<i64>>, sqlx::Error> {
+        let arguments = arguments::<DB>(args)?;
+        let rows = sqlx::query_with(sql, arguments).fetch_all(conn).await?;
+        rows.iter()
+            .map(|row| (0..row.len()).map(|i| row.try_get::<i64, usize>(i)).collect())
+            .collect()
+    }
+}
+
+fn arguments<'a, DB>(args: &'a [Arg<'a>]) -> Result<DB::Arguments<'a>, sqlx::Error>
+where
+    DB: Database,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut arguments = DB::Arguments::default();
+    for arg in args {
+        match *arg {
+            Arg::Text(text) => arguments.add(text),
+            Arg::Int(number) => arguments.add(number),
+        }
+        .map_err(sqlx::Error::Encode)?;
+    }
+    Ok(arguments)
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::sealed::Sealed;
+
+    #[test]
+    fn postgres_numbers_its_placeholders() {
+        assert_eq!(
+            sqlx::Postgres::placeholders("SELECT a FROM t WHERE b = ? AND c = ?"),
+            "SELECT a FROM t WHERE b = $1 AND c = $2"
+        );
+    }
+}

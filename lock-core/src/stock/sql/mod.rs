@@ -1,0 +1,284 @@
+//! Stock in PostgreSQL (feature `postgres`) or MySQL / MariaDB (feature `mysql`): the same
+//! operations and guarantees as the memory and Redis stores, on two tables, with a choice of
+//! how units are taken ([`StockStrategy`]).
+//!
+//! ```no_run
+//! # #[cfg(feature = "postgres")]
+//! # async fn example() -> Result<(), lock_core::LockError> {
+//! use lock_core::stock::{PostgresStock, Stock, StockStrategy};
+//!
+//! let store = PostgresStock::builder("postgres://app@127.0.0.1/app")
+//!     .strategy(StockStrategy::ForUpdate)
+//!     .connect()
+//!     .await?;
+//! let stock = Stock::new(store).with_namespace("shop")?;
+//! stock.restock("sku-1", 100).await?;
+//! let sale = stock.deduct("sku-1", 1, "order-42").await?; // a retry of order-42 deducts nothing
+//! assert!(stock.audit("sku-1").await?.is_balanced());
+//! # let _ = sale; Ok(()) }
+//! ```
+//!
+//! # The tables
+//! `<prefix>_levels` (one row per SKU restocked) and `<prefix>_orders` (one row per order id
+//! and kind, primary key `(sku, kind, order_id)`), default prefix [`DEFAULT_PREFIX`]. The
+//! store creates them on first use unless [`SqlStockBuilder::create_schema`] says no; the
+//! statements are [`SqlStock::schema_statements`], for your own migrations. The levels row's
+//! `CHECK (available >= 0 ...)` makes a negative stock impossible whatever the code does.
+//!
+//! # Guarantees
+//! - Every deduction and reservation records its order in the transaction that takes its
+//!   units: a retried order id finds its first outcome (the primary key refuses a second
+//!   record), a crash before the commit takes nothing and records nothing.
+//! - Reservations expire by the database's clock: a confirm after `expires_at` is refused and
+//!   returns the units; expired reservations go back to stock when the SKU is next reserved,
+//!   confirmed, cancelled or read.
+//! - The records of SKUs never restocked (orders naming SKUs that do not exist) are removed
+//!   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written, by a
+//!   sweep every [`SWEEP_EVERY_CALLS`] operations ([`SqlStock::sweep_unknown`] runs one now).
+//! - A transaction the database aborts as a deadlock or serialization victim is run again
+//!   (up to [`SqlStockBuilder::attempts`] times); the count is in [`SqlStock::stats`].
+
+mod dialect;
+mod settle;
+mod statements;
+mod strategy;
+mod take;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::pool::PoolOptions;
+use sqlx::Pool;
+
+pub use self::dialect::StockDialect;
+use self::statements::Statements;
+pub use self::strategy::StockStrategy;
+use crate::sql::{to_lock_error, validate_table};
+use crate::{LockError, Result};
+
+/// The default table prefix: the tables `lock_core_stock_levels` and `lock_core_stock_orders`.
+pub const DEFAULT_PREFIX: &str = "lock_core_stock";
+
+/// How many operations between two sweeps of the records of SKUs never restocked.
+pub const SWEEP_EVERY_CALLS: u64 = 4096;
+
+/// Tries of one operation, by default: a lost compare-and-set (optimistic) or a transaction the
+/// database aborted (deadlock, serialization) is run again up to this many times in all.
+const DEFAULT_ATTEMPTS: u32 = 64;
+
+/// Stock in a SQL database `D` (`sqlx::Postgres` or `sqlx::MySql`): [`PostgresStock`] or
+/// [`MySqlStock`]. Cheap to clone: clones share the pool and the counters. See the
+/// [module docs](self).
+pub struct SqlStock<D: StockDialect> {
+    shared: Arc<Shared<D>>,
+}
+
+impl<D: StockDialect> Clone for SqlStock<D> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Stock in PostgreSQL.
+#[cfg(feature = "postgres")]
+pub type PostgresStock = SqlStock<sqlx::Postgres>;
+
+/// Stock in MySQL or MariaDB.
+#[cfg(feature = "mysql")]
+pub type MySqlStock = SqlStock<sqlx::MySql>;
+
+struct Shared<D: StockDialect> {
+    pool: Pool<D>,
+    statements: Statements,
+    strategy: StockStrategy,
+    attempts: u32,
+    calls: AtomicU64,
+    retries: AtomicU64,
+    conflicts: AtomicU64,
+}
+
+/// What a [`SqlStock`] has had to do again, since it was built.
+///
+/// ```
+/// use lock_core::stock::SqlStockStats;
+///
+/// assert_eq!(SqlStockStats::default().retries, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SqlStockStats {
+    /// Optimistic tries lost to another buyer's update (read again and retried).
+    pub retries: u64,
+    /// Transactions the database aborted as deadlock or serialization victims (run again).
+    pub conflicts: u64,
+}
+
+/// Settings of a [`SqlStock`] before it connects.
+pub struct SqlStockBuilder<D: StockDialect> {
+    source: Source<D>,
+    prefix: String,
+    strategy: StockStrategy,
+    create_schema: bool,
+    attempts: u32,
+    max_connections: u32,
+}
+
+enum Source<D: StockDialect> {
+    Url(String),
+    Pool(Pool<D>),
+}
+
+impl<D: StockDialect> SqlStock<D> {
+    /// A builder for stock in the database at `url`.
+    #[must_use]
+    pub fn builder(url: &str) -> SqlStockBuilder<D> {
+        SqlStockBuilder::new(Source::Url(url.to_owned()))
+    }
+
+    /// A builder for stock on a pool you already have (it keeps its own size and timeouts).
+    #[must_use]
+    pub fn builder_from_pool(pool: Pool<D>) -> SqlStockBuilder<D> {
+        SqlStockBuilder::new(Source::Pool(pool))
+    }
+
+    /// Stock in the database at `url`, default settings (conditional updates).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// The statements creating the tables under `prefix`, for your own migrations.
+    pub fn schema_statements(prefix: &str) -> Result<Vec<String>> {
+        validate_table(&format!("{prefix}_levels"))?;
+        Ok(D::schema(prefix))
+    }
+
+    /// How units are taken.
+    #[must_use]
+    pub fn strategy(&self) -> StockStrategy {
+        self.shared.strategy
+    }
+
+    /// The same store taking units by `strategy` (same pool, same counters).
+    #[must_use]
+    pub fn with_strategy(&self, strategy: StockStrategy) -> Self {
+        let shared = &self.shared;
+        Self {
+            shared: Arc::new(Shared {
+                pool: shared.pool.clone(),
+                statements: Statements::new::<D>(shared.prefix()),
+                strategy,
+                attempts: shared.attempts,
+                calls: AtomicU64::new(0),
+                retries: AtomicU64::new(0),
+                conflicts: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Retries and database conflicts so far.
+    #[must_use]
+    pub fn stats(&self) -> SqlStockStats {
+        SqlStockStats {
+            retries: self.shared.retries.load(Ordering::Relaxed),
+            conflicts: self.shared.conflicts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The pool the store runs on.
+    #[must_use]
+    pub fn pool(&self) -> &Pool<D> {
+        &self.shared.pool
+    }
+
+    fn error(error: sqlx::Error) -> LockError {
+        to_lock_error(D::BACKEND, error)
+    }
+}
+
+impl<D: StockDialect> Shared<D> {
+    /// The prefix the statements were built with (recovered from the levels table's name).
+    fn prefix(&self) -> &str {
+        self.statements.prefix.as_str()
+    }
+}
+
+impl<D: StockDialect> SqlStockBuilder<D> {
+    fn new(source: Source<D>) -> Self {
+        Self {
+            source,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            strategy: StockStrategy::default(),
+            create_schema: true,
+            attempts: DEFAULT_ATTEMPTS,
+            max_connections: 16,
+        }
+    }
+
+    /// The tables' prefix (a plain identifier; default [`DEFAULT_PREFIX`]).
+    #[must_use]
+    pub fn table_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// How units are taken (default [`StockStrategy::Conditional`]).
+    #[must_use]
+    pub fn strategy(mut self, strategy: StockStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Whether to create the tables when missing (default true).
+    #[must_use]
+    pub fn create_schema(mut self, create: bool) -> Self {
+        self.create_schema = create;
+        self
+    }
+
+    /// Tries of one operation before it gives up: lost optimistic compare-and-sets end in
+    /// [`LockError::Busy`], repeated deadlocks in the database's error (default 64, at least 1).
+    #[must_use]
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// The pool's size when the store opens it (default 16).
+    #[must_use]
+    pub fn max_connections(mut self, max: u32) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// Opens the pool (unless given one) and creates the tables (unless told not to).
+    pub async fn connect(self) -> Result<SqlStock<D>> {
+        validate_table(&format!("{}_levels", self.prefix))?;
+        let pool = match self.source {
+            Source::Pool(pool) => pool,
+            Source::Url(url) => PoolOptions::<D>::new()
+                .max_connections(self.max_connections)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(&url)
+                .await
+                .map_err(SqlStock::<D>::error)?,
+        };
+        let stock = SqlStock {
+            shared: Arc::new(Shared {
+                statements: Statements::new::<D>(&self.prefix),
+                pool,
+                strategy: self.strategy,
+                attempts: self.attempts,
+                calls: AtomicU64::new(0),
+                retries: AtomicU64::new(0),
+                conflicts: AtomicU64::new(0),
+            }),
+        };
+        if self.create_schema {
+            stock.ensure_schema().await?;
+        }
+        Ok(stock)
+    }
+}

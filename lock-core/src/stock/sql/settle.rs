@@ -1,0 +1,259 @@
+//! Restocking, confirming and cancelling reservations, returning expired ones, reading a
+//! SKU's level, the sweep of SKUs never restocked, the schema, and running a transaction
+//! again when the database aborted it.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::dialect::{Arg, StockDialect};
+use super::statements::{CANCELLED, CONFIRMED, EXPIRED, LIVE};
+use super::{SqlStock, SWEEP_EVERY_CALLS};
+use crate::stock::{StockLevel, UNKNOWN_SKU_RETENTION};
+use crate::Result;
+
+/// What a confirm or cancel does to a live reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Settle {
+    /// Sell its units.
+    Confirm,
+    /// Return its units to stock.
+    Cancel,
+}
+
+/// The reservation a confirm or cancel found (and, when live, settled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// Live: settled now.
+    Live,
+    /// Live but past `expires_at`: its units went back now.
+    RanOut,
+    /// Confirmed before.
+    Confirmed,
+    /// Cancelled before.
+    Cancelled,
+    /// Expired before.
+    Expired,
+    /// No reservation held units for this order id.
+    Nothing,
+}
+
+impl<D: StockDialect> SqlStock<D> {
+    /// Adds `quantity` units to `sku` (creating its row).
+    pub(super) async fn add(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
+        self.counted();
+        let st = &self.shared.statements;
+        let units = i64::try_from(quantity).unwrap_or(i64::MAX);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let tried = async {
+                let mut tx = self.shared.pool.begin().await?;
+                let args = [Arg::Text(sku), Arg::Int(units), Arg::Int(units)];
+                D::execute(&mut tx, &st.restock, &args).await?;
+                let rows = D::fetch(&mut tx, &st.level_all, &[Arg::Text(sku)]).await?;
+                tx.commit().await?;
+                Ok::<_, sqlx::Error>(level_of(&rows))
+            };
+            match tried.await {
+                Ok(level) => return Ok(level),
+                Err(error) => self.on_failure(error, attempt)?,
+            }
+        }
+    }
+
+    /// Confirms or cancels `order`'s reservation of `sku`, under the SKU's row lock (taken
+    /// first, as every transaction here takes it, so none waits for another in a circle).
+    pub(super) async fn settle(&self, sku: &str, order: &str, action: Settle) -> Result<Found> {
+        self.counted();
+        let st = &self.shared.statements;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let tried = async {
+                let mut tx = self.shared.pool.begin().await?;
+                D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
+                let rows = D::fetch(
+                    &mut tx,
+                    &st.reservation_locked,
+                    &[Arg::Text(sku), Arg::Text(order)],
+                )
+                .await?;
+                let Some(&[quantity, state, ran_out]) = rows.first().map(Vec::as_slice) else {
+                    tx.rollback().await?;
+                    return Ok::<_, sqlx::Error>(Found::Nothing);
+                };
+                let found = match state {
+                    LIVE if ran_out == 1 => Found::RanOut,
+                    LIVE => Found::Live,
+                    CONFIRMED => Found::Confirmed,
+                    CANCELLED => Found::Cancelled,
+                    EXPIRED => Found::Expired,
+                    _ => Found::Nothing,
+                };
+                let (new_state, levels) = match (found, action) {
+                    (Found::Live, Settle::Confirm) => (CONFIRMED, &st.sell_held),
+                    (Found::Live, Settle::Cancel) => (CANCELLED, &st.unhold),
+                    (Found::RanOut, _) => (EXPIRED, &st.unhold),
+                    _ => {
+                        tx.rollback().await?;
+                        return Ok(found);
+                    }
+                };
+                let order_args = [Arg::Int(new_state), Arg::Text(sku), Arg::Text(order)];
+                D::execute(&mut tx, &st.reservation_set, &order_args).await?;
+                let level_args = [Arg::Int(quantity), Arg::Int(quantity), Arg::Text(sku)];
+                D::execute(&mut tx, levels, &level_args).await?;
+                tx.commit().await?;
+                Ok(found)
+            };
+            match tried.await {
+                Ok(found) => return Ok(found),
+                Err(error) => self.on_failure(error, attempt)?,
+            }
+        }
+    }
+
+    /// The SKU's level, expired reservations returned first.
+    pub(super) async fn read_level(&self, sku: &str) -> Result<StockLevel> {
+        self.counted();
+        self.expire_due(sku).await?;
+        let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
+        let rows = D::fetch(&mut conn, &self.shared.statements.level_all, &[Arg::Text(sku)])
+            .await
+            .map_err(Self::error)?;
+        Ok(level_of(&rows))
+    }
+
+    /// Returns the units of the SKU's reservations that ran out (one cheap read when none
+    /// did).
+    pub(super) async fn expire_due(&self, sku: &str) -> Result<()> {
+        let st = &self.shared.statements;
+        {
+            let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
+            let due = D::fetch(&mut conn, &st.any_due, &[Arg::Text(sku)])
+                .await
+                .map_err(Self::error)?;
+            if due.is_empty() {
+                return Ok(());
+            }
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let tried = async {
+                let mut tx = self.shared.pool.begin().await?;
+                D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
+                // One moment for both statements: what the sum counted is what gets marked.
+                let now = D::fetch(&mut tx, &st.now, &[]).await?;
+                let cutoff = now.first().and_then(|row| row.first()).copied().unwrap_or(0);
+                let args = [Arg::Text(sku), Arg::Int(cutoff)];
+                let units = D::fetch(&mut tx, &st.due_units, &args).await?;
+                let units = units.first().and_then(|row| row.first()).copied().unwrap_or(0);
+                if units > 0 {
+                    D::execute(&mut tx, &st.due_expire, &args).await?;
+                    let back = [Arg::Int(units), Arg::Int(units), Arg::Text(sku)];
+                    D::execute(&mut tx, &st.unhold, &back).await?;
+                }
+                tx.commit().await?;
+                Ok::<_, sqlx::Error>(())
+            };
+            match tried.await {
+                Ok(()) => return Ok(()),
+                Err(error) => self.on_failure(error, attempt)?,
+            }
+        }
+    }
+
+    /// Removes the records of SKUs never restocked that are older than
+    /// [`UNKNOWN_SKU_RETENTION`]: the rows removed. The store runs it by itself every
+    /// [`SWEEP_EVERY_CALLS`] operations.
+    pub async fn sweep_unknown(&self) -> Result<u64> {
+        self.sweep_older_than(UNKNOWN_SKU_RETENTION).await
+    }
+
+    /// [`sweep_unknown`](Self::sweep_unknown) with another retention (for tests).
+    #[doc(hidden)]
+    pub async fn sweep_older_than(&self, retention: Duration) -> Result<u64> {
+        let retention = i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
+        let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
+        let mut removed = 0;
+        loop {
+            let batch = D::execute(
+                &mut conn,
+                &self.shared.statements.sweep_unknown,
+                &[Arg::Int(retention)],
+            )
+            .await
+            .map_err(Self::error)?;
+            removed += batch;
+            if batch < 1000 {
+                return Ok(removed);
+            }
+        }
+    }
+
+    /// Creates the tables when missing. Two stores creating them at once may collide on
+    /// PostgreSQL's catalog: the loser tries again and finds them.
+    pub async fn ensure_schema(&self) -> Result<()> {
+        for statement in &self.shared.statements.schema {
+            let mut attempt = 0;
+            loop {
+                attempt += 1;
+                let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
+                match D::execute(&mut conn, statement, &[]).await {
+                    Ok(_) => break,
+                    Err(sqlx::Error::Database(_)) if attempt < 3 => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    Err(error) => return Err(Self::error(error)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts an operation; every [`SWEEP_EVERY_CALLS`]th starts a sweep in the background.
+    pub(super) fn counted(&self) {
+        let calls = self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        if calls > 0 && calls.is_multiple_of(SWEEP_EVERY_CALLS) {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let stock = self.clone();
+                runtime.spawn(async move {
+                    if let Err(error) = stock.sweep_unknown().await {
+                        tracing::debug!(%error, "sweeping the records of unknown SKUs failed");
+                    }
+                });
+            }
+        }
+    }
+
+    pub(super) fn count_retry(&self) {
+        self.shared.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// After a failed try: `Ok` to run it again (the database aborted it as a deadlock or
+    /// serialization victim, and tries are left), the error otherwise.
+    pub(super) fn on_failure(&self, error: sqlx::Error, attempt: u32) -> Result<()> {
+        if D::is_conflict(&error) && attempt < self.shared.attempts {
+            self.shared.conflicts.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        Err(Self::error(error))
+    }
+}
+
+/// A level row (`available, reserved, sold, received`), or zeros for a SKU never restocked.
+fn level_of(rows: &[Vec<i64>]) -> StockLevel {
+    let number = |i: usize| {
+        rows.first()
+            .and_then(|row| row.get(i))
+            .and_then(|&n| u64::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    StockLevel {
+        available: number(0),
+        reserved: number(1),
+        sold: number(2),
+        received: number(3),
+    }
+}

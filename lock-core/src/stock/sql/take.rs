@@ -1,0 +1,338 @@
+//! Deductions and reservations: taking units from a SKU's row by the store's
+//! [`StockStrategy`], with the order's record in the same transaction.
+
+use std::time::Duration;
+
+use super::dialect::{Arg, StockDialect};
+use super::settle::{Found, Settle};
+use super::statements::{DEDUCTION, LIVE, NOTHING_HELD, RESERVATION};
+use super::{SqlStock, StockStrategy};
+use crate::backend::jitter;
+use crate::stock::{
+    order_reused, CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, OrderLine,
+    Reservation, ReserveOutcome, StockLevel, StockStore,
+};
+use crate::{LockError, Result};
+
+/// What units are taken for.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Purpose {
+    /// A deduction: the units are sold.
+    Sell,
+    /// A reservation held for this long.
+    Hold(Duration),
+}
+
+impl Purpose {
+    fn kind(self) -> i64 {
+        match self {
+            Self::Sell => DEDUCTION,
+            Self::Hold(_) => RESERVATION,
+        }
+    }
+}
+
+/// An order's outcome: whether it took its units, the units left (or available), and whether
+/// it was recorded before (a retry).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Took {
+    taken: bool,
+    value: u64,
+    duplicate: bool,
+}
+
+/// How one try ended.
+enum Try {
+    /// Recorded now, or found recorded under the row lock.
+    Done(Took),
+    /// The order's record exists (the primary key refused ours): read its outcome.
+    Recorded,
+    /// Optimistic only: another buyer changed the row since it was read.
+    Lost,
+}
+
+impl<D: StockDialect> SqlStock<D> {
+    /// Takes the line's units for `purpose` (or records that there were too few), once per
+    /// order id and kind.
+    pub(super) async fn take(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Took> {
+        self.counted();
+        if let Purpose::Hold(_) = purpose {
+            self.expire_due(line.sku).await?;
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let tried = match self.shared.strategy {
+                StockStrategy::ForUpdate => self.take_locked(line, purpose).await,
+                StockStrategy::Optimistic => self.take_at_version(line, purpose).await,
+                StockStrategy::Conditional => self.take_conditional(line, purpose).await,
+            };
+            match tried {
+                Ok(Try::Done(took)) => return Ok(took),
+                Ok(Try::Recorded) => return self.recorded(line, purpose).await,
+                Ok(Try::Lost) => {
+                    self.count_retry();
+                    if attempt >= self.shared.attempts {
+                        return Err(LockError::Busy {
+                            key: line.sku.to_owned(),
+                            waited: Duration::ZERO,
+                        });
+                    }
+                    // Spread the losers out: a few ms, growing with the tries.
+                    let pause = Duration::from_micros(500) * attempt.min(20);
+                    tokio::time::sleep(jitter(pause)).await;
+                }
+                Err(error) => self.on_failure(error, attempt)?,
+            }
+        }
+    }
+
+    /// `SELECT ... FOR UPDATE` on the SKU's row, then the update and the record.
+    async fn take_locked(
+        &self,
+        line: OrderLine<'_>,
+        purpose: Purpose,
+    ) -> Result<Try, sqlx::Error> {
+        let st = &self.shared.statements;
+        let mut tx = self.shared.pool.begin().await?;
+        let level = D::fetch(&mut tx, &st.level_locked, &[Arg::Text(line.sku)]).await?;
+        let order = [
+            Arg::Text(line.sku),
+            Arg::Int(purpose.kind()),
+            Arg::Text(line.order),
+        ];
+        if !D::fetch(&mut tx, &st.order_read, &order).await?.is_empty() {
+            tx.rollback().await?;
+            return Ok(Try::Recorded);
+        }
+        let available = level.first().map_or(0, |row| row[0]);
+        let quantity = quantity_of(line);
+        let taken = available >= quantity;
+        if taken {
+            let moved = D::execute(&mut tx, self.take_statement(purpose, false), &[
+                Arg::Int(quantity),
+                Arg::Int(quantity),
+                Arg::Text(line.sku),
+                Arg::Int(quantity),
+            ])
+            .await?;
+            if moved != 1 {
+                return Err(sqlx::Error::Protocol(format!(
+                    "the locked stock row changed under its lock ({moved} rows)"
+                )));
+            }
+        }
+        let value = if taken { available - quantity } else { available };
+        self.record(tx, line, purpose, taken, value).await
+    }
+
+    /// Reads the row's `version` without a lock; updates only if it is still that version.
+    async fn take_at_version(
+        &self,
+        line: OrderLine<'_>,
+        purpose: Purpose,
+    ) -> Result<Try, sqlx::Error> {
+        let st = &self.shared.statements;
+        let (available, version) = {
+            let mut conn = self.shared.pool.acquire().await?;
+            let order = [
+                Arg::Text(line.sku),
+                Arg::Int(purpose.kind()),
+                Arg::Text(line.order),
+            ];
+            if !D::fetch(&mut conn, &st.order_read, &order).await?.is_empty() {
+                return Ok(Try::Recorded);
+            }
+            let level = D::fetch(&mut conn, &st.level_read, &[Arg::Text(line.sku)]).await?;
+            level.first().map_or((0, 0), |row| (row[0], row[1]))
+        };
+        let quantity = quantity_of(line);
+        let taken = available >= quantity;
+        let mut tx = self.shared.pool.begin().await?;
+        if taken {
+            let moved = D::execute(&mut tx, self.take_statement(purpose, true), &[
+                Arg::Int(quantity),
+                Arg::Int(quantity),
+                Arg::Text(line.sku),
+                Arg::Int(version),
+                Arg::Int(quantity),
+            ])
+            .await?;
+            if moved == 0 {
+                tx.rollback().await?;
+                return Ok(Try::Lost);
+            }
+        }
+        let value = if taken { available - quantity } else { available };
+        self.record(tx, line, purpose, taken, value).await
+    }
+
+    /// `UPDATE ... WHERE available >= n` first, then the record.
+    async fn take_conditional(
+        &self,
+        line: OrderLine<'_>,
+        purpose: Purpose,
+    ) -> Result<Try, sqlx::Error> {
+        let st = &self.shared.statements;
+        let quantity = quantity_of(line);
+        let mut tx = self.shared.pool.begin().await?;
+        let moved = D::execute(&mut tx, self.take_statement(purpose, false), &[
+            Arg::Int(quantity),
+            Arg::Int(quantity),
+            Arg::Text(line.sku),
+            Arg::Int(quantity),
+        ])
+        .await?;
+        // After our update the row is ours until the commit; without one, a plain read.
+        let level = D::fetch(&mut tx, &st.level_read, &[Arg::Text(line.sku)]).await?;
+        let available = level.first().map_or(0, |row| row[0]);
+        self.record(tx, line, purpose, moved == 1, available).await
+    }
+
+    /// Records the order's outcome in `tx` and commits: [`Try::Recorded`] (rolled back, so
+    /// nothing taken stays taken) when the order's record already exists.
+    async fn record(
+        &self,
+        mut tx: sqlx::Transaction<'static, D>,
+        line: OrderLine<'_>,
+        purpose: Purpose,
+        taken: bool,
+        value: i64,
+    ) -> Result<Try, sqlx::Error> {
+        let (state, ttl) = match (purpose, taken) {
+            (Purpose::Hold(ttl), true) => (LIVE, i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX)),
+            _ => (NOTHING_HELD, 0),
+        };
+        let inserted = D::execute(&mut tx, &self.shared.statements.order_insert, &[
+            Arg::Text(line.sku),
+            Arg::Int(purpose.kind()),
+            Arg::Text(line.order),
+            Arg::Int(quantity_of(line)),
+            Arg::Int(i64::from(taken)),
+            Arg::Int(value),
+            Arg::Int(state),
+            Arg::Int(ttl),
+        ])
+        .await;
+        match inserted {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                tx.rollback().await?;
+                return Ok(Try::Recorded);
+            }
+            Err(error) => return Err(error),
+        }
+        tx.commit().await?;
+        Ok(Try::Done(Took {
+            taken,
+            value: u64::try_from(value).unwrap_or_default(),
+            duplicate: false,
+        }))
+    }
+
+    /// The first outcome of an order recorded before.
+    async fn recorded(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Took> {
+        let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
+        let order = [
+            Arg::Text(line.sku),
+            Arg::Int(purpose.kind()),
+            Arg::Text(line.order),
+        ];
+        let rows = D::fetch(&mut conn, &self.shared.statements.order_read, &order)
+            .await
+            .map_err(Self::error)?;
+        let Some(&[quantity, outcome, value]) = rows.first().map(Vec::as_slice) else {
+            return Err(LockError::Protocol {
+                backend: D::BACKEND,
+                detail: "an order's record refused as a duplicate cannot be found".into(),
+            });
+        };
+        let first = u64::try_from(quantity).unwrap_or_default();
+        if first != line.quantity {
+            return Err(order_reused(line.order, first, line.quantity));
+        }
+        Ok(Took {
+            taken: outcome == 1,
+            value: u64::try_from(value).unwrap_or_default(),
+            duplicate: true,
+        })
+    }
+
+    fn take_statement(&self, purpose: Purpose, at_version: bool) -> &str {
+        let st = &self.shared.statements;
+        match (purpose, at_version) {
+            (Purpose::Sell, false) => &st.sell,
+            (Purpose::Sell, true) => &st.sell_at_version,
+            (Purpose::Hold(_), false) => &st.hold,
+            (Purpose::Hold(_), true) => &st.hold_at_version,
+        }
+    }
+}
+
+/// The line's quantity as bound (at most [`MAX_QUANTITY`](crate::stock::MAX_QUANTITY)).
+fn quantity_of(line: OrderLine<'_>) -> i64 {
+    i64::try_from(line.quantity).unwrap_or(i64::MAX)
+}
+
+impl<D: StockDialect> StockStore for SqlStock<D> {
+    async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
+        self.add(sku, quantity).await
+    }
+
+    async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {
+        let took = self.take(line, Purpose::Sell).await?;
+        let outcome = if took.taken {
+            DeductOutcome::Deducted {
+                remaining: took.value,
+            }
+        } else {
+            DeductOutcome::OutOfStock {
+                available: took.value,
+            }
+        };
+        Ok(Deduction {
+            outcome,
+            duplicate: took.duplicate,
+        })
+    }
+
+    async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
+        let took = self.take(line, Purpose::Hold(ttl)).await?;
+        let outcome = if took.taken {
+            ReserveOutcome::Reserved {
+                remaining: took.value,
+            }
+        } else {
+            ReserveOutcome::OutOfStock {
+                available: took.value,
+            }
+        };
+        Ok(Reservation {
+            outcome,
+            duplicate: took.duplicate,
+        })
+    }
+
+    async fn confirm(&self, sku: &str, order: &str) -> Result<ConfirmOutcome> {
+        Ok(match self.settle(sku, order, Settle::Confirm).await? {
+            Found::Live => ConfirmOutcome::Confirmed,
+            Found::Confirmed => ConfirmOutcome::AlreadyConfirmed,
+            Found::Cancelled => ConfirmOutcome::Cancelled,
+            Found::RanOut | Found::Expired => ConfirmOutcome::Expired,
+            Found::Nothing => ConfirmOutcome::Unknown,
+        })
+    }
+
+    async fn cancel(&self, sku: &str, order: &str) -> Result<CancelOutcome> {
+        Ok(match self.settle(sku, order, Settle::Cancel).await? {
+            Found::Live => CancelOutcome::Cancelled,
+            Found::RanOut | Found::Expired | Found::Cancelled => CancelOutcome::AlreadyReleased,
+            Found::Confirmed => CancelOutcome::AlreadyConfirmed,
+            Found::Nothing => CancelOutcome::Unknown,
+        })
+    }
+
+    async fn level(&self, sku: &str) -> Result<StockLevel> {
+        self.read_level(sku).await
+    }
+}

@@ -36,6 +36,9 @@
 //!   is back; one log line each way.
 //! - [`KeyTemplate`]: keys from templates such as `"order:{id}:{user}"`, built as
 //!   `#[distributed_lock]` builds them (values percent-encoded so keys never collide).
+//! - [`election`]: leader election ([`LockClient::election`]): campaign, the leader's term
+//!   (a fencing token), `lost()`, resign, and following the leader from anywhere.
+//! - [`stock`]: inventory deducted once per order id, in memory, Redis, PostgreSQL or MySQL.
 //!
 //! # Guarantees and their limits
 //! Leases are measured on the monotonic clock from the moment the winning command was *sent*,

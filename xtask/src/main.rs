@@ -74,10 +74,13 @@ Commands:
   demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
                                 (no ARGS: the lock demo, then `demo inventory`
                                 and `demo idempotency` on memory)
-  demo inventory [--backend memory|redis] [--instances N] [--buyers B] [--stock S]
+  demo inventory [--backend memory|redis|postgres|mysql] [--strategy S|all]
+                 [--instances N] [--buyers B] [--stock S]
                                 The flash sale over HTTP: builds the example
                                 apps, runs N instances, fires B buyers and
-                                prints sold/rejected/oversold per strategy.
+                                prints sold/rejected/oversold per strategy
+                                (PostgreSQL and MySQL: for-update, optimistic,
+                                conditional, reserve).
   demo stampede [--backend memory|redis] [--instances N] [--clients C] [--redis-url URL]
                                 Cache stampede over HTTP (release build): N
                                 axum/actix instances share one cache; a cold

@@ -67,6 +67,16 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     if (idempotency || crash) && has_flag(args, "--postgres-url") {
         needed.retain(|s| s.name() != "postgres");
     }
+    // The bench's stock figures on PostgreSQL and MySQL compare with Redis's atomic script.
+    if bin == HarnessBin::Bench
+        && needed
+            .iter()
+            .any(|s| matches!(s.name(), "postgres" | "mysql"))
+        && !needed.iter().any(|s| s.name() == "redis")
+        && !has_flag(args, "--redis-url")
+    {
+        needed.extend(stack::by_name("redis"));
+    }
     // Stress keeps its shared counters in Redis whichever backend it locks with.
     if bin == HarnessBin::Stress
         && !needed.is_empty()
@@ -176,6 +186,15 @@ fn run_inventory(args: &[String]) -> Result<()> {
         "-p",
         "flash-sale-actix",
     ]);
+    // The shop on PostgreSQL or MySQL needs its sqlx store; on memory and Redis it builds
+    // without (nothing but the Rust toolchain).
+    for backend in backends(args) {
+        if matches!(backend, "postgres" | "mysql") {
+            build.arg(format!(
+                "--features=flash-sale-axum/{backend},flash-sale-actix/{backend}"
+            ));
+        }
+    }
     cmd::run(&mut build)?;
     let mut cargo = cmd::cargo();
     cargo.args(["run", "--release", "-p", "lock-harness"]);

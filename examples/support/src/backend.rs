@@ -80,6 +80,12 @@ pub fn postgres_url() -> String {
     )
 }
 
+/// The MySQL URL: `LOCK_TEST_MYSQL_URL`, else the xtask stack's default.
+#[must_use]
+pub fn mysql_url() -> String {
+    server_url("LOCK_TEST_MYSQL_URL", "mysql://root@127.0.0.1:23306/locks")
+}
+
 /// RedLock's node URLs: `LOCK_TEST_REDLOCK_URLS` (comma-separated, as `cargo xtask` sets it),
 /// else the xtask stack's five nodes.
 #[must_use]

@@ -5,7 +5,8 @@
 //! `LOCK_TEST_REQUIRE_SERVERS=1` (set by `cargo xtask test`) or `CI` they fail, and otherwise
 //! they say loudly that they skipped.
 //!
-//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again;
+//! Also here: [`RedisServer`], a `redis-server` a test may kill and start again, and
+//! [`SqlServer`], a PostgreSQL or MariaDB one a test may crash and start again;
 //! `response_cache`, `idempotency` and `keyed_lock`: the suites every response cache,
 //! idempotency and keyed-lock adapter (lock-tower, lock-actix) runs; and [`Runs`], what their
 //! test handlers count of their runs.
@@ -25,10 +26,12 @@ pub mod metrics;
 mod redis_server;
 pub mod response_cache;
 mod runs;
+mod sql_server;
 
 pub use log_lines::LogLines;
 pub use redis_server::{free_port, RedisServer};
 pub use runs::{Run, Runs, SuiteHandler};
+pub use sql_server::{SqlKind, SqlServer};
 
 /// The env var that turns a missing test server into a failure.
 pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";

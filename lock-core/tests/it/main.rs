@@ -60,6 +60,8 @@ mod redis_restart;
 mod redlock;
 mod result_store;
 mod run_once;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql_stock;
 mod stock;
 #[cfg(feature = "zookeeper")]
 mod zk_ensemble;

@@ -173,6 +173,25 @@ async fn reservations_confirm_cancel_expire(stock: Stock) {
     assert!(level.is_balanced());
 }
 
+/// A deduction after a reservation ran out finds its unit back in stock: an order's first
+/// outcome is final, so it must not be recorded out of stock while units wait to return.
+async fn a_deduction_finds_expired_reservations_returned(stock: Stock) {
+    let sku = unique("expired-then-sold");
+    stock.restock(&sku, 1).await.unwrap();
+    let held = stock
+        .reserve(&sku, 1, "r-1", Duration::from_millis(100))
+        .await
+        .unwrap();
+    assert_eq!(held.outcome, ReserveOutcome::Reserved { remaining: 0 });
+    // The reservation's time passing is what this waits for (the store's clock decides).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let sale = stock.deduct(&sku, 1, "d-1").await.unwrap();
+    assert_eq!(sale.outcome, DeductOutcome::Deducted { remaining: 0 });
+    let level = stock.audit(&sku).await.unwrap();
+    assert_eq!((level.reserved, level.sold, level.available), (0, 1, 0));
+    assert!(level.is_balanced());
+}
+
 async fn bad_input_is_typed(stock: Stock) {
     assert!(stock
         .deduct("", 1, "o")
@@ -215,7 +234,8 @@ macro_rules! stock_suite {
     ($module:ident, $make:expr) => {
         stock_suite!($module, $make;
             exactly_n_sold_under_concurrency, retried_orders_deduct_once,
-            reused_order_ids_are_refused, reservations_confirm_cancel_expire, bad_input_is_typed);
+            reused_order_ids_are_refused, reservations_confirm_cancel_expire,
+            a_deduction_finds_expired_reservations_returned, bad_input_is_typed);
     };
     ($module:ident, $make:expr; $($check:ident),+) => {
         mod $module {

@@ -22,7 +22,9 @@
 ///   strategy; reservations expire back into stock; the bad-input table answers 400
 ///   problems, never a 5xx, with each strategy; the purchase is on `GET /metrics`;
 /// - on Redis (`LOCK_TEST_REDIS_URL`), two processes: exactly the stock sold with each
-///   strategy, and again while the Redis is killed and restarted.
+///   strategy, and again while the Redis is killed and restarted;
+/// - on PostgreSQL and MySQL (their test URLs, and the app's features of those names), the
+///   SQL strategies in-process: exactly the stock sold, and the bad-input table.
 ///
 /// ```ignore
 /// async fn serve(shop: example_support::shop::Shop) -> String {
@@ -114,6 +116,78 @@ macro_rules! flash_sale_app_tests {
             $crate::checks::redis_dropped_mid_run(strategy, vec![app], data)
                 .await
                 .unwrap();
+        }
+
+        /// The SQL strategies (for-update, optimistic, conditional, reserve) on the test
+        /// database `db` (`postgres` or `mysql`), in-process: 1,000 buyers for 100 units sell
+        /// exactly 100, and the bad-input table answers 400 problems, never a 5xx. Without
+        /// the database's server it does nothing unless the servers are required; a build
+        /// of the app without its `postgres` / `mysql` feature says so and skips.
+        async fn sql_strategies(db: &str) {
+            let variable = if db == "postgres" {
+                "LOCK_TEST_POSTGRES_URL"
+            } else {
+                "LOCK_TEST_MYSQL_URL"
+            };
+            if ::lock_core::testing::server_url(variable)
+                .unwrap()
+                .is_none()
+            {
+                return;
+            }
+            for strategy in ::example_support::shop::Strategy::SQL {
+                let start = |namespace: String| {
+                    let args = [
+                        "--strategy",
+                        strategy.name(),
+                        "--backend",
+                        db,
+                        "--namespace",
+                    ];
+                    let args = args.into_iter().map(str::to_owned).chain([namespace]);
+                    ::example_support::shop::Shop::start(
+                        ::example_support::shop::ShopConfig::from_args(args).unwrap(),
+                    )
+                };
+                let shop = match start($crate::inventory::unique("app-sql")).await {
+                    Ok(shop) => shop,
+                    Err(::lock_core::LockError::InvalidConfig(reason))
+                        if reason.contains("this build") =>
+                    {
+                        eprintln!("SKIPPED: {reason}");
+                        return;
+                    }
+                    Err(error) => panic!("{db} {}: {error}", strategy.name()),
+                };
+                shop.restock("sku-x", 100).await.unwrap();
+                let base = $serve(shop).await;
+                passes($crate::checks::sells_exactly(
+                    vec![base],
+                    "sku-x",
+                    100,
+                    1_000,
+                ))
+                .await;
+                let shop = start($crate::inventory::unique("app-sql-bad"))
+                    .await
+                    .unwrap();
+                $crate::bad_input::seed(&shop).await.unwrap();
+                let base = $serve(shop).await;
+                let rows = $crate::bad_input::check_all(&base)
+                    .await
+                    .unwrap_or_else(|e| panic!("{db} {}: {e}", strategy.name()));
+                assert!(rows > 80, "the table shrank to {rows} rows");
+            }
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_sql_strategies_on_postgres_sell_exactly_and_refuse_bad_input() {
+            sql_strategies("postgres").await;
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_sql_strategies_on_mysql_sell_exactly_and_refuse_bad_input() {
+            sql_strategies("mysql").await;
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,7 +39,7 @@ pub async fn sells_exactly(
     let report = timeout(LIMIT, load::fire(&load, Arc::new(Progress::default())))
         .await
         .map_err(|_| "the load did not finish in time")?;
-    let level = fetch_level(&targets[0], sku).await?;
+    let level = fetch_level(&targets[0], sku).await?.0;
     let scenario = Scenario {
         strategy: Strategy::Atomic,
         backend: BackendKind::Memory,
@@ -56,6 +56,7 @@ pub async fn sells_exactly(
         scenario,
         report,
         level,
+        retried: None,
     };
     outcome.check()?;
     if outcome.report.errors + outcome.report.busy != 0 {
@@ -80,7 +81,7 @@ pub async fn sells_exactly(
             ));
         }
     }
-    let after = fetch_level(&targets[0], sku).await?;
+    let after = fetch_level(&targets[0], sku).await?.0;
     if after != level {
         return Err(format!("retries changed the stock: {level:?} → {after:?}"));
     }
@@ -101,13 +102,13 @@ pub async fn reservations_expire(base: &str, sku: &str) -> Result<(), String> {
     if short.status != 200 || kept.status != 200 {
         return Err(format!("reserving: {short:?} {kept:?}"));
     }
-    let level = fetch_level(base, sku).await?;
+    let level = fetch_level(base, sku).await?.0;
     if (level.available, level.reserved) != (0, 2) {
         return Err(format!("after reserving: {level:?}"));
     }
     // The expiry itself is what is tested: let the short reservation's TTL pass.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let level = fetch_level(base, sku).await?;
+    let level = fetch_level(base, sku).await?.0;
     if (level.available, level.reserved) != (1, 1) {
         return Err(format!(
             "the expired reservation did not return its unit: {level:?}"
@@ -121,7 +122,7 @@ pub async fn reservations_expire(base: &str, sku: &str) -> Result<(), String> {
     if confirmed.status != 200 {
         return Err(format!("confirming a live reservation: {confirmed:?}"));
     }
-    let level = fetch_level(base, sku).await?;
+    let level = fetch_level(base, sku).await?.0;
     if (level.available, level.reserved, level.sold) != (1, 0, 1) || !level.is_balanced() {
         return Err(format!("after confirming: {level:?}"));
     }
@@ -264,7 +265,7 @@ pub async fn redis_dropped_mid_run(
             }
         }
     }
-    let level = fetch_level(&targets[0], sku).await?;
+    let level = fetch_level(&targets[0], sku).await?.0;
     if level.sold != sold.len() as u64 || level.sold > stock || !level.is_balanced() {
         return Err(format!(
             "{} orders answered sold, store says {level:?} of {stock}",

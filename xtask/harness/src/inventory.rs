@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use example_support::backend::BackendKind;
-use example_support::shop::Strategy;
+use example_support::shop::{Retried, Strategy};
 use lock_core::stock::StockLevel;
 use tokio::process::Child;
 
@@ -72,6 +72,8 @@ pub struct Outcome {
     pub report: Report,
     /// The store's audit afterwards.
     pub level: StockLevel,
+    /// What a SQL stock retried, summed over the instances.
+    pub retried: Option<Retried>,
 }
 
 /// A name unique to this process and moment, for namespaces and order ids.
@@ -128,17 +130,24 @@ impl Scenario {
             progress: self.progress,
         };
         let report = load::fire(&load, Arc::new(Progress::default())).await;
-        let level = fetch_level(&targets[0], &sku).await?;
+        let (level, mut retried) = fetch_level(&targets[0], &sku).await?;
+        for target in &targets[1..] {
+            if let (Some(sum), (_, Some(more))) = (&mut retried, fetch_level(target, &sku).await?) {
+                sum.retries += more.retries;
+                sum.conflicts += more.conflicts;
+            }
+        }
         Ok(Outcome {
             scenario: self.clone(),
             report,
             level,
+            retried,
         })
     }
 }
 
-/// `GET /stock/{sku}` from `base`.
-pub async fn fetch_level(base: &str, sku: &str) -> Result<StockLevel, String> {
+/// `GET /stock/{sku}` from `base`: the level, and what the instance's SQL stock retried.
+pub async fn fetch_level(base: &str, sku: &str) -> Result<(StockLevel, Option<Retried>), String> {
     let reply = load::send(
         &load::client(1),
         "GET",
@@ -152,12 +161,17 @@ pub async fn fetch_level(base: &str, sku: &str) -> Result<StockLevel, String> {
     }
     let json: serde_json::Value = serde_json::from_str(&reply.body).map_err(|e| e.to_string())?;
     let field = |name: &str| json[name].as_u64().unwrap_or(0);
-    Ok(StockLevel {
+    let level = StockLevel {
         available: field("available"),
         reserved: field("reserved"),
         sold: field("sold"),
         received: field("received"),
-    })
+    };
+    let retried = json.get("retries").map(|_| Retried {
+        retries: field("retries"),
+        conflicts: field("conflicts"),
+    });
+    Ok((level, retried))
 }
 
 impl Outcome {
@@ -201,11 +215,13 @@ impl Outcome {
     }
 }
 
-/// Prints the table for `outcomes` (at most 100 columns), then the lock strategy's ceiling;
+/// Prints the table for `outcomes` (at most 120 columns), then the lock strategy's ceiling;
 /// from a debug build (`cargo xtask demo` alone), says that its rates are a debug build's.
+/// `retries` (lost optimistic tries) and `conflicts` (deadlock or serialization victims run
+/// again) are the SQL stores'; `-` elsewhere.
 pub fn print_table(outcomes: &[Outcome]) {
     println!(
-        "\n{:<8} {:<8} {:>4} {:>7} {:>6} {:>6} {:>8} {:>5} {:>6} {:>6} {:>8} {:>9} {:>6}",
+        "\n{:<11} {:<8} {:>4} {:>7} {:>6} {:>6} {:>8} {:>5} {:>6} {:>5} {:>8} {:>9} {:>7} {:>9} {:>6} {:>7}",
         "strategy",
         "backend",
         "inst",
@@ -218,12 +234,18 @@ pub fn print_table(outcomes: &[Outcome]) {
         "left",
         "oversold",
         "undersold",
-        "req/s"
+        "retries",
+        "conflicts",
+        "req/s",
+        "p99 ms"
     );
     for o in outcomes {
         let s = &o.scenario;
+        let (retries, conflicts) = o.retried.map_or(("-".to_owned(), "-".to_owned()), |r| {
+            (r.retries.to_string(), r.conflicts.to_string())
+        });
         println!(
-            "{:<8} {:<8} {:>4} {:>7} {:>6} {:>6} {:>8} {:>5} {:>6} {:>6} {:>8} {:>9} {:>6.0}",
+            "{:<11} {:<8} {:>4} {:>7} {:>6} {:>6} {:>8} {:>5} {:>6} {:>5} {:>8} {:>9} {:>7} {:>9} {:>6.0} {:>7.1}",
             s.strategy.name(),
             s.backend.name(),
             s.instances,
@@ -236,7 +258,10 @@ pub fn print_table(outcomes: &[Outcome]) {
             o.level.available,
             o.oversold(),
             o.undersold(),
+            retries,
+            conflicts,
             o.report.rate(),
+            o.report.p99().as_secs_f64() * 1e3,
         );
     }
     for o in outcomes {

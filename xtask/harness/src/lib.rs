@@ -35,6 +35,8 @@ pub mod redlock_bench;
 pub mod rslock_compare;
 pub mod scrape;
 pub mod stampede;
+#[cfg(feature = "servers")]
+pub mod stock_bench;
 pub mod test_redis;
 pub mod worker_reports;
 

@@ -199,6 +199,8 @@ pub struct Report {
     pub failed_orders: Vec<String>,
     /// Lock hold times reported by the lock strategy, in µs.
     pub held_us: Vec<u64>,
+    /// Each request's time from sending to its answer, in µs.
+    pub latency_us: Vec<u64>,
     /// The first few error bodies, and the first of each status, for the report.
     pub error_samples: Vec<String>,
     /// Wall time of the run.
@@ -211,6 +213,15 @@ impl Report {
     pub fn rate(&self) -> f64 {
         let total = self.sold + self.out_of_stock + self.busy + self.errors;
         total as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The 99th percentile of the requests' times (zero without requests).
+    #[must_use]
+    pub fn p99(&self) -> Duration {
+        let mut sorted = self.latency_us.clone();
+        sorted.sort_unstable();
+        let at = (sorted.len() * 99).div_ceil(100).saturating_sub(1);
+        Duration::from_micros(sorted.get(at).copied().unwrap_or(0))
     }
 
     /// The mean lock hold time, if the strategy reported any.
@@ -277,16 +288,19 @@ pub async fn fire(load: &Load, progress: Arc<Progress>) -> Report {
                     let order = format!("{}-{n}", load.run);
                     let base = &load.targets[n as usize % load.targets.len()];
                     let path = format!("/buy/{}", load.sku);
+                    let sent = Instant::now();
                     let reply = send(&client, "POST", base, &path, Some(&order)).await;
+                    let took = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
                     if reply.status == 200 {
                         progress.sold.fetch_add(1, Ordering::SeqCst);
                     } else if reply.status == 0 || reply.status >= 500 {
                         progress.failed.fetch_add(1, Ordering::SeqCst);
                     }
-                    report
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .record(order, &reply);
+                    {
+                        let mut report = report.lock().unwrap_or_else(PoisonError::into_inner);
+                        report.latency_us.push(took);
+                        report.record(order, &reply);
+                    }
                     progress.done.fetch_add(1, Ordering::SeqCst);
                     progress.changed.notify_waiters();
                 }

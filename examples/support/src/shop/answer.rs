@@ -151,22 +151,39 @@ impl BuyOutcome {
     }
 }
 
-/// The answer to `GET /stock/{sku}`: the level as JSON, or the store's failure.
+/// What a SQL stock had to do again in this process (`GET /stock/{sku}` adds it): lost
+/// optimistic tries, and transactions the database aborted as deadlock or serialization
+/// victims.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retried {
+    /// Optimistic tries lost to another buyer.
+    pub retries: u64,
+    /// Deadlock or serialization victims, run again.
+    pub conflicts: u64,
+}
+
+/// The answer to `GET /stock/{sku}`: the level as JSON (with what a SQL stock retried, when
+/// it is one), or the store's failure.
 #[must_use]
-pub fn level_answer(level: Result<StockLevel, LockError>) -> Answer {
+pub fn level_answer(level: Result<StockLevel, LockError>, retried: Option<Retried>) -> Answer {
     match level {
-        Ok(level) => Answer {
-            status: 200,
-            content_type: "application/json",
-            body: json!({
+        Ok(level) => {
+            let mut body = json!({
                 "available": level.available, "reserved": level.reserved,
                 "sold": level.sold, "received": level.received,
                 "balanced": level.is_balanced(),
-            })
-            .to_string()
-            .into_bytes(),
-            retry_after: None,
-        },
+            });
+            if let Some(retried) = retried {
+                body["retries"] = json!(retried.retries);
+                body["conflicts"] = json!(retried.conflicts);
+            }
+            Answer {
+                status: 200,
+                content_type: "application/json",
+                body: body.to_string().into_bytes(),
+                retry_after: None,
+            }
+        }
         Err(error) => BuyOutcome::Failed(error).answer("", ""),
     }
 }

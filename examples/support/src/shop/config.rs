@@ -11,24 +11,53 @@ use crate::flags::Flags;
 pub enum Strategy {
     /// Keyed-lock middleware, then read-check-write of a plain counter, fenced.
     Lock,
-    /// One atomic, idempotent deduction.
+    /// One atomic, idempotent deduction (on PostgreSQL and MySQL: a conditional update).
     Atomic,
     /// Reserve a unit, then confirm the reservation.
     Reserve,
+    /// PostgreSQL and MySQL: `SELECT ... FOR UPDATE` on the SKU's row, then the deduction.
+    ForUpdate,
+    /// PostgreSQL and MySQL: compare-and-set on the row's version, retried.
+    Optimistic,
+    /// PostgreSQL and MySQL: `UPDATE ... WHERE available >= 1`, no read first.
+    Conditional,
 }
 
 impl Strategy {
-    /// Every strategy, in the order the demo runs them.
+    /// Every strategy on memory and Redis, in the order the demo runs them.
     pub const ALL: [Self; 3] = [Self::Lock, Self::Atomic, Self::Reserve];
 
-    /// Parses `lock`, `atomic` or `reserve`.
+    /// Every strategy on PostgreSQL and MySQL, in the order the demo runs them (`atomic` is
+    /// `conditional` there, so it is left out).
+    pub const SQL: [Self; 5] = [
+        Self::ForUpdate,
+        Self::Optimistic,
+        Self::Conditional,
+        Self::Lock,
+        Self::Reserve,
+    ];
+
+    /// Every strategy the shop runs on `backend` (`--strategy all`).
+    #[must_use]
+    pub fn all_on(backend: BackendKind) -> &'static [Self] {
+        match backend {
+            BackendKind::Postgres | BackendKind::Mysql => &Self::SQL,
+            _ => &Self::ALL,
+        }
+    }
+
+    /// Parses `lock`, `atomic`, `reserve`, `for-update`, `optimistic` or `conditional`.
     pub fn parse(name: &str) -> Result<Self, String> {
         match name {
             "lock" => Ok(Self::Lock),
             "atomic" => Ok(Self::Atomic),
             "reserve" => Ok(Self::Reserve),
+            "for-update" => Ok(Self::ForUpdate),
+            "optimistic" => Ok(Self::Optimistic),
+            "conditional" => Ok(Self::Conditional),
             other => Err(format!(
-                "unknown strategy {other:?}; expected lock, atomic or reserve"
+                "unknown strategy {other:?}; expected lock, atomic, reserve, for-update, \
+                 optimistic or conditional"
             )),
         }
     }
@@ -40,7 +69,22 @@ impl Strategy {
             Self::Lock => "lock",
             Self::Atomic => "atomic",
             Self::Reserve => "reserve",
+            Self::ForUpdate => "for-update",
+            Self::Optimistic => "optimistic",
+            Self::Conditional => "conditional",
         }
+    }
+
+    /// True for the strategies only the SQL stores have.
+    #[must_use]
+    pub fn is_sql_only(self) -> bool {
+        matches!(self, Self::ForUpdate | Self::Optimistic | Self::Conditional)
+    }
+
+    /// True for the strategies that sell through the stock primitive (all but `lock`).
+    #[must_use]
+    pub fn uses_stock(self) -> bool {
+        self != Self::Lock
     }
 }
 

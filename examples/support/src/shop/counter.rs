@@ -30,7 +30,7 @@ pub enum WriteOutcome {
     },
 }
 
-/// The counter, in memory or in Redis.
+/// The counter, in memory, in Redis, or (features `postgres`, `mysql`) in a SQL table.
 #[derive(Clone)]
 pub enum Counter {
     /// A map in this process.
@@ -39,6 +39,14 @@ pub enum Counter {
     Redis {
         /// The connection.
         connection: ConnectionManager,
+        /// Key prefix (namespace).
+        prefix: String,
+    },
+    /// Rows of `flash_counter` keyed `<namespace>:<sku>` in PostgreSQL or MySQL.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    Sql {
+        /// The tables.
+        counter: super::sql_counter::SqlCounter,
         /// Key prefix (namespace).
         prefix: String,
     },
@@ -120,6 +128,10 @@ impl Counter {
                     .await
                     .map_err(redis_error)
             }
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            Self::Sql { counter, prefix } => {
+                counter.restock(&format!("{prefix}{sku}"), units).await
+            }
         }
     }
 
@@ -153,6 +165,8 @@ impl Counter {
                     sold_with,
                 })
             }
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            Self::Sql { counter, prefix } => counter.read(&format!("{prefix}{sku}"), order).await,
         }
     }
 
@@ -198,6 +212,11 @@ impl Counter {
                     WriteOutcome::Stale { last }
                 })
             }
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            Self::Sql { counter, prefix } => {
+                let sku = format!("{prefix}{sku}");
+                counter.write(&sku, count, order, fence).await
+            }
         }
     }
 
@@ -219,6 +238,10 @@ impl Counter {
                     .await
                     .map_err(redis_error)?;
                 (count.unwrap_or(0), received.unwrap_or(0), sold)
+            }
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            Self::Sql { counter, prefix } => {
+                return counter.level(&format!("{prefix}{sku}")).await;
             }
         };
         Ok(StockLevel {

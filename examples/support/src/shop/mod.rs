@@ -6,6 +6,10 @@
 //!   checks it and writes it back with the lock's fencing token ([`Shop::buy_locked`]).
 //! - `atomic`: one atomic, idempotent [`Stock::deduct`].
 //! - `reserve`: [`Stock::reserve`] then [`Stock::confirm`].
+//! - on PostgreSQL and MySQL (features `postgres`, `mysql`), `for-update`, `optimistic` and
+//!   `conditional`: [`Stock::deduct`] on a SQL stock taking units by that strategy (`atomic`
+//!   and `reserve` use its default, conditional); `lock` holds the database's lock table and
+//!   keeps its counter in a table beside it.
 
 mod answer;
 mod config;
@@ -14,6 +18,10 @@ mod input;
 pub mod report;
 mod route;
 mod rules;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql_counter;
 
 use std::time::Duration;
 
@@ -23,7 +31,7 @@ use lock_core::stock::{
 };
 use lock_core::{LeaseMode, LockClient, LockError, MemoryBackend, RedisBackend, WaitPolicy};
 
-pub use self::answer::{level_answer, Answer, BuyOutcome, OUT_OF_STOCK};
+pub use self::answer::{level_answer, Answer, BuyOutcome, Retried, OUT_OF_STOCK};
 pub use self::config::{ShopConfig, Strategy};
 pub use self::counter::{Counter, CounterRead, WriteOutcome};
 pub use self::input::{RawRequest, RequestBody, ShopInput};
@@ -41,12 +49,22 @@ pub struct Shop {
     locks: LockClient,
     stock: Stock,
     counter: Counter,
+    /// What a SQL stock retried so far (`None` on memory and Redis).
+    retried: Option<std::sync::Arc<dyn Fn() -> Retried + Send + Sync>>,
 }
 
 impl Shop {
     /// Connects the backend the config names and seeds the stock when asked.
     pub async fn start(config: ShopConfig) -> Result<Self, LockError> {
         let namespace = config.namespace.as_str();
+        if config.strategy.is_sql_only()
+            && !matches!(config.backend, BackendKind::Postgres | BackendKind::Mysql)
+        {
+            return Err(LockError::InvalidConfig(format!(
+                "the {} strategy is the SQL stores': use --backend postgres or mysql",
+                config.strategy.name()
+            )));
+        }
         let shop = match config.backend {
             BackendKind::Memory => Self {
                 locks: LockClient::builder(MemoryBackend::new())
@@ -54,6 +72,7 @@ impl Shop {
                     .build()?,
                 stock: Stock::new(MemoryStock::new()).with_namespace(namespace)?,
                 counter: Counter::memory(),
+                retried: None,
                 config,
             },
             BackendKind::Redis => {
@@ -64,18 +83,26 @@ impl Shop {
                         .build()?,
                     stock: Stock::new(RedisStock::new(&backend)).with_namespace(namespace)?,
                     counter: Counter::redis(&config.redis_url, namespace).await?,
+                    retried: None,
                     config,
                 }
             }
-            // The shop's stock lives in Redis or memory; the lock-only backends have none.
-            BackendKind::Zookeeper
-            | BackendKind::Etcd
-            | BackendKind::Redlock
-            | BackendKind::Postgres
-            | BackendKind::Mysql => {
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
+            BackendKind::Postgres | BackendKind::Mysql => {
+                let sql = sql::connect(&config).await?;
+                Self {
+                    locks: sql.locks,
+                    stock: sql.stock,
+                    counter: sql.counter,
+                    retried: Some(sql.retried),
+                    config,
+                }
+            }
+            // The shop's stock lives in memory, Redis or SQL; the lock-only backends have none.
+            other => {
                 return Err(LockError::InvalidConfig(format!(
-                    "the shop needs --backend memory or redis, not {}",
-                    config.backend.name()
+                    "the shop needs --backend memory, redis, postgres or mysql, not {}",
+                    other.name()
                 )))
             }
         };
@@ -116,17 +143,19 @@ impl Shop {
 
     /// Adds units to `sku` in the store the strategy sells from.
     pub async fn restock(&self, sku: &str, units: u64) -> Result<(), LockError> {
-        match self.config.strategy {
-            Strategy::Lock => self.counter.restock(sku, units).await,
-            Strategy::Atomic | Strategy::Reserve => self.stock.restock(sku, units).await.map(drop),
+        if self.config.strategy.uses_stock() {
+            self.stock.restock(sku, units).await.map(drop)
+        } else {
+            self.counter.restock(sku, units).await
         }
     }
 
     /// Where `sku`'s units are, in the store the strategy sells from.
     pub async fn level(&self, sku: &str) -> Result<StockLevel, LockError> {
-        match self.config.strategy {
-            Strategy::Lock => self.counter.level(sku).await,
-            Strategy::Atomic | Strategy::Reserve => self.stock.audit(sku).await,
+        if self.config.strategy.uses_stock() {
+            self.stock.audit(sku).await
+        } else {
+            self.counter.level(sku).await
         }
     }
 
@@ -135,7 +164,10 @@ impl Shop {
     pub async fn serve(&self, input: &ShopInput, lock: Option<&LockInfo>) -> Answer {
         let (sku, order) = (input.sku(), input.order_id().unwrap_or_default());
         let outcome = match input.route() {
-            Route::Stock => return level_answer(self.level(sku).await),
+            Route::Stock => {
+                let retried = self.retried.as_ref().map(|retried| retried());
+                return level_answer(self.level(sku).await, retried);
+            }
             Route::Buy => match lock {
                 Some(lock) => self.buy_locked(sku, order, lock).await,
                 None => self.buy(sku, order).await,
@@ -149,8 +181,8 @@ impl Shop {
         outcome.answer(sku, order)
     }
 
-    /// Sells one unit of `sku` to `order` with the atomic or reserve strategy (the lock
-    /// strategy goes through [`Shop::buy_locked`] behind the middleware).
+    /// Sells one unit of `sku` to `order` with the atomic, reserve or a SQL strategy (the
+    /// lock strategy goes through [`Shop::buy_locked`] behind the middleware).
     pub async fn buy(&self, sku: &str, order: &str) -> BuyOutcome {
         let sold = |remaining, duplicate| BuyOutcome::Sold {
             remaining,
@@ -158,15 +190,17 @@ impl Shop {
             fence: None,
             held: None,
         };
-        let result = match self.config.strategy {
-            Strategy::Lock => Ok(BuyOutcome::Refused(
-                "the lock strategy sells through the locked route",
-            )),
-            Strategy::Atomic => self
-                .stock
-                .deduct(sku, 1, order)
-                .await
-                .map(|d| match d.outcome {
+        let result =
+            match self.config.strategy {
+                Strategy::Lock => Ok(BuyOutcome::Refused(
+                    "the lock strategy sells through the locked route",
+                )),
+                Strategy::Atomic
+                | Strategy::ForUpdate
+                | Strategy::Optimistic
+                | Strategy::Conditional => self.stock.deduct(sku, 1, order).await.map(|d| match d
+                    .outcome
+                {
                     DeductOutcome::Deducted { remaining } => sold(remaining, d.duplicate),
                     DeductOutcome::OutOfStock { available } => BuyOutcome::OutOfStock {
                         available,
@@ -174,8 +208,8 @@ impl Shop {
                     },
                     _ => BuyOutcome::Refused("unexpected deduction outcome"),
                 }),
-            Strategy::Reserve => self.reserve_then_confirm(sku, order).await,
-        };
+                Strategy::Reserve => self.reserve_then_confirm(sku, order).await,
+            };
         result.unwrap_or_else(BuyOutcome::Failed)
     }
 

@@ -36,8 +36,9 @@ pub(super) mod sealed {
         const BACKEND: &'static str;
         /// The database's clock, in µs since the Unix epoch, as a 64-bit number.
         const NOW_US: &'static str;
-        /// The statements creating the tables `<prefix>_levels` and `<prefix>_orders`.
-        fn schema(prefix: &str) -> Vec<String>;
+        /// The migration creating the tables for the default prefix
+        /// (`lock-core/migrations/<database>/0002_lock_core_stock.sql`).
+        const MIGRATION: &'static str;
         /// `expr` as a 64-bit number.
         fn int(expr: &str) -> String;
         /// Adds a restock to the SKU's row, creating it when missing (`?`: sku, units, units).
@@ -56,32 +57,8 @@ impl sealed::Sealed for sqlx::Postgres {
     const BACKEND: &'static str = "postgres";
     const NOW_US: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)";
 
-    fn schema(prefix: &str) -> Vec<String> {
-        vec![
-            format!(
-                "CREATE TABLE IF NOT EXISTS {prefix}_levels (\
-                 sku TEXT PRIMARY KEY, available BIGINT NOT NULL, reserved BIGINT NOT NULL, \
-                 sold BIGINT NOT NULL, received BIGINT NOT NULL, version BIGINT NOT NULL, \
-                 CHECK (available >= 0 AND reserved >= 0 AND sold >= 0))"
-            ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {prefix}_orders (\
-                 sku TEXT NOT NULL, kind BIGINT NOT NULL, order_id TEXT NOT NULL, \
-                 quantity BIGINT NOT NULL, outcome BIGINT NOT NULL, \
-                 outcome_value BIGINT NOT NULL, state BIGINT NOT NULL, \
-                 expires_at BIGINT NOT NULL, recorded_at BIGINT NOT NULL, \
-                 PRIMARY KEY (sku, kind, order_id))"
-            ),
-            format!(
-                "CREATE INDEX IF NOT EXISTS {prefix}_orders_due \
-                 ON {prefix}_orders (sku, kind, state, expires_at)"
-            ),
-            format!(
-                "CREATE INDEX IF NOT EXISTS {prefix}_orders_recorded \
-                 ON {prefix}_orders (recorded_at)"
-            ),
-        ]
-    }
+    const MIGRATION: &'static str =
+        include_str!("../../../migrations/postgres/0002_lock_core_stock.sql");
 
     fn int(expr: &str) -> String {
         format!("CAST({expr} AS BIGINT)")
@@ -132,28 +109,8 @@ impl sealed::Sealed for sqlx::MySql {
     const BACKEND: &'static str = "mysql";
     const NOW_US: &'static str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
 
-    fn schema(prefix: &str) -> Vec<String> {
-        // Binary columns: SKUs and order ids compare byte for byte, as everywhere else.
-        vec![
-            format!(
-                "CREATE TABLE IF NOT EXISTS {prefix}_levels (\
-                 sku VARBINARY(600) NOT NULL PRIMARY KEY, available BIGINT NOT NULL, \
-                 reserved BIGINT NOT NULL, sold BIGINT NOT NULL, received BIGINT NOT NULL, \
-                 version BIGINT NOT NULL, \
-                 CHECK (available >= 0 AND reserved >= 0 AND sold >= 0)) ENGINE=InnoDB"
-            ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {prefix}_orders (\
-                 sku VARBINARY(600) NOT NULL, kind BIGINT NOT NULL, \
-                 order_id VARBINARY(256) NOT NULL, quantity BIGINT NOT NULL, \
-                 outcome BIGINT NOT NULL, outcome_value BIGINT NOT NULL, \
-                 state BIGINT NOT NULL, expires_at BIGINT NOT NULL, \
-                 recorded_at BIGINT NOT NULL, PRIMARY KEY (sku, kind, order_id), \
-                 INDEX {prefix}_orders_due (sku, kind, state, expires_at), \
-                 INDEX {prefix}_orders_recorded (recorded_at)) ENGINE=InnoDB"
-            ),
-        ]
-    }
+    const MIGRATION: &'static str =
+        include_str!("../../../migrations/mysql/0002_lock_core_stock.sql");
 
     fn int(expr: &str) -> String {
         format!("CAST({expr} AS SIGNED)")
@@ -188,6 +145,21 @@ impl sealed::Sealed for sqlx::MySql {
         db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
             .is_some_and(|my| matches!(my.number(), 1205 | 1213))
     }
+}
+
+/// The statements creating the tables under `prefix`: the dialect's migration, its comments
+/// dropped, statement by statement, the default prefix replaced.
+pub(super) fn schema<D: StockDialect>(prefix: &str) -> Vec<String> {
+    let text: String = D::MIGRATION
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.split(';')
+        .map(str::trim)
+        .filter(|statement| !statement.is_empty())
+        .map(|statement| statement.replace(super::DEFAULT_PREFIX, prefix))
+        .collect()
 }
 
 /// Running statements on a connection (in a transaction or not) of a database whose values are
@@ -236,7 +208,11 @@ where
         let arguments = arguments::<DB>(args)?;
         let rows = sqlx::query_with(sql, arguments).fetch_all(conn).await?;
         rows.iter()
-            .map(|row| (0..row.len()).map(|i| row.try_get::<i64, usize>(i)).collect())
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| row.try_get::<i64, usize>(i))
+                    .collect()
+            })
             .collect()
     }
 }
@@ -261,6 +237,17 @@ where
 #[cfg(all(test, feature = "postgres"))]
 mod tests {
     use super::sealed::Sealed;
+
+    #[test]
+    fn the_schema_is_the_migration_under_another_prefix() {
+        let statements = super::schema::<sqlx::Postgres>("shop");
+        assert_eq!(statements.len(), 4);
+        assert!(statements.iter().all(|s| s.starts_with("CREATE")));
+        assert!(statements
+            .iter()
+            .all(|s| s.contains("shop_") && !s.contains("lock_core")));
+        assert_eq!(super::schema::<sqlx::Postgres>("lock_core_stock").len(), 4);
+    }
 
     #[test]
     fn postgres_numbers_its_placeholders() {

@@ -149,10 +149,28 @@ impl<D: StockDialect> SqlStock<D> {
         Self::builder(url).connect().await
     }
 
-    /// The statements creating the tables under `prefix`, for your own migrations.
+    /// The migration creating the tables for the default prefix ([`DEFAULT_PREFIX`]), the
+    /// text of `lock-core/migrations/<database>/0002_lock_core_stock.sql`: for `sqlx migrate`
+    /// or any other migration tool (then connect with
+    /// [`create_schema(false)`](SqlStockBuilder::create_schema)).
+    pub const MIGRATION: &'static str = D::MIGRATION;
+
+    /// The statements creating the tables under `prefix` (a plain identifier), for your own
+    /// migrations.
+    ///
+    /// ```
+    /// # #[cfg(feature = "postgres")] {
+    /// use lock_core::stock::PostgresStock;
+    ///
+    /// let statements = PostgresStock::schema_statements("shop_stock")?;
+    /// assert!(statements[0].starts_with("CREATE TABLE IF NOT EXISTS shop_stock_levels"));
+    /// assert!(PostgresStock::schema_statements("shop; DROP TABLE x").is_err());
+    /// # }
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
     pub fn schema_statements(prefix: &str) -> Result<Vec<String>> {
         validate_table(&format!("{prefix}_levels"))?;
-        Ok(D::schema(prefix))
+        Ok(dialect::schema::<D>(prefix))
     }
 
     /// How units are taken.

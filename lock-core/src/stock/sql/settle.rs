@@ -118,9 +118,13 @@ impl<D: StockDialect> SqlStock<D> {
         self.counted();
         self.expire_due(sku).await?;
         let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
-        let rows = D::fetch(&mut conn, &self.shared.statements.level_all, &[Arg::Text(sku)])
-            .await
-            .map_err(Self::error)?;
+        let rows = D::fetch(
+            &mut conn,
+            &self.shared.statements.level_all,
+            &[Arg::Text(sku)],
+        )
+        .await
+        .map_err(Self::error)?;
         Ok(level_of(&rows))
     }
 
@@ -145,10 +149,18 @@ impl<D: StockDialect> SqlStock<D> {
                 D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
                 // One moment for both statements: what the sum counted is what gets marked.
                 let now = D::fetch(&mut tx, &st.now, &[]).await?;
-                let cutoff = now.first().and_then(|row| row.first()).copied().unwrap_or(0);
+                let cutoff = now
+                    .first()
+                    .and_then(|row| row.first())
+                    .copied()
+                    .unwrap_or(0);
                 let args = [Arg::Text(sku), Arg::Int(cutoff)];
                 let units = D::fetch(&mut tx, &st.due_units, &args).await?;
-                let units = units.first().and_then(|row| row.first()).copied().unwrap_or(0);
+                let units = units
+                    .first()
+                    .and_then(|row| row.first())
+                    .copied()
+                    .unwrap_or(0);
                 if units > 0 {
                     D::execute(&mut tx, &st.due_expire, &args).await?;
                     let back = [Arg::Int(units), Arg::Int(units), Arg::Text(sku)];

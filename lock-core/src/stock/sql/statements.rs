@@ -8,7 +8,7 @@
 //! `quantity`, `outcome` (1 taken, 0 out of stock), `outcome_value` (units left, or available),
 //! a reservation's `state` and `expires_at` (µs, the database's clock), and `recorded_at`.
 
-use super::dialect::StockDialect;
+use super::dialect::{schema, StockDialect};
 
 /// An order row's kind: a deduction.
 pub(super) const DEDUCTION: i64 = 1;
@@ -87,12 +87,11 @@ impl Statements {
             ))
         };
         let reservation = format!("sku = ? AND kind = {RESERVATION} AND order_id = ?");
-        let due = format!(
-            "sku = ? AND kind = {RESERVATION} AND state = {LIVE} AND expires_at <= ?"
-        );
+        let due =
+            format!("sku = ? AND kind = {RESERVATION} AND state = {LIVE} AND expires_at <= ?");
         Self {
             prefix: prefix.to_owned(),
-            schema: D::schema(prefix),
+            schema: schema::<D>(prefix),
             level_locked: sql(format!(
                 "SELECT available, version FROM {levels} WHERE sku = ? FOR UPDATE"
             )),

@@ -9,8 +9,8 @@ use super::statements::{DEDUCTION, LIVE, NOTHING_HELD, RESERVATION};
 use super::{SqlStock, StockStrategy};
 use crate::backend::jitter;
 use crate::stock::{
-    order_reused, CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, OrderLine,
-    Reservation, ReserveOutcome, StockLevel, StockStore,
+    order_reused, CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, OrderLine, Reservation,
+    ReserveOutcome, StockLevel, StockStore,
 };
 use crate::{LockError, Result};
 
@@ -49,6 +49,10 @@ enum Try {
     Recorded,
     /// Optimistic only: another buyer changed the row since it was read.
     Lost,
+    /// Too few units, but reservations of the SKU ran out and still hold theirs: return
+    /// them, then try again (an order's first outcome is final, so it must not be recorded
+    /// out of stock while units wait to come back).
+    ExpireFirst,
 }
 
 impl<D: StockDialect> SqlStock<D> {
@@ -70,6 +74,15 @@ impl<D: StockDialect> SqlStock<D> {
             match tried {
                 Ok(Try::Done(took)) => return Ok(took),
                 Ok(Try::Recorded) => return self.recorded(line, purpose).await,
+                Ok(Try::ExpireFirst) => {
+                    if attempt >= self.shared.attempts {
+                        return Err(LockError::Busy {
+                            key: line.sku.to_owned(),
+                            waited: Duration::ZERO,
+                        });
+                    }
+                    self.expire_due(line.sku).await?;
+                }
                 Ok(Try::Lost) => {
                     self.count_retry();
                     if attempt >= self.shared.attempts {
@@ -88,11 +101,7 @@ impl<D: StockDialect> SqlStock<D> {
     }
 
     /// `SELECT ... FOR UPDATE` on the SKU's row, then the update and the record.
-    async fn take_locked(
-        &self,
-        line: OrderLine<'_>,
-        purpose: Purpose,
-    ) -> Result<Try, sqlx::Error> {
+    async fn take_locked(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Try, sqlx::Error> {
         let st = &self.shared.statements;
         let mut tx = self.shared.pool.begin().await?;
         let level = D::fetch(&mut tx, &st.level_locked, &[Arg::Text(line.sku)]).await?;
@@ -109,12 +118,16 @@ impl<D: StockDialect> SqlStock<D> {
         let quantity = quantity_of(line);
         let taken = available >= quantity;
         if taken {
-            let moved = D::execute(&mut tx, self.take_statement(purpose, false), &[
-                Arg::Int(quantity),
-                Arg::Int(quantity),
-                Arg::Text(line.sku),
-                Arg::Int(quantity),
-            ])
+            let moved = D::execute(
+                &mut tx,
+                self.take_statement(purpose, false),
+                &[
+                    Arg::Int(quantity),
+                    Arg::Int(quantity),
+                    Arg::Text(line.sku),
+                    Arg::Int(quantity),
+                ],
+            )
             .await?;
             if moved != 1 {
                 return Err(sqlx::Error::Protocol(format!(
@@ -122,7 +135,11 @@ impl<D: StockDialect> SqlStock<D> {
                 )));
             }
         }
-        let value = if taken { available - quantity } else { available };
+        let value = if taken {
+            available - quantity
+        } else {
+            available
+        };
         self.record(tx, line, purpose, taken, value).await
     }
 
@@ -140,7 +157,10 @@ impl<D: StockDialect> SqlStock<D> {
                 Arg::Int(purpose.kind()),
                 Arg::Text(line.order),
             ];
-            if !D::fetch(&mut conn, &st.order_read, &order).await?.is_empty() {
+            if !D::fetch(&mut conn, &st.order_read, &order)
+                .await?
+                .is_empty()
+            {
                 return Ok(Try::Recorded);
             }
             let level = D::fetch(&mut conn, &st.level_read, &[Arg::Text(line.sku)]).await?;
@@ -150,20 +170,28 @@ impl<D: StockDialect> SqlStock<D> {
         let taken = available >= quantity;
         let mut tx = self.shared.pool.begin().await?;
         if taken {
-            let moved = D::execute(&mut tx, self.take_statement(purpose, true), &[
-                Arg::Int(quantity),
-                Arg::Int(quantity),
-                Arg::Text(line.sku),
-                Arg::Int(version),
-                Arg::Int(quantity),
-            ])
+            let moved = D::execute(
+                &mut tx,
+                self.take_statement(purpose, true),
+                &[
+                    Arg::Int(quantity),
+                    Arg::Int(quantity),
+                    Arg::Text(line.sku),
+                    Arg::Int(version),
+                    Arg::Int(quantity),
+                ],
+            )
             .await?;
             if moved == 0 {
                 tx.rollback().await?;
                 return Ok(Try::Lost);
             }
         }
-        let value = if taken { available - quantity } else { available };
+        let value = if taken {
+            available - quantity
+        } else {
+            available
+        };
         self.record(tx, line, purpose, taken, value).await
     }
 
@@ -176,12 +204,16 @@ impl<D: StockDialect> SqlStock<D> {
         let st = &self.shared.statements;
         let quantity = quantity_of(line);
         let mut tx = self.shared.pool.begin().await?;
-        let moved = D::execute(&mut tx, self.take_statement(purpose, false), &[
-            Arg::Int(quantity),
-            Arg::Int(quantity),
-            Arg::Text(line.sku),
-            Arg::Int(quantity),
-        ])
+        let moved = D::execute(
+            &mut tx,
+            self.take_statement(purpose, false),
+            &[
+                Arg::Int(quantity),
+                Arg::Int(quantity),
+                Arg::Text(line.sku),
+                Arg::Int(quantity),
+            ],
+        )
         .await?;
         // After our update the row is ours until the commit; without one, a plain read.
         let level = D::fetch(&mut tx, &st.level_read, &[Arg::Text(line.sku)]).await?;
@@ -199,20 +231,34 @@ impl<D: StockDialect> SqlStock<D> {
         taken: bool,
         value: i64,
     ) -> Result<Try, sqlx::Error> {
+        if !taken {
+            let sku = [Arg::Text(line.sku)];
+            let due = D::fetch(&mut tx, &self.shared.statements.any_due, &sku).await?;
+            if !due.is_empty() {
+                tx.rollback().await?;
+                return Ok(Try::ExpireFirst);
+            }
+        }
         let (state, ttl) = match (purpose, taken) {
-            (Purpose::Hold(ttl), true) => (LIVE, i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX)),
+            (Purpose::Hold(ttl), true) => {
+                (LIVE, i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX))
+            }
             _ => (NOTHING_HELD, 0),
         };
-        let inserted = D::execute(&mut tx, &self.shared.statements.order_insert, &[
-            Arg::Text(line.sku),
-            Arg::Int(purpose.kind()),
-            Arg::Text(line.order),
-            Arg::Int(quantity_of(line)),
-            Arg::Int(i64::from(taken)),
-            Arg::Int(value),
-            Arg::Int(state),
-            Arg::Int(ttl),
-        ])
+        let inserted = D::execute(
+            &mut tx,
+            &self.shared.statements.order_insert,
+            &[
+                Arg::Text(line.sku),
+                Arg::Int(purpose.kind()),
+                Arg::Text(line.order),
+                Arg::Int(quantity_of(line)),
+                Arg::Int(i64::from(taken)),
+                Arg::Int(value),
+                Arg::Int(state),
+                Arg::Int(ttl),
+            ],
+        )
         .await;
         match inserted {
             Ok(_) => {}

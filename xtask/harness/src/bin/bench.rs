@@ -19,6 +19,10 @@
 //! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`);
 //! `--only cache-layer` the response cache layer's hit against the hand-written GET layer;
 //! `--only idempotency` the idempotency layer's first request and replay.
+//!
+//! On `postgres` and `mysql` the run ends with the SQL stock strategies' deductions/s on one
+//! SKU at 1, 8 and 64 buyers, beside Redis's atomic stock script (`lock_harness::stock_bench`);
+//! `--only stock` runs only those.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -87,8 +91,16 @@ async fn main() {
         Some("idempotency") => {
             usage_error("--only idempotency runs on Redis: add --backend redis")
         }
+        Some("stock") => match sql_name(kind) {
+            Some((db, url)) => {
+                let report = lock_harness::stock_bench::run(db, &url, &redis_url(&flags)).await;
+                write_report(&report_name("stock", load.is_some()), &report);
+                return;
+            }
+            None => usage_error("--only stock runs on PostgreSQL or MySQL: add --backend postgres or mysql"),
+        },
         Some(other) => usage_error(&format!(
-            "--only {other:?}: the filters are `fair`, `uncontended`, `cache-layer` and `idempotency`"
+            "--only {other:?}: the filters are `fair`, `uncontended`, `cache-layer`, `idempotency` and `stock`"
         )),
     }
     let seconds = flags
@@ -114,8 +126,22 @@ async fn main() {
     match kind {
         BackendKind::Memory => run.bench(MemoryFloor::default()).await,
         BackendKind::Redis => run.bench(RedisFloor::connect(&url).await).await,
-        BackendKind::Postgres => run.bench(SqlFloor::postgres().await).await,
-        BackendKind::Mysql => run.bench(SqlFloor::mysql().await).await,
+        BackendKind::Postgres | BackendKind::Mysql => {
+            let floor = if kind == BackendKind::Postgres {
+                SqlFloor::postgres().await
+            } else {
+                SqlFloor::mysql().await
+            };
+            let (loaded, only_uncontended) = (run.loaded, run.only_uncontended);
+            run.bench(floor).await;
+            // The stock strategies of the same database, beside Redis's atomic script.
+            if !only_uncontended {
+                if let Some((db, sql_url)) = sql_name(kind) {
+                    let report = lock_harness::stock_bench::run(db, &sql_url, &url).await;
+                    write_report(&report_name(&format!("stock-{db}"), loaded), &report);
+                }
+            }
+        }
         BackendKind::Zookeeper => run.bench(ZooKeeperFloor::connect().await).await,
         BackendKind::Etcd => run.bench(EtcdFloor::connect().await).await,
         // RedLock's own figures: against one node, and its nodes stalled.
@@ -400,6 +426,15 @@ fn report_name(name: &str, loaded: bool) -> String {
         format!("{name}-loaded")
     } else {
         name.to_owned()
+    }
+}
+
+/// The database of a SQL backend and its URL.
+fn sql_name(kind: BackendKind) -> Option<(&'static str, String)> {
+    match kind {
+        BackendKind::Postgres => Some(("postgres", example_support::backend::postgres_url())),
+        BackendKind::Mysql => Some(("mysql", example_support::backend::mysql_url())),
+        _ => None,
     }
 }
 

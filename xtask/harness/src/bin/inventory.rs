@@ -1,6 +1,8 @@
-//! `cargo xtask demo inventory [--backend memory|redis] [--instances N] [--buyers B]
-//! [--stock S] [--strategies lock,atomic,reserve] [--concurrency C] [--app axum|actix|both]`:
-//! the flash sale, end to end over HTTP, once per strategy, then a table of what sold.
+//! `cargo xtask demo inventory [--backend memory|redis|postgres|mysql] [--instances N]
+//! [--buyers B] [--stock S] [--strategy S|all] [--strategies lock,atomic,reserve]
+//! [--concurrency C] [--app axum|actix|both]`: the flash sale, end to end over HTTP, once per
+//! strategy, then a table of what sold. `all` is every strategy of the backend (on PostgreSQL
+//! and MySQL: for-update, optimistic, conditional, reserve).
 //!
 //! The app binaries are looked for next to this one (`cargo xtask demo inventory` builds
 //! them first) or in `--bin-dir`.
@@ -19,6 +21,7 @@ async fn main() {
         "instances",
         "buyers",
         "stock",
+        "strategy",
         "strategies",
         "concurrency",
         "app",
@@ -26,7 +29,7 @@ async fn main() {
         "bin-dir",
     ]);
     let backend = flags.backend_or_exit();
-    let default_instances = if backend == BackendKind::Redis { 2 } else { 1 };
+    let default_instances = if backend == BackendKind::Memory { 1 } else { 2 };
     let number = |name, default| flags.number_or_exit(name, default);
     let instances = number("instances", default_instances) as usize;
     if backend == BackendKind::Memory && instances != 1 {
@@ -34,12 +37,19 @@ async fn main() {
             "the memory backend lives in one process: use --instances 1 or --backend redis",
         );
     }
-    let strategies: Vec<Strategy> = flags
-        .get("strategies")
-        .unwrap_or("lock,atomic,reserve")
-        .split(',')
-        .map(|s| Strategy::parse(s).unwrap_or_else(|e| usage_error(&e)))
-        .collect();
+    let named = match (flags.get("strategy"), flags.get("strategies")) {
+        (Some(_), Some(_)) => usage_error("--strategy and --strategies: give one of them"),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => "all",
+    };
+    let strategies: Vec<Strategy> = if named == "all" {
+        Strategy::all_on(backend).to_vec()
+    } else {
+        named
+            .split(',')
+            .map(|s| Strategy::parse(s).unwrap_or_else(|e| usage_error(&e)))
+            .collect()
+    };
     let apps: Vec<PathBuf> = match flags.get("app").unwrap_or("both") {
         "axum" => vec!["flash-sale-axum"],
         "actix" => vec!["flash-sale-actix"],

@@ -8,17 +8,16 @@
 //! The test binary starts itself again as the second process (`LOCK_TEST_CACHE_CHILD` set), as
 //! the SQL kill tests do.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheStatus};
 use lock_core::testing::{free_port, RedisServer};
 use lock_core::{LeaseMode, RedisBackend};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{ChildStdout, Command};
+use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
 
 use crate::cache_support::{self, crowd, redis_url, unique, Origin};
+use crate::child_support::ChildTest;
 
 const CHILD_ENV: &str = "LOCK_TEST_CACHE_CHILD";
 /// `child_process`'s name in the test binary, as `--exact` wants it.
@@ -95,44 +94,12 @@ fn parent_url() -> Option<String> {
     redis_url()
 }
 
-/// This test binary running `child_process` as the second process, and its stdout by lines.
-struct Child {
-    process: tokio::process::Child,
-    lines: Lines<BufReader<ChildStdout>>,
-}
-
-impl Child {
-    /// Starts the second process in `role` for `key`, and waits for its line holding `ready`.
-    async fn start(role: &str, key: &str, ready: &str) -> Self {
-        let mut process = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, format!("{role}:{key}"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let lines = BufReader::new(process.stdout.take().unwrap()).lines();
-        let mut child = Self { process, lines };
-        child.line_starting(ready).await;
-        child
-    }
-
-    /// Reads the child's stdout until a line holding `word` (libtest may print before it on
-    /// the same line); returns the line from `word` on.
-    async fn line_starting(&mut self, word: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("child ended early");
-            if let Some(at) = line.find(word) {
-                return line[at..].to_owned();
-            }
-        }
-    }
+/// Starts `child_process` as the second process in `role` for `key`, and waits for its line
+/// holding `ready`.
+async fn start_child(role: &str, key: &str, ready: &str) -> ChildTest {
+    let mut child = ChildTest::start(CHILD_TEST, CHILD_ENV, &format!("{role}:{key}"));
+    child.line_with(ready).await;
+    child
 }
 
 /// Runs only as the second process (see the tests below); does nothing otherwise.
@@ -278,7 +245,7 @@ async fn a_killed_computer_is_taken_over_and_the_value_stored(store: Store) {
         let key = unique("takeover");
         let (here, queue) = store.instance().await;
         let role = format!("takeover-{}", store.name());
-        let mut computer = Child::start(&role, &key, "COMPUTING").await;
+        let mut computer = start_child(&role, &key, "COMPUTING").await;
         let origin = Origin::default();
         let origin_time = Duration::from_secs(1);
         let waiter = tokio::spawn({
@@ -345,16 +312,8 @@ async fn a_paused_computer_cannot_overwrite_the_value_that_took_over() {
     timeout(BOUND, async {
         let key = unique("paused");
         let (here, queue) = store.instance().await;
-        let mut computer = Child::start("paused-redis", &key, "COMPUTING").await;
-        let pid = computer.process.id().unwrap().to_string();
-        let signal = |name: &str| {
-            let sent = std::process::Command::new("kill")
-                .args([name, pid.as_str()])
-                .status()
-                .unwrap();
-            assert!(sent.success(), "kill {name}");
-        };
-        signal("-STOP");
+        let mut computer = start_child("paused-redis", &key, "COMPUTING").await;
+        computer.signal("-STOP");
         let got = here
             .entry(&key)
             .try_get_with(|| async {
@@ -368,8 +327,8 @@ async fn a_paused_computer_cannot_overwrite_the_value_that_took_over() {
             (CacheStatus::Computed, &b"new"[..])
         );
         assert_eq!(queue.waiting(&key).await, 0);
-        signal("-CONT");
-        let done = computer.line_starting("DONE").await;
+        computer.signal("-CONT");
+        let done = computer.line_with("DONE").await;
         eprintln!("the paused computer, resumed: {done}");
         computer.process.wait().await.unwrap();
         let now = here
@@ -394,11 +353,11 @@ async fn cold_requests_across_two_processes_call_the_origin_once() {
     timeout(BOUND, async {
         let key = unique("cold-2p");
         let here = cache(&url, LeaseMode::default()).await;
-        let mut other = Child::start("crowd", &key, "READY").await;
+        let mut other = start_child("crowd", &key, "READY").await;
         let mut go = other.process.stdin.take().unwrap();
         go.write_all(b"GO\n").await.unwrap();
         let (computed_here, collapsed_here) = crowd_here(&here, &url, &key, 500).await;
-        let done = other.line_starting("DONE").await;
+        let done = other.line_with("DONE").await;
         let there: Vec<usize> = done[5..].split(' ').map(|n| n.parse().unwrap()).collect();
         assert_eq!(origin_calls(&url, &key).await, 1, "origin calls");
         assert_eq!(computed_here + there[0], 1, "callers that computed");
@@ -417,7 +376,7 @@ async fn a_killed_computing_process_hands_over_within_its_lease() {
     timeout(BOUND, async {
         let key = unique("killed");
         let here = cache(&url, LeaseMode::default()).await;
-        let mut computer = Child::start("computer", &key, "COMPUTING").await;
+        let mut computer = start_child("computer", &key, "COMPUTING").await;
         let waiter = tokio::spawn({
             let (here, url, key) = (here.clone(), url.clone(), key.clone());
             async move {

@@ -8,13 +8,10 @@
 //! The kill tests start this test binary again as the leader (`LOCK_TEST_ELECTION_CHILD` set),
 //! as the cache and SQL kill tests do.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use lock_core::backend::LeaseKind;
 use lock_core::{FencingToken, LockClient, LockError, MemoryBackend};
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{ChildStdout, Command};
 use tokio::time::{timeout, Instant};
 
 use crate::conformance::unique_key;
@@ -336,6 +333,7 @@ mod processes {
     use lock_core::RedisBackend;
 
     use super::*;
+    use crate::child_support::ChildTest;
 
     const CHILD_ENV: &str = "LOCK_TEST_ELECTION_CHILD";
     /// `child_process`'s name in the test binary, as `--exact` wants it.
@@ -389,51 +387,13 @@ mod processes {
         }
     }
 
-    /// This test binary running `child_process`, and its stdout by lines.
-    struct Leader {
-        process: tokio::process::Child,
-        lines: Lines<BufReader<ChildStdout>>,
-    }
-
-    impl Leader {
-        async fn start(store: Store, name: &str) -> (Self, FencingToken) {
-            let mut process = Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-                .env(CHILD_ENV, format!("{}:{name}", store.name()))
-                .stdout(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap();
-            let lines = BufReader::new(process.stdout.take().unwrap()).lines();
-            let mut leader = Self { process, lines };
-            let line = leader.line_with("LEADER").await;
-            let term = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-            (leader, FencingToken::new(term))
-        }
-
-        /// The next line holding `word` (libtest may print before it); from `word` on.
-        async fn line_with(&mut self, word: &str) -> String {
-            loop {
-                let line = self
-                    .lines
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("child ended early");
-                if let Some(at) = line.find(word) {
-                    return line[at..].to_owned();
-                }
-            }
-        }
-
-        fn signal(&self, signal: &str) {
-            let pid = self.process.id().unwrap().to_string();
-            let sent = std::process::Command::new("kill")
-                .args([signal, &pid])
-                .status()
-                .unwrap();
-            assert!(sent.success());
-        }
+    /// Starts `child_process` as the leader in `name` on `store`; its term once it leads.
+    async fn start_leader(store: Store, name: &str) -> (ChildTest, FencingToken) {
+        let mut leader =
+            ChildTest::start(CHILD_TEST, CHILD_ENV, &format!("{}:{name}", store.name()));
+        let line = leader.line_with("LEADER").await;
+        let term = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (leader, FencingToken::new(term))
     }
 
     /// The leader's process is killed: the waiting candidate leads within the lease (plus a
@@ -443,7 +403,7 @@ mod processes {
             return;
         };
         let name = unique_key("killed");
-        let (mut leader, old_term) = Leader::start(store, &name).await;
+        let (mut leader, old_term) = start_leader(store, &name).await;
         let successor = instances.remove(0).election(&name).participant("successor");
         // An observer that reads on its own only every minute: it sees the dead leader's
         // lease run out and the successor by the store's push (or the lease's end it timed).
@@ -498,7 +458,7 @@ mod processes {
             return;
         };
         let name = unique_key("paused");
-        let (mut leader, old_term) = Leader::start(store, &name).await;
+        let (mut leader, old_term) = start_leader(store, &name).await;
         let successor = instances.remove(0).election(&name).participant("successor");
         let campaign = tokio::spawn(async move { successor.campaign().await });
         leader.line_with("ACCEPTED").await;
@@ -515,12 +475,7 @@ mod processes {
         let mut lost = false;
         timeout(BOUND, async {
             while !lost || refused < 5 {
-                let line = leader
-                    .lines
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("child ended");
+                let line = leader.next_line().await.expect("child ended");
                 if line.contains("ACCEPTED") {
                     // A write sent before the pause may be answered after it; once one was
                     // refused, the successor's term is in, and an acceptance is a stale write.

@@ -12,6 +12,7 @@
 
 // The suites' shared support.
 mod cache_support;
+mod child_support;
 #[cfg(any(feature = "etcd", feature = "zookeeper"))]
 mod cluster_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]

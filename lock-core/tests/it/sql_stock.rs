@@ -9,17 +9,16 @@
 //! tests running beside it.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::stock::{DeductOutcome, SqlStock, Stock, StockDialect, StockStrategy};
 use lock_core::testing::{free_port, unique, SqlKind, SqlServer};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
+
+use crate::child_support::ChildTest;
 
 const CHILD_ENV: &str = "LOCK_TEST_SQL_STOCK_CHILD";
 /// `child_process`'s name in the test binary, as `--exact` wants it.
@@ -114,25 +113,12 @@ async fn two_processes_sell_exactly_n(db: &str, strategy: StockStrategy) {
     let stock = stock_at(db, &url, strategy).await;
     let sku = unique("two-processes");
     stock.restock(&sku, UNITS).await.unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{db}:{strategy}:{sku}"))
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    while !lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("child ended")
-        .contains("READY")
-    {}
+    let mut child = ChildTest::start(CHILD_TEST, CHILD_ENV, &format!("{db}:{strategy}:{sku}"));
+    child.line_with("READY").await;
     let here = sell(&stock, &sku).await;
     let mut there = HashMap::new();
     loop {
-        let line = lines.next_line().await.unwrap().expect("child ended early");
+        let line = child.next_line().await.expect("child ended early");
         if line.contains("DONE") {
             break;
         }

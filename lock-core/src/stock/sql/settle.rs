@@ -43,22 +43,15 @@ impl<D: StockDialect> SqlStock<D> {
         self.counted();
         let st = &self.shared.statements;
         let units = i64::try_from(quantity).unwrap_or(i64::MAX);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let tried = async {
-                let mut tx = self.shared.pool.begin().await?;
-                let args = [Arg::Text(sku), Arg::Int(units), Arg::Int(units)];
-                D::execute(&mut tx, &st.restock, &args).await?;
-                let rows = D::fetch(&mut tx, &st.level_all, &[Arg::Text(sku)]).await?;
-                tx.commit().await?;
-                Ok::<_, sqlx::Error>(level_of(&rows))
-            };
-            match tried.await {
-                Ok(level) => return Ok(level),
-                Err(error) => self.on_failure(error, attempt)?,
-            }
-        }
+        self.retried(|| async move {
+            let mut tx = self.shared.pool.begin().await?;
+            let args = [Arg::Text(sku), Arg::Int(units), Arg::Int(units)];
+            D::execute(&mut tx, &st.restock, &args).await?;
+            let rows = D::fetch(&mut tx, &st.level_all, &[Arg::Text(sku)]).await?;
+            tx.commit().await?;
+            Ok(level_of(&rows))
+        })
+        .await
     }
 
     /// Confirms or cancels `order`'s reservation of `sku`, under the SKU's row lock (taken
@@ -66,51 +59,44 @@ impl<D: StockDialect> SqlStock<D> {
     pub(super) async fn settle(&self, sku: &str, order: &str, action: Settle) -> Result<Found> {
         self.counted();
         let st = &self.shared.statements;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let tried = async {
-                let mut tx = self.shared.pool.begin().await?;
-                D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
-                let rows = D::fetch(
-                    &mut tx,
-                    &st.reservation_locked,
-                    &[Arg::Text(sku), Arg::Text(order)],
-                )
-                .await?;
-                let Some(&[quantity, state, ran_out]) = rows.first().map(Vec::as_slice) else {
-                    tx.rollback().await?;
-                    return Ok::<_, sqlx::Error>(Found::Nothing);
-                };
-                let found = match state {
-                    LIVE if ran_out == 1 => Found::RanOut,
-                    LIVE => Found::Live,
-                    CONFIRMED => Found::Confirmed,
-                    CANCELLED => Found::Cancelled,
-                    EXPIRED => Found::Expired,
-                    _ => Found::Nothing,
-                };
-                let (new_state, levels) = match (found, action) {
-                    (Found::Live, Settle::Confirm) => (CONFIRMED, &st.sell_held),
-                    (Found::Live, Settle::Cancel) => (CANCELLED, &st.unhold),
-                    (Found::RanOut, _) => (EXPIRED, &st.unhold),
-                    _ => {
-                        tx.rollback().await?;
-                        return Ok(found);
-                    }
-                };
-                let order_args = [Arg::Int(new_state), Arg::Text(sku), Arg::Text(order)];
-                D::execute(&mut tx, &st.reservation_set, &order_args).await?;
-                let level_args = [Arg::Int(quantity), Arg::Int(quantity), Arg::Text(sku)];
-                D::execute(&mut tx, levels, &level_args).await?;
-                tx.commit().await?;
-                Ok(found)
+        self.retried(|| async move {
+            let mut tx = self.shared.pool.begin().await?;
+            D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
+            let rows = D::fetch(
+                &mut tx,
+                &st.reservation_locked,
+                &[Arg::Text(sku), Arg::Text(order)],
+            )
+            .await?;
+            let Some(&[quantity, state, ran_out]) = rows.first().map(Vec::as_slice) else {
+                tx.rollback().await?;
+                return Ok(Found::Nothing);
             };
-            match tried.await {
-                Ok(found) => return Ok(found),
-                Err(error) => self.on_failure(error, attempt)?,
-            }
-        }
+            let found = match state {
+                LIVE if ran_out == 1 => Found::RanOut,
+                LIVE => Found::Live,
+                CONFIRMED => Found::Confirmed,
+                CANCELLED => Found::Cancelled,
+                EXPIRED => Found::Expired,
+                _ => Found::Nothing,
+            };
+            let (new_state, levels) = match (found, action) {
+                (Found::Live, Settle::Confirm) => (CONFIRMED, &st.sell_held),
+                (Found::Live, Settle::Cancel) => (CANCELLED, &st.unhold),
+                (Found::RanOut, _) => (EXPIRED, &st.unhold),
+                _ => {
+                    tx.rollback().await?;
+                    return Ok(found);
+                }
+            };
+            let order_args = [Arg::Int(new_state), Arg::Text(sku), Arg::Text(order)];
+            D::execute(&mut tx, &st.reservation_set, &order_args).await?;
+            let level_args = [Arg::Int(quantity), Arg::Int(quantity), Arg::Text(sku)];
+            D::execute(&mut tx, levels, &level_args).await?;
+            tx.commit().await?;
+            Ok(found)
+        })
+        .await
     }
 
     /// The SKU's level, expired reservations returned first.
@@ -141,39 +127,32 @@ impl<D: StockDialect> SqlStock<D> {
                 return Ok(());
             }
         }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let tried = async {
-                let mut tx = self.shared.pool.begin().await?;
-                D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
-                // One moment for both statements: what the sum counted is what gets marked.
-                let now = D::fetch(&mut tx, &st.now, &[]).await?;
-                let cutoff = now
-                    .first()
-                    .and_then(|row| row.first())
-                    .copied()
-                    .unwrap_or(0);
-                let args = [Arg::Text(sku), Arg::Int(cutoff)];
-                let units = D::fetch(&mut tx, &st.due_units, &args).await?;
-                let units = units
-                    .first()
-                    .and_then(|row| row.first())
-                    .copied()
-                    .unwrap_or(0);
-                if units > 0 {
-                    D::execute(&mut tx, &st.due_expire, &args).await?;
-                    let back = [Arg::Int(units), Arg::Int(units), Arg::Text(sku)];
-                    D::execute(&mut tx, &st.unhold, &back).await?;
-                }
-                tx.commit().await?;
-                Ok::<_, sqlx::Error>(())
-            };
-            match tried.await {
-                Ok(()) => return Ok(()),
-                Err(error) => self.on_failure(error, attempt)?,
+        self.retried(|| async move {
+            let mut tx = self.shared.pool.begin().await?;
+            D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
+            // One moment for both statements: what the sum counted is what gets marked.
+            let now = D::fetch(&mut tx, &st.now, &[]).await?;
+            let cutoff = now
+                .first()
+                .and_then(|row| row.first())
+                .copied()
+                .unwrap_or(0);
+            let args = [Arg::Text(sku), Arg::Int(cutoff)];
+            let units = D::fetch(&mut tx, &st.due_units, &args).await?;
+            let units = units
+                .first()
+                .and_then(|row| row.first())
+                .copied()
+                .unwrap_or(0);
+            if units > 0 {
+                D::execute(&mut tx, &st.due_expire, &args).await?;
+                let back = [Arg::Int(units), Arg::Int(units), Arg::Text(sku)];
+                D::execute(&mut tx, &st.unhold, &back).await?;
             }
-        }
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Removes the records of SKUs never restocked that are older than
@@ -235,6 +214,23 @@ impl<D: StockDialect> SqlStock<D> {
                         tracing::debug!(%error, "sweeping the records of unknown SKUs failed");
                     }
                 });
+            }
+        }
+    }
+
+    /// Runs `attempt` (one transaction) again while the database aborts it as a deadlock or
+    /// serialization victim, up to the store's attempts.
+    async fn retried<T, F, Fut>(&self, mut attempt: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+    {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(error) => self.on_failure(error, tries)?,
             }
         }
     }

@@ -105,42 +105,22 @@ impl<D: StockDialect> SqlStock<D> {
         let st = &self.shared.statements;
         let mut tx = self.shared.pool.begin().await?;
         let level = D::fetch(&mut tx, &st.level_locked, &[Arg::Text(line.sku)]).await?;
-        let order = [
-            Arg::Text(line.sku),
-            Arg::Int(purpose.kind()),
-            Arg::Text(line.order),
-        ];
-        if !D::fetch(&mut tx, &st.order_read, &order).await?.is_empty() {
+        if !D::fetch(&mut tx, &st.order_read, &order_key(line, purpose))
+            .await?
+            .is_empty()
+        {
             tx.rollback().await?;
             return Ok(Try::Recorded);
         }
         let available = level.first().map_or(0, |row| row[0]);
-        let quantity = quantity_of(line);
-        let taken = available >= quantity;
-        if taken {
-            let moved = D::execute(
-                &mut tx,
-                self.take_statement(purpose, false),
-                &[
-                    Arg::Int(quantity),
-                    Arg::Int(quantity),
-                    Arg::Text(line.sku),
-                    Arg::Int(quantity),
-                ],
-            )
-            .await?;
-            if moved != 1 {
-                return Err(sqlx::Error::Protocol(format!(
-                    "the locked stock row changed under its lock ({moved} rows)"
-                )));
-            }
+        let taken = available >= quantity_of(line);
+        if taken && self.take_units(&mut tx, line, purpose, None).await? != 1 {
+            return Err(sqlx::Error::Protocol(
+                "the locked stock row changed under its lock".into(),
+            ));
         }
-        let value = if taken {
-            available - quantity
-        } else {
-            available
-        };
-        self.record(tx, line, purpose, taken, value).await
+        self.record(tx, line, purpose, taken, left(available, line, taken))
+            .await
     }
 
     /// Reads the row's `version` without a lock; updates only if it is still that version.
@@ -152,12 +132,7 @@ impl<D: StockDialect> SqlStock<D> {
         let st = &self.shared.statements;
         let (available, version) = {
             let mut conn = self.shared.pool.acquire().await?;
-            let order = [
-                Arg::Text(line.sku),
-                Arg::Int(purpose.kind()),
-                Arg::Text(line.order),
-            ];
-            if !D::fetch(&mut conn, &st.order_read, &order)
+            if !D::fetch(&mut conn, &st.order_read, &order_key(line, purpose))
                 .await?
                 .is_empty()
             {
@@ -166,33 +141,19 @@ impl<D: StockDialect> SqlStock<D> {
             let level = D::fetch(&mut conn, &st.level_read, &[Arg::Text(line.sku)]).await?;
             level.first().map_or((0, 0), |row| (row[0], row[1]))
         };
-        let quantity = quantity_of(line);
-        let taken = available >= quantity;
+        let taken = available >= quantity_of(line);
         let mut tx = self.shared.pool.begin().await?;
-        if taken {
-            let moved = D::execute(
-                &mut tx,
-                self.take_statement(purpose, true),
-                &[
-                    Arg::Int(quantity),
-                    Arg::Int(quantity),
-                    Arg::Text(line.sku),
-                    Arg::Int(version),
-                    Arg::Int(quantity),
-                ],
-            )
-            .await?;
-            if moved == 0 {
-                tx.rollback().await?;
-                return Ok(Try::Lost);
-            }
+        if taken
+            && self
+                .take_units(&mut tx, line, purpose, Some(version))
+                .await?
+                == 0
+        {
+            tx.rollback().await?;
+            return Ok(Try::Lost);
         }
-        let value = if taken {
-            available - quantity
-        } else {
-            available
-        };
-        self.record(tx, line, purpose, taken, value).await
+        self.record(tx, line, purpose, taken, left(available, line, taken))
+            .await
     }
 
     /// `UPDATE ... WHERE available >= n` first, then the record.
@@ -201,24 +162,43 @@ impl<D: StockDialect> SqlStock<D> {
         line: OrderLine<'_>,
         purpose: Purpose,
     ) -> Result<Try, sqlx::Error> {
-        let st = &self.shared.statements;
-        let quantity = quantity_of(line);
         let mut tx = self.shared.pool.begin().await?;
-        let moved = D::execute(
-            &mut tx,
-            self.take_statement(purpose, false),
-            &[
-                Arg::Int(quantity),
-                Arg::Int(quantity),
-                Arg::Text(line.sku),
-                Arg::Int(quantity),
-            ],
-        )
-        .await?;
+        let moved = self.take_units(&mut tx, line, purpose, None).await?;
         // After our update the row is ours until the commit; without one, a plain read.
-        let level = D::fetch(&mut tx, &st.level_read, &[Arg::Text(line.sku)]).await?;
+        let level_read = &self.shared.statements.level_read;
+        let level = D::fetch(&mut tx, level_read, &[Arg::Text(line.sku)]).await?;
         let available = level.first().map_or(0, |row| row[0]);
         self.record(tx, line, purpose, moved == 1, available).await
+    }
+
+    /// Takes the line's units for `purpose` when available (and, with `version`, only while
+    /// the row is at that version): the rows changed, 0 or 1.
+    async fn take_units(
+        &self,
+        conn: &mut D::Connection,
+        line: OrderLine<'_>,
+        purpose: Purpose,
+        version: Option<i64>,
+    ) -> Result<u64, sqlx::Error> {
+        let st = &self.shared.statements;
+        let quantity = Arg::Int(quantity_of(line));
+        let sku = Arg::Text(line.sku);
+        match (purpose, version) {
+            (Purpose::Sell, None) => {
+                D::execute(conn, &st.sell, &[quantity, quantity, sku, quantity]).await
+            }
+            (Purpose::Hold(_), None) => {
+                D::execute(conn, &st.hold, &[quantity, quantity, sku, quantity]).await
+            }
+            (Purpose::Sell, Some(version)) => {
+                let args = [quantity, quantity, sku, Arg::Int(version), quantity];
+                D::execute(conn, &st.sell_at_version, &args).await
+            }
+            (Purpose::Hold(_), Some(version)) => {
+                let args = [quantity, quantity, sku, Arg::Int(version), quantity];
+                D::execute(conn, &st.hold_at_version, &args).await
+            }
+        }
     }
 
     /// Records the order's outcome in `tx` and commits: [`Try::Recorded`] (rolled back, so
@@ -279,11 +259,7 @@ impl<D: StockDialect> SqlStock<D> {
     /// The first outcome of an order recorded before.
     async fn recorded(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Took> {
         let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
-        let order = [
-            Arg::Text(line.sku),
-            Arg::Int(purpose.kind()),
-            Arg::Text(line.order),
-        ];
+        let order = order_key(line, purpose);
         let rows = D::fetch(&mut conn, &self.shared.statements.order_read, &order)
             .await
             .map_err(Self::error)?;
@@ -303,15 +279,23 @@ impl<D: StockDialect> SqlStock<D> {
             duplicate: true,
         })
     }
+}
 
-    fn take_statement(&self, purpose: Purpose, at_version: bool) -> &str {
-        let st = &self.shared.statements;
-        match (purpose, at_version) {
-            (Purpose::Sell, false) => &st.sell,
-            (Purpose::Sell, true) => &st.sell_at_version,
-            (Purpose::Hold(_), false) => &st.hold,
-            (Purpose::Hold(_), true) => &st.hold_at_version,
-        }
+/// The order's primary key in the orders table.
+fn order_key<'a>(line: OrderLine<'a>, purpose: Purpose) -> [Arg<'a>; 3] {
+    [
+        Arg::Text(line.sku),
+        Arg::Int(purpose.kind()),
+        Arg::Text(line.order),
+    ]
+}
+
+/// The units left after an order that took its units (`taken`) or not, from `available`.
+fn left(available: i64, line: OrderLine<'_>, taken: bool) -> i64 {
+    if taken {
+        available - quantity_of(line)
+    } else {
+        available
     }
 }
 

@@ -1,42 +1,4 @@
-//! Stock in PostgreSQL (feature `postgres`) or MySQL / MariaDB (feature `mysql`): the same
-//! operations and guarantees as the memory and Redis stores, on two tables, with a choice of
-//! how units are taken ([`StockStrategy`]).
-//!
-//! ```no_run
-//! # #[cfg(feature = "postgres")]
-//! # async fn example() -> Result<(), lock_core::LockError> {
-//! use lock_core::stock::{PostgresStock, Stock, StockStrategy};
-//!
-//! let store = PostgresStock::builder("postgres://app@127.0.0.1/app")
-//!     .strategy(StockStrategy::ForUpdate)
-//!     .connect()
-//!     .await?;
-//! let stock = Stock::new(store).with_namespace("shop")?;
-//! stock.restock("sku-1", 100).await?;
-//! let sale = stock.deduct("sku-1", 1, "order-42").await?; // a retry of order-42 deducts nothing
-//! assert!(stock.audit("sku-1").await?.is_balanced());
-//! # let _ = sale; Ok(()) }
-//! ```
-//!
-//! # The tables
-//! `<prefix>_levels` (one row per SKU restocked) and `<prefix>_orders` (one row per order id
-//! and kind, primary key `(sku, kind, order_id)`), default prefix [`DEFAULT_PREFIX`]. The
-//! store creates them on first use unless [`SqlStockBuilder::create_schema`] says no; the
-//! statements are [`SqlStock::schema_statements`], for your own migrations. The levels row's
-//! `CHECK (available >= 0 ...)` makes a negative stock impossible whatever the code does.
-//!
-//! # Guarantees
-//! - Every deduction and reservation records its order in the transaction that takes its
-//!   units: a retried order id finds its first outcome (the primary key refuses a second
-//!   record), a crash before the commit takes nothing and records nothing.
-//! - Reservations expire by the database's clock: a confirm after `expires_at` is refused and
-//!   returns the units; expired reservations go back to stock when the SKU is next reserved,
-//!   confirmed, cancelled or read.
-//! - The records of SKUs never restocked (orders naming SKUs that do not exist) are removed
-//!   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written, by a
-//!   sweep every [`SWEEP_EVERY_CALLS`] operations ([`SqlStock::sweep_unknown`] runs one now).
-//! - A transaction the database aborts as a deadlock or serialization victim is run again
-//!   (up to [`SqlStockBuilder::attempts`] times); the count is in [`SqlStock::stats`].
+//! Stock in PostgreSQL and MySQL: [`SqlStock`], its tables, strategies and guarantees.
 
 mod dialect;
 mod settle;
@@ -67,9 +29,48 @@ pub const SWEEP_EVERY_CALLS: u64 = 4096;
 /// database aborted (deadlock, serialization) is run again up to this many times in all.
 const DEFAULT_ATTEMPTS: u32 = 64;
 
-/// Stock in a SQL database `D` (`sqlx::Postgres` or `sqlx::MySql`): [`PostgresStock`] or
-/// [`MySqlStock`]. Cheap to clone: clones share the pool and the counters. See the
-/// [module docs](self).
+/// Stock in PostgreSQL (feature `postgres`) or MySQL / MariaDB (feature `mysql`), `SqlStock<D>`
+/// for `D` = `sqlx::Postgres` ([`PostgresStock`]) or `sqlx::MySql` ([`MySqlStock`]): the same
+/// operations and guarantees as the memory and Redis stores, on two tables, with a choice of
+/// how units are taken ([`StockStrategy`]).
+///
+/// ```no_run
+/// # #[cfg(feature = "postgres")]
+/// # async fn example() -> Result<(), lock_core::LockError> {
+/// use lock_core::stock::{PostgresStock, Stock, StockStrategy};
+///
+/// let store = PostgresStock::builder("postgres://app@127.0.0.1/app")
+///     .strategy(StockStrategy::ForUpdate)
+///     .connect()
+///     .await?;
+/// let stock = Stock::new(store).with_namespace("shop")?;
+/// stock.restock("sku-1", 100).await?;
+/// let sale = stock.deduct("sku-1", 1, "order-42").await?; // a retry of order-42 deducts nothing
+/// assert!(stock.audit("sku-1").await?.is_balanced());
+/// # let _ = sale; Ok(()) }
+/// ```
+///
+/// # The tables
+/// `<prefix>_levels` (one row per SKU restocked) and `<prefix>_orders` (one row per order id
+/// and kind, primary key `(sku, kind, order_id)`), default prefix [`DEFAULT_PREFIX`]. The
+/// store creates them on first use unless [`SqlStockBuilder::create_schema`] says no; the
+/// statements are [`SqlStock::schema_statements`], for your own migrations. The levels row's
+/// `CHECK (available >= 0 ...)` makes a negative stock impossible whatever the code does.
+///
+/// # Guarantees
+/// - Every deduction and reservation records its order in the transaction that takes its
+///   units: a retried order id finds its first outcome (the primary key refuses a second
+///   record), a crash before the commit takes nothing and records nothing.
+/// - Reservations expire by the database's clock: a confirm after `expires_at` is refused and
+///   returns the units; expired reservations go back to stock when the SKU is next reserved,
+///   confirmed, cancelled or read.
+/// - The records of SKUs never restocked (orders naming SKUs that do not exist) are removed
+///   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written, by a
+///   sweep every [`SWEEP_EVERY_CALLS`] operations ([`SqlStock::sweep_unknown`] runs one now).
+/// - A transaction the database aborts as a deadlock or serialization victim is run again
+///   (up to [`SqlStockBuilder::attempts`] times); the count is in [`SqlStock::stats`].
+///
+/// Cheap to clone: clones share the pool and the counters.
 pub struct SqlStock<D: StockDialect> {
     shared: Arc<Shared<D>>,
 }

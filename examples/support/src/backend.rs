@@ -61,6 +61,26 @@ impl BackendKind {
     }
 }
 
+impl BackendKind {
+    /// Whether this build of the flash-sale shop can keep its stock on this backend: memory
+    /// and Redis always, PostgreSQL and MySQL with the features of those names.
+    ///
+    /// ```
+    /// use example_support::backend::BackendKind;
+    ///
+    /// assert!(BackendKind::Redis.has_shop() && !BackendKind::Etcd.has_shop());
+    /// ```
+    #[must_use]
+    pub fn has_shop(self) -> bool {
+        match self {
+            Self::Memory | Self::Redis => true,
+            Self::Postgres => cfg!(feature = "postgres"),
+            Self::Mysql => cfg!(feature = "mysql"),
+            Self::Zookeeper | Self::Etcd | Self::Redlock => false,
+        }
+    }
+}
+
 /// The Redis URL: `--redis-url`, else `LOCK_TEST_REDIS_URL`, else the xtask stack's default.
 #[must_use]
 pub fn redis_url(flags: &Flags) -> String {

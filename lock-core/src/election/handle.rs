@@ -39,7 +39,7 @@ pub struct Election {
     name: String,
     participant: Arc<str>,
     lease: Option<LeaseMode>,
-    observe_every: Duration,
+    pub(super) observe_every: Duration,
 }
 
 impl LockClient {
@@ -145,7 +145,7 @@ impl Election {
     /// the leader each time it is another one (or none), as the store reports changes.
     #[must_use]
     pub fn observe(&self) -> LeaderWatch {
-        LeaderWatch::new(self.clone(), self.observe_every)
+        LeaderWatch::new(self.clone())
     }
 
     pub(super) fn backend(&self) -> Result<&dyn DynElectionBackend> {

@@ -1,7 +1,5 @@
 //! [`LeaderWatch`]: following an election's leader.
 
-use std::time::Duration;
-
 use tokio::time::Instant;
 
 use super::{Election, Leader};
@@ -33,16 +31,14 @@ use crate::Result;
 #[derive(Debug)]
 pub struct LeaderWatch {
     election: Election,
-    every: Duration,
     /// The leader last answered; `None` before the first answer.
     last: Option<Option<Leader>>,
 }
 
 impl LeaderWatch {
-    pub(super) fn new(election: Election, every: Duration) -> Self {
+    pub(super) fn new(election: Election) -> Self {
         Self {
             election,
-            every,
             last: None,
         }
     }
@@ -65,7 +61,7 @@ impl LeaderWatch {
         };
         let (key, backend) = (self.election.key()?, self.election.backend()?);
         loop {
-            let until = Instant::now() + self.every;
+            let until = Instant::now() + self.election.observe_every;
             let leader = backend.leader_after(&key, seen.as_ref(), until).await?;
             if leader != seen {
                 self.last = Some(leader.clone());

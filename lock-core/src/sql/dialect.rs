@@ -183,23 +183,32 @@ pub struct Values<'a> {
     pub(crate) retention: i64,
 }
 
-/// A parameter's value.
-enum Value<'a> {
+/// A parameter's value: every statement of the SQL backends and the SQL stock binds texts and
+/// 64-bit numbers only.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// A text.
     Text(&'a str),
-    Number(i64),
+    /// A 64-bit number.
+    Int(i64),
 }
 
 impl<'a> Values<'a> {
-    fn value(&self, bind: Bind) -> Value<'a> {
+    fn value(&self, bind: Bind) -> Arg<'a> {
         match bind {
-            Bind::Key => Value::Text(self.key),
-            Bind::Owner => Value::Text(self.owner),
-            Bind::Channel => Value::Text(self.channel),
-            Bind::Fence => Value::Number(self.fence),
-            Bind::Ttl => Value::Number(self.ttl),
-            Bind::Backdate => Value::Number(self.backdate),
-            Bind::Retention => Value::Number(self.retention),
+            Bind::Key => Arg::Text(self.key),
+            Bind::Owner => Arg::Text(self.owner),
+            Bind::Channel => Arg::Text(self.channel),
+            Bind::Fence => Arg::Int(self.fence),
+            Bind::Ttl => Arg::Int(self.ttl),
+            Bind::Backdate => Arg::Int(self.backdate),
+            Bind::Retention => Arg::Int(self.retention),
         }
+    }
+
+    /// The values in the order `binds` (a statement's) names them.
+    fn bound(self, binds: &'static [Bind]) -> impl Iterator<Item = Arg<'a>> {
+        binds.iter().map(move |&bind| self.value(bind))
     }
 }
 
@@ -249,7 +258,7 @@ where
         statement: &'a Statement,
         values: Values<'a>,
     ) -> std::result::Result<u64, sqlx::Error> {
-        let arguments = arguments::<DB>(statement, values)?;
+        let arguments = arguments::<DB>(values.bound(statement.binds))?;
         let done = sqlx::query_with(&statement.sql, arguments)
             .execute(pool)
             .await?;
@@ -261,7 +270,7 @@ where
         statement: &'a Statement,
         values: Values<'a>,
     ) -> std::result::Result<i64, sqlx::Error> {
-        let arguments = arguments::<DB>(statement, values)?;
+        let arguments = arguments::<DB>(values.bound(statement.binds))?;
         sqlx::query_scalar_with(&statement.sql, arguments)
             .fetch_one(pool)
             .await
@@ -272,17 +281,16 @@ where
         statement: &'a Statement,
         values: Values<'a>,
     ) -> std::result::Result<Option<(Vec<u8>, i64)>, sqlx::Error> {
-        let arguments = arguments::<DB>(statement, values)?;
+        let arguments = arguments::<DB>(values.bound(statement.binds))?;
         sqlx::query_as_with(&statement.sql, arguments)
             .fetch_optional(pool)
             .await
     }
 }
 
-/// `values` in the order `statement` binds them.
-fn arguments<'a, DB>(
-    statement: &Statement,
-    values: Values<'a>,
+/// `args`, in order, as database `DB` takes a statement's parameters.
+pub(crate) fn arguments<'a, DB>(
+    args: impl IntoIterator<Item = Arg<'a>>,
 ) -> std::result::Result<DB::Arguments<'a>, sqlx::Error>
 where
     DB: Database,
@@ -290,10 +298,10 @@ where
     i64: Encode<'a, DB> + Type<DB>,
 {
     let mut arguments = DB::Arguments::default();
-    for &bind in statement.binds {
-        match values.value(bind) {
-            Value::Text(text) => arguments.add(text),
-            Value::Number(number) => arguments.add(number),
+    for arg in args {
+        match arg {
+            Arg::Text(text) => arguments.add(text),
+            Arg::Int(number) => arguments.add(number),
         }
         .map_err(sqlx::Error::Encode)?;
     }

@@ -131,8 +131,8 @@ pub use self::builder::PostgresBackendBuilder;
 pub use self::builder::SqlBackendBuilder;
 pub(crate) use self::builder::{Source, SqlConfig};
 pub use self::dialect::Dialect;
-pub(crate) use self::dialect::RowsAffected;
 use self::dialect::Statements;
+pub(crate) use self::dialect::{arguments, Arg, RowsAffected};
 pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]

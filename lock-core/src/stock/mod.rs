@@ -219,7 +219,7 @@ impl Stock {
             quantity,
             order,
         };
-        self.store.deduct(line).await
+        self.store.deduct(line).await.map_err(|e| named(e, &sku))
     }
 
     /// Holds `quantity` units of `sku` for `order` for `ttl`; confirm or cancel it before then.
@@ -242,7 +242,10 @@ impl Stock {
             quantity,
             order,
         };
-        self.store.reserve(line, ttl).await
+        self.store
+            .reserve(line, ttl)
+            .await
+            .map_err(|e| named(e, &sku))
     }
 
     /// Sells `order`'s reservation; refused after it expired or was cancelled.
@@ -269,6 +272,18 @@ impl Stock {
     /// (`received = available + reserved + sold`).
     pub async fn audit(&self, sku: &str) -> Result<StockLevel> {
         self.level(sku).await
+    }
+}
+
+/// A store's error for `sku`, naming the SKU as the caller did (without the namespace), as
+/// [`LockError::Busy`]'s key is documented; a store knows only the namespaced key.
+fn named(error: LockError, sku: &LockKey) -> LockError {
+    match error {
+        LockError::Busy { waited, .. } => LockError::Busy {
+            key: sku.name().to_owned(),
+            waited,
+        },
+        other => other,
     }
 }
 

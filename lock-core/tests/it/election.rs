@@ -14,7 +14,7 @@ use lock_core::backend::LeaseKind;
 use lock_core::{FencingToken, LockClient, LockError, MemoryBackend};
 use tokio::time::{timeout, Instant};
 
-use crate::conformance::unique_key;
+use crate::conformance::{self, unique_key};
 
 /// Bound on any one test.
 const BOUND: Duration = Duration::from_secs(60);
@@ -110,20 +110,18 @@ impl Store {
     }
 }
 
-/// Waits (bounded) until `n` candidates queue in `election`.
+/// Waits (bounded) until `n` candidates queue in `election` (the store says nothing when one
+/// does: it is read).
 async fn queued(locks: &LockClient, election: &str, n: usize) {
-    timeout(Duration::from_secs(10), async {
-        while locks
+    let what = format!("{n} candidates queued");
+    conformance::eventually(&what, || async {
+        locks
             .queue_length(LeaseKind::Leader, election)
             .await
             .unwrap()
-            != n
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+            == n
     })
-    .await
-    .unwrap_or_else(|_| panic!("{n} candidates never queued"));
+    .await;
 }
 
 /// Three candidates: the first leads, the others lead in campaign order once the one before

@@ -46,11 +46,10 @@ pub async fn run(db: &'static str, url: &str, redis_url: &str) -> Value {
     let mut rows = Vec::new();
     for buyers in CONCURRENCY {
         for strategy in StockStrategy::ALL {
-            let row = match db {
-                "postgres" => sql::<sqlx::Postgres>(url, strategy, buyers).await,
-                _ => sql::<sqlx::MySql>(url, strategy, buyers).await,
-            };
-            rows.push(Row { store: db, ..row });
+            rows.push(match db {
+                "postgres" => sql::<sqlx::Postgres>(db, url, strategy, buyers).await,
+                _ => sql::<sqlx::MySql>(db, url, strategy, buyers).await,
+            });
         }
         let (per_second, p99) = deduct(&redis, buyers).await;
         rows.push(Row {
@@ -74,7 +73,13 @@ pub async fn run(db: &'static str, url: &str, redis_url: &str) -> Value {
     })
 }
 
-async fn sql<D: StockDialect>(url: &str, strategy: StockStrategy, buyers: usize) -> Row {
+/// The row of `strategy` with `buyers` on the database `db` at `url`.
+async fn sql<D: StockDialect>(
+    db: &'static str,
+    url: &str,
+    strategy: StockStrategy,
+    buyers: usize,
+) -> Row {
     let store = SqlStock::<D>::builder(url)
         .strategy(strategy)
         .max_connections(u32::try_from(buyers).unwrap_or(64) + 2)
@@ -86,7 +91,7 @@ async fn sql<D: StockDialect>(url: &str, strategy: StockStrategy, buyers: usize)
     let (per_second, p99) = deduct(&stock, buyers).await;
     let stats = store.stats();
     Row {
-        store: "",
+        store: db,
         strategy: strategy.name(),
         buyers,
         per_second,

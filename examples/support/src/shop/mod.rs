@@ -65,7 +65,25 @@ impl Shop {
                 config.strategy.name()
             )));
         }
-        let shop = match config.backend {
+        let backend = config.backend;
+        if !backend.has_shop() {
+            return Err(LockError::InvalidConfig(
+                if matches!(backend, BackendKind::Postgres | BackendKind::Mysql) {
+                    format!(
+                        "this build of the shop has no {0} store: build the app with its `{0}` \
+                         feature (`cargo xtask demo inventory --backend {0}` does)",
+                        backend.name()
+                    )
+                } else {
+                    format!(
+                        "the shop keeps its stock in memory, redis, postgres or mysql; {} \
+                         holds locks only",
+                        backend.name()
+                    )
+                },
+            ));
+        }
+        let shop = match backend {
             BackendKind::Memory => Self {
                 locks: LockClient::builder(MemoryBackend::new())
                     .namespace(namespace)
@@ -98,10 +116,10 @@ impl Shop {
                     config,
                 }
             }
-            // The shop's stock lives in memory, Redis or SQL; the lock-only backends have none.
+            // Refused above (`has_shop`).
             other => {
                 return Err(LockError::InvalidConfig(format!(
-                    "the shop needs --backend memory, redis, postgres or mysql, not {}",
+                    "the shop has no {} store",
                     other.name()
                 )))
             }

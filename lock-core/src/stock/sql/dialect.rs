@@ -5,17 +5,18 @@
 
 use std::future::Future;
 
-use sqlx::{Arguments, ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
 
-use crate::sql::RowsAffected;
+pub(super) use crate::sql::Arg;
+use crate::sql::{arguments, RowsAffected};
 
-/// A value bound to a statement.
-#[derive(Clone, Copy, Debug)]
-pub enum Arg<'a> {
-    /// A text.
-    Text(&'a str),
-    /// A 64-bit number.
-    Int(i64),
+/// The first column of the first row `rows` holds (a count, a level, the clock), or 0 when
+/// there is none (a SKU never restocked).
+pub(super) fn first_number(rows: &[Vec<i64>]) -> i64 {
+    rows.first()
+        .and_then(|row| row.first())
+        .copied()
+        .unwrap_or(0)
 }
 
 /// A database the stock tables live in: `sqlx::Postgres` (feature `postgres`) or `sqlx::MySql`
@@ -195,7 +196,7 @@ where
         sql: &'a str,
         args: &'a [Arg<'a>],
     ) -> Result<u64, sqlx::Error> {
-        let arguments = arguments::<DB>(args)?;
+        let arguments = arguments::<DB>(args.iter().copied())?;
         let done = sqlx::query_with(sql, arguments).execute(conn).await?;
         Ok(done.rows())
     }
@@ -205,7 +206,7 @@ where
         sql: &'a str,
         args: &'a [Arg<'a>],
     ) -> Result<Vec<Vec<i64>>, sqlx::Error> {
-        let arguments = arguments::<DB>(args)?;
+        let arguments = arguments::<DB>(args.iter().copied())?;
         let rows = sqlx::query_with(sql, arguments).fetch_all(conn).await?;
         rows.iter()
             .map(|row| {
@@ -215,23 +216,6 @@ where
             })
             .collect()
     }
-}
-
-fn arguments<'a, DB>(args: &'a [Arg<'a>]) -> Result<DB::Arguments<'a>, sqlx::Error>
-where
-    DB: Database,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    i64: Encode<'a, DB> + Type<DB>,
-{
-    let mut arguments = DB::Arguments::default();
-    for arg in args {
-        match *arg {
-            Arg::Text(text) => arguments.add(text),
-            Arg::Int(number) => arguments.add(number),
-        }
-        .map_err(sqlx::Error::Encode)?;
-    }
-    Ok(arguments)
 }
 
 #[cfg(all(test, feature = "postgres"))]

@@ -62,8 +62,10 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///   units: a retried order id finds its first outcome (the primary key refuses a second
 ///   record), a crash before the commit takes nothing and records nothing.
 /// - Reservations expire by the database's clock: a confirm after `expires_at` is refused and
-///   returns the units; expired reservations go back to stock when the SKU is next reserved,
-///   confirmed, cancelled or read.
+///   returns the units; expired reservations go back to stock when the SKU is next confirmed,
+///   cancelled or read, and before a deduction or reservation would be refused for want of
+///   units (an order's first outcome is final). Until then a sale's `remaining` does not count
+///   them.
 /// - The records of SKUs never restocked (orders naming SKUs that do not exist) are removed
 ///   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written, by a
 ///   sweep every [`SWEEP_EVERY_CALLS`] operations ([`SqlStock::sweep_unknown`] runs one now).
@@ -180,23 +182,6 @@ impl<D: StockDialect> SqlStock<D> {
         self.shared.strategy
     }
 
-    /// The same store taking units by `strategy` (same pool, same counters).
-    #[must_use]
-    pub fn with_strategy(&self, strategy: StockStrategy) -> Self {
-        let shared = &self.shared;
-        Self {
-            shared: Arc::new(Shared {
-                pool: shared.pool.clone(),
-                statements: Statements::new::<D>(shared.prefix()),
-                strategy,
-                attempts: shared.attempts,
-                calls: AtomicU64::new(0),
-                retries: AtomicU64::new(0),
-                conflicts: AtomicU64::new(0),
-            }),
-        }
-    }
-
     /// Retries and database conflicts so far.
     #[must_use]
     pub fn stats(&self) -> SqlStockStats {
@@ -214,13 +199,6 @@ impl<D: StockDialect> SqlStock<D> {
 
     fn error(error: sqlx::Error) -> LockError {
         to_lock_error(D::BACKEND, error)
-    }
-}
-
-impl<D: StockDialect> Shared<D> {
-    /// The prefix the statements were built with (recovered from the levels table's name).
-    fn prefix(&self) -> &str {
-        self.statements.prefix.as_str()
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::dialect::{Arg, StockDialect};
+use super::dialect::{first_number, Arg, StockDialect};
 use super::statements::{CANCELLED, CONFIRMED, EXPIRED, LIVE};
 use super::{SqlStock, SWEEP_EVERY_CALLS};
 use crate::stock::{StockLevel, UNKNOWN_SKU_RETENTION};
@@ -132,18 +132,10 @@ impl<D: StockDialect> SqlStock<D> {
             D::fetch(&mut tx, &st.level_locked, &[Arg::Text(sku)]).await?;
             // One moment for both statements: what the sum counted is what gets marked.
             let now = D::fetch(&mut tx, &st.now, &[]).await?;
-            let cutoff = now
-                .first()
-                .and_then(|row| row.first())
-                .copied()
-                .unwrap_or(0);
+            let cutoff = first_number(&now);
             let args = [Arg::Text(sku), Arg::Int(cutoff)];
             let units = D::fetch(&mut tx, &st.due_units, &args).await?;
-            let units = units
-                .first()
-                .and_then(|row| row.first())
-                .copied()
-                .unwrap_or(0);
+            let units = first_number(&units);
             if units > 0 {
                 D::execute(&mut tx, &st.due_expire, &args).await?;
                 let back = [Arg::Int(units), Arg::Int(units), Arg::Text(sku)];

@@ -29,8 +29,6 @@ pub(super) const NOTHING_HELD: i64 = 5;
 /// Every statement, for one dialect and table prefix.
 #[derive(Debug)]
 pub(super) struct Statements {
-    /// The tables' prefix.
-    pub(super) prefix: String,
     /// The schema, statement by statement.
     pub(super) schema: Vec<String>,
     /// `available, version` of a SKU, its row locked (`?`: sku).
@@ -90,7 +88,6 @@ impl Statements {
         let due =
             format!("sku = ? AND kind = {RESERVATION} AND state = {LIVE} AND expires_at <= ?");
         Self {
-            prefix: prefix.to_owned(),
             schema: schema::<D>(prefix),
             level_locked: sql(format!(
                 "SELECT available, version FROM {levels} WHERE sku = ? FOR UPDATE"

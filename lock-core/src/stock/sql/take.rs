@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::dialect::{Arg, StockDialect};
+use tokio::time::Instant;
+
+use super::dialect::{first_number, Arg, StockDialect};
 use super::settle::{Found, Settle};
 use super::statements::{DEDUCTION, LIVE, NOTHING_HELD, RESERVATION};
 use super::{SqlStock, StockStrategy};
@@ -60,9 +62,11 @@ impl<D: StockDialect> SqlStock<D> {
     /// order id and kind.
     pub(super) async fn take(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Took> {
         self.counted();
-        if let Purpose::Hold(_) = purpose {
-            self.expire_due(line.sku).await?;
-        }
+        let started = Instant::now();
+        let busy = || LockError::Busy {
+            key: line.sku.to_owned(),
+            waited: started.elapsed(),
+        };
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -74,27 +78,16 @@ impl<D: StockDialect> SqlStock<D> {
             match tried {
                 Ok(Try::Done(took)) => return Ok(took),
                 Ok(Try::Recorded) => return self.recorded(line, purpose).await,
-                Ok(Try::ExpireFirst) => {
-                    if attempt >= self.shared.attempts {
-                        return Err(LockError::Busy {
-                            key: line.sku.to_owned(),
-                            waited: Duration::ZERO,
-                        });
-                    }
+                Ok(Try::ExpireFirst) if attempt < self.shared.attempts => {
                     self.expire_due(line.sku).await?;
                 }
-                Ok(Try::Lost) => {
+                Ok(Try::Lost) if attempt < self.shared.attempts => {
                     self.count_retry();
-                    if attempt >= self.shared.attempts {
-                        return Err(LockError::Busy {
-                            key: line.sku.to_owned(),
-                            waited: Duration::ZERO,
-                        });
-                    }
                     // Spread the losers out: a few ms, growing with the tries.
                     let pause = Duration::from_micros(500) * attempt.min(20);
                     tokio::time::sleep(jitter(pause)).await;
                 }
+                Ok(Try::ExpireFirst | Try::Lost) => return Err(busy()),
                 Err(error) => self.on_failure(error, attempt)?,
             }
         }
@@ -112,7 +105,7 @@ impl<D: StockDialect> SqlStock<D> {
             tx.rollback().await?;
             return Ok(Try::Recorded);
         }
-        let available = level.first().map_or(0, |row| row[0]);
+        let available = first_number(&level);
         let taken = available >= quantity_of(line);
         if taken && self.take_units(&mut tx, line, purpose, None).await? != 1 {
             return Err(sqlx::Error::Protocol(
@@ -167,7 +160,7 @@ impl<D: StockDialect> SqlStock<D> {
         // After our update the row is ours until the commit; without one, a plain read.
         let level_read = &self.shared.statements.level_read;
         let level = D::fetch(&mut tx, level_read, &[Arg::Text(line.sku)]).await?;
-        let available = level.first().map_or(0, |row| row[0]);
+        let available = first_number(&level);
         self.record(tx, line, purpose, moved == 1, available).await
     }
 

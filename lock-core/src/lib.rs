@@ -60,6 +60,7 @@ pub mod election;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fenced;
+mod hex;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod idempotency;

@@ -209,8 +209,7 @@ impl Idempotency {
         } else {
             use sha2::{Digest, Sha256};
             let digest = Sha256::digest(scope.as_bytes());
-            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-            format!("#{hex}")
+            format!("#{}", crate::hex::encode(&digest))
         };
         LockKey::new(&self.inner.namespace, &format!("{scope_part}:{key}"))
     }

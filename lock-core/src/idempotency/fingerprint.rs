@@ -42,7 +42,7 @@ impl Fingerprint {
     /// The digest as 64 lower-case hex digits (how records store it).
     #[must_use]
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
+        crate::hex::encode(&self.0)
     }
 
     /// Reads 64 hex digits back; `None` for anything else.

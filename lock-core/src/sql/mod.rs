@@ -407,9 +407,7 @@ pub fn storage_key(full_key: &str) -> String {
     let digest = Sha256::digest(full_key.as_bytes());
     let mut key = String::with_capacity(HASH_PREFIX.len() + 64);
     key.push_str(HASH_PREFIX);
-    for byte in digest {
-        key.push_str(&format!("{byte:02x}"));
-    }
+    crate::hex::push(&mut key, &digest);
     key
 }
 

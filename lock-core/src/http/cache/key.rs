@@ -80,10 +80,7 @@ impl CacheKey {
         while !full.is_char_boundary(cut) {
             cut -= 1;
         }
-        let digest: String = Sha256::digest(full.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = crate::hex::encode(&Sha256::digest(full.as_bytes()));
         Self {
             key: format!("{}#{digest}", &full[..cut]),
             shortened: true,

@@ -9,9 +9,10 @@
 //!    TTL is handed on (or, if it kept the value before it, that value is served); a key
 //!    marked pass-through is computed by each caller, at once, without a lease.
 //! 2. **Miss**: the leader tries the key's lease. Granted: it reads once more (another
-//!    instance may have just stored), computes, stores the outcome conditionally on the
-//!    lease's fencing token (pushing it to every waiting process), then releases the lease
-//!    ([`compute`]: what each outcome stores).
+//!    instance may have just stored; on Redis, with the store on the lease's own backend, in
+//!    the script that grants the lease: `fused_lease.rs`), computes, stores the outcome
+//!    conditionally on the lease's fencing token (pushing it to every waiting process), then
+//!    releases the lease ([`compute`]: what each outcome stores).
 //! 3. **Busy**: the leader registers as waiting and waits for the outcome to be pushed, or
 //!    for the lease itself (the computing caller's lease is short and renewed while it
 //!    computes: if it fails, panics or is cancelled its lease is released at once, and if its
@@ -25,13 +26,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 pub(super) use self::compute::release;
+use self::compute::AfterGrant;
 pub(super) use self::handed::cached;
 use self::handed::{as_follower, landed_elsewhere, landing, own_landing, remembered};
 use super::computed::{CallError, Compute, Outcome, Typed};
 use super::entry::{Age, Kind, StoredEntry};
 use super::flight::{follow, Joined, Landed, Lead};
 use super::{Cache, CacheError, CacheStatus, Freshness, OnBackendError, OnWaitTimeout};
-use crate::{FencingToken, LockError, LockKey, LockOwner, LockRequest};
+use crate::{FencingToken, LockError, LockGuard, LockKey, LockOwner, LockRequest};
 
 /// One validated call.
 #[derive(Clone)]
@@ -248,9 +250,9 @@ impl Call {
     {
         let inner = &self.cache.inner;
         let deadline = tokio::time::Instant::now() + self.wait;
-        let guard = loop {
-            match self.lease().try_acquire().await {
-                Ok(Some(guard)) => break guard,
+        let (guard, after_grant) = loop {
+            match self.try_lease().await {
+                Ok(Some(granted)) => break granted,
                 Ok(None) => {}
                 Err(error) => return Led::Outcome(self.backend_failed(error, compute).await),
             }
@@ -287,7 +289,7 @@ impl Call {
                             release(guard).await;
                             entry
                         }
-                        None => break guard,
+                        None => break (guard, AfterGrant::Unread),
                     },
                     Ok(None) => return self.wait_timed_out(compute, fallback, seen).await,
                     Err(error) => return Led::Outcome(self.backend_failed(error, compute).await),
@@ -299,7 +301,26 @@ impl Call {
                 None => Led::Own(compute),
             };
         };
-        self.compute_under(guard, compute, fallback, seen).await
+        self.compute_under(guard, after_grant, compute, fallback, seen)
+            .await
+    }
+
+    /// One try at the key's lease; on Redis, with the store on the lease's own backend, the
+    /// entry is read in the same script right after the grant (see `fused_lease.rs`).
+    async fn try_lease(&self) -> Result<Option<(LockGuard, AfterGrant)>, LockError> {
+        #[cfg(feature = "redis")]
+        if let Some(fused) = &self.cache.inner.fused {
+            let granted = fused.try_lease(self.lease(), &self.key).await?;
+            return Ok(granted.map(|(guard, read)| {
+                let after = read.map_or(AfterGrant::Unread, AfterGrant::Read);
+                (guard, after)
+            }));
+        }
+        Ok(self
+            .lease()
+            .try_acquire()
+            .await?
+            .map(|guard| (guard, AfterGrant::Unread)))
     }
 
     /// Refreshes the key in a task of its own, unless a refresh of it runs in this process
@@ -322,8 +343,8 @@ impl Call {
             let Joined::Leader(lead) = self.cache.inner.flights.join(&flight) else {
                 return;
             };
-            let guard = match self.lease().try_acquire().await {
-                Ok(Some(guard)) => guard,
+            let (guard, after_grant) = match self.try_lease().await {
+                Ok(Some(granted)) => granted,
                 Ok(None) => return, // another instance refreshes
                 Err(error) => {
                     tracing::debug!(key = %self.key, error = %error.with_causes(), "background refresh skipped: backend unreachable");
@@ -331,7 +352,9 @@ impl Call {
                 }
             };
             let seen = Some(stale.fence);
-            let led = self.compute_under(guard, compute, Some(stale), seen).await;
+            let led = self
+                .compute_under(guard, after_grant, compute, Some(stale), seen)
+                .await;
             // A value not to be shared, found instead of computing: nothing to refresh.
             let Led::Outcome(outcome) = led else {
                 lead.land(Ok(own_landing(CacheStatus::Uncacheable)));
@@ -357,8 +380,12 @@ impl Call {
     where
         E: std::fmt::Display + Send + Sync + 'static,
     {
-        match self.lease().try_acquire().await {
-            Ok(Some(guard)) => return self.compute_under(guard, compute, fallback, seen).await,
+        match self.try_lease().await {
+            Ok(Some((guard, after_grant))) => {
+                return self
+                    .compute_under(guard, after_grant, compute, fallback, seen)
+                    .await
+            }
             Ok(None) => {}
             Err(error) => return Led::Outcome(self.backend_failed(error, compute).await),
         }

@@ -58,6 +58,10 @@ pub(crate) struct Inner {
     pub(crate) on_backend_error: OnBackendError,
     pub(crate) max_value_bytes: usize,
     pub(crate) flights: Arc<Flights>,
+    /// On Redis, with the store on the lease's own backend: the miss's lease and its second
+    /// read in one script.
+    #[cfg(feature = "redis")]
+    pub(crate) fused: Option<super::fused_lease::FusedLease>,
 }
 
 impl Cache {
@@ -66,6 +70,8 @@ impl Cache {
     /// `RedisBackend`, feature `redis`).
     pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> CacheBuilder {
         CacheBuilder {
+            #[cfg(feature = "redis")]
+            fused: super::fused_lease::FusedLease::between(&store, &backend),
             store: Arc::new(store),
             backend: Arc::new(backend),
             namespace: String::new(),
@@ -144,6 +150,8 @@ impl std::fmt::Debug for Cache {
 /// Configures a [`Cache`].
 #[must_use]
 pub struct CacheBuilder {
+    #[cfg(feature = "redis")]
+    fused: Option<super::fused_lease::FusedLease>,
     store: Arc<dyn DynResultStore>,
     backend: Arc<dyn DynLockBackend>,
     namespace: String,
@@ -231,6 +239,8 @@ impl CacheBuilder {
                 on_backend_error: self.on_backend_error,
                 max_value_bytes: self.max_value_bytes,
                 flights: Arc::default(),
+                #[cfg(feature = "redis")]
+                fused: self.fused,
             }),
         })
     }

@@ -32,11 +32,7 @@ impl FusedClaim {
     /// When `store` is a [`RedisResultStore`] connected through `backend` itself (the same
     /// server, connection and lease book); `None` otherwise.
     pub(crate) fn between(store: &dyn Any, backend: &dyn Any) -> Option<Self> {
-        let store = store.downcast_ref::<RedisResultStore>()?;
-        let backend = backend.downcast_ref::<RedisBackend>()?;
-        store.backend().same_as(backend).then(|| Self {
-            store: store.clone(),
-        })
+        RedisResultStore::on_backend(store, backend).map(|store| Self { store })
     }
 
     /// The Redis keys of `key`'s record and of its watchers.

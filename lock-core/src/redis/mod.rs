@@ -100,6 +100,7 @@ mod builder;
 mod election;
 mod keys;
 mod latch;
+pub(crate) mod lease_read;
 mod leases;
 mod primitive_keys;
 mod primitives;

@@ -128,6 +128,18 @@ impl RedisResultStore {
         format!("{}:{{#{full_key}}}", self.shared.prefix)
     }
 
+    /// `store`, when it is a `RedisResultStore` connected through `backend` itself (the same
+    /// server, connection and lease book): scripts may then touch its entries and the
+    /// backend's leases together.
+    pub(crate) fn on_backend(
+        store: &dyn std::any::Any,
+        backend: &dyn std::any::Any,
+    ) -> Option<Self> {
+        let store = store.downcast_ref::<RedisResultStore>()?;
+        let backend = backend.downcast_ref::<RedisBackend>()?;
+        store.backend().same_as(backend).then(|| store.clone())
+    }
+
     /// The backend the store was connected through.
     pub(crate) fn backend(&self) -> &RedisBackend {
         &self.shared.backend

@@ -718,6 +718,103 @@ async fn redis() -> Option<Redis> {
 #[cfg(feature = "redis")]
 cache_suite!(on_redis, redis());
 
+/// Redis with the store connected on a backend of its own: not the leases' own backend, so
+/// the miss's lease and its second read go as two commands (see `on_redis`: one script).
+#[cfg(feature = "redis")]
+struct RedisTwoSteps(Redis);
+
+#[cfg(feature = "redis")]
+impl Instances for RedisTwoSteps {
+    async fn instance(
+        &self,
+        configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
+    ) -> Cache {
+        let leases = lock_core::RedisBackend::connect(&self.0.url).await.unwrap();
+        let values = lock_core::RedisBackend::connect(&self.0.url).await.unwrap();
+        let store = lock_core::results::RedisResultStore::connect(&values)
+            .await
+            .unwrap();
+        configure(Cache::builder(store, leases).namespace(NAMESPACE))
+            .build()
+            .unwrap()
+    }
+
+    async fn lease_waiters(&self, key: &str) -> usize {
+        self.0.lease_waiters(key).await
+    }
+}
+
+#[cfg(feature = "redis")]
+cache_suite!(on_redis_two_steps, async {
+    redis().await.map(RedisTwoSteps)
+});
+
+/// On Redis with the store on the leases' own backend, a miss reads the entry once by itself,
+/// then once more inside the script that grants its lease (after the grant), and computes:
+/// one round trip fewer than the lease and the read sent apart, which a cache with its store
+/// on another connection still does (checked too, so the count can tell them apart).
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_miss_reads_again_in_its_lease_script() {
+    use futures_util::StreamExt;
+
+    let Some(redis) = redis().await else {
+        return;
+    };
+    timeout(BOUND, async {
+        let fused = redis.instance(|builder| builder).await;
+        let apart = RedisTwoSteps(Redis {
+            url: redis.url.clone(),
+            names: redis.names.clone(),
+        })
+        .instance(|builder| builder)
+        .await;
+        for (cache, reads_by_themselves, reads_in_scripts) in [(fused, 1, 1), (apart, 2, 0)] {
+            let key = unique("fused-read");
+            // The entry's Redis key: `cache:{#<namespace>:<key>}`.
+            let entry = format!("\"cache:{{#{NAMESPACE}:{key}}}\"");
+            let client = redis::Client::open(redis.url.as_str()).unwrap();
+            // Monitoring from here on (the answer to `MONITOR` has come back).
+            let mut lines = client
+                .get_async_monitor()
+                .await
+                .unwrap()
+                .into_on_message::<String>();
+            let got = cache
+                .entry(&key)
+                .try_get_with(|| async { Ok::<_, String>(b"v".to_vec()) })
+                .await
+                .unwrap();
+            assert_eq!(got.status, CacheStatus::Computed);
+            // Every command on the entry before its store (the store's script, its keys the
+            // entry and its watchers, reads the entry too).
+            let store = format!("\"2\" {entry}");
+            let mut seen = Vec::new();
+            while let Some(line) = lines.next().await {
+                if line.contains(&store) {
+                    break;
+                }
+                if line.contains(&entry) {
+                    seen.push(line);
+                }
+            }
+            let gets = |in_script: bool| {
+                seen.iter()
+                    .filter(|line| line.contains(&format!("\"GET\" {entry}")))
+                    .filter(|line| line.contains("[0 lua]") == in_script)
+                    .count()
+            };
+            assert_eq!(
+                (gets(false), gets(true)),
+                (reads_by_themselves, reads_in_scripts),
+                "reads of the entry by themselves and inside scripts: {seen:#?}"
+            );
+        }
+    })
+    .await
+    .expect("bounded");
+}
+
 /// The cache's values in PostgreSQL (each instance its own connections and listener), its
 /// leases on a memory backend the instances share, so the suite can see who queues.
 #[cfg(feature = "postgres")]

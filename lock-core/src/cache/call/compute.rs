@@ -25,12 +25,25 @@ use crate::cache::entry::{Kind, StoredEntry};
 use crate::cache::{CacheError, CacheStatus, Cached};
 use crate::{FencingToken, LockGuard};
 
+/// What the entry held right after the lease was granted, if the lease's grant read it.
+pub(super) enum AfterGrant {
+    /// Not read with the grant: read it now.
+    Unread,
+    /// Read in the script that granted the lease (`None`: nothing there).
+    #[cfg_attr(
+        not(feature = "redis"),
+        expect(dead_code, reason = "only a Redis store reads with the grant")
+    )]
+    Read(Option<Vec<u8>>),
+}
+
 impl Call {
-    /// Holding the lease: reads once more, computes, stores what came of it, releases.
-    /// `seen`: the fence of the entry this call's read found, if any.
+    /// Holding the lease: reads once more (unless the grant did), computes, stores what came
+    /// of it, releases. `seen`: the fence of the entry this call's read found, if any.
     pub(super) async fn compute_under<E>(
         &self,
         guard: LockGuard,
+        after_grant: AfterGrant,
         compute: Compute<E>,
         fallback: Option<StoredEntry>,
         seen: Option<FencingToken>,
@@ -38,7 +51,7 @@ impl Call {
     where
         E: std::fmt::Display + Send + Sync + 'static,
     {
-        Led::Outcome(match self.reread(guard, compute, seen).await {
+        Led::Outcome(match self.reread(guard, after_grant, compute, seen).await {
             Ok((guard, compute)) => self.compute_and_store(guard, compute, fallback).await,
             Err(led) => return led,
         })
@@ -49,10 +62,15 @@ impl Call {
     async fn reread<E>(
         &self,
         guard: LockGuard,
+        after_grant: AfterGrant,
         compute: Compute<E>,
         seen: Option<FencingToken>,
     ) -> Result<(LockGuard, Compute<E>), Led<E>> {
-        if let Ok(Some(bytes)) = self.cache.inner.store.get(&self.key).await {
+        let stored = match after_grant {
+            AfterGrant::Read(stored) => stored,
+            AfterGrant::Unread => self.cache.inner.store.get(&self.key).await.ok().flatten(),
+        };
+        if let Some(bytes) = stored {
             if let Ok(entry) = StoredEntry::decode(&bytes) {
                 if entry.fence < guard.fencing_token()
                     && entry.is_outcome_for(seen, SystemTime::now())

@@ -17,15 +17,19 @@ use crate::backend::{AcquireRequest, Grant};
 use crate::{FencingToken, Result};
 
 /// `acquire.lua` tried once (no queueing), then, when granted, a `GET` of `KEYS[4]`.
-/// Answers `{1, fence, value or nil}` when granted, `{0, pttl, nil}` when busy.
+/// Answers `{1, fence, value or nil}` when granted, `{0, pttl, nil}` when busy. A key that
+/// cannot be read (another program's value of another type) reads as nothing, as a failed
+/// read after the grant did: the lease stands, and the store's own checks meet the key next.
 static ACQUIRE_THEN_READ: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{}\nlocal function acquire()\n{}\nend\n{}",
         scripts::LOCK_FENCE,
         include_str!("lua/acquire.lua"),
         "local granted = acquire()\n\
-         if granted[1] == 1 then\n  return {1, granted[2], redis.call('GET', KEYS[4])}\nend\n\
-         return {0, granted[2], false}"
+         if granted[1] ~= 1 then\n  return {0, granted[2], false}\nend\n\
+         local value = redis.pcall('GET', KEYS[4])\n\
+         if type(value) ~= 'string' then\n  value = false\nend\n\
+         return {1, granted[2], value}"
     ))
 });
 

@@ -749,6 +749,79 @@ cache_suite!(on_redis_two_steps, async {
     redis().await.map(RedisTwoSteps)
 });
 
+/// Another program's value of another type under a cache key (a hash) is not a backend
+/// failure: even a cache that fails closed on those answers by computing (the origin once)
+/// without storing, on both Redis paths; the hash is left as it was, and the lease is gone
+/// afterwards.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_value_under_a_redis_key_is_computed_around() {
+    let Some(redis) = redis().await else {
+        return;
+    };
+    timeout(BOUND, async {
+        fn closed(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
+            builder.on_backend_error(lock_core::cache::OnBackendError::FailClosed)
+        }
+        let fused = redis.instance(closed).await;
+        let apart = RedisTwoSteps(Redis {
+            url: redis.url.clone(),
+            names: redis.names.clone(),
+        })
+        .instance(closed)
+        .await;
+        let mut raw = redis::Client::open(redis.url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        for cache in [fused, apart] {
+            let key = unique("foreign");
+            let entry = format!("cache:{{#{NAMESPACE}:{key}}}");
+            let () = redis::cmd("HSET")
+                .arg(&entry)
+                .arg("someone")
+                .arg("else")
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            let origin = Origin::default();
+            let got = cache
+                .entry(&key)
+                .try_get_with({
+                    let origin = origin.clone();
+                    move || origin.call(Duration::ZERO, "v")
+                })
+                .await
+                .unwrap();
+            assert_eq!((got.value.as_slice(), origin.calls()), (&b"v"[..], 1));
+            assert_eq!(got.status, CacheStatus::FailOpen);
+            let kind: String = redis::cmd("TYPE")
+                .arg(&entry)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert_eq!(kind, "hash");
+            let lease = redis.names.redis_key(&cache_support::lease_key(&key));
+            crate::conformance::eventually("the lease released", || {
+                let mut raw = raw.clone();
+                let lease = lease.clone();
+                async move {
+                    let held: bool = redis::cmd("EXISTS")
+                        .arg(&lease)
+                        .query_async(&mut raw)
+                        .await
+                        .unwrap();
+                    !held
+                }
+            })
+            .await;
+        }
+    })
+    .await
+    .expect("bounded");
+}
+
 /// On Redis with the store on the leases' own backend, a miss reads the entry once by itself,
 /// then once more inside the script that grants its lease (after the grant), and computes:
 /// one round trip fewer than the lease and the read sent apart, which a cache with its store

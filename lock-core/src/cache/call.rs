@@ -311,10 +311,7 @@ impl Call {
         #[cfg(feature = "redis")]
         if let Some(fused) = &self.cache.inner.fused {
             let granted = fused.try_lease(self.lease(), &self.key).await?;
-            return Ok(granted.map(|(guard, read)| {
-                let after = read.map_or(AfterGrant::Unread, AfterGrant::Read);
-                (guard, after)
-            }));
+            return Ok(granted.map(|(guard, read)| (guard, AfterGrant::Read(read))));
         }
         Ok(self
             .lease()

@@ -11,7 +11,7 @@
 
 use std::any::Any;
 
-use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant, LeaseKind, LockBackend};
+use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
 use crate::lock::request::AcquireAttempt;
 use crate::results::RedisResultStore;
 use crate::{LockGuard, LockKey, LockRequest, RedisBackend, Result};
@@ -28,14 +28,13 @@ impl FusedLease {
         RedisResultStore::on_backend(store, backend).map(|store| Self { store })
     }
 
-    /// Tries `request` once and, when granted, reads the entry of `key` in the same script:
-    /// the guard and what the entry held right after the grant (`None`: not read, for a
-    /// lease other than a plain lock's).
+    /// Tries `request` (a plain lock's) once and, when granted, reads the entry of `key` in
+    /// the same script: the guard and what the entry held right after the grant.
     pub(crate) async fn try_lease(
         &self,
         request: LockRequest<'_>,
         key: &LockKey,
-    ) -> Result<Option<(LockGuard, Option<Option<Vec<u8>>>)>> {
+    ) -> Result<Option<(LockGuard, Option<Vec<u8>>)>> {
         let entry = self.store.redis_key(key.full());
         let mut attempt = Attempt {
             backend: self.store.backend(),
@@ -51,8 +50,8 @@ impl FusedLease {
 struct Attempt<'a> {
     backend: &'a RedisBackend,
     entry: &'a str,
-    /// What the last granted try read (`None`: it read nothing).
-    read: Option<Option<Vec<u8>>>,
+    /// What the last try read (`None`: nothing there, or not granted).
+    read: Option<Vec<u8>>,
 }
 
 impl AcquireAttempt for Attempt<'_> {
@@ -61,16 +60,8 @@ impl AcquireAttempt for Attempt<'_> {
         request: AcquireRequest<'r>,
     ) -> BoxFuture<'r, Result<Option<DynGrant>>> {
         Box::pin(async move {
-            if request.kind != LeaseKind::Exclusive {
-                // Only a plain lock's lease is read through; anything else is asked as usual
-                // (and the entry read on its own after).
-                self.read = None;
-                return Ok(LockBackend::acquire(self.backend, request)
-                    .await?
-                    .map(|grant| bind(self.backend, grant)));
-            }
             let (grant, read) = self.backend.acquire_then_read(request, self.entry).await?;
-            self.read = Some(read);
+            self.read = read;
             Ok(grant.map(|grant| bind(self.backend, grant)))
         })
     }

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use super::keys::LockKeys;
 use super::script_call::ScriptCall;
-use super::{millis, protocol, scripts, RedisBackend, RedisLease, FENCE_RETENTION};
-use crate::backend::{AcquireRequest, Grant};
+use super::{millis, protocol, scripts, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
+use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{FencingToken, Result};
 
 /// `acquire.lua` tried once (no queueing), then, when granted, a `GET` of `KEYS[4]`.
@@ -35,12 +35,16 @@ static ACQUIRE_THEN_READ: LazyLock<Script> = LazyLock::new(|| {
 
 impl RedisBackend {
     /// Tries the lock lease of `request` once and, when it is granted, reads `key` (a Redis
-    /// key of this server) right after: the grant, if any, and the value read then.
+    /// key of this server) right after: the grant, if any, and the value read then. Only a
+    /// plain lock's lease is read through (`LockError::Unsupported` for another kind).
     pub(crate) async fn acquire_then_read(
         &self,
         request: AcquireRequest<'_>,
         key: &str,
     ) -> Result<(Option<Grant<RedisLease>>, Option<Vec<u8>>)> {
+        if request.kind != LeaseKind::Exclusive {
+            return Err(request.kind.unsupported(BACKEND));
+        }
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let mut call = ScriptCall::new(&ACQUIRE_THEN_READ, 4);

@@ -5,10 +5,22 @@
 //! So the request's future runs two halves side by side:
 //! - **serving** runs lock-core's [`CacheCall::serve`] with an "origin" that only *asks* for
 //!   the handler to be called (a `Send` message) and reads the response over a channel;
-//! - **driving** owns the request: it waits until the call is asked for (and then calls the
-//!   handler, passes on the head, and hands out body chunks until the computation is done
-//!   with them) or let go of unused; then it answers as serving says, with the request, or,
-//!   once the handler was called, with the handler's response and its request.
+//! - **driving** owns the request: it waits until the call is asked for or serving has
+//!   decided, whichever comes first.
+//!   - Asked first: this request's own computation. It calls the handler, passes on the head,
+//!     hands out body chunks until the computation is done with them, and answers as serving
+//!     then says, with the handler's response and its request.
+//!   - Decided first: the answer goes out at once. If the call may still be asked for (the
+//!     background refresh a stale hit started), the request goes to a task of the worker's
+//!     own, which calls the handler for the refresh when asked and ends when the computation
+//!     is done with the response or lets go of the call; the answer carries a clone of the
+//!     request's `HttpRequest`. The task calls the handler only once the server has let go of
+//!     the answer's head (actix-web's router needs the request alone), which it does as it
+//!     sends it.
+//!
+//! Outside an actix-web runtime (no actix `System` on the thread, so nothing to spawn a
+//! `!Send` task on), a request whose call a background refresh took waits for it and is
+//! answered with the refreshed response, as [`Answer::yields_to_refresh`] describes.
 
 use std::error::Error as StdError;
 use std::future::poll_fn;
@@ -18,10 +30,12 @@ use std::rc::Rc;
 use actix_web::body::{BodySize, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::Error;
+use actix_web::{Error, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use lock_core::http::cache::{Answer, BodyFailed, CacheCall, ForwardAs, HttpCache, Served};
+use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 
 use super::origin::{ActixOrigin, Ask, HandlerFailed};
 use super::transform::{
@@ -42,6 +56,12 @@ enum Finish {
     /// own).
     Origin(String, Option<String>),
     Failed,
+}
+
+/// Which came first to the driving half.
+enum First {
+    Decided(Result<Finish, oneshot::error::RecvError>),
+    Asked(Result<Call, oneshot::error::RecvError>),
 }
 
 type Answered<B> = Result<ServiceResponse<ResponseCacheBody<B>>, Error>;
@@ -84,24 +104,145 @@ where
 
 async fn drive<S, B>(
     service: Rc<S>,
-    mut request: ServiceRequest,
-    calls: oneshot::Receiver<Call>,
-    finished: oneshot::Receiver<Finish>,
+    request: ServiceRequest,
+    mut calls: oneshot::Receiver<Call>,
+    mut finished: oneshot::Receiver<Finish>,
     cache: HttpCache,
 ) -> Answered<B>
 where
     S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
     B: MessageBody + 'static,
 {
-    let Ok(Call { forward_as, reply }) = calls.await else {
+    // Serving's decision first: a call asked for by the time it is there is a background
+    // refresh's (on the worker's one thread, a refresh runs only once serving has answered),
+    // which must not hold this request up.
+    let first = tokio::select! {
+        biased;
+        decided = &mut finished => First::Decided(decided),
+        asked = &mut calls => First::Asked(asked),
+    };
+    match first {
+        First::Decided(Ok(Finish::Answer(answer))) => {
+            answer_first(service, request, calls, answer, cache).await
+        }
+        // The handler's response or failure, decided before the handler was called: a state
+        // the flow never reaches.
+        First::Decided(_) => Ok(request.into_response(internal_response())),
         // The handler was not called for this request (a hit, or another request's
         // response): answer with what the cache made.
-        let response = match finished.await {
-            Ok(Finish::Answer(answer)) => answer_response(answer),
-            _ => internal_response(),
-        };
-        return Ok(request.into_response(response));
+        First::Asked(Err(_)) => {
+            let response = match finished.await {
+                Ok(Finish::Answer(answer)) => answer_response(answer),
+                _ => internal_response(),
+            };
+            Ok(request.into_response(response))
+        }
+        // This request's computation (or a refresh's that asked from another thread before
+        // serving had answered: see `respond`).
+        First::Asked(Ok(call)) => {
+            let called = call_handler(&*service, request, call).await?;
+            Ok(called.respond(finished.await.ok(), &cache))
+        }
+    }
+}
+
+/// Serving answered before the handler was called. A background refresh may still ask for the
+/// call: then the request goes to a task of the worker's own that answers that ask, and this
+/// request is answered at once with a clone of its `HttpRequest`.
+async fn answer_first<S, B>(
+    service: Rc<S>,
+    request: ServiceRequest,
+    mut calls: oneshot::Receiver<Call>,
+    answer: Answer,
+    cache: HttpCache,
+) -> Answered<B>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    let asked = match calls.try_recv() {
+        Ok(call) => Some(call),
+        Err(TryRecvError::Empty) => None,
+        // Nobody will ask: the request is the answer's alone.
+        Err(TryRecvError::Closed) => return Ok(request.into_response(answer_response(answer))),
     };
+    if !actix_web::rt::System::is_registered() {
+        // Nothing to spawn the request's task on: wait for the ask here.
+        let call = match asked {
+            Some(call) => call,
+            None => match calls.await {
+                Ok(call) => call,
+                Err(_) => return Ok(request.into_response(answer_response(answer))),
+            },
+        };
+        let called = call_handler(&*service, request, call).await?;
+        return Ok(called.respond(Some(Finish::Answer(answer)), &cache));
+    }
+    let mut response = answer_response(answer);
+    let (sent, released) = oneshot::channel();
+    response.extensions_mut().insert(Sent { _released: sent });
+    let answered = ServiceResponse::new(request.request().clone(), response);
+    let span = tracing::debug_span!("response_cache_refresh");
+    actix_web::rt::spawn(refresh_call(service, request, asked, calls, released).instrument(span));
+    Ok(answered)
+}
+
+/// Dropped with the head of the answer that carries a clone of the request: by then the server
+/// has let go of that clone too (it drops both as it sends the head).
+struct Sent {
+    _released: oneshot::Sender<()>,
+}
+
+/// The task that keeps a request answered before its call was asked for: calls the handler if
+/// a refresh asks, once the answer's head is gone, and hands the refresh the response; ends
+/// when the computation is done with it, lets go of the call, or never asks.
+async fn refresh_call<S, B>(
+    service: Rc<S>,
+    request: ServiceRequest,
+    asked: Option<Call>,
+    calls: oneshot::Receiver<Call>,
+    released: oneshot::Receiver<()>,
+) where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    let mut call = match asked {
+        Some(call) => call,
+        None => match calls.await {
+            Ok(call) => call,
+            Err(_) => return, // this instance's refresh did not take the call
+        },
+    };
+    tokio::select! {
+        _ = released => {}
+        () = call.reply.closed() => return,
+    }
+    if let Err(error) = call_handler(&*service, request, call).await {
+        tracing::debug!(%error, "response cache: the handler failed in a background refresh");
+    }
+}
+
+/// The handler's response once the computation is done reading it.
+struct Called<B> {
+    request: HttpRequest,
+    head: HttpResponse<()>,
+    body: Reading<B>,
+    status: u16,
+}
+
+/// Calls the handler for the computation, passes on the head and hands out body chunks until
+/// the computation is done with them; the handler's error goes to the computation as
+/// [`HandlerFailed`] and is returned.
+async fn call_handler<S, B>(
+    service: &S,
+    mut request: ServiceRequest,
+    call: Call,
+) -> Result<Called<B>, Error>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    let Call { forward_as, reply } = call;
     if forward_as == ForwardAs::Get {
         request.head_mut().method = Method::GET;
     }
@@ -121,30 +262,54 @@ where
     let origin = ActixOrigin::new(status, response.headers(), length, asks);
     reply.send(Ok(origin)).ok();
     let (request, response) = response.into_parts();
-    let (mut head, body) = response.into_parts();
+    let (head, body) = response.into_parts();
     let mut body = Reading::new(body);
     body.hand_out(asked).await;
-    let (member, vary) = match finished.await {
-        Ok(Finish::Origin(member, vary)) => (member, vary),
-        // A stale hit whose refresh took this request's call: the refreshed response it is.
-        Ok(Finish::Answer(answer)) if answer.yields_to_refresh() => (
-            cache.refreshed_cache_status(status),
-            cache.rules().vary_value(&Headers(head.headers())),
-        ),
-        Ok(Finish::Answer(answer)) => {
-            return Ok(ServiceResponse::new(request, answer_response(answer)));
-        }
-        Ok(Finish::Failed) | Err(_) => {
-            return Ok(ServiceResponse::new(request, internal_response()));
-        }
-    };
-    let value = existing(head.headers())
-        .map(|existing| format!("{existing}, {member}"))
-        .unwrap_or(member);
-    set_cache_status(head.headers_mut(), &value);
-    set_vary(head.headers_mut(), vary.as_deref());
-    let body = body.into_body();
-    Ok(ServiceResponse::new(request, head.set_body(body)))
+    Ok(Called {
+        request,
+        head,
+        body,
+        status,
+    })
+}
+
+impl<B: MessageBody + 'static> Called<B> {
+    /// The answer to the request whose handler this was, as serving `decided`.
+    fn respond(
+        self,
+        decided: Option<Finish>,
+        cache: &HttpCache,
+    ) -> ServiceResponse<ResponseCacheBody<B>> {
+        let Self {
+            request,
+            mut head,
+            body,
+            status,
+        } = self;
+        let (member, vary) = match decided {
+            Some(Finish::Origin(member, vary)) => (member, vary),
+            // A stale hit whose refresh took this request's call before it was answered
+            // (outside an actix-web runtime, or a refresh on another thread that asked before
+            // serving answered): the refreshed response it is.
+            Some(Finish::Answer(answer)) if answer.yields_to_refresh() => (
+                cache.refreshed_cache_status(status),
+                cache.rules().vary_value(&Headers(head.headers())),
+            ),
+            Some(Finish::Answer(answer)) => {
+                return ServiceResponse::new(request, answer_response(answer));
+            }
+            Some(Finish::Failed) | None => {
+                return ServiceResponse::new(request, internal_response());
+            }
+        };
+        let value = existing(head.headers())
+            .map(|existing| format!("{existing}, {member}"))
+            .unwrap_or(member);
+        set_cache_status(head.headers_mut(), &value);
+        set_vary(head.headers_mut(), vary.as_deref());
+        let body = body.into_body();
+        ServiceResponse::new(request, head.set_body(body))
+    }
 }
 
 /// The handler's body as the request's future reads it for the computation, keeping what it

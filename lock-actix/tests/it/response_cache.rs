@@ -1,19 +1,25 @@
 //! The response cache middleware on an actix-web app, on the memory cache: the adapters'
 //! conformance suite (`lock_core::testing::response_cache`: `Cache-Control` semantics over
 //! HTTP, collapsing of cold misses, large bodies passed through whole, `Set-Cookie`, `HEAD`,
-//! bypasses, responses not shared with waiters), the same answers as lock-tower's layer; then
-//! what is the middleware's own: stale-while-revalidate refreshed by the first stale request,
-//! refused settings.
+//! bypasses, responses not shared with waiters, the request that starts a refresh served
+//! stale), the same answers as lock-tower's layer; then what is the middleware's own: the
+//! refresh's handler call held back while a stale answer sharing its request is held, the
+//! refreshing request answered with the refresh outside an actix-web runtime, refused
+//! settings.
 
 use std::time::Duration;
 
-use crate::actix_driver::Actix;
+use crate::actix_driver::{self, Actix};
+use actix_web::dev::ServiceResponse;
+use actix_web::test::{self, TestRequest};
+use actix_web::{web, App};
 use lock_actix::ResponseCache;
 use lock_core::cache::{Cache, Freshness};
-use lock_core::testing::response_cache::HIT;
 use lock_core::testing::response_cache::{
-    self as suite, http_cache, send, Adapter, Calls, Origin, Request,
+    self as suite, http_cache, send, Adapter, Calls, Gate, Origin, Request,
 };
+use lock_core::testing::response_cache::{HIT, LIMIT};
+use tokio::time::timeout;
 
 #[actix_web::test]
 async fn cache_control_semantics_over_http() {
@@ -66,45 +72,110 @@ async fn bodies_over_the_limit_reach_the_client_whole_and_are_not_stored() {
 }
 
 #[actix_web::test]
-async fn stale_responses_are_served_while_one_refresh_runs() {
+async fn the_request_that_starts_a_refresh_is_served_stale() {
+    suite::the_request_that_starts_a_refresh_is_served_stale::<Actix>().await;
+}
+
+/// Outside an actix-web runtime (the app driven by a plain tokio test: no actix `System` to
+/// spawn a task for the request on), the request whose call the refresh took waits for it and
+/// is answered with the refreshed response; the others are served stale at once.
+#[tokio::test]
+async fn outside_an_actix_runtime_the_refreshing_request_gets_the_refresh() {
     let calls = Calls::default();
-    let origin = Origin::products(
-        &calls,
-        "max-age=1, stale-while-revalidate=30",
-        Duration::from_millis(300),
-        true,
-    );
+    let gate = Gate::closed();
     let app = Actix::app(
-        http_cache(Cache::memory("swr").unwrap(), Some(1024)),
-        origin,
+        http_cache(Cache::memory("swr-tokio").unwrap(), Some(1024)),
+        Origin::gated(&calls, &gate),
     )
     .await;
     let get = || Request::get("/products/6", &[]);
+    gate.open(1);
     send::<Actix>(&app, get()).await;
+    // Stale once `max-age=1` has passed by the store's clock.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    // Stale: the first request starts the refresh, which takes its call: it is answered with
-    // the refreshed response. The others meanwhile are served stale at once.
-    let refreshing = {
-        let app = app.clone();
-        actix_web::rt::spawn(async move { send::<Actix>(&app, get()).await })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let answer = send::<Actix>(&app, get()).await;
+    let (refreshing, stale) = tokio::join!(send::<Actix>(&app, get()), async {
+        // The refresh took the first request's call, held at the gate.
+        timeout(LIMIT, calls.reached(2))
+            .await
+            .expect("the refresh calls the handler");
+        let stale = send::<Actix>(&app, get()).await;
+        gate.open(1);
+        stale
+    });
     assert_eq!(
-        answer.headers.cache_status(),
+        stale.headers.cache_status(),
         "lock-core; hit; detail=stale-while-revalidate"
     );
-    assert_eq!(answer.text(), "product 6");
-    assert!(answer.headers.ttl().unwrap() < 0);
-    let answer = refreshing.await.unwrap();
+    assert_eq!(stale.text(), "product 6 v1");
     assert_eq!(
-        answer.headers.cache_status(),
+        refreshing.headers.cache_status(),
         "lock-core; fwd=stale; fwd-status=200"
     );
-    assert_eq!(answer.text(), "product 6");
-    let headers = send::<Actix>(&app, get()).await.headers;
-    assert_eq!(headers.cache_status(), HIT);
-    assert!(headers.ttl().unwrap() >= 0);
+    assert_eq!(refreshing.text(), "product 6 v2");
+    let answer = send::<Actix>(&app, get()).await;
+    assert_eq!(answer.headers.cache_status(), HIT);
+    assert_eq!(answer.text(), "product 6 v2");
+    assert_eq!(calls.count(), 2);
+}
+
+/// A stale answer shares its request with the task that calls the handler for the refresh,
+/// and actix-web's router needs the request alone: while the answer is held (here by the
+/// test, in a server by a middleware around the cache), the refresh's call waits; once it is
+/// dropped, the handler runs and the refreshed response lands.
+#[actix_web::test]
+async fn a_stale_answer_still_held_holds_back_the_refresh_call() {
+    let calls = Calls::default();
+    let gate = Gate::closed();
+    let http = http_cache(Cache::memory("swr-held").unwrap(), Some(1024));
+    let app = test::init_service(
+        App::new()
+            .app_data(web::Data::new(Origin::gated(&calls, &gate)))
+            .wrap(ResponseCache::new(http))
+            .route("/{path:.*}", web::route().to(actix_driver::serve)),
+    )
+    .await;
+    let get = || TestRequest::get().uri("/products/6").to_request();
+    let cache_status = |response: &ServiceResponse<_>| {
+        let value = response.headers().get("cache-status").unwrap();
+        value.to_str().unwrap().to_owned()
+    };
+    gate.open(1);
+    let filled = test::call_service(&app, get()).await;
+    assert_eq!(test::read_body(filled).await, "product 6 v1");
+    // Stale once `max-age=1` has passed by the store's clock.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    let held = timeout(LIMIT, test::call_service(&app, get()))
+        .await
+        .expect("the request that starts the refresh is answered at once");
+    assert!(
+        cache_status(&held).ends_with("detail=stale-while-revalidate"),
+        "{}",
+        cache_status(&held)
+    );
+    // The refresh asks for the call meanwhile (nothing signals a call held back: give it time).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(calls.count(), 1, "no handler call while the answer is held");
+    drop(held);
+    timeout(LIMIT, calls.reached(2))
+        .await
+        .expect("the refresh calls the handler once the answer is dropped");
+    gate.open(1);
+    let refreshed = timeout(LIMIT, async {
+        loop {
+            let response = test::call_service(&app, get()).await;
+            let status = cache_status(&response);
+            let body = test::read_body(response).await;
+            if body != "product 6 v1" {
+                return (status, body);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the refreshed response lands");
+    assert_eq!(refreshed.1, "product 6 v2");
+    assert!(refreshed.0.starts_with("lock-core; hit"), "{}", refreshed.0);
     assert_eq!(calls.count(), 2);
 }
 

@@ -81,7 +81,7 @@ impl Adapter for Actix {
 }
 
 /// The handler: the origin's answer as an actix-web response.
-async fn serve(origin: web::Data<Origin>, request: HttpRequest) -> HttpResponse {
+pub async fn serve(origin: web::Data<Origin>, request: HttpRequest) -> HttpResponse {
     let Reply {
         status,
         headers,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
-use super::origin::{Calls, Feeds, Origin};
+use super::origin::{Calls, Feeds, Gate, Origin};
 use super::table::rows;
 use super::{concurrent, http_cache, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
 use crate::cache::Cache;
@@ -374,4 +374,54 @@ pub async fn vary_names_the_keyed_headers_on_every_answer<A: Adapter>() {
     let answer = send::<A>(&app, Request::new("POST", "/plain/1", de)).await;
     assert_eq!(answer.headers.cache_status(), "lock-core; fwd=method");
     assert!(vary(&answer).is_empty(), "{:?}", vary(&answer));
+}
+
+/// A stale response (`max-age=1, stale-while-revalidate=30`) is served at once to the request
+/// that starts its refresh, as to every other: the refresh's origin call, held at a gate the
+/// scenario opens only once that answer arrived, runs in the background, once, and its
+/// response is what the requests after it get.
+///
+/// # Panics
+/// When the request that starts the refresh waits for the origin (not answered within 5 s),
+/// the origin is called more than once for the refresh, or the refreshed response never lands.
+pub async fn the_request_that_starts_a_refresh_is_served_stale<A: Adapter>() {
+    let calls = Calls::default();
+    let gate = Gate::closed();
+    let app = app::<A>("swr", Origin::gated(&calls, &gate)).await;
+    let get = || Request::get("/products/6", &[]);
+    gate.open(1);
+    let filled = send::<A>(&app, get()).await;
+    assert_eq!(filled.headers.cache_status(), MISS_STORED);
+    assert_eq!(filled.text(), "product 6 v1");
+    // Stale once `max-age=1` has passed by the store's clock: nothing to wait on but time.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    // The gate is shut: the refresh's call cannot answer before this request is.
+    let stale = timeout(Duration::from_secs(5), send::<A>(&app, get()))
+        .await
+        .expect("the request that starts the refresh is answered stale, not after the origin");
+    assert_eq!(
+        stale.headers.cache_status(),
+        "lock-core; hit; detail=stale-while-revalidate"
+    );
+    assert_eq!(stale.text(), "product 6 v1");
+    assert!(stale.headers.ttl().unwrap() < 0);
+
+    gate.open(1);
+    let refreshed = timeout(LIMIT, async {
+        loop {
+            let answer = send::<A>(&app, get()).await;
+            if answer.text() != "product 6 v1" {
+                return answer;
+            }
+            // No signal says the refresh was stored: ask again shortly.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the refreshed response lands");
+    assert_eq!(refreshed.text(), "product 6 v2");
+    assert_eq!(refreshed.headers.cache_status(), HIT);
+    assert!(refreshed.headers.ttl().unwrap() >= 0);
+    assert_eq!(calls.count(), 2, "one call for the refresh");
 }

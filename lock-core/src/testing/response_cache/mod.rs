@@ -1,7 +1,8 @@
 //! The response cache adapters' conformance suite: one set of HTTP scenarios (the
 //! `Cache-Control` semantics table, collapsing of cold misses, failures shared and remembered,
-//! pass-through keys, `Set-Cookie`, `HEAD`, large bodies, `Vary`, two instances on one Redis,
-//! a Redis outage) that every framework adapter runs, as
+//! pass-through keys, `Set-Cookie`, `HEAD`, large bodies, `Vary`, a stale response served at
+//! once while one refresh runs, two instances on one Redis, a Redis outage) that every
+//! framework adapter runs, as
 //! `lock-core/tests/it/conformance` is run against every lock backend.
 //!
 //! An adapter's test file keeps only how to talk to its framework: an [`Adapter`] builds an
@@ -67,10 +68,11 @@ pub use memory::{
     bodies_over_the_limit_reach_the_client_whole_and_are_not_stored,
     cache_control_semantics_over_http, head_is_served_from_the_get_entry,
     other_methods_pass_through, responses_not_to_share_are_not_handed_to_waiters,
-    set_cookie_reaches_the_computing_request_only, two_hundred_cold_gets_call_the_handler_once,
+    set_cookie_reaches_the_computing_request_only,
+    the_request_that_starts_a_refresh_is_served_stale, two_hundred_cold_gets_call_the_handler_once,
     vary_names_the_keyed_headers_on_every_answer,
 };
-pub use origin::{Calls, Feeds, Origin, Reply, ReplyBody};
+pub use origin::{Calls, Feeds, Gate, Origin, Reply, ReplyBody};
 #[cfg(feature = "redis")]
 pub use outage::redis_down_answers_in_the_origins_time_and_collapses_again;
 #[cfg(feature = "redis")]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 use super::table::Row;
 
@@ -15,6 +15,7 @@ use super::table::Row;
 pub struct Calls {
     count: Arc<AtomicUsize>,
     methods: Arc<Mutex<Vec<String>>>,
+    made: Arc<Notify>,
 }
 
 impl Calls {
@@ -22,6 +23,18 @@ impl Calls {
     #[must_use]
     pub fn count(&self) -> usize {
         self.count.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once there have been `n` calls (a call counts as it starts).
+    pub async fn reached(&self, n: usize) {
+        loop {
+            // Created before the count is read, so a call counted after the read wakes it.
+            let made = self.made.notified();
+            if self.count() >= n {
+                return;
+            }
+            made.await;
+        }
     }
 
     /// The method of each call so far, in order.
@@ -33,9 +46,38 @@ impl Calls {
         self.methods.lock().unwrap().clone()
     }
 
-    fn record(&self, method: &str) {
-        self.count.fetch_add(1, Ordering::SeqCst);
+    /// Counts a call; returns how many there were, this one included.
+    fn record(&self, method: &str) -> usize {
+        let count = self.count.fetch_add(1, Ordering::SeqCst) + 1;
         self.methods.lock().unwrap().push(method.to_owned());
+        self.made.notify_waiters();
+        count
+    }
+}
+
+/// Holds a [`gated`](Origin::gated) origin's calls until the test lets them through, one per
+/// [`open`](Self::open). Clones are the same gate; a new gate is closed.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<Semaphore>);
+
+impl Gate {
+    /// A gate that lets nothing through yet.
+    #[must_use]
+    pub fn closed() -> Self {
+        Self(Arc::new(Semaphore::new(0)))
+    }
+
+    /// Lets `n` more calls through.
+    pub fn open(&self, n: usize) {
+        self.0.add_permits(n);
+    }
+
+    async fn pass(&self) {
+        self.0
+            .acquire()
+            .await
+            .expect("the gate is never closed")
+            .forget();
     }
 }
 
@@ -105,6 +147,10 @@ enum Kind {
     Varying {
         calls: Calls,
     },
+    Gated {
+        calls: Calls,
+        gate: Gate,
+    },
 }
 
 impl Origin {
@@ -155,6 +201,17 @@ impl Origin {
     pub fn varying(calls: &Calls) -> Self {
         Self(Arc::new(Kind::Varying {
             calls: calls.clone(),
+        }))
+    }
+
+    /// `GET /products/{id}`: counts the call, waits until `gate` lets it through, answers
+    /// `product {id} v{n}` (`n`: the call's number, from 1) with `Cache-Control: max-age=1,
+    /// stale-while-revalidate=30`.
+    #[must_use]
+    pub fn gated(calls: &Calls, gate: &Gate) -> Self {
+        Self(Arc::new(Kind::Gated {
+            calls: calls.clone(),
+            gate: gate.clone(),
         }))
     }
 
@@ -253,6 +310,13 @@ impl Origin {
                     vec![("cache-control", cache_control)],
                     format!("product {id}").into(),
                 )
+            }
+            (Kind::Gated { calls, gate }, Some(("/products", id))) if read => {
+                let n = calls.record(method);
+                gate.pass().await;
+                let cache_control = "max-age=1, stale-while-revalidate=30".to_owned();
+                let body = format!("product {id} v{n}");
+                full(200, vec![("cache-control", cache_control)], body.into())
             }
             (Kind::Varying { calls }, Some((vary, id))) if read => {
                 let own = match vary {

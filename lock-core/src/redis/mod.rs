@@ -41,7 +41,7 @@
 //! # Layout in Redis
 //! For the lock `shop:sku:42` with the default prefix `lock`:
 //! - `lock:{#shop:sku:42}`: the string `<owner token>:<fence>`, its TTL is the lease;
-//! - `lock:{#shop:sku:42}:fence`: the fencing counter, seeded from the server clock and kept
+//! - `lock:{#shop:sku:42}:fence`: the fencing counter, never behind the server clock, kept
 //!   for [`FENCE_RETENTION`] after the last grant (or as long as the client's
 //!   [`fence_retention`](crate::LockClientBuilder::fence_retention) and
 //!   [`keep_fence_for`](crate::LockGuard::keep_fence_for) ask: a response cache's keys keep
@@ -143,11 +143,12 @@ pub use ::redis;
 
 const BACKEND: &str = "redis";
 
-/// How long a lock's fencing counter is kept after its last grant. A counter that expired (or
-/// was lost in a restart) is re-seeded from the server's clock in microseconds, which is past
-/// every token the old counter gave (each grant takes more than a microsecond of server time),
-/// so tokens keep increasing; the day of retention also keeps them increasing should the
-/// server's clock be stepped back by less than that.
+/// How long a lock's fencing counter is kept after its last grant. A grant's token is the
+/// counter plus one or the server's clock in microseconds, whichever is larger: a counter that
+/// expired, was lost in a restart, or is older on a replica promoted after missing grants is
+/// passed by the clock, which is past every token given before (each grant takes more than a
+/// microsecond of server time), so tokens keep increasing; the day of retention also keeps them
+/// increasing should one server's clock be stepped back by less than that.
 pub const FENCE_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Locks in a Redis server (or anything speaking its protocol with Lua and pub/sub).

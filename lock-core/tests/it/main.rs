@@ -21,6 +21,8 @@ mod conformance;
 #[cfg(feature = "metrics")]
 mod metrics_support;
 mod primitives;
+#[cfg(any(feature = "redis", feature = "zookeeper"))]
+mod proxy_support;
 #[cfg(any(feature = "mysql", feature = "postgres"))]
 mod sql_support;
 
@@ -53,6 +55,8 @@ mod mysql;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_failover;
 #[cfg(feature = "redis")]
 mod redis_primitives;
 #[cfg(feature = "redis")]

@@ -17,6 +17,7 @@ use zookeeper_client as zk;
 use crate::conformance::{self, conformance_suite, unique_key, Harness};
 use crate::primitives::primitives_suite;
 use crate::primitives::read_write::try_read;
+use crate::proxy_support::Proxy;
 
 struct ZooKeeper {
     url: String,
@@ -227,72 +228,6 @@ async fn elections_use_curators_leader_latch_layout() {
     ours.resign().await.unwrap();
 }
 
-/// A loopback TCP proxy in front of the server that the test can cut (every connection
-/// closed, new ones refused) and restore: a network partition between one client and
-/// ZooKeeper, while the test's admin client still reaches the server directly.
-struct CuttableProxy {
-    url: String,
-    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-    accept: tokio::task::JoinHandle<()>,
-}
-
-impl CuttableProxy {
-    async fn start(upstream: &str) -> Self {
-        use std::sync::atomic::Ordering;
-        // A connect string may list several servers; the proxy fronts the first.
-        let upstream = upstream.split(',').next().unwrap().to_owned();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = listener.local_addr().unwrap().to_string();
-        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let accept = tokio::spawn({
-            let (open, connections) = (open.clone(), connections.clone());
-            async move {
-                while let Ok((mut client, _)) = listener.accept().await {
-                    if !open.load(Ordering::SeqCst) {
-                        continue; // dropped: refused while cut
-                    }
-                    let upstream = upstream.clone();
-                    let forward = tokio::spawn(async move {
-                        if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
-                            tokio::io::copy_bidirectional(&mut client, &mut server)
-                                .await
-                                .ok();
-                        }
-                    });
-                    connections.lock().unwrap().push(forward.abort_handle());
-                }
-            }
-        });
-        Self {
-            url,
-            open,
-            connections,
-            accept,
-        }
-    }
-
-    /// Closes every forwarded connection and refuses new ones until [`Self::restore`].
-    fn cut(&self) {
-        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
-        for connection in self.connections.lock().unwrap().drain(..) {
-            connection.abort();
-        }
-    }
-
-    fn restore(&self) {
-        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-impl Drop for CuttableProxy {
-    fn drop(&mut self) {
-        self.accept.abort();
-        self.cut();
-    }
-}
-
 /// A holder cut off from ZooKeeper for longer than its session timeout: `lost()` fires as
 /// soon as the connection drops (suspended), the server expires the session and deletes the
 /// node, so the lock goes to the next owner; once the network is back the backend learns the
@@ -300,8 +235,8 @@ impl Drop for CuttableProxy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_expiry_fires_lost_and_frees_the_lock() {
     let Some(h) = zookeeper().await else { return };
-    let proxy = CuttableProxy::start(&h.url).await;
-    let backend = ZooKeeperBackend::builder(&proxy.url)
+    let proxy = Proxy::start(&h.url).await;
+    let backend = ZooKeeperBackend::builder(&proxy.addr)
         .session_timeout(Duration::from_secs(4))
         .connect()
         .await

@@ -9,12 +9,10 @@
 -- ARGV[3] claim window ms (fair handoff)   ARGV[4] fence counter and size retention ms
 -- Queue entries are "<waiter id>|<owner token>|<lease ms>"; waiter ids "<client id>:<seq>".
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local NOW = now_ms()
+-- The server's time, read once per call: in microseconds (fencing tokens) and milliseconds.
+local CLOCK = redis.call('TIME')
+local NOW_US = tonumber(CLOCK[1]) * 1000000 + tonumber(CLOCK[2])
+local NOW = math.floor(NOW_US / 1000)
 
 local function int(n)
   return string.format('%d', n)
@@ -28,12 +26,13 @@ local function extend_keys(at)
   end
 end
 
--- The next fencing token, seeded from the server clock like acquire.lua's.
+-- The next fencing token, as lock_fence.lua's: larger than the counter and at least the server's
+-- time in microseconds, so a replica promoted after missing grants (its counter older) still
+-- hands out larger tokens.
 local function next_fence()
   local fence = redis.call('INCR', KEYS[3])
-  if fence == 1 then
-    local t = redis.call('TIME')
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if fence < NOW_US then
+    fence = NOW_US
     redis.call('SET', KEYS[3], int(fence), 'PX', ARGV[4])
   else
     redis.call('PEXPIRE', KEYS[3], ARGV[4])

@@ -60,8 +60,10 @@ pub struct Idempotent {
 impl Idempotent {
     /// The middleware's settings, over `idempotency` (its records and claims: memory for one
     /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
-    /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); every request in the
-    /// anonymous scope.
+    /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); no scope until one is
+    /// chosen ([`scope`](HttpIdempotencyBuilder::scope), or
+    /// [`shared_scope`](HttpIdempotencyBuilder::shared_scope) for a single-tenant service):
+    /// `build` refuses settings without that choice.
     pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<ServiceRequest, Self> {
         HttpIdempotencyBuilder::new(idempotency)
     }
@@ -173,6 +175,11 @@ where
     B: MessageBody,
 {
     let (idempotency, rules) = (shared.idempotency(), shared.rules());
+    // A request with no principal is refused before its payload is read.
+    let scope = match shared.scope(&request) {
+        Ok(scope) => scope,
+        Err(reply) => return Ok(request.into_response(answer(reply).map_into_right_body())),
+    };
     let limit = rules.max_body_bytes_limit();
     let declared: Option<u64> = request
         .headers()
@@ -188,7 +195,6 @@ where
             Ok(Err(_)) => RequestBody::Failed,
         }
     };
-    let scope = shared.scope(&request);
     let call = IdempotencyCall::new(idempotency, rules, key);
     let (running, body) = match call.begin(&Head(&request), &scope, body).await {
         Begun::Run(running, body) => (running, body),

@@ -54,6 +54,11 @@ async fn keys_are_scoped_per_user() {
 }
 
 #[actix_web::test]
+async fn a_request_without_a_principal_is_refused_with_401() {
+    suite::a_request_without_a_principal_is_refused_with_401::<ActixIdempotency>().await;
+}
+
+#[actix_web::test]
 async fn only_final_answers_are_kept_and_replayed() {
     suite::only_final_answers_are_kept_and_replayed::<ActixIdempotency>(Store::Memory).await;
 }
@@ -83,6 +88,7 @@ async fn the_payload_is_put_back_for_the_handler() {
         HttpResponse::Created().body(format!("{} {body}", claim.key))
     }
     let idempotent = Idempotent::builder(Idempotency::memory("payload").unwrap())
+        .shared_scope()
         .build()
         .unwrap();
     let handler = Handler::new();
@@ -153,7 +159,8 @@ fn the_middleware_can_be_shared_by_workers() {
 
 #[test]
 fn invalid_settings_are_refused_when_the_middleware_is_built() {
-    let middleware = || Idempotent::builder(Idempotency::memory("settings").unwrap());
+    let middleware =
+        || Idempotent::builder(Idempotency::memory("settings").unwrap()).shared_scope();
     let refused = [
         middleware().header("bad header").build(),
         middleware().methods(Vec::<String>::new()).build(),

@@ -38,6 +38,7 @@ async fn every_answer_is_counted_with_layer_status_and_outcome() {
         .build()
         .unwrap();
     let payments = Idempotent::builder(Idempotency::memory("pay").unwrap())
+        .shared_scope()
         .build()
         .unwrap();
     let app = test::init_service(

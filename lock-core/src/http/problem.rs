@@ -41,6 +41,9 @@ pub enum RejectionKind {
     KeyReused,
     /// The request body is larger than the middleware keeps: 413.
     TooLarge,
+    /// The request has no principal to keep its idempotency key under: 401 (or the
+    /// status the middleware was given).
+    Unscoped,
 }
 
 impl RejectionKind {
@@ -57,6 +60,7 @@ impl RejectionKind {
             Self::InFlight => "in_flight",
             Self::KeyReused => "key_reused",
             Self::TooLarge => "too_large",
+            Self::Unscoped => "unscoped",
         }
     }
 
@@ -73,6 +77,7 @@ impl RejectionKind {
             Self::InFlight => "urn:distributed-lock:idempotency:in-flight",
             Self::KeyReused => "urn:distributed-lock:idempotency:key-reused",
             Self::TooLarge => "urn:distributed-lock:too-large",
+            Self::Unscoped => "urn:distributed-lock:idempotency:unscoped",
         }
     }
 }

@@ -44,8 +44,10 @@ pub struct IdempotencyLayer {
 impl IdempotencyLayer {
     /// The layer's settings, over `idempotency` (its records and claims: memory for one
     /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
-    /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); every request in the
-    /// anonymous scope.
+    /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); no scope until one is
+    /// chosen ([`scope`](HttpIdempotencyBuilder::scope), or
+    /// [`shared_scope`](HttpIdempotencyBuilder::shared_scope) for a single-tenant service):
+    /// `build` refuses settings without that choice.
     pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<Parts, Self> {
         HttpIdempotencyBuilder::new(idempotency)
     }

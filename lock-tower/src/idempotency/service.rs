@@ -43,7 +43,8 @@ use crate::ResponseFuture;
 ///     let body = format!("paid under fence {}", claim.fence);
 ///     Ok::<_, Infallible>(Response::builder().status(201).body(body).unwrap())
 /// });
-/// let layer = IdempotencyLayer::builder(Idempotency::memory("doc").unwrap()).build().unwrap();
+/// let payments = Idempotency::memory("doc").unwrap();
+/// let layer = IdempotencyLayer::builder(payments).shared_scope().build().unwrap();
 /// let service = layer.layer(inner); // still `Error = Infallible`
 /// let pay = || Request::post("/pay").header("idempotency-key", "k-1").body(String::from("100")).unwrap();
 /// let first = service.clone().oneshot(pay()).await.unwrap();
@@ -158,13 +159,17 @@ where
 {
     let (idempotency, rules) = (shared.idempotency(), shared.rules());
     let (parts, body) = request.into_parts();
+    // A request with no principal is refused before its body is read.
+    let scope = match shared.scope(&parts) {
+        Ok(scope) => scope,
+        Err(reply) => return Ok(answer(reply)),
+    };
     let limit = rules.max_body_bytes_limit();
     let body = match read(body, declared_length(&parts.headers), limit).await {
         Read::Whole(body) => RequestBody::Whole(body.into()),
         Read::TooLarge => RequestBody::TooLarge,
         Read::Failed => RequestBody::Failed,
     };
-    let scope = shared.scope(&parts);
     let call = IdempotencyCall::new(idempotency, rules, key);
     let (running, body) = match call.begin(&PartsHead(&parts), &scope, body).await {
         Begun::Run(running, body) => (running, body),

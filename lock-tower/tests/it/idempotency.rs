@@ -52,6 +52,11 @@ async fn keys_are_scoped_per_user() {
 }
 
 #[tokio::test]
+async fn a_request_without_a_principal_is_refused_with_401() {
+    suite::a_request_without_a_principal_is_refused_with_401::<AxumIdempotency>().await;
+}
+
+#[tokio::test]
 async fn only_final_answers_are_kept_and_replayed() {
     suite::only_final_answers_are_kept_and_replayed::<AxumIdempotency>(Store::Memory).await;
 }
@@ -75,6 +80,7 @@ async fn a_lost_claim_cancels_the_handler_with_503() {
 async fn route_layer_handles_matched_routes_only() {
     let handler = Handler::new();
     let layer = IdempotencyLayer::builder(Idempotency::memory("route").unwrap())
+        .shared_scope()
         .build()
         .unwrap();
     let app = Router::new()
@@ -126,7 +132,8 @@ async fn the_claim_extractor_outside_the_layer_is_a_500_problem() {
 
 #[test]
 fn invalid_settings_are_refused_when_the_layer_is_built() {
-    let layer = || IdempotencyLayer::builder(Idempotency::memory("settings").unwrap());
+    let layer =
+        || IdempotencyLayer::builder(Idempotency::memory("settings").unwrap()).shared_scope();
     let refused = [
         layer().header("bad header").build(),
         layer().methods(Vec::<String>::new()).build(),

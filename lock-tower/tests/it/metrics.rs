@@ -57,6 +57,7 @@ async fn every_answer_is_counted_with_layer_status_and_outcome() {
 
     // Idempotency: executed (201), and a failed handler (the key given back).
     let payments = IdempotencyLayer::builder(Idempotency::memory("pay").unwrap())
+        .shared_scope()
         .build()
         .unwrap();
     let keyed_post = |key: &str| {

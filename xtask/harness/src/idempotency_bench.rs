@@ -51,6 +51,8 @@ pub async fn run(url: &str, iterations: usize) -> Value {
     let core = idempotency.clone();
     let layered = Router::new().route("/pay", post(pay)).layer(
         IdempotencyLayer::builder(idempotency)
+            // One client, the bench: every request in one scope.
+            .shared_scope()
             .build()
             .expect("layer"),
     );

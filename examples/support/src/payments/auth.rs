@@ -53,9 +53,9 @@ impl User {
 }
 
 /// The idempotency scope of a request: its authenticated user's name. `None` when the
-/// authentication step did not run, which the layers treat as the anonymous scope (shared by
-/// every request without a user): the apps put authentication in front of the layer, so
-/// that never happens to a payment.
+/// authentication step did not run, which the layers refuse (401) rather than share one scope
+/// among such requests: the apps put authentication in front of the layer, so that never
+/// happens to a payment.
 #[must_use]
 pub fn scope(user: Option<&User>) -> Option<String> {
     user.map(|user| user.0.clone())

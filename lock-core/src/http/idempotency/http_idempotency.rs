@@ -5,7 +5,9 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use super::IdempotencyRules;
+use super::serve::reject;
+use super::{IdempotencyRules, Reply};
+use crate::http::{Rejection, RejectionKind};
 use crate::idempotency::{Idempotency, InFlight};
 use crate::LockError;
 
@@ -30,18 +32,52 @@ type ScopeFn<R> = dyn Fn(&R) -> Option<String> + Send + Sync;
 ///     .scope(|request: &Request| request.user.clone())
 ///     .build()
 ///     .unwrap();
-/// assert_eq!(built.scope(&Request { user: Some("alice".into()) }), "alice");
-/// assert_eq!(built.scope(&Request { user: None }), "", "the anonymous scope");
+/// assert_eq!(built.scope(&Request { user: Some("alice".into()) }).unwrap(), "alice");
+/// // No principal: refused (401), never the scope of everyone without one.
+/// let refused = built.scope(&Request { user: None }).unwrap_err();
+/// assert_eq!(refused.response.status, 401);
 /// ```
 pub struct HttpIdempotency<R: ?Sized> {
     idempotency: Idempotency,
     rules: IdempotencyRules,
-    scope: Option<Box<ScopeFn<R>>>,
+    scoping: Scoping<R>,
+    unscoped_status: u16,
 }
 
+/// How requests are put in scopes: the builder's choice, which it requires.
+enum Scoping<R: ?Sized> {
+    /// Not chosen yet: [`HttpIdempotencyBuilder::build`] refuses it.
+    Unchosen,
+    /// Every request in one scope ([`HttpIdempotencyBuilder::shared_scope`]).
+    Shared,
+    /// Each request in its principal's ([`HttpIdempotencyBuilder::scope`]).
+    By(Box<ScopeFn<R>>),
+}
+
+impl<R: ?Sized> Scoping<R> {
+    fn describe(&self) -> &'static str {
+        match self {
+            Self::Unchosen => "unchosen",
+            Self::Shared => "shared",
+            Self::By(_) => "per principal",
+        }
+    }
+}
+
+/// What [`HttpIdempotencyBuilder::build`] answers when no scope was chosen.
+const NO_SCOPE_CHOSEN: &str = "an idempotency middleware needs a scope: without one, every \
+    caller shares one set of records and a caller sending another's key and body gets the \
+    other's stored response. Call .scope(|request| ...) with the authenticated principal (the \
+    authentication middleware must run before this one), or .shared_scope() for a \
+    single-tenant service whose callers may see each other's responses";
+
+/// The status a request without a scope is refused with, unless set otherwise.
+pub const DEFAULT_UNSCOPED_STATUS: u16 = 401;
+
 impl<R: ?Sized> HttpIdempotency<R> {
-    /// Settings over `idempotency`, with the [`IdempotencyRules::new`] defaults and every
-    /// request in the anonymous scope.
+    /// Settings over `idempotency`, with the [`IdempotencyRules::new`] defaults; the scope is
+    /// the caller's to choose ([`HttpIdempotencyBuilder::scope`] or
+    /// [`shared_scope`](HttpIdempotencyBuilder::shared_scope)).
     pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<R> {
         HttpIdempotencyBuilder::new(idempotency)
     }
@@ -58,14 +94,35 @@ impl<R: ?Sized> HttpIdempotency<R> {
     }
 
     /// The scope of `request`: what the [`scope`](HttpIdempotencyBuilder::scope) function
-    /// says, or `""`, the anonymous scope.
-    #[must_use]
-    pub fn scope(&self, request: &R) -> String {
-        self.scope
-            .as_ref()
-            .and_then(|scope| scope(request))
-            .unwrap_or_default()
+    /// says, or `""` with [`shared_scope`](HttpIdempotencyBuilder::shared_scope). A request
+    /// the function finds no scope for is refused with the answer to send (401 unless
+    /// [`unscoped_status`](HttpIdempotencyBuilder::unscoped_status) says otherwise), and
+    /// nothing runs: sharing one scope among everyone without a principal would let one of
+    /// them replay another's response.
+    ///
+    /// # Errors
+    /// The refusal, when the scope function answers `None`.
+    pub fn scope(&self, request: &R) -> Result<String, Reply> {
+        match &self.scoping {
+            Scoping::By(scope) => scope(request)
+                .ok_or_else(|| reject(&self.idempotency, &unscoped(self.unscoped_status))),
+            // `build` refuses an unchosen scope; nothing else makes an `HttpIdempotency`.
+            Scoping::Shared | Scoping::Unchosen => Ok(String::new()),
+        }
     }
+}
+
+/// The refusal of a request that has no scope.
+fn unscoped(status: u16) -> Rejection {
+    Rejection::new(
+        RejectionKind::Unscoped,
+        status,
+        None,
+        "No principal for the idempotency key",
+        "the request carries no principal to keep its idempotency key under (is the \
+         authentication middleware outside the idempotency one?)",
+        None,
+    )
 }
 
 impl<R: ?Sized> fmt::Debug for HttpIdempotency<R> {
@@ -73,7 +130,8 @@ impl<R: ?Sized> fmt::Debug for HttpIdempotency<R> {
         f.debug_struct("HttpIdempotency")
             .field("idempotency", &self.idempotency)
             .field("rules", &self.rules)
-            .field("scoped", &self.scope.is_some())
+            .field("scope", &self.scoping.describe())
+            .field("unscoped_status", &self.unscoped_status)
             .finish()
     }
 }
@@ -92,6 +150,7 @@ impl<R: ?Sized> fmt::Debug for HttpIdempotency<R> {
 ///
 /// let payments = Idempotency::memory("payments").unwrap();
 /// let built = HttpIdempotency::<()>::builder(payments.clone())
+///     .shared_scope()
 ///     .methods(["POST"])
 ///     .fingerprint_header("content-type")
 ///     .in_flight(InFlight::Wait(Duration::from_secs(5)))
@@ -103,7 +162,8 @@ impl<R: ?Sized> fmt::Debug for HttpIdempotency<R> {
 pub struct HttpIdempotencyBuilder<R: ?Sized, T = HttpIdempotency<R>> {
     idempotency: Idempotency,
     rules: IdempotencyRules,
-    scope: Option<Box<ScopeFn<R>>>,
+    scoping: Scoping<R>,
+    unscoped_status: u16,
     // `fn() -> T`: the builder makes a `T`, it holds none (and stays `Send + Sync`).
     output: PhantomData<fn() -> T>,
 }
@@ -111,13 +171,15 @@ pub struct HttpIdempotencyBuilder<R: ?Sized, T = HttpIdempotency<R>> {
 impl<R: ?Sized, T> HttpIdempotencyBuilder<R, T> {
     /// Settings over `idempotency` (its records and claims: memory for one process;
     /// `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across
-    /// instances), with the [`IdempotencyRules::new`] defaults and every request in the
-    /// anonymous scope.
+    /// instances), with the [`IdempotencyRules::new`] defaults; the scope is the caller's to
+    /// choose ([`scope`](Self::scope) or [`shared_scope`](Self::shared_scope)), and
+    /// [`build`](Self::build) refuses settings without that choice.
     pub fn new(idempotency: Idempotency) -> Self {
         Self {
             idempotency,
             rules: IdempotencyRules::new(),
-            scope: None,
+            scoping: Scoping::Unchosen,
+            unscoped_status: DEFAULT_UNSCOPED_STATUS,
             output: PhantomData,
         }
     }
@@ -184,25 +246,78 @@ impl<R: ?Sized, T> HttpIdempotencyBuilder<R, T> {
     /// The scope (principal) of a request, from the adapter's view of it (lock-tower:
     /// `&http::request::Parts`; lock-actix: `&ServiceRequest`): keys of different scopes are
     /// different records, so one user cannot replay another's response. Typically the user
-    /// an authentication middleware (outside this one) put in the extensions; `None` (and the
-    /// default) is the anonymous scope, shared by every request without one.
+    /// an authentication middleware put in the extensions: that middleware must run before
+    /// this one (in tower, a layer added *after* this one; in actix-web, a `wrap` *after*
+    /// this one). A request the function answers `None` for is refused (401, see
+    /// [`unscoped_status`](Self::unscoped_status)) and nothing runs.
     pub fn scope<F>(mut self, scope: F) -> Self
     where
         F: Fn(&R) -> Option<String> + Send + Sync + 'static,
     {
-        self.scope = Some(Box::new(scope));
+        self.scoping = Scoping::By(Box::new(scope));
         self
     }
 
-    /// Checks the rules ([`IdempotencyRules::validate`]) and makes the `T`.
+    /// Every request in one scope: a key sent by any caller is one record, whose response
+    /// any caller sending that key and body gets. Only for a single-tenant service (one
+    /// client, or clients that may see each other's responses); a service with users wants
+    /// [`scope`](Self::scope).
+    ///
+    /// ```
+    /// use lock_core::http::idempotency::HttpIdempotency;
+    /// use lock_core::idempotency::Idempotency;
+    ///
+    /// let jobs = Idempotency::memory("jobs").unwrap();
+    /// let built = HttpIdempotency::<()>::builder(jobs).shared_scope().build().unwrap();
+    /// assert_eq!(built.scope(&()).unwrap(), "");
+    /// ```
+    pub fn shared_scope(mut self) -> Self {
+        self.scoping = Scoping::Shared;
+        self
+    }
+
+    /// The status a request without a scope is refused with: 401 (the default) or another
+    /// 4xx, 403 say. [`build`](Self::build) refuses any other status.
+    pub fn unscoped_status(mut self, status: u16) -> Self {
+        self.unscoped_status = status;
+        self
+    }
+
+    /// Checks the rules ([`IdempotencyRules::validate`]) and the scope's choice, and makes
+    /// the `T`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`] for invalid rules, an [`unscoped_status`](Self::unscoped_status)
+    /// outside 400..=499, or no scope chosen (the message names both choices):
+    ///
+    /// ```
+    /// use lock_core::http::idempotency::HttpIdempotency;
+    /// use lock_core::idempotency::Idempotency;
+    ///
+    /// let payments = Idempotency::memory("payments").unwrap();
+    /// let unscoped = HttpIdempotency::<()>::builder(payments).build().unwrap_err();
+    /// assert!(unscoped.to_string().contains(".scope(|request| ...)"));
+    /// assert!(unscoped.to_string().contains(".shared_scope()"));
+    /// ```
     pub fn build(self) -> Result<T, LockError>
     where
         T: From<HttpIdempotency<R>>,
     {
+        let rules = self.rules.validate()?;
+        if let Scoping::Unchosen = self.scoping {
+            return Err(LockError::InvalidConfig(NO_SCOPE_CHOSEN.to_owned()));
+        }
+        if !(400..=499).contains(&self.unscoped_status) {
+            return Err(LockError::InvalidConfig(format!(
+                "unscoped_status must be a 4xx status, not {}",
+                self.unscoped_status
+            )));
+        }
         Ok(T::from(HttpIdempotency {
             idempotency: self.idempotency,
-            rules: self.rules.validate()?,
-            scope: self.scope,
+            rules,
+            scoping: self.scoping,
+            unscoped_status: self.unscoped_status,
         }))
     }
 }
@@ -211,13 +326,14 @@ impl<R: ?Sized, T> fmt::Debug for HttpIdempotencyBuilder<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpIdempotencyBuilder")
             .field("rules", &self.rules)
-            .field("scoped", &self.scope.is_some())
+            .field("scope", &self.scoping.describe())
             .finish_non_exhaustive()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::Outcome;
     use super::*;
 
     #[test]
@@ -234,6 +350,7 @@ mod tests {
             .retry_after(Duration::from_secs(3))
             .store_status(|status| status == 201)
             .scope(|user: &str| (!user.is_empty()).then(|| user.to_owned()))
+            .unscoped_status(403)
             .build()
             .unwrap();
         let rules = built.rules();
@@ -247,17 +364,60 @@ mod tests {
             "PUT",
             "40",
             "content-type",
-            "scoped: true",
+            "scope: \"per principal\"",
+            "unscoped_status: 403",
         ] {
             assert!(debug.contains(part), "{part} not in {debug}");
         }
-        assert_eq!(
-            (built.scope("bob"), built.scope("")),
-            ("bob".into(), "".into())
-        );
+        assert_eq!(built.scope("bob").unwrap(), "bob");
+        let refused = built.scope("").unwrap_err();
+        assert_eq!(refused.response.status, 403);
         let replaced = HttpIdempotency::<str>::builder(idempotency())
             .max_key_len(0)
-            .rules(IdempotencyRules::new());
+            .rules(IdempotencyRules::new())
+            .shared_scope();
         assert!(replaced.build().is_ok());
+    }
+
+    #[test]
+    fn settings_without_a_scope_are_refused_naming_both_choices() {
+        let idempotency = || Idempotency::memory("unscoped").unwrap();
+        let error = HttpIdempotency::<str>::builder(idempotency())
+            .build()
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error, LockError::InvalidConfig(_)), "{error:?}");
+        for part in [".scope(|request| ...)", ".shared_scope()", "another's"] {
+            assert!(message.contains(part), "{part} not in {message}");
+        }
+        let shared = HttpIdempotency::<str>::builder(idempotency())
+            .shared_scope()
+            .build()
+            .unwrap();
+        assert_eq!(shared.scope("anyone").unwrap(), "");
+        for status in [200, 500, 0] {
+            let error = HttpIdempotency::<str>::builder(idempotency())
+                .shared_scope()
+                .unscoped_status(status)
+                .build()
+                .unwrap_err();
+            assert!(error.to_string().contains("4xx"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_request_without_a_scope_is_refused_not_shared() {
+        let built = HttpIdempotency::<Option<&str>>::builder(Idempotency::memory("none").unwrap())
+            .scope(|user: &Option<&str>| user.map(str::to_owned))
+            .build()
+            .unwrap();
+        let refused = built.scope(&None).unwrap_err();
+        assert_eq!(refused.response.status, 401);
+        assert_eq!(refused.outcome, Outcome::Rejected);
+        let body = String::from_utf8(refused.response.body).unwrap();
+        assert!(
+            body.contains("urn:distributed-lock:idempotency:unscoped"),
+            "{body}"
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! The HTTP decisions of idempotency layers, written once for every framework (the IETF
 //! draft "The Idempotency-Key HTTP Header Field"): which requests are handled, the key (a
-//! plain or structured-field string, at most 255 characters), the fingerprint, the answers
-//! (400 missing or invalid key, 409 in progress with `Retry-After`, 413 body too large, 422
+//! plain or structured-field string, at most 255 characters), the scope (each caller's keys
+//! apart), the fingerprint, the answers (400 missing or invalid key, 401 no principal to scope
+//! the key by, 409 in progress with `Retry-After`, 413 body too large, 422
 //! key reused, 503 store down, all `application/problem+json`; replays with
 //! `Idempotent-Replayed: true`) and which responses are kept.
 //!
@@ -51,7 +52,7 @@ mod serve;
 
 pub use call::{Begun, IdempotencyCall, Ran, RequestBody, Running};
 pub use handler_response::HandlerResponse;
-pub use http_idempotency::{HttpIdempotency, HttpIdempotencyBuilder};
+pub use http_idempotency::{HttpIdempotency, HttpIdempotencyBuilder, DEFAULT_UNSCOPED_STATUS};
 pub use plan::Plan;
 pub use rules::{
     default_store_status, IdempotencyRules, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_KEY_LEN,

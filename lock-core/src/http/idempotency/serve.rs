@@ -39,7 +39,8 @@ pub enum Outcome {
     InFlight,
     /// 422: the key was used with another request.
     KeyReused,
-    /// 400 or 413: a missing or invalid key, or a body over the limit; nothing ran.
+    /// 400, 401 or 413: a missing or invalid key, no principal to scope the key by, or a body
+    /// over the limit; nothing ran.
     Rejected,
     /// 503: the store or the lock backend failed; nothing ran.
     Unavailable,

@@ -66,10 +66,11 @@ pub use redis::the_store_down_answers_503_and_runs_nothing;
 pub use scenarios::{
     a_duplicate_gets_the_first_response_replayed, a_duplicate_in_flight_gets_409_with_retry_after,
     a_lost_claim_cancels_the_handler_with_503, a_request_body_over_the_limit_is_refused_with_413,
-    a_response_over_the_limit_is_kept_as_a_500, a_waiting_duplicate_gets_the_replay,
-    keys_are_checked_before_anything_runs, keys_are_scoped_per_user,
-    only_final_answers_are_kept_and_replayed, requests_the_layer_does_not_handle_pass_through,
-    the_handler_sees_its_claim, the_same_key_with_another_request_gets_422,
+    a_request_without_a_principal_is_refused_with_401, a_response_over_the_limit_is_kept_as_a_500,
+    a_waiting_duplicate_gets_the_replay, keys_are_checked_before_anything_runs,
+    keys_are_scoped_per_user, only_final_answers_are_kept_and_replayed,
+    requests_the_layer_does_not_handle_pass_through, the_handler_sees_its_claim,
+    the_same_key_with_another_request_gets_422,
 };
 
 /// How long a scenario waits for an answer (or for the handler to be entered).
@@ -78,6 +79,10 @@ pub const LIMIT: Duration = Duration::from_secs(20);
 /// The request header the scenarios send the principal in; the driver makes it the scope
 /// (directly, or through whatever the framework's authentication would put in the request).
 pub const USER_HEADER: &str = "x-user";
+
+/// The principal a [`Request`] is sent on behalf of unless it names another
+/// ([`Request::user`]) or none ([`Request::unauthenticated`]).
+pub const GUEST: &str = "guest";
 
 /// One framework's idempotency layer under test: builds an application and sends it requests.
 pub trait Driver {
@@ -90,8 +95,8 @@ pub trait Driver {
 
     /// The application answering every method and path with `handler` (passing it the
     /// request's method, path, body and claim, if any), behind an idempotency layer on
-    /// `idempotency` with `rules`, whose scope is the request's [`USER_HEADER`] (none: the
-    /// anonymous scope).
+    /// `idempotency` with `rules`, whose scope is the request's [`USER_HEADER`] (a request
+    /// without it has no scope, and is refused).
     fn app(
         idempotency: Idempotency,
         rules: IdempotencyRules,
@@ -132,13 +137,13 @@ pub struct Request {
 }
 
 impl Request {
-    /// `method path`, no headers, empty body.
+    /// `method path` on behalf of [`GUEST`], no other headers, empty body.
     #[must_use]
     pub fn new(method: &'static str, path: &str) -> Self {
         Self {
             method,
             path: path.to_owned(),
-            headers: Vec::new(),
+            headers: vec![(USER_HEADER.to_owned(), GUEST.as_bytes().to_vec())],
             body: Vec::new(),
         }
     }
@@ -155,10 +160,18 @@ impl Request {
         self.header("idempotency-key", key)
     }
 
-    /// On behalf of `user` (the [`USER_HEADER`]).
+    /// On behalf of `user` (the [`USER_HEADER`]) instead of [`GUEST`].
     #[must_use]
     pub fn user(self, user: &str) -> Self {
-        self.header(USER_HEADER, user)
+        self.unauthenticated().header(USER_HEADER, user)
+    }
+
+    /// On behalf of nobody: without the [`USER_HEADER`], so the driver's scope function finds
+    /// no principal.
+    #[must_use]
+    pub fn unauthenticated(mut self) -> Self {
+        self.headers.retain(|(name, _)| name != USER_HEADER);
+        self
     }
 
     /// With a header.

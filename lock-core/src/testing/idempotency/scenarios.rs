@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::backing::Backing;
-use super::{send, Answer, Driver, Handler, Request, Store};
+use super::{send, Answer, Driver, Handler, Request, Store, GUEST};
 use crate::http::idempotency::IdempotencyRules;
 use crate::http::PROBLEM_JSON;
 use crate::idempotency::InFlight;
@@ -139,7 +139,7 @@ pub async fn the_handler_sees_its_claim<D: Driver>() {
     let request = Request::new("PATCH", "/pay").key("claim-2");
     assert_eq!(send::<D>(&app, request).await.status, 201);
     let claims = handler.claims();
-    let [Some(alice), Some(anonymous)] = claims.as_slice() else {
+    let [Some(alice), Some(guest)] = claims.as_slice() else {
         panic!("no claim in the handler: {claims:?}");
     };
     assert_eq!(
@@ -147,10 +147,10 @@ pub async fn the_handler_sees_its_claim<D: Driver>() {
         ("alice", "claim-1")
     );
     assert_eq!(
-        (anonymous.scope.as_str(), anonymous.key.as_str()),
-        ("", "claim-2")
+        (guest.scope.as_str(), guest.key.as_str()),
+        (GUEST, "claim-2")
     );
-    assert!(alice.fence.get() > 0 && anonymous.fence.get() > 0);
+    assert!(alice.fence.get() > 0 && guest.fence.get() > 0);
 }
 
 /// The first `POST` runs (201); its duplicates, on this instance and another, get the same
@@ -277,8 +277,8 @@ pub async fn the_same_key_with_another_request_gets_422<D: Driver>(store: Store)
     assert_eq!(handler.runs(), 1);
 }
 
-/// One key sent by alice, bob and an anonymous client: three records, three runs; nobody
-/// gets another's response.
+/// One key and body sent by alice and bob: two records, two runs, two different responses;
+/// nobody gets another's response.
 ///
 /// # Panics
 /// When a response crosses principals, or when `store` is required but not configured.
@@ -288,23 +288,51 @@ pub async fn keys_are_scoped_per_user<D: Driver>(store: Store) {
     };
     let handler = Handler::new();
     let app = D::app(backing.instance().await, rules(), handler.clone()).await;
-    let pay = |user: Option<&str>| {
-        let request = Request::post("/pay").key("s-1").body("5");
-        match user {
-            Some(user) => request.user(user),
-            None => request,
-        }
-    };
-    let alice = send::<D>(&app, pay(Some("alice"))).await;
+    let pay = |user: &str| Request::post("/pay").key("s-1").body("5").user(user);
+    let alice = send::<D>(&app, pay("alice")).await;
     assert_ran(&alice, 1, "POST", "/pay", "5");
-    let bob = send::<D>(&app, pay(Some("bob"))).await;
+    let bob = send::<D>(&app, pay("bob")).await;
     assert_ran(&bob, 2, "POST", "/pay", "5");
-    let anonymous = send::<D>(&app, pay(None)).await;
-    assert_ran(&anonymous, 3, "POST", "/pay", "5");
-    assert_replay(&send::<D>(&app, pay(Some("bob"))).await, &bob);
-    assert_replay(&send::<D>(&app, pay(Some("alice"))).await, &alice);
-    assert_replay(&send::<D>(&app, pay(None)).await, &anonymous);
-    assert_eq!(handler.runs(), 3);
+    assert_ne!(alice.body, bob.body, "bob got alice's response");
+    assert_eq!(bob.header("idempotent-replayed"), None);
+    assert_replay(&send::<D>(&app, pay("bob")).await, &bob);
+    assert_replay(&send::<D>(&app, pay("alice")).await, &alice);
+    assert_eq!(handler.runs(), 2);
+}
+
+/// A request with a key but no principal (the scope function answers `None`: no user, or
+/// the authentication layer inside the idempotency one) is refused with 401 before anything
+/// runs, and is no record: it never shares a scope with other such requests.
+///
+/// # Panics
+/// When it runs, is replayed, or is answered otherwise.
+pub async fn a_request_without_a_principal_is_refused_with_401<D: Driver>() {
+    let backing = Backing::memory(D::NAME, "unscoped");
+    let handler = Handler::new();
+    let app = D::app(backing.instance().await, rules(), handler.clone()).await;
+    let pay = || Request::post("/pay").key("u-1").body("5");
+    for _ in 0..2 {
+        let refused = send::<D>(&app, pay().unauthenticated()).await;
+        assert_eq!(refused.status, 401, "{refused:?}");
+        assert_eq!(
+            refused.header("content-type"),
+            Some("application/problem+json")
+        );
+        let body = String::from_utf8_lossy(&refused.body);
+        assert!(body.contains("no principal"), "{body}");
+        assert_eq!(handler.runs(), 0);
+    }
+    // Not a record: the key is free for its principal's request.
+    assert_ran(
+        &send::<D>(&app, pay().user("carol")).await,
+        1,
+        "POST",
+        "/pay",
+        "5",
+    );
+    // Requests without a key are not the middleware's to refuse.
+    let plain = send::<D>(&app, Request::new("GET", "/pay").unauthenticated()).await;
+    assert_ran(&plain, 2, "GET", "/pay", "");
 }
 
 /// Each status sent twice under its own key: final answers (200, 202, 400, 404, 410, 422)

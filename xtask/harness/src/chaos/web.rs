@@ -79,6 +79,8 @@ async fn serve(url: &str, namespace: &str, no_fail_fast: bool) -> Result<(), Str
         .build()
         .map_err(|e| e.to_string())?;
     let idempotent = IdempotencyLayer::builder(idempotency)
+        // One client, the harness: every request in one scope.
+        .shared_scope()
         .build()
         .map_err(|e| e.to_string())?;
     let locks = LockClient::builder(backend)

@@ -9,9 +9,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, JoinHandle};
 
 /// Forwards every connection made to [`addr`](Self::addr) to the upstream server.
-pub struct Proxy {
+pub(crate) struct Proxy {
     /// `127.0.0.1:<port>` of the proxy.
-    pub addr: String,
+    pub(crate) addr: String,
     open: Arc<AtomicBool>,
     connections: Arc<Mutex<Vec<AbortHandle>>>,
     accept: JoinHandle<()>,
@@ -20,7 +20,7 @@ pub struct Proxy {
 impl Proxy {
     /// A proxy to `upstream` (`host:port`; of a connect string listing several servers, the
     /// first).
-    pub async fn start(upstream: &str) -> Self {
+    pub(crate) async fn start(upstream: &str) -> Self {
         let upstream = upstream.split(',').next().unwrap().to_owned();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
@@ -54,7 +54,7 @@ impl Proxy {
     }
 
     /// Closes every forwarded connection and refuses new ones until [`Self::restore`].
-    pub fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.open.store(false, Ordering::SeqCst);
         for connection in self.connections.lock().unwrap().drain(..) {
             connection.abort();
@@ -62,7 +62,7 @@ impl Proxy {
     }
 
     /// Accepts connections again after [`Self::cut`].
-    pub fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.open.store(true, Ordering::SeqCst);
     }
 }

@@ -18,9 +18,10 @@
 //!     the answer's head (actix-web's router needs the request alone), which it does as it
 //!     sends it.
 //!
-//! Outside an actix-web runtime (no actix `System` on the thread, so nothing to spawn a
-//! `!Send` task on), a request whose call a background refresh took waits for it and is
-//! answered with the refreshed response, as [`Answer::yields_to_refresh`] describes.
+//! Where no `!Send` task can be spawned (no actix `System` on the thread, and the request's
+//! future not a task: driven by a plain tokio runtime's `block_on`, see `can_spawn_local`), a
+//! request whose call a background refresh took waits for it and is answered with the
+//! refreshed response, as [`Answer::yields_to_refresh`] describes.
 
 use std::error::Error as StdError;
 use std::future::poll_fn;
@@ -166,7 +167,7 @@ where
         // Nobody will ask: the request is the answer's alone.
         Err(TryRecvError::Closed) => return Ok(request.into_response(answer_response(answer))),
     };
-    if !actix_web::rt::System::is_registered() {
+    if !can_spawn_local() {
         // Nothing to spawn the request's task on: wait for the ask here.
         let call = match asked {
             Some(call) => call,
@@ -185,6 +186,17 @@ where
     let span = tracing::debug_span!("response_cache_refresh");
     actix_web::rt::spawn(refresh_call(service, request, asked, calls, released).instrument(span));
     Ok(answered)
+}
+
+/// Whether a `!Send` task can be spawned here (`actix_web::rt::spawn`, which panics outside a
+/// `LocalSet` or `LocalRuntime`; tokio cannot be asked): on a thread of an actix `System`
+/// (whose arbiters and `#[actix_web::test]` run in a `LocalSet`), or inside a task, as this
+/// `!Send` request's future can only be a task of a `LocalSet` or `LocalRuntime` (an actix-web
+/// server's connections are tasks on its workers, with an actix `System` or, started from a
+/// plain tokio runtime, on a `LocalRuntime` each). Not when the future is driven by a
+/// `block_on` of a plain runtime, as `actix_web::test` under `#[tokio::test]` does.
+fn can_spawn_local() -> bool {
+    actix_web::rt::System::is_registered() || tokio::task::try_id().is_some()
 }
 
 /// Dropped with the head of the answer that carries a clone of the request: by then the server
@@ -288,9 +300,9 @@ impl<B: MessageBody + 'static> Called<B> {
         } = self;
         let (member, vary) = match decided {
             Some(Finish::Origin(member, vary)) => (member, vary),
-            // A stale hit whose refresh took this request's call before it was answered
-            // (outside an actix-web runtime, or a refresh on another thread that asked before
-            // serving answered): the refreshed response it is.
+            // A stale hit whose refresh took this request's call before it was answered (where
+            // no task can be spawned, or a refresh on another thread that asked before serving
+            // answered): the refreshed response it is.
             Some(Finish::Answer(answer)) if answer.yields_to_refresh() => (
                 cache.refreshed_cache_status(status),
                 cache.rules().vary_value(&Headers(head.headers())),

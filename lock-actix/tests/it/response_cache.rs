@@ -3,22 +3,25 @@
 //! HTTP, collapsing of cold misses, large bodies passed through whole, `Set-Cookie`, `HEAD`,
 //! bypasses, responses not shared with waiters, the request that starts a refresh served
 //! stale), the same answers as lock-tower's layer; then what is the middleware's own: the
-//! refresh's handler call held back while a stale answer sharing its request is held, the
-//! refreshing request answered with the refresh outside an actix-web runtime, refused
-//! settings.
+//! refresh's handler call held back while a stale answer sharing its request is held, a server
+//! started from a plain tokio runtime serving the refreshing request stale too, the refreshing
+//! request answered with the refresh when driven outside any task, refused settings.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::actix_driver::{self, Actix};
 use actix_web::dev::ServiceResponse;
 use actix_web::test::{self, TestRequest};
-use actix_web::{web, App};
+use actix_web::{web, App, HttpServer};
 use lock_actix::ResponseCache;
 use lock_core::cache::{Cache, Freshness};
 use lock_core::testing::response_cache::{
     self as suite, http_cache, send, Adapter, Calls, Gate, Origin, Request,
 };
-use lock_core::testing::response_cache::{HIT, LIMIT};
+use lock_core::testing::response_cache::{HIT, LIMIT, MISS_STORED};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 #[actix_web::test]
@@ -76,11 +79,12 @@ async fn the_request_that_starts_a_refresh_is_served_stale() {
     suite::the_request_that_starts_a_refresh_is_served_stale::<Actix>().await;
 }
 
-/// Outside an actix-web runtime (the app driven by a plain tokio test: no actix `System` to
-/// spawn a task for the request on), the request whose call the refresh took waits for it and
-/// is answered with the refreshed response; the others are served stale at once.
+/// Driven by a plain tokio runtime's `block_on` (`actix_web::test` under `#[tokio::test]`: no
+/// actix `System`, and the request is not a task, so no `!Send` task can be spawned beside
+/// it), the request whose call the refresh took waits for it and is answered with the
+/// refreshed response; the others are served stale at once.
 #[tokio::test]
-async fn outside_an_actix_runtime_the_refreshing_request_gets_the_refresh() {
+async fn driven_outside_a_task_the_refreshing_request_gets_the_refresh() {
     let calls = Calls::default();
     let gate = Gate::closed();
     let app = Actix::app(
@@ -177,6 +181,84 @@ async fn a_stale_answer_still_held_holds_back_the_refresh_call() {
     assert_eq!(refreshed.1, "product 6 v2");
     assert!(refreshed.0.starts_with("lock-core; hit"), "{}", refreshed.0);
     assert_eq!(calls.count(), 2);
+}
+
+/// An actix-web server started from a plain tokio runtime (no actix `System`: each worker runs
+/// a tokio `LocalRuntime`, as in `cargo xtask demo stampede`) answers the request that starts
+/// a refresh stale too, over TCP, and the refresh lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_an_actix_system_serves_the_refreshing_request_stale() {
+    let calls = Calls::default();
+    let gate = Gate::closed();
+    let origin = Origin::gated(&calls, &gate);
+    let http = http_cache(Cache::memory("swr-server").unwrap(), Some(1024));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(web::Data::new(origin.clone()))
+            .wrap(ResponseCache::new(http.clone()))
+            .route("/{path:.*}", web::route().to(actix_driver::serve))
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)
+    .unwrap()
+    .run();
+    let server_handle = server.handle();
+    tokio::spawn(server);
+    let get = || get_over_tcp(address, "/products/6");
+
+    gate.open(1);
+    let (cache_status, body) = timeout(LIMIT, get()).await.expect("filled");
+    assert_eq!(
+        (cache_status.as_str(), body.as_str()),
+        (MISS_STORED, "product 6 v1")
+    );
+    // Stale once `max-age=1` has passed by the store's clock.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // The gate is shut: the refresh's call cannot answer before this request is.
+    let (cache_status, body) = timeout(Duration::from_secs(5), get())
+        .await
+        .expect("the request that starts the refresh is answered stale, not after the origin");
+    assert!(
+        cache_status.ends_with("detail=stale-while-revalidate"),
+        "{cache_status}"
+    );
+    assert_eq!(body, "product 6 v1");
+    gate.open(1);
+    let (cache_status, body) = timeout(LIMIT, async {
+        loop {
+            let answer = get().await;
+            if answer.1 != "product 6 v1" {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the refreshed response lands");
+    assert_eq!(body, "product 6 v2");
+    assert!(cache_status.starts_with(HIT), "{cache_status}");
+    assert_eq!(calls.count(), 2);
+    server_handle.stop(false).await;
+}
+
+/// `GET path` on a connection of its own: the `Cache-Status` and the body (sized).
+async fn get_over_tcp(address: SocketAddr, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8(response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let cache_status = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("cache-status")
+            .then(|| value.trim().to_owned())
+    });
+    (cache_status.unwrap_or_default(), body.to_owned())
 }
 
 #[test]

@@ -16,7 +16,8 @@ pub const CACHE_STATUS_HEADER: &str = "cache-status";
 /// A short name for how the response cache answered, from its `Cache-Status` member: `hit`,
 /// `stale` (stale-while-revalidate), `computed` (this request's response, stored),
 /// `collapsed` (another request's), `stale-if-error`, `negative` (a failure remembered),
-/// `refreshed` (the refresh this request started, on actix-web), `fail-open`,
+/// `refreshed` (the refresh this request started, which it waited for: lock-actix outside an
+/// actix-web runtime), `fail-open`,
 /// `wait-timed-out`, `pass` (a pass-through key), or `uncacheable`.
 ///
 /// ```

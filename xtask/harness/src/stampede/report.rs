@@ -93,7 +93,7 @@ impl PhaseReport {
     }
 
     /// 200 answers that are not `hit` or `stale`: requests that waited for an origin call
-    /// (`refreshed` ones included).
+    /// (`refreshed` ones, answered with the refresh they started, included).
     #[must_use]
     pub fn waited(&self) -> u64 {
         self.by_status

@@ -101,6 +101,8 @@ pub use lock::multi::{MultiGuard, MultiLock, PartLost};
 pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;
 pub use lock::run_once::RunOnce;
+pub use lock::scoped::race_lost;
+pub use lock::shutdown::ShutdownReport;
 pub use lock::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
 pub use lock_macros::{distributed_lock, run_once, single_flight};

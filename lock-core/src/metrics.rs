@@ -230,6 +230,7 @@ pub(crate) fn lost_reason(reason: &LostReason) -> &'static str {
         LostReason::RenewalFailed(_) => "renewal_failed",
         LostReason::NotOwner => "not_owner",
         LostReason::SessionLost(_) => "session_lost",
+        LostReason::ShutDown => "shut_down",
     }
 }
 

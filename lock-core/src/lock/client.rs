@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use crate::lock::client_builder::LockClientBuilder;
 use crate::lock::held::HeldRegistry;
 use crate::lock::request::LockRequest;
+use crate::lock::shutdown::LiveLeases;
 use crate::lock::watchdog::Watchdog;
 use crate::{CountDownLatch, LeaseMode, LockError, LockKey, ReadWriteLock, Result, Semaphore};
 
@@ -60,6 +61,8 @@ pub(crate) struct ClientInner {
     /// See [`LockClientBuilder::fence_retention`].
     pub(crate) fence_retention: Option<Duration>,
     pub(crate) held: HeldRegistry,
+    /// Every lease held, for [`LockClient::shutdown`].
+    pub(crate) live: LiveLeases,
     pub(crate) watchdog: Arc<Watchdog>,
 }
 
@@ -85,6 +88,7 @@ impl LockClient {
                 default_lease: LeaseMode::default(),
                 fence_retention: None,
                 held: HeldRegistry::default(),
+                live: LiveLeases::default(),
                 watchdog: Arc::default(),
             }),
         }

@@ -9,6 +9,7 @@ use crate::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
 use crate::lock::client::{ClientInner, LockClient};
 use crate::lock::held::HeldRegistry;
 use crate::lock::key::validate_namespace;
+use crate::lock::shutdown::LiveLeases;
 use crate::{LeaseMode, LockError, Result};
 
 /// Configures a [`LockClient`].
@@ -95,6 +96,7 @@ impl LockClientBuilder {
                 default_lease: self.default_lease,
                 fence_retention: self.fence_retention,
                 held: HeldRegistry::default(),
+                live: LiveLeases::default(),
                 watchdog: Arc::default(),
             }),
         })

@@ -138,6 +138,12 @@ pub enum LockError {
         key: String,
     },
 
+    /// The client was shut down ([`LockClient::shutdown`](crate::LockClient::shutdown)): it
+    /// takes no more locks. Counted as unavailable (HTTP 503): this instance is going away,
+    /// another can serve the request.
+    #[error("the lock client was shut down")]
+    ShutDown,
+
     /// The backend answered something lock-core does not understand (a bug or a version
     /// mismatch, never a user error).
     #[error("{backend} backend protocol error: {detail}")]
@@ -153,7 +159,16 @@ impl LockError {
     /// True when the backend could not be reached or failed: callers fail closed (HTTP 503).
     #[must_use]
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, Self::Unavailable { .. } | Self::Timeout { .. })
+        matches!(
+            self,
+            Self::Unavailable { .. } | Self::Timeout { .. } | Self::ShutDown
+        )
+    }
+
+    /// True when the client was [shut down](crate::LockClient::shutdown).
+    #[must_use]
+    pub fn is_shut_down(&self) -> bool {
+        matches!(self, Self::ShutDown)
     }
 
     /// True when the lock was busy for the whole wait.

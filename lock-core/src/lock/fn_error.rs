@@ -74,6 +74,7 @@ pub(crate) fn io_kind(error: &LockError) -> io::ErrorKind {
         LockError::Unsupported { .. } => io::ErrorKind::Unsupported,
         LockError::UpgradeRefused { .. } => io::ErrorKind::Deadlock,
         LockError::Protocol { .. } => io::ErrorKind::InvalidData,
+        LockError::ShutDown => io::ErrorKind::NotConnected,
         LockError::Unavailable { .. } | LockError::LeaseLost { .. } => io::ErrorKind::Other,
     }
 }

@@ -185,6 +185,9 @@ impl LockGuard {
             return Ok(!self.is_lost());
         }
         self.stop_watching();
+        if self.released_at_shutdown() {
+            return Ok(false);
+        }
         // Should this future be dropped before the backend answers (a timeout around the
         // release, a cancelled task), the release goes on in a task of its own, as on drop.
         let unfinished = ReleaseUnfinished(Some(self.lease.clone()));
@@ -254,7 +257,14 @@ impl LockGuard {
 }
 
 impl LockGuard {
+    /// True when [`LockClient::shutdown`](crate::LockClient::shutdown) released this lease
+    /// already: nothing is left to release.
+    fn released_at_shutdown(&self) -> bool {
+        self.lease.loss.reason() == Some(LostReason::ShutDown)
+    }
+
     fn stop_watching(&self) {
+        self.client.live.remove(&self.lease);
         metrics::released(
             self.lease.backend,
             self.lease.key.namespace(),
@@ -271,7 +281,9 @@ impl Drop for LockGuard {
             return;
         }
         self.stop_watching();
-        release_in_background(self.lease.clone());
+        if !self.released_at_shutdown() {
+            release_in_background(self.lease.clone());
+        }
     }
 }
 

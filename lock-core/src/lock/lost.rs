@@ -20,6 +20,9 @@ pub enum LostReason {
     NotOwner,
     /// The backend session that held the lock ended (connection or session loss).
     SessionLost(String),
+    /// The client was shut down ([`LockClient::shutdown`](crate::LockClient::shutdown)),
+    /// which released the lease.
+    ShutDown,
 }
 
 impl std::fmt::Display for LostReason {
@@ -29,6 +32,7 @@ impl std::fmt::Display for LostReason {
             Self::RenewalFailed(e) => write!(f, "renewal failed until the lease ran out: {e}"),
             Self::NotOwner => f.write_str("the lock was deleted or taken over by another owner"),
             Self::SessionLost(e) => write!(f, "the backend session holding it ended: {e}"),
+            Self::ShutDown => f.write_str("the lock client was shut down and released it"),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The core lock: what a caller holds and how it is kept. [`client`] (with its [`client_builder`]) and [`request`] acquire,
 //! [`guard`] is the held lock, [`multi`] several taken as one, [`held`] the state its guards share, [`watchdog`] keeps leases
 //! alive, [`lost`] tells a holder when one is gone, [`abandoned`] cleans up after acquisitions
-//! that never reached their caller ([`stop_flag`]: the set-once flag a lease's tasks wait on); keys ([`key_template`] builds them from templates), owners,
+//! that never reached their caller, [`scoped`] holds a lock around a body, [`shutdown`] gives every lease back for a graceful restart ([`stop_flag`]: the set-once flag a lease's tasks wait on); keys ([`key_template`] builds them from templates), owners,
 //! tokens, lease settings and errors beside them ([`fn_error`]: what a `#[distributed_lock]` fn's
 //! error must hold).
 
@@ -19,6 +19,8 @@ pub(crate) mod multi;
 pub(crate) mod owner;
 pub(crate) mod request;
 pub(crate) mod run_once;
+pub(crate) mod scoped;
+pub(crate) mod shutdown;
 pub(crate) mod stop_flag;
 pub(crate) mod token;
 pub(crate) mod watchdog;

@@ -178,6 +178,9 @@ impl<'a> LockRequest<'a> {
         attempt: &mut dyn AcquireAttempt,
     ) -> Result<Option<LockGuard>> {
         let inner = &self.client.inner;
+        if inner.live.is_shut_down() {
+            return Err(LockError::ShutDown);
+        }
         let key = LockKey::new(&inner.namespace, &self.key)?;
         let mode = self.lease.unwrap_or(inner.default_lease).validate()?;
         let owner = OwnerId::resolve(self.owner.as_ref());
@@ -293,6 +296,12 @@ impl<'a> LockRequest<'a> {
             held.loss.name_lease(backend, &held.key);
             inner.watchdog.watch(&held);
             inner.held.insert(owner, held.clone());
+            inner.live.insert(&held);
+            if inner.live.is_shut_down() {
+                // Shut down while this grant was on its way: give it back as shutdown would.
+                drop(LockGuard::new(held, inner.clone(), owner));
+                return Err(LockError::ShutDown);
+            }
             tracing::debug!(
                 parent: &span,
                 fence = %held.fence,

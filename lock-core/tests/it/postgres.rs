@@ -124,7 +124,8 @@ mod advisory {
     conformance_suite!(@tests postgres(true);
         exclusion, try_on_held_key, wait_timeout, wakeup_latency, crashed_holder_expires,
         watchdog_holds_past_ttl, fencing_increases, reentrancy, cancelled_waiter_leaves_nothing,
-        dropped_acquires_leave_nothing, dropped_releases_still_release, bad_input_is_typed);
+        dropped_acquires_leave_nothing, dropped_releases_still_release, bad_input_is_typed,
+        shutdown_releases_every_lease);
 }
 
 /// `child_holder`'s name in the test binary, for [`Holder::start`].

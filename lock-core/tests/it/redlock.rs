@@ -112,7 +112,7 @@ crate::conformance::conformance_suite!(@tests three_nodes();
     exclusion, try_on_held_key, wait_timeout, wakeup_latency, crashed_holder_expires,
     watchdog_holds_past_ttl, lost_fires_on_delete, non_owner_refused, fencing_increases,
     reentrancy, dropped_acquires_leave_nothing, dropped_releases_still_release,
-    bad_input_is_typed);
+    bad_input_is_typed, with_lock_releases_on_every_path, shutdown_releases_every_lease);
 
 /// Fewer than 3 nodes, more than 16, or one node twice: a typed configuration error.
 #[tokio::test]

@@ -43,8 +43,9 @@ mod key_source;
 mod options;
 mod run;
 
+pub use crate::lock::scoped::race_lost;
 pub use body_key::BodyLimit;
 pub use http_keyed_lock::{HttpKeyedLock, HttpKeyedLockBuilder};
 pub use key_source::{KeySource, PathSegment};
 pub use options::{AppliesTo, BusyStatus, KeyedLockOptions, OnLost};
-pub use run::{race_lost, run_locked, LockInfo, RequestLock};
+pub use run::{run_locked, LockInfo, RequestLock};

@@ -1,14 +1,12 @@
 //! Acquire, run the handler racing the lost signal, release: the sequence every adapter calls.
 
-use std::future::{poll_fn, Future};
-use std::pin::pin;
-use std::task::Poll;
+use std::future::Future;
 
 use tokio::time::Instant;
 
 use super::{KeyedLockOptions, OnLost};
 use crate::http::Rejection;
-use crate::{FencingToken, LockClient, LockError, LockGuard, LockOwner, LostReason};
+use crate::{race_lost, FencingToken, LockClient, LockError, LockGuard, LockOwner};
 
 /// What the handler learns about the lock it runs under; the adapters put it in the request
 /// (lock-tower: request extensions, lock-actix: an extractor).
@@ -209,40 +207,6 @@ impl RequestLock {
             }
         }
     }
-}
-
-/// Runs `work` until it finishes or `lost` resolves, whichever is first: `Ok` with the
-/// work's output (also when both are ready in the same poll: work that finished is
-/// answered), or `Err` with the reason, `work` dropped (cancelled). How the adapters run a
-/// handler under a lease: a lock's ([`LockGuard::lost`]) or an idempotency claim's
-/// ([`Claim::lost`](crate::idempotency::Claim::lost)).
-///
-/// ```
-/// use std::future::{pending, ready};
-/// use lock_core::http::keyed::race_lost;
-/// use lock_core::LostReason;
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let done = race_lost(async { "sold" }, pending::<LostReason>()).await;
-/// assert_eq!(done, Ok("sold"));
-/// let lost = race_lost(pending::<&str>(), ready(LostReason::Expired)).await;
-/// assert_eq!(lost, Err(LostReason::Expired));
-/// let both = race_lost(ready("sold"), ready(LostReason::Expired)).await;
-/// assert_eq!(both, Ok("sold"));
-/// # }
-/// ```
-pub async fn race_lost<F: Future>(
-    work: F,
-    lost: impl Future<Output = LostReason>,
-) -> Result<F::Output, LostReason> {
-    let (mut work, mut lost) = (pin!(work), pin!(lost));
-    poll_fn(|cx| {
-        if let Poll::Ready(output) = work.as_mut().poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        lost.as_mut().poll(cx).map(Err)
-    })
-    .await
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! lacks ([`lock_core::Capabilities`]) returns early and prints that it was skipped.
 
 mod dropped;
+mod scoped;
 
 pub(crate) use dropped::{dropped_acquires_leave_nothing, dropped_releases_still_release};
+pub(crate) use scoped::{shutdown_releases_every_lease, with_lock_releases_on_every_path};
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -470,7 +472,8 @@ macro_rules! conformance_suite {
             exclusion, try_on_held_key, wait_timeout, wakeup_latency, crashed_holder_expires,
             watchdog_holds_past_ttl, lost_fires_on_delete, non_owner_refused, fencing_increases,
             reentrancy, cancelled_waiter_leaves_nothing, dropped_acquires_leave_nothing,
-            dropped_releases_still_release, bad_input_is_typed);
+            dropped_releases_still_release, bad_input_is_typed, with_lock_releases_on_every_path,
+            shutdown_releases_every_lease);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

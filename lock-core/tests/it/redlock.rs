@@ -354,3 +354,79 @@ async fn a_late_grant_is_renewed_with_the_others() {
     .await
     .expect("bounded");
 }
+
+/// A RedLock started while one node of three is down starts (2 of 3 answer), locks, names the
+/// down node in its errors once a second node goes, and takes the first node back once it is
+/// up: connected in the background, it answers again without a new RedLock. With two of three
+/// down at the start, `connect` fails naming both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_starts_with_a_minority_down_and_connects_it_later() {
+    let mut servers = servers(3, "start-down");
+    timeout(Duration::from_secs(60), async {
+        let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let down_port = servers[2].port();
+        servers[2].kill();
+
+        let redlock = RedLock::connect(&urls)
+            .await
+            .expect("a minority down refused the start");
+        assert_eq!(redlock.nodes().iter().flatten().count(), 2);
+        let locks = conformance::client_on(redlock.clone());
+        let key = unique_key("start-down");
+        let guard = locks
+            .lock(&key)
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("2 of 3 grant");
+        assert!(guard.release().await.unwrap());
+
+        // A second node down: no quorum, and the error names the node that was never reached.
+        servers[1].kill();
+        let error = locks.lock(&key).try_acquire().await.unwrap_err();
+        assert!(error.is_unavailable(), "{error}");
+        let message = error.with_causes();
+        assert!(
+            message.contains(&format!("node 2 (127.0.0.1:{down_port}) not connected")),
+            "{message}"
+        );
+        assert!(message.contains("node 1 ("), "{message}");
+
+        // The never-connected node comes up: the background connection takes it, and the lock
+        // is granted again by nodes 0 and 2.
+        servers[2].spawn();
+        let started = Instant::now();
+        loop {
+            if let Some(guard) = locks.lock(&key).try_acquire().await.unwrap_or(None) {
+                assert!(guard.release().await.unwrap());
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "node 2 never joined"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(redlock.nodes().iter().flatten().count(), 3);
+
+        // Two of three down at the start: refused, both named.
+        servers[0].kill();
+        let error = RedLock::connect(&urls).await.unwrap_err();
+        let message = error.with_causes();
+        assert!(error.is_unavailable(), "{message}");
+        assert!(
+            message.contains("1 of 3 nodes reachable, 2 needed")
+                && message.contains("node 0 (")
+                && message.contains("node 1 ("),
+            "{message}"
+        );
+        // One URL twice: a configuration error.
+        let twice = RedLock::connect(&[urls[0], urls[1], urls[0]])
+            .await
+            .unwrap_err();
+        assert!(matches!(twice, LockError::InvalidConfig(_)), "{twice}");
+    })
+    .await
+    .expect("bounded");
+}

@@ -52,15 +52,10 @@ impl RedLock {
                     grant
                 }
                 Some(Err(error)) => {
-                    answered.failure.get_or_insert_with(|| error.with_causes());
+                    answered.failed(&error);
                     None
                 }
-                None => {
-                    answered
-                        .failure
-                        .get_or_insert_with(|| "no answer in time".to_owned());
-                    None
-                }
+                None => None,
             };
             granted.push(grant);
         }

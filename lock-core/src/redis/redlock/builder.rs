@@ -3,25 +3,36 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::node::Node;
 use super::token::NODE_SLOTS;
 use super::{Inner, RedLock};
 use crate::{LockError, RedisBackend, Result};
 
 /// The fewest nodes a RedLock takes: with fewer, one node down stops it (2 of 2) or one node
 /// is the whole lock.
-const MIN_NODES: usize = 3;
+pub(super) const MIN_NODES: usize = 3;
 
 /// Configures a [`RedLock`]; from [`RedLock::builder`].
 #[derive(Debug)]
 #[must_use]
 pub struct RedLockBuilder {
-    nodes: Vec<RedisBackend>,
+    nodes: Vec<Node>,
     node_timeout: Duration,
     retry_delay: Duration,
 }
 
 impl RedLockBuilder {
     pub(super) fn new(nodes: Vec<RedisBackend>) -> Self {
+        let nodes = nodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, backend)| Node::connected(i, backend))
+            .collect();
+        Self::from_nodes(nodes)
+    }
+
+    /// Over nodes some of which may still be connecting ([`RedLock::connect`]).
+    pub(super) fn from_nodes(nodes: Vec<Node>) -> Self {
         Self {
             nodes,
             node_timeout: Duration::from_millis(50),
@@ -72,7 +83,9 @@ impl RedLockBuilder {
             )));
         }
         for (i, node) in self.nodes.iter().enumerate() {
-            if self.nodes[..i].iter().any(|earlier| earlier.same_as(node)) {
+            let Some(node) = node.backend() else { continue };
+            let same = |earlier: &Node| earlier.backend().is_some_and(|e| e.same_as(node));
+            if self.nodes[..i].iter().any(same) {
                 return Err(LockError::InvalidConfig(format!(
                     "RedLock node {i} is the same backend as an earlier one: each node must be \
                      a server of its own"

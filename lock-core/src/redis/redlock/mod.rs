@@ -86,6 +86,7 @@ mod backend;
 mod builder;
 mod fan_out;
 mod lease;
+mod node;
 mod node_acquire;
 mod renew_owned;
 mod token;
@@ -95,7 +96,8 @@ use std::time::Duration;
 
 pub use self::builder::RedLockBuilder;
 pub use self::lease::RedLockLease;
-use crate::{RedisBackend, Result};
+use self::node::Node;
+use crate::{LockError, RedisBackend, Result};
 
 const BACKEND: &str = "redlock";
 
@@ -121,7 +123,7 @@ pub struct RedLock {
 
 #[derive(Debug)]
 struct Inner {
-    nodes: Vec<RedisBackend>,
+    nodes: Vec<Node>,
     quorum: usize,
     node_timeout: Duration,
     retry_delay: Duration,
@@ -167,21 +169,79 @@ impl RedLock {
     }
 
     /// Connects to each of `urls` with default settings ([`RedisBackend::connect`]), all at
-    /// once, and makes a RedLock over them. Every node must be reachable now; a node that
-    /// fails later is outvoted by the others.
+    /// once, and makes a RedLock over them. A minority may be unreachable now: the RedLock
+    /// starts with the others, connects to those in the background (again and again, up to
+    /// every 5 s), and counts them as not answering until then; errors name them
+    /// (`node 2 (10.0.0.3:6379) not connected: ...`). A majority unreachable is an error
+    /// naming each of them, since no lock could be granted.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, RedLock};
+    ///
+    /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
+    /// // Starts even while one of the three is down.
+    /// let redlock = RedLock::connect(&["redis://10.0.0.1/", "redis://10.0.0.2/", "redis://10.0.0.3/"]).await?;
+    /// println!("{} of 3 nodes connected", redlock.nodes().iter().flatten().count());
+    /// let locks = LockClient::new(redlock);
+    /// # drop(locks); Ok(()) }
+    /// ```
     ///
     /// # Errors
-    /// The first node's connection error, or [`RedLock::new`]'s.
+    /// [`LockError::InvalidConfig`] for fewer than 3 URLs, more than 16, or one URL twice;
+    /// [`LockError::Unavailable`] naming the unreachable nodes when fewer than a majority
+    /// answer.
     pub async fn connect(urls: &[&str]) -> Result<Self> {
+        for (i, url) in urls.iter().enumerate() {
+            if urls[..i].contains(url) {
+                return Err(LockError::InvalidConfig(format!(
+                    "RedLock node {i} ({}) is listed twice: each node must be a server of its own",
+                    node::address_of(url)
+                )));
+            }
+        }
         let connected =
             futures_util::future::join_all(urls.iter().map(|url| RedisBackend::connect(url))).await;
-        Self::new(connected.into_iter().collect::<Result<Vec<_>>>()?)
+        let reachable = connected.iter().filter(|c| c.is_ok()).count();
+        let quorum = urls.len() / 2 + 1;
+        if reachable < quorum && (builder::MIN_NODES..=token::NODE_SLOTS).contains(&urls.len()) {
+            let unreachable: Vec<String> = connected
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let error = c.as_ref().err()?;
+                    let address = node::address_of(urls[i]);
+                    Some(format!("node {i} ({address}): {}", error.with_causes()))
+                })
+                .collect();
+            return Err(LockError::unavailable(
+                BACKEND,
+                format!(
+                    "{reachable} of {} nodes reachable, {quorum} needed: {}",
+                    urls.len(),
+                    unreachable.join("; ")
+                ),
+            ));
+        }
+        let nodes = connected
+            .into_iter()
+            .enumerate()
+            .map(|(i, connected)| match connected {
+                Ok(backend) => Node::connected(i, backend),
+                Err(error) => Node::connecting(i, urls[i], &error),
+            })
+            .collect();
+        RedLockBuilder::from_nodes(nodes).build()
     }
 
-    /// The nodes, in the order given.
+    /// Each node in the order given: its backend, or `None` while it is not connected (see
+    /// [`connect`](Self::connect)).
     #[must_use]
-    pub fn nodes(&self) -> &[RedisBackend] {
-        &self.inner.nodes
+    pub fn nodes(&self) -> Vec<Option<RedisBackend>> {
+        self.inner
+            .nodes
+            .iter()
+            .map(|node| node.backend().cloned())
+            .collect()
     }
 
     /// How many nodes must grant (or renew) a lease: a majority, `N / 2 + 1`.

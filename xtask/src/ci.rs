@@ -3,7 +3,8 @@
 //! `.ci/run` calls this. Cheap static checks come first so a formatting slip
 //! is reported in seconds, not after a full test build; the last step is the
 //! README's test command (`cargo xtask test`), run in-process, and after it the fault
-//! catalogue's short form (`cargo xtask chaos --short`).
+//! catalogue's short form (`cargo xtask chaos --short`) and the stampede, idempotency and
+//! inventory demos on Redis.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -100,7 +101,18 @@ enum Action {
     DemoDeps,
     /// `chaos --short`: the fault catalogue's short form, in-process like `test`.
     Chaos,
+    /// A `demo` scenario with these arguments, in-process like `test`: it fails on FAIL.
+    Demo(&'static [&'static str]),
 }
+
+/// The demos CI runs on Redis after the tests, each the README's scenario on the stack's Redis
+/// with two instances of each app: a demo that fails (as the stampede demo did when actix-web's
+/// refreshing request waited) fails CI.
+const DEMOS: &[&[&str]] = &[
+    &["stampede", "--backend", "redis"],
+    &["idempotency", "--backend", "redis"],
+    &["inventory", "--backend", "redis"],
+];
 
 /// Runs the steps in order, stopping at the first failure, then prints how
 /// long each took. Fails with the failing step's exit code.
@@ -174,6 +186,12 @@ pub(crate) fn run() -> Result<()> {
         name: "chaos --short".to_owned(),
         action: Action::Chaos,
     });
+    for demo in DEMOS {
+        steps.push(Step {
+            name: format!("demo {}", demo.join(" ")),
+            action: Action::Demo(demo),
+        });
+    }
 
     let total = steps.len();
     let mut timings: Vec<(String, Duration, bool)> = Vec::new();
@@ -186,6 +204,10 @@ pub(crate) fn run() -> Result<()> {
             Action::Test => test::run(&[]),
             Action::DemoDeps => demo_deps::check(),
             Action::Chaos => run::run(HarnessBin::Chaos, &["--short".to_owned()]),
+            Action::Demo(args) => {
+                let args: Vec<String> = args.iter().map(|&arg| arg.to_owned()).collect();
+                run::run(HarnessBin::Demo, &args)
+            }
         };
         timings.push((step.name, start.elapsed(), result.is_ok()));
         if let Err(err) = result {

@@ -69,7 +69,9 @@ Commands:
                                 with LOCK_TEST_* env vars set, then stop what
                                 this run started. Args go to `cargo test`.
   ci                            fmt check, clippy, per-feature checks of
-                                lock-core, `test`, then `chaos --short`.
+                                lock-core, `test`, then `chaos --short` and
+                                the stampede, idempotency and inventory
+                                demos on Redis.
                                 Stops at first failure.
   demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
                                 (no ARGS: the lock demo, then `demo inventory`

@@ -31,6 +31,10 @@ return {1, ARGV[1]}",
 /// Use it for the resource a lock protects when that resource is a Redis value, or as the
 /// model of the check to put in front of any other store.
 ///
+/// The value of `key` is the hash `<prefix>:fenced:<key>` (fields `fence` and `value`), where
+/// `<prefix>` is the key prefix of the backend the store is connected through (`lock` by
+/// default), or the one given to [`with_key_prefix`](Self::with_key_prefix).
+///
 /// ```no_run
 /// use lock_core::fenced::RedisFencedStore;
 /// use lock_core::{LockClient, RedisBackend};
@@ -52,21 +56,48 @@ pub struct RedisFencedStore {
 }
 
 impl RedisFencedStore {
-    /// A store on `backend`'s server, its keys under the prefix `fenced`.
+    /// A store on `backend`'s server, its keys under the backend's
+    /// [key prefix](RedisBackend::key_prefix): `<prefix>:fenced:<key>`.
     pub async fn connect(backend: &RedisBackend) -> Result<Self> {
         let connection = ConnectionManager::new(backend.redis_client())
             .await
             .map_err(|e| LockError::unavailable("redis", e))?;
-        Ok(Self::from_connection(connection))
+        Self::from_connection(connection).with_key_prefix(backend.key_prefix())
     }
 
-    /// A store on a connection you already have.
+    /// A store on a connection you already have, its keys under the default key prefix
+    /// `lock` (`lock:fenced:<key>`, as with a backend's default); give it the prefix of your
+    /// backend with [`with_key_prefix`](Self::with_key_prefix).
     #[must_use]
     pub fn from_connection(connection: ConnectionManager) -> Self {
         Self {
             connection,
-            prefix: "fenced".to_owned(),
+            prefix: "lock:fenced".to_owned(),
         }
+    }
+
+    /// The store with its keys under `prefix` instead (`<prefix>:fenced:<key>`), as
+    /// [`RedisBackendBuilder::key_prefix`](crate::redis::RedisBackendBuilder::key_prefix) places a
+    /// backend's: give both the same prefix, and a Redis ACL user limited to `~<prefix>:*`
+    /// can use them.
+    ///
+    /// ```no_run
+    /// use lock_core::fenced::RedisFencedStore;
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+    /// let connection = redis::aio::ConnectionManager::new(client).await?;
+    /// let store = RedisFencedStore::from_connection(connection).with_key_prefix("orders")?;
+    /// assert_eq!(store.redis_key("report")?, "orders:fenced:report");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`] for an empty prefix or one with `{` or `}`.
+    pub fn with_key_prefix(mut self, prefix: &str) -> Result<Self> {
+        crate::redis::validate_prefix(prefix)?;
+        self.prefix = format!("{prefix}:fenced");
+        Ok(self)
     }
 
     /// Writes `value` to `key` if `fence` is at least the largest token that wrote it.
@@ -104,7 +135,11 @@ impl RedisFencedStore {
         }
     }
 
-    fn redis_key(&self, key: &str) -> Result<String> {
+    /// The Redis key holding the value of `key`: `<prefix>:fenced:<key>`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidKey`] for a key a lock could not have (empty, too long).
+    pub fn redis_key(&self, key: &str) -> Result<String> {
         let key = LockKey::new("", key)?;
         Ok(format!("{}:{}", self.prefix, key.full()))
     }

@@ -69,6 +69,17 @@ fn open_client(url: &str) -> Result<redis::Client> {
     })
 }
 
+/// Refuses a key prefix that is empty or holds a brace (it would change the keys' Redis
+/// Cluster hash tags).
+pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
+    if prefix.is_empty() || prefix.contains(['{', '}']) {
+        return Err(LockError::InvalidConfig(format!(
+            "Redis key prefix {prefix:?} must be non-empty and free of '{{' and '}}'"
+        )));
+    }
+    Ok(())
+}
+
 /// The settings a backend keeps.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct RedisConfig {
@@ -80,7 +91,13 @@ pub(super) struct RedisConfig {
 }
 
 impl RedisBackendBuilder {
-    /// The prefix of every Redis key this backend writes (default `lock`).
+    /// The prefix of every Redis key and pub/sub channel this backend uses (default `lock`),
+    /// and of the stores made from it: a [`RedisResultStore`](crate::results::RedisResultStore)
+    /// keeps cache entries and idempotency records under `<prefix>:cache:`, a
+    /// [`RedisFencedStore`](crate::fenced::RedisFencedStore) its values under
+    /// `<prefix>:fenced:`. Give each application sharing a server a prefix of its own; a Redis
+    /// ACL user limited to it needs `~<prefix>:*` for the keys and `&<prefix>:*` for the
+    /// channels (see the Redis page of the docs).
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -155,12 +172,7 @@ impl RedisBackendBuilder {
     /// Connects, loads the scripts and subscribes for wake-ups.
     pub async fn connect(self) -> Result<RedisBackend> {
         self.config.breaker.validate()?;
-        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
-            return Err(LockError::InvalidConfig(format!(
-                "Redis key prefix {:?} must be non-empty and free of '{{' and '}}'",
-                self.prefix
-            )));
-        }
+        validate_prefix(&self.prefix)?;
         if self.config.attempts == 0 || self.config.response_timeout.is_zero() {
             return Err(LockError::InvalidConfig(
                 "Redis attempts and response timeout must be positive".into(),

@@ -62,6 +62,18 @@
 //! `:waiters`). A fair lock is handed to its next waiter by the release itself, for a claim
 //! window ([`RedisBackendBuilder::claim_window`]) that the waiter's watchdog extends at once.
 //!
+//! Every key and pub/sub channel starts with the prefix, the stores' made from the backend too:
+//! `lock:cache:{#…}` (with `:watchers`) for the cache's entries and the idempotency records of a
+//! [`RedisResultStore`](crate::results::RedisResultStore), `lock:fenced:…` for a
+//! [`RedisFencedStore`](crate::fenced::RedisFencedStore); the wake-ups go to
+//! `lock:wake:<client id>` (an election's changes to `lock:wake:leader:…`), a result store's
+//! pushes to `lock:cache:push:<store id>`. No pattern subscription is used. So applications
+//! sharing a server keep apart with a prefix each
+//! ([`RedisBackendBuilder::key_prefix`]), and a Redis ACL user limited to its prefix runs all
+//! of it: `ACL SETUSER orders on >… ~orders:* resetchannels &orders:* +@all -@dangerous`
+//! (keys, then channels: Redis 7 gives a new user no channel). `-@dangerous` leaves out
+//! `INFO`, which the backend only sends to log a restarted server's new `run_id`.
+//!
 //! # Round trips
 //! An uncontended acquire is one `EVALSHA`, a release one more. A contended one adds one
 //! `EVALSHA` per wake-up (the first attempt queues the waiter in the same script), plus a
@@ -121,6 +133,7 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use tokio_util::sync::DropGuard;
 
+pub(crate) use self::builder::validate_prefix;
 pub use self::builder::RedisBackendBuilder;
 use self::builder::RedisConfig;
 use self::keys::LockKeys;
@@ -226,6 +239,28 @@ impl RedisBackend {
     #[must_use]
     pub fn breaker(&self) -> &Breaker {
         &self.shared.breaker
+    }
+
+    /// The prefix of every Redis key and pub/sub channel of this backend
+    /// ([`RedisBackendBuilder::key_prefix`], `lock` by default). The stores made from it put
+    /// theirs under it too: `<prefix>:cache:…` for a
+    /// [`RedisResultStore`](crate::results::RedisResultStore) (cache entries and idempotency
+    /// records), `<prefix>:fenced:…` for a [`RedisFencedStore`](crate::fenced::RedisFencedStore).
+    ///
+    /// ```no_run
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .key_prefix("orders")
+    ///     .connect()
+    ///     .await?;
+    /// assert_eq!(backend.key_prefix(), "orders");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn key_prefix(&self) -> &str {
+        &self.shared.prefix
     }
 
     /// Commands this backend has sent to Redis (scripts, re-checks, queue clean-ups), for

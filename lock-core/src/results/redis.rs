@@ -1,12 +1,15 @@
 //! Results in Redis (feature `redis`), pushed to waiting processes by pub/sub.
 //!
-//! For the key `shop:product:42` with the prefix `cache`:
-//! - `cache:{#shop:product:42}`: the encoded entry, expiring when its last window ends;
-//! - `cache:{#shop:product:42}:watchers`: the ids of the processes waiting for its next value
-//!   (expiring with their wait).
+//! Every key and channel is under the key prefix of the backend the store is connected
+//! through ([`RedisBackendBuilder::key_prefix`](crate::redis::RedisBackendBuilder::key_prefix),
+//! `lock` by default), so a Redis ACL user limited to `~<prefix>:*` and `&<prefix>:*` can use
+//! it. For the key `shop:product:42` with the prefix `lock`:
+//! - `lock:cache:{#shop:product:42}`: the encoded entry, expiring when its last window ends;
+//! - `lock:cache:{#shop:product:42}:watchers`: the ids of the processes waiting for its next
+//!   value (expiring with their wait).
 //!
 //! A fresh read is one `GET`. Storing is one script: compare fencing tokens, `SET`, then
-//! `PUBLISH` the entry to each waiting process's channel (`cache:push:<process id>`), so a
+//! `PUBLISH` the entry to each waiting process's channel (`lock:cache:push:<process id>`), so a
 //! process waiting with a thousand callers receives one message. Each store holds one
 //! subscription (kept up as the lock's wake-ups are); when it drops, waiting callers still get
 //! the value through the lease they also queue for.
@@ -76,9 +79,10 @@ struct Shared {
 }
 
 impl RedisResultStore {
-    /// A store on `backend`'s server under the key prefix `cache`; subscribes for pushes.
+    /// A store on `backend`'s server, its keys and channels under the backend's
+    /// [key prefix](RedisBackend::key_prefix) (`<prefix>:cache:…`); subscribes for pushes.
     pub async fn connect(backend: &RedisBackend) -> Result<Self> {
-        let prefix = "cache".to_owned();
+        let prefix = format!("{}:cache", backend.key_prefix());
         let client_id = OwnerToken::random()?.to_hex()[..16].to_owned();
         let channel_prefix = format!("{prefix}:push:");
         let watchers = Arc::new(Watchers::default());
@@ -122,7 +126,8 @@ impl RedisResultStore {
         })
     }
 
-    /// The Redis key holding the entry of `full_key` (`namespace:key`).
+    /// The Redis key holding the entry of `full_key` (`namespace:key`):
+    /// `<backend prefix>:cache:{#<full_key>}`.
     #[must_use]
     pub fn redis_key(&self, full_key: &str) -> String {
         format!("{}:{{#{full_key}}}", self.shared.prefix)

@@ -33,6 +33,11 @@ trait Instances: Send + Sync + 'static {
     ) -> impl std::future::Future<Output = Cache> + Send;
     /// Callers queued for the computation lease of `key`.
     fn lease_waiters(&self, key: &str) -> impl std::future::Future<Output = usize> + Send;
+    /// After a check: fails it if the store refused something the check's caches swallowed
+    /// (a cache fails open), as a Redis ACL user's server logs its refusals.
+    fn after_check(&self) -> impl std::future::Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 fn plain(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
@@ -640,6 +645,7 @@ macro_rules! cache_suite {
                 if let Some(instances) = $make.await {
                     let check = super::calls_in_a_row_take_leases_of_their_own(&instances);
                     timeout(BOUND, check).await.expect("bounded");
+                    instances.after_check().await;
                 }
             }
         }
@@ -650,6 +656,7 @@ macro_rules! cache_suite {
             async fn $check() {
                 if let Some(instances) = $make.await {
                     timeout(BOUND, super::$check(&instances)).await.expect("bounded");
+                    instances.after_check().await;
                 }
             }
         )*
@@ -686,9 +693,25 @@ async fn memory() -> Option<Memory> {
 cache_suite!(on_memory, memory());
 
 #[cfg(feature = "redis")]
+#[derive(Clone)]
 struct Redis {
     url: String,
+    /// A backend with the instances' key prefix, to name their keys.
     names: lock_core::RedisBackend,
+    /// The server, when it is the test's own (an ACL user's): kept until the test ends.
+    acl: Option<Arc<crate::acl_support::AclRedis>>,
+}
+
+#[cfg(feature = "redis")]
+impl Redis {
+    /// Another instance's backend: a connection of its own, the instances' key prefix.
+    async fn backend(&self) -> lock_core::RedisBackend {
+        lock_core::RedisBackend::builder(self.url.as_str())
+            .key_prefix(self.names.key_prefix())
+            .connect()
+            .await
+            .unwrap()
+    }
 }
 
 #[cfg(feature = "redis")]
@@ -697,8 +720,7 @@ impl Instances for Redis {
         &self,
         configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
     ) -> Cache {
-        let backend = lock_core::RedisBackend::connect(&self.url).await.unwrap();
-        configure(cache_support::on_redis(backend).await)
+        configure(cache_support::on_redis(self.backend().await).await)
             .build()
             .unwrap()
     }
@@ -706,17 +728,42 @@ impl Instances for Redis {
     async fn lease_waiters(&self, key: &str) -> usize {
         cache_support::redis_lease_waiters(&self.url, &self.names, key).await
     }
+
+    async fn after_check(&self) {
+        if let Some(acl) = &self.acl {
+            acl.assert_no_refusals().await;
+        }
+    }
 }
 
 #[cfg(feature = "redis")]
 async fn redis() -> Option<Redis> {
     let url = cache_support::redis_url()?;
     let names = lock_core::RedisBackend::connect(&url).await.unwrap();
-    Some(Redis { url, names })
+    Some(Redis {
+        url,
+        names,
+        acl: None,
+    })
 }
 
 #[cfg(feature = "redis")]
 cache_suite!(on_redis, redis());
+
+/// Redis as an ACL user limited to its key prefix (`~svc:*`, `&svc:*`; see `acl_support.rs`)
+/// on a server of the test's own: every key and channel of the cache is under the prefix.
+#[cfg(feature = "redis")]
+async fn redis_acl_user() -> Option<Redis> {
+    let acl = crate::acl_support::AclRedis::start("svc").await;
+    Some(Redis {
+        url: acl.url(),
+        names: acl.backend().await,
+        acl: Some(Arc::new(acl)),
+    })
+}
+
+#[cfg(feature = "redis")]
+cache_suite!(on_redis_acl_user, redis_acl_user());
 
 /// Redis with the store connected on a backend of its own: not the leases' own backend, so
 /// the miss's lease and its second read go as two commands (see `on_redis`: one script).
@@ -729,8 +776,8 @@ impl Instances for RedisTwoSteps {
         &self,
         configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
     ) -> Cache {
-        let leases = lock_core::RedisBackend::connect(&self.0.url).await.unwrap();
-        let values = lock_core::RedisBackend::connect(&self.0.url).await.unwrap();
+        let leases = self.0.backend().await;
+        let values = self.0.backend().await;
         let store = lock_core::results::RedisResultStore::connect(&values)
             .await
             .unwrap();
@@ -764,12 +811,7 @@ async fn a_foreign_value_under_a_redis_key_is_computed_around() {
             builder.on_backend_error(lock_core::cache::OnBackendError::FailClosed)
         }
         let fused = redis.instance(closed).await;
-        let apart = RedisTwoSteps(Redis {
-            url: redis.url.clone(),
-            names: redis.names.clone(),
-        })
-        .instance(closed)
-        .await;
+        let apart = RedisTwoSteps(redis.clone()).instance(closed).await;
         let mut raw = redis::Client::open(redis.url.as_str())
             .unwrap()
             .get_multiplexed_async_connection()
@@ -777,7 +819,7 @@ async fn a_foreign_value_under_a_redis_key_is_computed_around() {
             .unwrap();
         for cache in [fused, apart] {
             let key = unique("foreign");
-            let entry = format!("cache:{{#{NAMESPACE}:{key}}}");
+            let entry = format!("{}:cache:{{#{NAMESPACE}:{key}}}", redis.names.key_prefix());
             let () = redis::cmd("HSET")
                 .arg(&entry)
                 .arg("someone")
@@ -836,16 +878,16 @@ async fn a_redis_miss_reads_again_in_its_lease_script() {
     };
     timeout(BOUND, async {
         let fused = redis.instance(|builder| builder).await;
-        let apart = RedisTwoSteps(Redis {
-            url: redis.url.clone(),
-            names: redis.names.clone(),
-        })
-        .instance(|builder| builder)
-        .await;
+        let apart = RedisTwoSteps(redis.clone())
+            .instance(|builder| builder)
+            .await;
         for (cache, reads_by_themselves, reads_in_scripts) in [(fused, 1, 1), (apart, 2, 0)] {
             let key = unique("fused-read");
-            // The entry's Redis key: `cache:{#<namespace>:<key>}`.
-            let entry = format!("\"cache:{{#{NAMESPACE}:{key}}}\"");
+            // The entry's Redis key: `<prefix>:cache:{#<namespace>:<key>}`.
+            let entry = format!(
+                "\"{}:cache:{{#{NAMESPACE}:{key}}}\"",
+                redis.names.key_prefix()
+            );
             let client = redis::Client::open(redis.url.as_str()).unwrap();
             // Monitoring from here on (the answer to `MONITOR` has come back).
             let mut lines = client

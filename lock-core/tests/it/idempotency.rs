@@ -419,6 +419,7 @@ mod redis_harness {
     use lock_core::{LeaseMode, RedisBackend};
 
     use super::{built, Harness};
+    use crate::acl_support::AclRedis;
 
     /// A Redis server: each instance on connections of its own, its store connected through
     /// its lock backend (so claims take one script) or, with `two_steps`, through another
@@ -427,13 +428,27 @@ mod redis_harness {
     pub(crate) struct Redis {
         pub(crate) url: String,
         two_steps: bool,
+        /// The backends' key prefix.
+        prefix: String,
+        /// The server, when it is the test's own (an ACL user's): kept until the test ends.
+        _acl: Option<AclRedis>,
+    }
+
+    impl Redis {
+        async fn backend(&self) -> RedisBackend {
+            RedisBackend::builder(self.url.as_str())
+                .key_prefix(self.prefix.as_str())
+                .connect()
+                .await
+                .unwrap()
+        }
     }
 
     impl Harness for Redis {
         async fn instance(&self, lease: LeaseMode) -> Idempotency {
-            let backend = RedisBackend::connect(&self.url).await.unwrap();
+            let backend = self.backend().await;
             let store = if self.two_steps {
-                let other = RedisBackend::connect(&self.url).await.unwrap();
+                let other = self.backend().await;
                 RedisResultStore::connect(&other).await.unwrap()
             } else {
                 RedisResultStore::connect(&backend).await.unwrap()
@@ -446,7 +461,24 @@ mod redis_harness {
     pub(crate) async fn redis(two_steps: bool) -> Option<Redis> {
         lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap()
-            .map(|url| Redis { url, two_steps })
+            .map(|url| Redis {
+                url,
+                two_steps,
+                prefix: "lock".to_owned(),
+                _acl: None,
+            })
+    }
+
+    /// A server of the test's own, as an ACL user limited to its key prefix (`~svc:*`,
+    /// `&svc:*`; see `acl_support.rs`): every record's key and push channel is under it.
+    pub(crate) async fn acl_user() -> Option<Redis> {
+        let acl = AclRedis::start("svc").await;
+        Some(Redis {
+            url: acl.url(),
+            two_steps: false,
+            prefix: acl.prefix().to_owned(),
+            _acl: Some(acl),
+        })
     }
 }
 
@@ -454,6 +486,8 @@ mod redis_harness {
 idempotency_suite!(redis_store, redis_harness::redis(false));
 #[cfg(feature = "redis")]
 idempotency_suite!(redis_store_two_steps, redis_harness::redis(true));
+#[cfg(feature = "redis")]
+idempotency_suite!(redis_acl_user, redis_harness::acl_user());
 
 /// With the store on the lock backend itself, a claim is one script: a replay reads the
 /// completed record there and takes no lease (the key's fencing counter does not move, no lock

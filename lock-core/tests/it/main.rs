@@ -11,6 +11,8 @@
 //! subscriber to count log lines, which every test of this binary would write to.
 
 // The suites' shared support.
+#[cfg(feature = "redis")]
+mod acl_support;
 mod cache_support;
 mod child_support;
 #[cfg(any(feature = "etcd", feature = "zookeeper"))]
@@ -57,6 +59,8 @@ mod postgres;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_failover;
+#[cfg(feature = "redis")]
+mod redis_prefix;
 #[cfg(feature = "redis")]
 mod redis_primitives;
 #[cfg(feature = "redis")]

@@ -293,14 +293,26 @@ mod redis_harness {
     use lock_core::results::RedisResultStore;
     use lock_core::RedisBackend;
 
-    pub(crate) struct Redis(String);
+    use crate::acl_support::AclRedis;
+
+    pub(crate) struct Redis {
+        url: String,
+        /// The backends' key prefix.
+        prefix: String,
+        /// The server, when it is the test's own (an ACL user's): kept until the test ends.
+        _acl: Option<AclRedis>,
+    }
 
     impl super::Harness for Redis {
         type Store = RedisResultStore;
 
         /// A store on a connection of its own.
         async fn open(&self) -> RedisResultStore {
-            let backend = RedisBackend::connect(&self.0).await.unwrap();
+            let backend = RedisBackend::builder(self.url.as_str())
+                .key_prefix(self.prefix.as_str())
+                .connect()
+                .await
+                .unwrap();
             RedisResultStore::connect(&backend).await.unwrap()
         }
     }
@@ -308,12 +320,29 @@ mod redis_harness {
     pub(crate) async fn redis() -> Option<Redis> {
         lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap_or_else(|e| panic!("{e}"))
-            .map(Redis)
+            .map(|url| Redis {
+                url,
+                prefix: "lock".to_owned(),
+                _acl: None,
+            })
+    }
+
+    /// A server of the test's own, as an ACL user limited to its key prefix (`~svc:*`,
+    /// `&svc:*`; see `acl_support.rs`): every entry's key and push channel is under it.
+    pub(crate) async fn acl_user() -> Option<Redis> {
+        let acl = AclRedis::start("svc").await;
+        Some(Redis {
+            url: acl.url(),
+            prefix: acl.prefix().to_owned(),
+            _acl: Some(acl),
+        })
     }
 }
 
 #[cfg(feature = "redis")]
 result_store_suite!(redis_store, redis_harness::redis());
+#[cfg(feature = "redis")]
+result_store_suite!(redis_acl_user, redis_harness::acl_user());
 
 #[cfg(feature = "postgres")]
 mod postgres_harness;

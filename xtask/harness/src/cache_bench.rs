@@ -20,20 +20,22 @@ pub const WAITERS: usize = 100;
 /// The origin's time in the collapsed-miss figure.
 pub const ORIGIN_TIME: Duration = Duration::from_millis(20);
 
-async fn cache(url: &str) -> Cache {
+/// A cache on Redis, and its store (whose keys the raw reads name).
+async fn cache(url: &str) -> (Cache, RedisResultStore) {
     let backend = RedisBackend::connect(url).await.expect("connect");
     let store = RedisResultStore::connect(&backend)
         .await
         .expect("cache store");
-    Cache::builder(store, backend)
+    let cache = Cache::builder(store.clone(), backend)
         .namespace(format!("bench-cache-{}", std::process::id()))
         .build()
-        .expect("cache")
+        .expect("cache");
+    (cache, store)
 }
 
 /// Measures both figures, prints them and returns them for the JSON report.
 pub async fn run(url: &str, iterations: usize) -> Value {
-    let (a, b) = (cache(url).await, cache(url).await);
+    let ((a, store), (b, _)) = (cache(url).await, cache(url).await);
     let client = redis::Client::open(url).expect("url");
     let mut raw = client
         .get_connection_manager()
@@ -49,7 +51,7 @@ pub async fn run(url: &str, iterations: usize) -> Value {
         .try_get_with(move || async move { Ok::<_, String>(value) })
         .await
         .expect("fill");
-    let redis_key = format!("cache:{{#{}:{key}}}", a.namespace());
+    let redis_key = store.redis_key(&format!("{}:{key}", a.namespace()));
     let mut hits = Vec::with_capacity(iterations);
     let mut gets = Vec::with_capacity(iterations);
     for round in 0..iterations * 2 {

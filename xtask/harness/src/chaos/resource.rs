@@ -101,6 +101,13 @@ impl Resource {
         format!("chaos:{}", self.round)
     }
 
+    /// The fenced value's Redis key (the store's).
+    fn value_key(&self) -> Result<String, String> {
+        self.store
+            .redis_key(&self.value_name())
+            .map_err(|e| e.to_string())
+    }
+
     /// One critical section writing `value` with `fence`; `fenced: false` skips the check.
     pub async fn section(
         &self,
@@ -151,7 +158,7 @@ impl Resource {
             });
         }
         let stale: i64 = UNFENCED_WRITE
-            .key(format!("fenced:{}", self.value_name()))
+            .key(self.value_key()?)
             .arg(format!("{:020}", fence.get()))
             .arg(value)
             .invoke_async(&mut self.connection.clone())
@@ -190,11 +197,7 @@ impl Resource {
     pub async fn clean_up(&self) -> Result<(), String> {
         let mut c = self.connection.clone();
         let () = c
-            .del(&[
-                self.key("inside"),
-                self.key("counts"),
-                format!("fenced:{}", self.value_name()),
-            ])
+            .del(&[self.key("inside"), self.key("counts"), self.value_key()?])
             .await
             .map_err(err)?;
         Ok(())

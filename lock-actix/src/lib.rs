@@ -49,6 +49,44 @@
 //! # let _ = app;
 //! ```
 //!
+//! All three middlewares are built once, before the server, and cloned into each worker's
+//! `App` (they are `Send + Sync + Clone`, sharing their settings and clients):
+//!
+//! ```no_run
+//! use actix_web::{web, App, HttpServer};
+//! use lock_actix::{Idempotent, KeySource, KeyedLock, LockClient, ResponseCache};
+//! use lock_core::cache::Cache;
+//! use lock_core::idempotency::Idempotency;
+//! use lock_core::MemoryBackend;
+//!
+//! #[actix_web::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let locks = LockClient::new(MemoryBackend::new()); // across instances: on Redis, ...
+//!     let keyed = KeyedLock::builder(locks, KeySource::route_param("sku"))
+//!         .build()
+//!         .map_err(std::io::Error::other)?;
+//!     let cached = ResponseCache::builder(Cache::memory("pages").map_err(std::io::Error::other)?)
+//!         .build()
+//!         .map_err(std::io::Error::other)?;
+//!     let payments = Idempotency::memory("payments").map_err(std::io::Error::other)?;
+//!     let idempotent = Idempotent::builder(payments)
+//!         .scope(|req: &actix_web::dev::ServiceRequest| {
+//!             Some(req.headers().get("x-user")?.to_str().ok()?.to_owned())
+//!         })
+//!         .build()
+//!         .map_err(std::io::Error::other)?;
+//!     HttpServer::new(move || {
+//!         App::new()
+//!             .service(web::resource("/buy/{sku}").wrap(keyed.clone()).post(|| async { "sold" }))
+//!             .service(web::resource("/pages/{id}").wrap(cached.clone()).get(|| async { "page" }))
+//!             .service(web::resource("/pay").wrap(idempotent.clone()).post(|| async { "paid" }))
+//!     })
+//!     .bind(("127.0.0.1", 8080))?
+//!     .run()
+//!     .await
+//! }
+//! ```
+//!
 //! [`LockClient`]: lock_core::LockClient
 
 mod extensions;
@@ -69,3 +107,18 @@ pub use lock_core::http::keyed::{
 pub use lock_core::http::{MatchedRoute, Rejection, RejectionKind};
 pub use lock_core::{FencingToken, LeaseMode, LockClient, LockError, WaitPolicy};
 pub use response_cache::{ResponseCache, ResponseCacheBody, ResponseCacheMiddleware};
+
+#[cfg(test)]
+mod tests {
+    /// Each middleware is built once and cloned into every worker's `App`, on other threads:
+    /// `Send + Sync + Clone` (the keyed lock held `Rc`s, and the README's shape did not compile
+    /// for it).
+    #[test]
+    fn the_middlewares_are_built_once_and_shared_by_the_workers() {
+        fn shared<T: Send + Sync + Clone + 'static>() {}
+        shared::<crate::KeyedLock>();
+        shared::<crate::KeyedLock<crate::BodyKey<fn(&[u8]) -> Option<String>>>>();
+        shared::<crate::Idempotent>();
+        shared::<crate::ResponseCache>();
+    }
+}

@@ -5,6 +5,7 @@
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use actix_web::body::{self, BodyStream, EitherBody};
 use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
@@ -47,8 +48,10 @@ use crate::{KeyExtractor, KeySource};
 #[must_use]
 pub struct KeyedLock<K = KeySource> {
     client: LockClient,
-    extractor: Rc<K>,
-    options: Rc<KeyedLockOptions>,
+    // Shared by the clones each worker's `App` takes, across threads: `Arc`, so the middleware
+    // is built once before the server and cloned into every worker, as the others are.
+    extractor: Arc<K>,
+    options: Arc<KeyedLockOptions>,
 }
 
 impl<K: KeyExtractor> KeyedLock<K> {
@@ -57,8 +60,8 @@ impl<K: KeyExtractor> KeyedLock<K> {
     pub fn new(client: LockClient, extractor: K) -> Self {
         Self {
             client,
-            extractor: Rc::new(extractor),
-            options: Rc::new(KeyedLockOptions::default()),
+            extractor: Arc::new(extractor),
+            options: Arc::new(KeyedLockOptions::default()),
         }
     }
 
@@ -80,7 +83,7 @@ impl<K: KeyExtractor> KeyedLock<K> {
         if let Err(error) = options.validate() {
             tracing::error!(%error, "invalid KeyedLockOptions: locked requests will answer 500");
         }
-        self.options = Rc::new(options);
+        self.options = Arc::new(options);
         self
     }
 }
@@ -90,8 +93,8 @@ impl<K: KeyExtractor> From<HttpKeyedLock<K>> for KeyedLock<K> {
         let (client, extractor, options) = built.into_parts();
         Self {
             client,
-            extractor: Rc::new(extractor),
-            options: Rc::new(options),
+            extractor: Arc::new(extractor),
+            options: Arc::new(options),
         }
     }
 }
@@ -189,7 +192,7 @@ where
 async fn locked<S, B>(
     service: Rc<S>,
     client: LockClient,
-    options: Rc<KeyedLockOptions>,
+    options: Arc<KeyedLockOptions>,
     request: ServiceRequest,
     key: String,
 ) -> Result<ServiceResponse<EitherBody<B>>, Error>

@@ -167,4 +167,27 @@ mod tests {
             "{body}"
         );
     }
+
+    /// Without the `axum` feature the builder refuses a route parameter, naming the feature
+    /// and the source that works without it; with it, the same settings build.
+    #[test]
+    fn the_builder_refuses_a_route_param_only_without_axum() {
+        use lock_core::{LockClient, LockError, MemoryBackend};
+
+        use crate::{KeySource, KeyedLockLayer};
+
+        let locks = LockClient::new(MemoryBackend::new());
+        let built = KeyedLockLayer::builder(locks.clone(), KeySource::route_param("sku")).build();
+        if cfg!(feature = "axum") {
+            assert!(built.is_ok());
+        } else {
+            let error = built.unwrap_err();
+            assert!(matches!(error, LockError::InvalidConfig(_)), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("lock-tower's `axum` feature"), "{message}");
+            assert!(message.contains("KeySource::path_param"), "{message}");
+        }
+        let other = KeyedLockLayer::builder(locks, KeySource::header("x-sku")).build();
+        assert!(other.is_ok());
+    }
 }

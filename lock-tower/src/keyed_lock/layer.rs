@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lock_core::http::keyed::{HttpKeyedLock, HttpKeyedLockBuilder, KeyedLockOptions};
+use lock_core::http::keyed::{HttpKeyedLock, HttpKeyedLockBuilder, KeySource, KeyedLockOptions};
 use lock_core::{LockClient, LockError};
 use tower_layer::Layer;
 
@@ -45,8 +45,16 @@ pub struct KeyedLockLayer<K> {
 
 impl<K> KeyedLockLayer<K> {
     /// Locks every request on the key `extractor` finds, with the default options (reject
-    /// at once when busy).
-    pub fn new(client: LockClient, extractor: K) -> Self {
+    /// at once when busy). A key source this build cannot serve (a route parameter without
+    /// the `axum` feature) is logged here and answers 400; [`builder`](Self::builder) refuses
+    /// it instead.
+    pub fn new(client: LockClient, extractor: K) -> Self
+    where
+        K: 'static,
+    {
+        if let Err(error) = servable(&extractor) {
+            tracing::error!(%error, "KeyedLockLayer cannot serve its key source: locked requests will answer 400");
+        }
         Self {
             client,
             extractor,
@@ -54,9 +62,15 @@ impl<K> KeyedLockLayer<K> {
         }
     }
 
-    /// Starts a layer whose settings [`build`](HttpKeyedLockBuilder::build) checks.
-    pub fn builder(client: LockClient, extractor: K) -> HttpKeyedLockBuilder<K, Self> {
-        HttpKeyedLockBuilder::new(client, extractor)
+    /// Starts a layer whose settings [`build`](HttpKeyedLockBuilder::build) checks: the
+    /// options, and that the key source is one this build can serve
+    /// ([`KeySource::route_param`](lock_core::http::keyed::KeySource::route_param) needs the
+    /// `axum` feature, for axum's `MatchedPath`; without it `build` fails naming the feature).
+    pub fn builder(client: LockClient, extractor: K) -> HttpKeyedLockBuilder<K, Self>
+    where
+        K: 'static,
+    {
+        HttpKeyedLockBuilder::new(client, extractor).checked_by(servable::<K>)
     }
 
     /// Replaces the options. Invalid options (a lease outside lock-core's bounds) are logged
@@ -74,6 +88,19 @@ impl<K> KeyedLockLayer<K> {
     /// takes a lock of its own and wants to fail the same way.
     pub fn rejection(&self, error: &LockError) -> LockRejection {
         LockRejection::from_error(error, &self.options)
+    }
+}
+
+/// Whether this build of lock-tower can serve `extractor`: a route parameter needs the `axum`
+/// feature (without a router's matched path every request would answer 400).
+fn servable<K: 'static>(extractor: &K) -> Result<(), LockError> {
+    let source = (extractor as &dyn std::any::Any).downcast_ref::<KeySource>();
+    match source.and_then(KeySource::route_param_name) {
+        Some(name) if cfg!(not(feature = "axum")) => Err(LockError::InvalidConfig(format!(
+            "KeySource::route_param(\"{name}\") needs lock-tower's `axum` feature (axum's \
+             MatchedPath); enable it, or use KeySource::path_param(\"/route/{{{name}}}\", \"{name}\")"
+        ))),
+        _ => Ok(()),
     }
 }
 

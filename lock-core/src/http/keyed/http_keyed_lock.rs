@@ -69,6 +69,10 @@ impl<K> fmt::Debug for HttpKeyedLock<K> {
     }
 }
 
+/// An adapter's check of a key source when its settings are built
+/// ([`HttpKeyedLockBuilder::checked_by`]).
+pub type SourceCheck<K> = fn(&K) -> Result<(), LockError>;
+
 /// The settings of a keyed-lock middleware: the builder of both adapters
 /// (`lock_tower::KeyedLockLayer::builder`, `lock_actix::KeyedLock::builder`), so they take the
 /// same settings. Each method is the [`KeyedLockOptions`] method of the same name;
@@ -95,6 +99,8 @@ pub struct HttpKeyedLockBuilder<K, T = HttpKeyedLock<K>> {
     client: LockClient,
     extractor: K,
     options: KeyedLockOptions,
+    /// The adapter's check of the key source ([`checked_by`](Self::checked_by)).
+    check: Option<SourceCheck<K>>,
     // `fn() -> T`: the builder makes a `T`, it holds none (and stays `Send + Sync`).
     output: PhantomData<fn() -> T>,
 }
@@ -106,6 +112,7 @@ impl<K, T> HttpKeyedLockBuilder<K, T> {
             client,
             extractor,
             options: KeyedLockOptions::default(),
+            check: None,
             output: PhantomData,
         }
     }
@@ -174,13 +181,42 @@ impl<K, T> HttpKeyedLockBuilder<K, T> {
         self.change(|_| options)
     }
 
+    /// For adapters: `check` runs on the key source when the settings are built, so a source
+    /// the adapter cannot serve (lock-tower's route parameters without its `axum` feature)
+    /// fails [`build`](Self::build) with a message naming the fix, not every request.
+    ///
+    /// ```
+    /// use lock_core::http::keyed::{HttpKeyedLock, KeySource};
+    /// use lock_core::{LockClient, LockError, MemoryBackend};
+    ///
+    /// fn no_routes(source: &KeySource) -> Result<(), LockError> {
+    ///     match source.route_param_name() {
+    ///         Some(name) => Err(LockError::InvalidConfig(format!("no router here for `{name}`"))),
+    ///         None => Ok(()),
+    ///     }
+    /// }
+    /// let locks = LockClient::new(MemoryBackend::new());
+    /// let built = HttpKeyedLock::builder(locks, KeySource::route_param("sku"))
+    ///     .checked_by(no_routes)
+    ///     .build();
+    /// assert!(built.unwrap_err().to_string().contains("`sku`"));
+    /// ```
+    pub fn checked_by(mut self, check: SourceCheck<K>) -> Self {
+        self.check = Some(check);
+        self
+    }
+
     /// The `T`, or the first invalid setting (an empty or malformed method, a key prefix with
-    /// NUL or too long, a lease or `Retry-After` out of bounds).
+    /// NUL or too long, a lease or `Retry-After` out of bounds, a key source the adapter's
+    /// [check](Self::checked_by) refuses).
     pub fn build(self) -> Result<T, LockError>
     where
         T: From<HttpKeyedLock<K>>,
     {
         self.options.validate()?;
+        if let Some(check) = self.check {
+            check(&self.extractor)?;
+        }
         Ok(T::from(HttpKeyedLock {
             client: self.client,
             extractor: self.extractor,
@@ -195,6 +231,7 @@ impl<K: Clone, T> Clone for HttpKeyedLockBuilder<K, T> {
             client: self.client.clone(),
             extractor: self.extractor.clone(),
             options: self.options.clone(),
+            check: self.check,
             output: PhantomData,
         }
     }

@@ -82,8 +82,10 @@ impl KeySource {
     /// The parameter `name` of the route the framework matched (`"sku"` for a request that
     /// axum routed to `/api/buy/{sku}`, or actix to the resource `/buy/{sku}`): no template
     /// to repeat, and nested prefixes come from the router. Requests that matched no route, or
-    /// a route without this parameter, pass through; an adapter that cannot see routing
-    /// ([`MatchedRoute::Unknown`]: lock-tower without its `axum` feature) answers 400 saying so.
+    /// a route without this parameter, pass through. lock-tower sees routes only with its
+    /// `axum` feature: without it, building its layer with this source fails naming the
+    /// feature; a layer placed outside the router ([`MatchedRoute::Unknown`]) answers 400
+    /// saying so.
     ///
     /// ```
     /// use lock_core::http::keyed::KeySource;
@@ -93,6 +95,23 @@ impl KeySource {
     #[must_use]
     pub fn route_param(name: impl Into<String>) -> Self {
         Self::PathSegment(PathSegment::Route { name: name.into() })
+    }
+
+    /// The parameter name of a [`route_param`](Self::route_param) source (`None` for the
+    /// others): what an adapter that cannot see routing refuses at build time.
+    ///
+    /// ```
+    /// use lock_core::http::keyed::KeySource;
+    ///
+    /// assert_eq!(KeySource::route_param("sku").route_param_name(), Some("sku"));
+    /// assert_eq!(KeySource::header("x-sku").route_param_name(), None);
+    /// ```
+    #[must_use]
+    pub fn route_param_name(&self) -> Option<&str> {
+        match self {
+            Self::PathSegment(PathSegment::Route { name }) => Some(name),
+            _ => None,
+        }
     }
 
     /// The header `name`.

@@ -45,7 +45,7 @@ mod run;
 
 pub use crate::lock::scoped::race_lost;
 pub use body_key::BodyLimit;
-pub use http_keyed_lock::{HttpKeyedLock, HttpKeyedLockBuilder};
+pub use http_keyed_lock::{HttpKeyedLock, HttpKeyedLockBuilder, SourceCheck};
 pub use key_source::{KeySource, PathSegment};
 pub use options::{AppliesTo, BusyStatus, KeyedLockOptions, OnLost};
 pub use run::{run_locked, LockInfo, RequestLock};

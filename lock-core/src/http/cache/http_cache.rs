@@ -136,8 +136,8 @@ impl HttpCache {
 
     /// The `Cache-Status` member for a request answered with a response its own background
     /// refresh fetched: `fwd=stale` with the application's status. Only adapters that cannot
-    /// answer from the store once the request went to the application need it (actix-web,
-    /// whose request is consumed by the call).
+    /// answer from the store once the request went to the application need it (lock-actix
+    /// where no task can be spawned beside the request, which the call consumes).
     #[must_use]
     pub fn refreshed_cache_status(&self, fwd_status: u16) -> String {
         CacheStatusHeader::forward(Forward::Stale)

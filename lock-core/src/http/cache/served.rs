@@ -45,9 +45,10 @@ pub struct Answer {
 
 impl Answer {
     /// Whether this is a stored response served without waiting for anything (`hit`, or a
-    /// stale hit while a refresh runs). An adapter whose request was taken by the refresh that
-    /// hit started (actix-web: the request is consumed by calling the application) answers
-    /// with the refreshed response instead, under
+    /// stale hit while a refresh runs). An adapter that cannot send it once the refresh that
+    /// hit started took the request's call (lock-actix where no task can be spawned beside the
+    /// request: it is consumed by calling the application) answers with the refreshed response
+    /// instead, under
     /// [`HttpCache::refreshed_cache_status`](super::HttpCache::refreshed_cache_status).
     #[must_use]
     pub fn yields_to_refresh(&self) -> bool {

@@ -31,6 +31,11 @@ struct LockTowerReadme;
 #[doc = include_str!("../../../lock-actix/README.md")]
 struct LockActixReadme;
 
+/// The guide: production setup.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/production.md")]
+struct GuideProduction;
+
 /// The guide: the lock.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/lock.md")]

@@ -433,6 +433,52 @@ async fn a_fenced_store_on_a_connection_of_its_own_takes_the_prefix() {
     acl.assert_no_refusals().await;
 }
 
+/// An election on an ACL user limited to its prefix: an observer that reads the store only
+/// every minute is told of each leader as it takes over and resigns (the grant and the release
+/// publish on the election's channel, `svc:wake:leader:…`, which the observer subscribes to),
+/// and the server logs no refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_user_limited_to_its_prefix_elects_and_observes() {
+    let acl = AclRedis::start("svc").await;
+    bounded(async {
+        let locks = [
+            LockClient::new(acl.backend().await),
+            LockClient::new(acl.backend().await),
+        ];
+        let name = lock_core::testing::unique("elected");
+        let mut watch = locks[0]
+            .election(&name)
+            .observe_every(Duration::from_secs(60))
+            .observe();
+        assert_eq!(told(&mut watch).await, None);
+        let candidate = locks[1].election(&name).participant("a");
+        let (seen, leading) = tokio::join!(told(&mut watch), async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            candidate.campaign().await.unwrap()
+        });
+        assert_eq!(
+            seen.map(|leader| (leader.participant, leader.term)),
+            Some(("a".to_owned(), leading.term()))
+        );
+        let (seen, resigned) = tokio::join!(told(&mut watch), async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            leading.resign().await.unwrap()
+        });
+        assert!(resigned);
+        assert_eq!(seen, None);
+    })
+    .await;
+    acl.assert_no_refusals().await;
+}
+
+/// What `watch` is told next, within 5 s (the observer reads on its own only every minute).
+async fn told(watch: &mut lock_core::LeaderWatch) -> Option<lock_core::Leader> {
+    tokio::time::timeout(Duration::from_secs(5), watch.changed())
+        .await
+        .expect("the store told the observer")
+        .unwrap()
+}
+
 /// The lock's conformance and primitives suites, run by an ACL user limited to its prefix.
 struct AclUser {
     acl: AclRedis,

@@ -12,7 +12,7 @@ use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
-use crate::breaker::Breaker;
+use crate::breaker::{Breaker, BreakerOptions};
 use crate::redis::availability::through;
 use crate::{LockError, RedisBackend, Result};
 
@@ -34,13 +34,25 @@ static LEVEL: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/level
 
 /// Stock kept in Redis, sharing a [`RedisBackend`]'s connection.
 ///
+/// Its keys live under the backend's [key prefix](RedisBackend::key_prefix) (`lock` by
+/// default), as the lock's do, all of one SKU under one Redis Cluster hash tag:
+/// `<prefix>:stock:{#<namespace>:<sku>}` is the SKU's level (a hash), and beside it
+/// `…:deductions` and `…:reservations` (the orders' records) and `…:expiry` (live reservations
+/// by expiry time). No pub/sub channel. A Redis ACL user limited to `~<prefix>:*` can use it,
+/// and two applications with prefixes of their own keep apart whatever their SKU names.
+///
 /// ```no_run
 /// use lock_core::stock::{RedisStock, Stock};
 /// use lock_core::RedisBackend;
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
-/// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
-/// let stock = Stock::new(RedisStock::new(&backend)).with_namespace("shop")?;
+/// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+///     .key_prefix("shop")
+///     .connect()
+///     .await?;
+/// let store = RedisStock::new(&backend);
+/// assert_eq!(store.redis_key("web:sku-1"), "shop:stock:{#web:sku-1}");
+/// let stock = Stock::new(store).with_namespace("web")?;
 /// stock.restock("sku-1", 100).await?;
 /// # Ok(()) }
 /// ```
@@ -49,22 +61,68 @@ pub struct RedisStock {
     connection: ConnectionManager,
     /// The backend's breaker: the connection is the backend's.
     breaker: Breaker,
+    /// `<key prefix>:stock`.
     prefix: String,
 }
 
 impl RedisStock {
-    /// Stock on `backend`'s server and connection, under the key prefix `stock`.
+    /// Stock on `backend`'s server and connection, under the backend's
+    /// [key prefix](RedisBackend::key_prefix): `<prefix>:stock:{#<namespace>:<sku>}`.
     #[must_use]
     pub fn new(backend: &RedisBackend) -> Self {
         Self {
             connection: backend.connection(),
             breaker: backend.breaker().clone(),
-            prefix: "stock".into(),
+            prefix: format!("{}:stock", backend.key_prefix()),
         }
     }
 
+    /// Stock on a connection you already have, under the default key prefix `lock`
+    /// (`lock:stock:…`, as with a backend's default); give it your backend's prefix with
+    /// [`with_key_prefix`](Self::with_key_prefix). Its commands go through a
+    /// [breaker](crate::breaker) of its own, with the default options.
+    ///
+    /// ```no_run
+    /// use lock_core::stock::RedisStock;
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+    /// let connection = redis::aio::ConnectionManager::new(client).await?;
+    /// let store = RedisStock::from_connection(connection).with_key_prefix("shop")?;
+    /// assert_eq!(store.redis_key("sku-1"), "shop:stock:{#sku-1}");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn from_connection(connection: ConnectionManager) -> Self {
+        Self {
+            connection,
+            breaker: Breaker::new(BACKEND, BreakerOptions::default()),
+            prefix: "lock:stock".to_owned(),
+        }
+    }
+
+    /// The store with its keys under `prefix` instead (`<prefix>:stock:…`), as
+    /// [`RedisBackendBuilder::key_prefix`](crate::RedisBackendBuilder::key_prefix) places a
+    /// backend's.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`] for an empty prefix or one with `{` or `}`.
+    pub fn with_key_prefix(mut self, prefix: &str) -> Result<Self> {
+        crate::redis::validate_prefix(prefix)?;
+        self.prefix = format!("{prefix}:stock");
+        Ok(self)
+    }
+
+    /// The Redis key of the level of the SKU whose key is `full_sku` (`namespace:sku`, as
+    /// [`Stock`](super::Stock) hands it to its store); its other keys are this one with a
+    /// suffix (see the type's docs).
+    #[must_use]
+    pub fn redis_key(&self, full_sku: &str) -> String {
+        format!("{}:{{#{full_sku}}}", self.prefix)
+    }
+
     fn keys(&self, sku: &str) -> [String; 4] {
-        let level = format!("{}:{{#{sku}}}", self.prefix);
+        let level = self.redis_key(sku);
         [
             format!("{level}:deductions"),
             format!("{level}:reservations"),

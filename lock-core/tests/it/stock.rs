@@ -228,14 +228,32 @@ async fn bad_input_is_typed(stock: Stock) {
         .is_invalid_input());
 }
 
+/// Expands `$then!($($args)*; <every check of the stock suite>)`: the one list of checks, for
+/// [`stock_suite!`] and for tests that run every check on one store of their own.
+macro_rules! with_stock_checks {
+    ($then:ident!($($args:tt)*)) => {
+        $then! {
+            $($args)*;
+            exactly_n_sold_under_concurrency, retried_orders_deduct_once,
+            reused_order_ids_are_refused, reservations_confirm_cancel_expire,
+            a_deduction_finds_expired_reservations_returned, bad_input_is_typed
+        }
+    };
+}
+
+/// Runs every check of the stock suite, one after the other, on clones of `$stock`.
+#[allow(unused_macros)]
+macro_rules! run_stock_checks {
+    ($stock:expr; $($check:ident),+) => {
+        $( $check($stock.clone()).await; )+
+    };
+}
+
 /// Expands to one test per check in module `$module`, each on the stock `$make` gives (an
 /// async expression: `None` when its server is missing and may be).
 macro_rules! stock_suite {
     ($module:ident, $make:expr) => {
-        stock_suite!($module, $make;
-            exactly_n_sold_under_concurrency, retried_orders_deduct_once,
-            reused_order_ids_are_refused, reservations_confirm_cancel_expire,
-            a_deduction_finds_expired_reservations_returned, bad_input_is_typed);
+        with_stock_checks!(stock_suite!($module, $make));
     };
     ($module:ident, $make:expr; $($check:ident),+) => {
         mod $module {
@@ -331,10 +349,11 @@ async fn redis_and_admin() -> Option<(Stock, redis::aio::MultiplexedConnection)>
     Some((redis().await?, admin))
 }
 
-/// The Redis key of `sku`'s `part`: `""` (its level), `":deductions"` or `":reservations"`.
+/// The Redis key of `sku`'s `part`: `""` (its level), `":deductions"` or `":reservations"`,
+/// under the stack backend's default key prefix.
 #[cfg(feature = "redis")]
 fn redis_key(sku: &str, part: &str) -> String {
-    format!("stock:{{#test:{sku}}}{part}")
+    format!("lock:stock:{{#test:{sku}}}{part}")
 }
 
 /// A SKU that was never restocked keeps no state for reads, and its refused orders only for
@@ -443,3 +462,6 @@ async fn records_without_a_quantity_stay_duplicates_in_redis() {
     );
     assert_eq!(stock.level(&sku).await.unwrap().available, 5);
 }
+
+#[cfg(feature = "redis")]
+mod redis_store;

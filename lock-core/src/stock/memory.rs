@@ -1,14 +1,14 @@
 //! Stock in this process's memory, with the same semantics as the Redis store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::order_reused;
 use super::OrderLine;
+use super::{check_retention, order_reused, DEFAULT_RETENTION};
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
@@ -18,9 +18,15 @@ use crate::Result;
 
 /// Stock kept in memory; clones share it.
 ///
-/// A SKU that was never restocked keeps no state for reads, and its refused orders only for
-/// [`UNKNOWN_SKU_RETENTION`] after the last one (as in Redis), so requests naming random SKUs
-/// cannot grow the map without bound.
+/// Each record (an order's first outcome) is kept for the retention ([`DEFAULT_RETENTION`]
+/// unless [`with_retention`](Self::with_retention) says otherwise) from the moment it is final
+/// (a deduction or a refused reservation when made; a reservation when confirmed, cancelled or
+/// run out, never while it holds units), as in Redis: a retry inside that window gets the
+/// first outcome, and each call forgets the SKU's records whose time is up, the oldest first,
+/// at most 128 (a sweep every 1,024 calls does the same for every SKU). A SKU that was never
+/// restocked keeps no state for reads, and its refused orders only for
+/// [`UNKNOWN_SKU_RETENTION`] (or the retention, if shorter) after the last one, so requests
+/// naming random SKUs cannot grow the map without bound.
 ///
 /// For one process (tests, a single instance); several instances share a
 /// `RedisStock` (feature `redis`) instead. Clones see the same stock:
@@ -38,26 +44,52 @@ use crate::Result;
 /// assert_eq!(late.outcome, DeductOutcome::OutOfStock { available: 0 });
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct MemoryStock {
     skus: Arc<Mutex<HashMap<String, Sku>>>,
     calls: Arc<AtomicU64>,
+    retention: Duration,
+}
+
+impl Default for MemoryStock {
+    fn default() -> Self {
+        Self {
+            skus: Arc::default(),
+            calls: Arc::default(),
+            retention: DEFAULT_RETENTION,
+        }
+    }
 }
 
 #[derive(Default)]
 struct Sku {
     level: StockLevel,
     /// Order id -> (quantity, first outcome).
-    deductions: HashMap<String, (u64, DeductOutcome)>,
-    reservations: HashMap<String, Held>,
-    /// Restocked at least once: its records are kept.
+    deductions: HashMap<Arc<str>, (u64, DeductOutcome)>,
+    reservations: HashMap<Arc<str>, Held>,
+    /// The live reservations by when they run out.
+    live: BTreeSet<(Instant, Arc<str>)>,
+    /// Every final record (all but live reservations), oldest first: when it became final.
+    timeline: VecDeque<(Instant, Kind, Arc<str>)>,
+    /// Restocked at least once.
     stocked: bool,
     /// For a SKU never restocked: when its records are forgotten.
     forget_at: Option<Instant>,
 }
 
-/// How often (in operations) forgotten SKUs are swept out.
+/// What a record of the timeline is.
+#[derive(Clone, Copy)]
+enum Kind {
+    Deduction,
+    Reservation,
+}
+
+/// How often (in operations) every SKU is swept: forgotten SKUs removed, due records of the
+/// others forgotten.
 const SWEEP_EVERY: u64 = 1024;
+
+/// The most records one call forgets.
+const FORGET_PER_CALL: usize = 128;
 
 struct Held {
     quantity: u64,
@@ -77,21 +109,79 @@ enum HeldState {
 impl Sku {
     /// Returns the units of reservations whose time is up.
     fn expire(&mut self, now: Instant) {
-        for held in self.reservations.values_mut() {
-            if matches!(held.state, HeldState::Live(until) if until <= now) {
+        while let Some((until, order)) = self.live.first().cloned() {
+            if until > now {
+                return;
+            }
+            self.live.pop_first();
+            if let Some(held) = self.reservations.get_mut(&order) {
                 held.state = HeldState::Expired;
                 self.level.reserved -= held.quantity;
                 self.level.available += held.quantity;
+                self.timeline.push_back((now, Kind::Reservation, order));
             }
+        }
+    }
+
+    /// Forgets the records final for `retention` or longer, the oldest first, at most
+    /// [`FORGET_PER_CALL`].
+    fn forget_due(&mut self, now: Instant, retention: Duration) {
+        for _ in 0..FORGET_PER_CALL {
+            match self.timeline.front() {
+                Some((at, _, _)) if *at + retention <= now => {}
+                _ => return,
+            }
+            let Some((_, kind, id)) = self.timeline.pop_front() else {
+                return;
+            };
+            match kind {
+                Kind::Deduction => drop(self.deductions.remove(&id)),
+                Kind::Reservation => drop(self.reservations.remove(&id)),
+            }
+        }
+    }
+
+    fn records(&self) -> usize {
+        self.deductions.len() + self.reservations.len()
+    }
+
+    /// The live reservation `order` is settled: confirmed or cancelled now.
+    fn settled(&mut self, order: &str, until: Instant, now: Instant) {
+        if let Some((_, id)) = self.live.take(&(until, Arc::from(order))) {
+            self.timeline.push_back((now, Kind::Reservation, id));
         }
     }
 }
 
 impl MemoryStock {
-    /// Empty stock.
+    /// Empty stock, keeping each record for [`DEFAULT_RETENTION`].
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Empty stock keeping each record for `retention`: the window in which a retry is
+    /// recognised (see the type's docs).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use lock_core::stock::MemoryStock;
+    ///
+    /// let store = MemoryStock::with_retention(Duration::from_secs(24 * 60 * 60))?;
+    /// assert!(MemoryStock::with_retention(Duration::ZERO).is_err());
+    /// # let _ = store;
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`](crate::LockError::InvalidConfig) outside
+    /// 1 ms..=[`MAX_RETENTION`](super::MAX_RETENTION).
+    pub fn with_retention(retention: Duration) -> Result<Self> {
+        check_retention(retention)?;
+        Ok(Self {
+            retention,
+            ..Self::default()
+        })
     }
 
     /// How many SKUs have any state (for tests and operators).
@@ -100,26 +190,39 @@ impl MemoryStock {
         lock(&self.skus).len()
     }
 
-    fn with<T>(&self, name: &str, f: impl FnOnce(&mut Sku) -> T) -> T {
+    /// How many records (orders' first outcomes) are kept, over every SKU (for tests and
+    /// operators).
+    #[must_use]
+    pub fn record_count(&self) -> usize {
+        lock(&self.skus).values().map(Sku::records).sum()
+    }
+
+    fn with<T>(&self, name: &str, f: impl FnOnce(&mut Sku, Instant) -> T) -> T {
         let now = Instant::now();
+        let retention = self.retention;
         let mut skus = lock(&self.skus);
         if self
             .calls
             .fetch_add(1, Ordering::Relaxed)
             .is_multiple_of(SWEEP_EVERY)
         {
-            skus.retain(|_, sku| sku.forget_at.is_none_or(|at| at > now));
+            skus.retain(|_, sku| {
+                sku.expire(now);
+                sku.forget_due(now, retention);
+                sku.forget_at.is_none_or(|at| at > now)
+            });
         }
         let sku = skus.entry(name.to_owned()).or_default();
         sku.expire(now);
-        let records = sku.deductions.len() + sku.reservations.len();
-        let out = f(sku);
+        sku.forget_due(now, retention);
+        let records = sku.records();
+        let out = f(sku, now);
         if !sku.stocked {
-            let written = sku.deductions.len() + sku.reservations.len();
+            let written = sku.records();
             if written == 0 {
                 skus.remove(name);
             } else if written != records {
-                sku.forget_at = Some(now + UNKNOWN_SKU_RETENTION);
+                sku.forget_at = Some(now + UNKNOWN_SKU_RETENTION.min(retention));
             }
         }
         out
@@ -128,7 +231,7 @@ impl MemoryStock {
 
 impl StockStore for MemoryStock {
     async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
-        let level = self.with(sku, |s| {
+        let level = self.with(sku, |s, _| {
             s.stocked = true;
             s.forget_at = None;
             s.level.available += quantity;
@@ -139,7 +242,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {
-        self.with(line.sku, |s| {
+        self.with(line.sku, |s, now| {
             if let Some(&(first_quantity, outcome)) = s.deductions.get(line.order) {
                 if first_quantity != line.quantity {
                     return Err(order_reused(line.order, first_quantity, line.quantity));
@@ -160,8 +263,9 @@ impl StockStore for MemoryStock {
                     available: s.level.available,
                 }
             };
-            s.deductions
-                .insert(line.order.to_owned(), (line.quantity, outcome));
+            let order: Arc<str> = Arc::from(line.order);
+            s.deductions.insert(order.clone(), (line.quantity, outcome));
+            s.timeline.push_back((now, Kind::Deduction, order));
             Ok(Deduction {
                 outcome,
                 duplicate: false,
@@ -170,7 +274,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
-        self.with(line.sku, |s| {
+        self.with(line.sku, |s, now| {
             if let Some(held) = s.reservations.get(line.order) {
                 if held.quantity != line.quantity {
                     return Err(order_reused(line.order, held.quantity, line.quantity));
@@ -180,16 +284,21 @@ impl StockStore for MemoryStock {
                     duplicate: true,
                 });
             }
+            let order: Arc<str> = Arc::from(line.order);
             let (outcome, state) = if s.level.available >= line.quantity {
                 s.level.available -= line.quantity;
                 s.level.reserved += line.quantity;
+                let until = now + ttl;
+                s.live.insert((until, order.clone()));
                 (
                     ReserveOutcome::Reserved {
                         remaining: s.level.available,
                     },
-                    HeldState::Live(Instant::now() + ttl),
+                    HeldState::Live(until),
                 )
             } else {
+                s.timeline
+                    .push_back((now, Kind::Reservation, order.clone()));
                 (
                     ReserveOutcome::OutOfStock {
                         available: s.level.available,
@@ -198,7 +307,7 @@ impl StockStore for MemoryStock {
                 )
             };
             s.reservations.insert(
-                line.order.to_owned(),
+                order,
                 Held {
                     quantity: line.quantity,
                     first: outcome,
@@ -213,15 +322,16 @@ impl StockStore for MemoryStock {
     }
 
     async fn confirm(&self, sku: &str, order: &str) -> Result<ConfirmOutcome> {
-        let outcome = self.with(sku, |s| {
+        let outcome = self.with(sku, |s, now| {
             let Some(held) = s.reservations.get_mut(order) else {
                 return ConfirmOutcome::Unknown;
             };
             match held.state {
-                HeldState::Live(_) => {
+                HeldState::Live(until) => {
                     held.state = HeldState::Confirmed;
                     s.level.reserved -= held.quantity;
                     s.level.sold += held.quantity;
+                    s.settled(order, until, now);
                     ConfirmOutcome::Confirmed
                 }
                 HeldState::Confirmed => ConfirmOutcome::AlreadyConfirmed,
@@ -234,15 +344,16 @@ impl StockStore for MemoryStock {
     }
 
     async fn cancel(&self, sku: &str, order: &str) -> Result<CancelOutcome> {
-        let outcome = self.with(sku, |s| {
+        let outcome = self.with(sku, |s, now| {
             let Some(held) = s.reservations.get_mut(order) else {
                 return CancelOutcome::Unknown;
             };
             match held.state {
-                HeldState::Live(_) => {
+                HeldState::Live(until) => {
                     held.state = HeldState::Cancelled;
                     s.level.reserved -= held.quantity;
                     s.level.available += held.quantity;
+                    s.settled(order, until, now);
                     CancelOutcome::Cancelled
                 }
                 HeldState::Cancelled | HeldState::Expired => CancelOutcome::AlreadyReleased,
@@ -254,7 +365,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn level(&self, sku: &str) -> Result<StockLevel> {
-        let level = self.with(sku, |s| s.level);
+        let level = self.with(sku, |s, _| s.level);
         Ok(level)
     }
 }

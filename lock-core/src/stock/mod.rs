@@ -55,9 +55,18 @@ use crate::{LockError, LockKey, Result};
 /// The largest quantity one operation accepts.
 pub const MAX_QUANTITY: u64 = 1_000_000_000;
 
+/// How long a store keeps the record of a request by default ([`MemoryStock::with_retention`],
+/// `RedisStock::with_retention`, `SqlStockBuilder::retention` change it): the window in which
+/// a retry with the same order id (or restock id) is recognised and answered with the first
+/// outcome. A week, far longer than any client retries.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// The longest retention a store accepts (ten years).
+pub const MAX_RETENTION: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+
 /// How long the records of a SKU that was never restocked (refused orders naming it) are
-/// kept after the last one: requests naming random SKUs leave nothing that lives forever.
-/// Restocking a SKU keeps its records for good.
+/// kept at most, when the retention is longer: requests naming random SKUs leave little, and
+/// nothing that lives long.
 pub const UNKNOWN_SKU_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The longest order id accepted, in bytes.
@@ -307,6 +316,16 @@ fn order_reused(order: &str, first: u64, asked: u64) -> LockError {
             order.chars().take(64).collect::<String>()
         ),
     }
+}
+
+/// Refuses a retention outside 1 ms..=[`MAX_RETENTION`].
+fn check_retention(retention: Duration) -> Result<()> {
+    if retention < Duration::from_millis(1) || retention > MAX_RETENTION {
+        return Err(LockError::InvalidConfig(format!(
+            "a stock's retention of {retention:?} is outside 1 ms..={MAX_RETENTION:?}"
+        )));
+    }
+    Ok(())
 }
 
 fn check_order(order: &str) -> Result<()> {

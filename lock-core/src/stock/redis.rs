@@ -1,4 +1,5 @@
-//! Stock in Redis: one Lua script per operation, all keys of a SKU under one hash tag.
+//! Stock in Redis: one Lua script per operation, all keys of a SKU under one hash tag, each
+//! record kept for the retention.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use redis::Script;
 
 use super::order_reused;
 use super::OrderLine;
+use super::{check_retention, DEFAULT_RETENTION};
 use super::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
@@ -19,29 +21,85 @@ use crate::{LockError, RedisBackend, Result};
 const BACKEND: &str = "redis";
 const PRELUDE: &str = include_str!("lua/prelude.lua");
 
-fn script(body: &str) -> Script {
-    let retention = UNKNOWN_SKU_RETENTION.as_millis();
+/// A stock script: the prelude, the operation's function (`body`), and `tail`, which calls it.
+fn script(body: &str, tail: &str) -> Script {
+    let unknown = UNKNOWN_SKU_RETENTION.as_millis();
     Script::new(&format!(
-        "local UNKNOWN_SKU_RETENTION_MS = {retention}\n{PRELUDE}\n{body}"
+        "local UNKNOWN_SKU_RETENTION_MS = {unknown}\n{PRELUDE}\n{body}\n{tail}\n"
     ))
 }
 
-static RESTOCK: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/restock.lua")));
-static DEDUCT: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/deduct.lua")));
-static RESERVE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/reserve.lua")));
-static SETTLE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/settle.lua")));
-static LEVEL: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/level.lua")));
+const DEDUCT_LUA: &str = include_str!("lua/deduct.lua");
 
-/// Stock kept in Redis, sharing a [`RedisBackend`]'s connection.
+static RESTOCK: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        include_str!("lua/restock.lua"),
+        "return call(restock, tonumber(ARGV[2]))",
+    )
+});
+static DEDUCT: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        DEDUCT_LUA,
+        "return call(deduct, tonumber(ARGV[2]), ARGV[3])",
+    )
+});
+/// The deduction's own function, called for orders `ARGV[3] .. n`, `n` from `ARGV[4]` to
+/// `ARGV[5]`, in one script call ([`RedisStock::deduct_numbered`]).
+static DEDUCT_NUMBERED: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        DEDUCT_LUA,
+        "for n = tonumber(ARGV[4]), tonumber(ARGV[5]) do\n  \
+         call(deduct, tonumber(ARGV[2]), ARGV[3] .. n)\nend\nreturn 0",
+    )
+});
+static RESERVE: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        include_str!("lua/reserve.lua"),
+        "return call(reserve, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))",
+    )
+});
+static SETTLE: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        include_str!("lua/settle.lua"),
+        "return call(settle, ARGV[2], ARGV[3])",
+    )
+});
+static LEVEL: LazyLock<Script> =
+    LazyLock::new(|| script(include_str!("lua/level.lua"), "return call(read)"));
+
+/// Stock kept in Redis, sharing a [`RedisBackend`]'s connection: each operation is one Lua
+/// script call.
 ///
-/// Its keys live under the backend's [key prefix](RedisBackend::key_prefix) (`lock` by
-/// default), as the lock's do, all of one SKU under one Redis Cluster hash tag:
-/// `<prefix>:stock:{#<namespace>:<sku>}` is the SKU's level (a hash), and beside it
-/// `…:deductions` and `…:reservations` (the orders' records) and `…:expiry` (live reservations
-/// by expiry time). No pub/sub channel. A Redis ACL user limited to `~<prefix>:*` can use it,
-/// and two applications with prefixes of their own keep apart whatever their SKU names.
+/// # Keys
+/// Every key lives under the backend's [key prefix](RedisBackend::key_prefix) (`lock` by
+/// default), as the lock's do, those of one SKU under one Redis Cluster hash tag. For the SKU
+/// `sku-1` of the namespace `web`, with `<level>` = `<prefix>:stock:{#web:sku-1}`:
+///
+/// | key | type | holds | expires |
+/// |---|---|---|---|
+/// | `<level>` | hash | `available`, `reserved`, `sold`, `received` | never |
+/// | `<level>:records` | hash | a record per request a retry must find: `d\|<order id>` (deduction), `r\|<order id>` (reservation), `s\|<restock id>` (restock) | with the timeline |
+/// | `<level>:timeline` | list | `<ms>\|<record's field>` for each record from the moment it is final, newest first | the retention after the last record written, unless a reservation is live |
+/// | `<level>:expiry` | sorted set | live reservations' order ids by expiry time | empty when none is live |
+///
+/// No pub/sub channel. A Redis ACL user limited to `~<prefix>:*` can use it, and two
+/// applications with prefixes of their own keep their stock apart whatever their SKU names.
+///
+/// # Retention
+/// A record is kept for the [retention](Self::with_retention) ([`DEFAULT_RETENTION`], a
+/// week, by default) from the moment it is final (a deduction, a restock or a refused
+/// reservation when written; a reservation when confirmed, cancelled or run out: never while
+/// it holds units): a retry inside that window gets the first outcome, one after it is a new
+/// request. Each script call first forgets the SKU's records whose time is up, the oldest
+/// first, at most 128 of them (one `LRANGE` of the timeline's tail, one `HDEL`, one `LTRIM`),
+/// so memory follows the traffic of the last retention; a SKU nobody names any more has its
+/// records and timeline expire as a whole (by Redis's TTL) the retention after its last
+/// record, keeping only its level. A record takes about 95 bytes plus twice the order id
+/// (the hash field and the timeline entry); every instance on one prefix must use the same
+/// retention.
 ///
 /// ```no_run
+/// use std::time::Duration;
 /// use lock_core::stock::{RedisStock, Stock};
 /// use lock_core::RedisBackend;
 ///
@@ -50,7 +108,7 @@ static LEVEL: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/level
 ///     .key_prefix("shop")
 ///     .connect()
 ///     .await?;
-/// let store = RedisStock::new(&backend);
+/// let store = RedisStock::new(&backend).with_retention(Duration::from_secs(24 * 60 * 60))?;
 /// assert_eq!(store.redis_key("web:sku-1"), "shop:stock:{#web:sku-1}");
 /// let stock = Stock::new(store).with_namespace("web")?;
 /// stock.restock("sku-1", 100).await?;
@@ -63,6 +121,8 @@ pub struct RedisStock {
     breaker: Breaker,
     /// `<key prefix>:stock`.
     prefix: String,
+    /// The retention in ms, as every script takes it (`ARGV[1]`).
+    retention_ms: String,
 }
 
 impl RedisStock {
@@ -74,6 +134,7 @@ impl RedisStock {
             connection: backend.connection(),
             breaker: backend.breaker().clone(),
             prefix: format!("{}:stock", backend.key_prefix()),
+            retention_ms: DEFAULT_RETENTION.as_millis().to_string(),
         }
     }
 
@@ -98,6 +159,7 @@ impl RedisStock {
             connection,
             breaker: Breaker::new(BACKEND, BreakerOptions::default()),
             prefix: "lock:stock".to_owned(),
+            retention_ms: DEFAULT_RETENTION.as_millis().to_string(),
         }
     }
 
@@ -113,6 +175,18 @@ impl RedisStock {
         Ok(self)
     }
 
+    /// The store keeping each record for `retention` instead of [`DEFAULT_RETENTION`]: the
+    /// window in which a retry is recognised (see the type's docs). Give every instance on
+    /// one prefix the same.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidConfig`] outside 1 ms..=[`MAX_RETENTION`](super::MAX_RETENTION).
+    pub fn with_retention(mut self, retention: Duration) -> Result<Self> {
+        check_retention(retention)?;
+        self.retention_ms = retention.as_millis().to_string();
+        Ok(self)
+    }
+
     /// The Redis key of the level of the SKU whose key is `full_sku` (`namespace:sku`, as
     /// [`Stock`](super::Stock) hands it to its store); its other keys are this one with a
     /// suffix (see the type's docs).
@@ -121,36 +195,59 @@ impl RedisStock {
         format!("{}:{{#{full_sku}}}", self.prefix)
     }
 
-    fn keys(&self, sku: &str) -> [String; 4] {
+    /// `script`'s invocation on `sku`'s keys (level, records, timeline, expiry) with the
+    /// retention and `args`.
+    fn invocation<'a>(
+        &self,
+        script: &'a Script,
+        sku: &str,
+        args: &[&str],
+    ) -> redis::ScriptInvocation<'a> {
         let level = self.redis_key(sku);
-        [
-            format!("{level}:deductions"),
-            format!("{level}:reservations"),
-            format!("{level}:expiry"),
-            level,
-        ]
+        let mut invocation = script.prepare_invoke();
+        invocation
+            .key(&level)
+            .key(format!("{level}:records"))
+            .key(format!("{level}:timeline"))
+            .key(format!("{level}:expiry"))
+            .arg(&self.retention_ms);
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        invocation
     }
 
     async fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
         sku: &str,
-        args: &[String],
+        args: &[&str],
     ) -> Result<T> {
-        let [deductions, reservations, expiry, level] = self.keys(sku);
-        let mut invocation = script.prepare_invoke();
-        invocation
-            .key(level)
-            .key(deductions)
-            .key(reservations)
-            .key(expiry);
-        for arg in args {
-            invocation.arg(arg);
-        }
+        let invocation = self.invocation(script, sku, args);
         let mut connection = self.connection.clone();
         through(&self.breaker, invocation.invoke_async(&mut connection))
             .await?
             .map_err(|e| LockError::unavailable(BACKEND, e))
+    }
+
+    /// Deducts `quantity` units of `sku` (its key as [`Stock`](super::Stock) hands it,
+    /// `namespace:sku`) for the orders `<prefix><n>`, `n` from `first` to `last`, in one
+    /// script call running the deduction's own code once per order (each a request of its
+    /// own: due reservations returned, due records forgotten, the record written). For load
+    /// tests (the memory test sends a million orders this way): nothing is validated and no
+    /// outcome is returned.
+    #[doc(hidden)]
+    pub async fn deduct_numbered(
+        &self,
+        sku: &str,
+        quantity: u64,
+        prefix: &str,
+        first: u64,
+        last: u64,
+    ) -> Result<()> {
+        let (quantity, first, last) = (quantity.to_string(), first.to_string(), last.to_string());
+        let args = [quantity.as_str(), prefix, first.as_str(), last.as_str()];
+        self.run::<()>(&DEDUCT_NUMBERED, sku, &args).await
     }
 }
 
@@ -206,7 +303,9 @@ fn protocol(detail: String) -> LockError {
 
 impl StockStore for RedisStock {
     async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
-        let values: Vec<u64> = self.run(&RESTOCK, sku, &[quantity.to_string()]).await?;
+        let values: Vec<u64> = self
+            .run(&RESTOCK, sku, &[quantity.to_string().as_str()])
+            .await?;
         parse_level(&values)
     }
 
@@ -215,7 +314,7 @@ impl StockStore for RedisStock {
             .run(
                 &DEDUCT,
                 line.sku,
-                &[line.quantity.to_string(), line.order.to_owned()],
+                &[line.quantity.to_string().as_str(), line.order],
             )
             .await?;
         check_repeat(duplicate, &record, line.order, line.quantity)?;
@@ -233,11 +332,8 @@ impl StockStore for RedisStock {
 
     async fn reserve(&self, line: OrderLine<'_>, ttl: Duration) -> Result<Reservation> {
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let args = [
-            line.quantity.to_string(),
-            line.order.to_owned(),
-            ttl_ms.to_string(),
-        ];
+        let (quantity, ttl_ms) = (line.quantity.to_string(), ttl_ms.to_string());
+        let args = [quantity.as_str(), line.order, ttl_ms.as_str()];
         let (duplicate, record): (u8, String) = self.run(&RESERVE, line.sku, &args).await?;
         check_repeat(duplicate, &record, line.order, line.quantity)?;
         let number = last_number(&record)?;
@@ -253,9 +349,7 @@ impl StockStore for RedisStock {
     }
 
     async fn confirm(&self, sku: &str, order: &str) -> Result<ConfirmOutcome> {
-        let before: String = self
-            .run(&SETTLE, sku, &[order.to_owned(), "confirm".into()])
-            .await?;
+        let before: String = self.run(&SETTLE, sku, &[order, "confirm"]).await?;
         Ok(match before.as_str() {
             "L" => ConfirmOutcome::Confirmed,
             "C" => ConfirmOutcome::AlreadyConfirmed,
@@ -266,9 +360,7 @@ impl StockStore for RedisStock {
     }
 
     async fn cancel(&self, sku: &str, order: &str) -> Result<CancelOutcome> {
-        let before: String = self
-            .run(&SETTLE, sku, &[order.to_owned(), "cancel".into()])
-            .await?;
+        let before: String = self.run(&SETTLE, sku, &[order, "cancel"]).await?;
         Ok(match before.as_str() {
             "L" => CancelOutcome::Cancelled,
             "X" | "E" => CancelOutcome::AlreadyReleased,

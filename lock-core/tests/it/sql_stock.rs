@@ -282,9 +282,15 @@ impl Sweeper {
     async fn sweep(&self) -> u64 {
         match self {
             #[cfg(feature = "postgres")]
-            Self::Postgres(store) => store.sweep_older_than(Duration::ZERO).await.unwrap(),
+            Self::Postgres(store) => store
+                .sweep_unknown_older_than(Duration::ZERO)
+                .await
+                .unwrap(),
             #[cfg(feature = "mysql")]
-            Self::MySql(store) => store.sweep_older_than(Duration::ZERO).await.unwrap(),
+            Self::MySql(store) => store
+                .sweep_unknown_older_than(Duration::ZERO)
+                .await
+                .unwrap(),
         }
     }
 }

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use lock_core::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, MemoryStock, ReserveOutcome, Stock,
+    DEFAULT_RETENTION,
 };
 use lock_core::testing::unique;
 use lock_core::LockError;
-use tokio::time::timeout;
+use tokio::time::{timeout, Instant};
 
 /// Every check ends within this, pass or fail.
 const BOUND: Duration = Duration::from_secs(30);
@@ -228,6 +229,75 @@ async fn bad_input_is_typed(stock: Stock) {
         .is_invalid_input());
 }
 
+/// A retention short enough for a test to wait out.
+const SHORT_RETENTION: Duration = Duration::from_secs(2);
+
+/// On a store with [`SHORT_RETENTION`]: each record is kept for the retention from the moment
+/// it is final and forgotten after it. A retry inside it answers the first outcome and takes
+/// nothing; the same order id after it is a new order (refusals included); a reservation is
+/// kept while it holds units, however long, and a cancelled one only the retention after its
+/// cancel.
+async fn records_are_forgotten_after_the_retention(stock: Stock) {
+    let sku = unique("retention");
+    let hour = Duration::from_secs(60 * 60);
+    let started = Instant::now();
+    stock.restock(&sku, 10).await.unwrap();
+    stock.reserve(&sku, 1, "r-cancelled", hour).await.unwrap();
+    cancel(&stock, &sku, "r-cancelled", CancelOutcome::Cancelled).await;
+    let refused = stock.deduct(&sku, 100, "too-many").await.unwrap();
+    assert_eq!(refused.outcome, DeductOutcome::OutOfStock { available: 10 });
+    let first = stock.deduct(&sku, 1, "o-1").await.unwrap();
+    assert_eq!(
+        (first.outcome, first.duplicate),
+        (DeductOutcome::Deducted { remaining: 9 }, false)
+    );
+    let live = stock.reserve(&sku, 1, "r-live", hour).await.unwrap();
+    assert_eq!(live.outcome, ReserveOutcome::Reserved { remaining: 8 });
+
+    // Inside the retention: a retry gets the first outcome, nothing is taken twice.
+    let retry = stock.deduct(&sku, 1, "o-1").await.unwrap();
+    assert_eq!((retry.outcome, retry.duplicate), (first.outcome, true));
+    assert_eq!(stock.level(&sku).await.unwrap().sold, 1);
+
+    // After it the same order id is a new order. The store's clock decides when: each try
+    // before that is a retry, answered as one and changing nothing.
+    let again = timeout(SHORT_RETENTION + Duration::from_secs(20), async {
+        loop {
+            let again = stock.deduct(&sku, 1, "o-1").await.unwrap();
+            if !again.duplicate {
+                return again;
+            }
+            assert_eq!(again.outcome, first.outcome);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the order's record was never forgotten");
+    let waited = started.elapsed();
+    assert!(waited >= SHORT_RETENTION, "forgotten after {waited:?}");
+    assert_eq!(again.outcome, DeductOutcome::Deducted { remaining: 7 });
+    // Recorded before it, the refusal and the cancelled reservation are forgotten too.
+    let refused_again = stock.deduct(&sku, 100, "too-many").await.unwrap();
+    assert_eq!(
+        (refused_again.outcome, refused_again.duplicate),
+        (DeductOutcome::OutOfStock { available: 7 }, false)
+    );
+    cancel(&stock, &sku, "r-cancelled", CancelOutcome::Unknown).await;
+    // The live reservation is kept however long it holds its units.
+    let live_retry = stock.reserve(&sku, 1, "r-live", hour).await.unwrap();
+    assert_eq!(
+        (live_retry.outcome, live_retry.duplicate),
+        (live.outcome, true)
+    );
+    confirm(&stock, &sku, "r-live", ConfirmOutcome::Confirmed).await;
+
+    let level = stock.audit(&sku).await.unwrap();
+    assert_eq!(
+        (level.available, level.reserved, level.sold, level.received),
+        (7, 0, 3, 10)
+    );
+}
+
 /// Expands `$then!($($args)*; <every check of the stock suite>)`: the one list of checks, for
 /// [`stock_suite!`] and for tests that run every check on one store of their own.
 macro_rules! with_stock_checks {
@@ -249,8 +319,10 @@ macro_rules! run_stock_checks {
     };
 }
 
-/// Expands to one test per check in module `$module`, each on the stock `$make` gives (an
-/// async expression: `None` when its server is missing and may be).
+/// Expands to one test per check in module `$module`, each on the stock `$make(retention)`
+/// gives (`$make` a function of the store's retention returning a future: `None` when its
+/// server is missing and may be): every check of [`with_stock_checks!`] with the default
+/// retention, and [`records_are_forgotten_after_the_retention`] with [`SHORT_RETENTION`].
 macro_rules! stock_suite {
     ($module:ident, $make:expr) => {
         with_stock_checks!(stock_suite!($module, $make));
@@ -261,80 +333,94 @@ macro_rules! stock_suite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $check() {
-                    if let Some(stock) = $make.await {
+                    if let Some(stock) = ($make)(DEFAULT_RETENTION).await {
                         timeout(BOUND, super::$check(stock)).await.expect("bounded");
                     }
                 }
             )+
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn records_are_forgotten_after_the_retention() {
+                if let Some(stock) = ($make)(SHORT_RETENTION).await {
+                    let check = super::records_are_forgotten_after_the_retention(stock);
+                    timeout(BOUND, check).await.expect("bounded");
+                }
+            }
         }
     };
 }
 
-async fn memory() -> Option<Stock> {
-    Some(
-        Stock::new(MemoryStock::new())
-            .with_namespace("test")
-            .unwrap(),
-    )
+async fn memory(retention: Duration) -> Option<Stock> {
+    let store = MemoryStock::with_retention(retention).unwrap();
+    Some(Stock::new(store).with_namespace("test").unwrap())
 }
 
-stock_suite!(memory_stock, memory());
+stock_suite!(memory_stock, memory);
 
 #[cfg(feature = "redis")]
-async fn redis() -> Option<Stock> {
+async fn redis(retention: Duration) -> Option<Stock> {
     let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let backend = lock_core::RedisBackend::connect(&url).await.unwrap();
-    Some(
-        Stock::new(lock_core::stock::RedisStock::new(&backend))
-            .with_namespace("test")
-            .unwrap(),
-    )
+    let store = lock_core::stock::RedisStock::new(&backend)
+        .with_retention(retention)
+        .unwrap();
+    Some(Stock::new(store).with_namespace("test").unwrap())
 }
 
 #[cfg(feature = "redis")]
-stock_suite!(redis_stock, redis());
+stock_suite!(redis_stock, redis);
 
-/// The SQL stock with `strategy`, on the server `variable` names.
+/// The SQL stock with `strategy` and `retention`, on the server `variable` names.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn sql<D: lock_core::stock::StockDialect>(
     variable: &str,
     strategy: lock_core::stock::StockStrategy,
+    retention: Duration,
 ) -> Option<Stock> {
     let url = lock_core::testing::server_url(variable).expect("test server")?;
     let store = lock_core::stock::SqlStock::<D>::builder(&url)
         .strategy(strategy)
+        .retention(retention)
         .connect()
         .await
         .unwrap();
     Some(Stock::new(store).with_namespace("test").unwrap())
 }
 
+/// The SQL stock suites of database `$db`, on the server `$url` names, one per strategy.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+macro_rules! sql_stock_suites {
+    ($db:ty, $url:expr) => {
+        use lock_core::stock::StockStrategy;
+
+        use super::*;
+
+        stock_suite!(for_update, |retention| sql::<$db>(
+            $url,
+            StockStrategy::ForUpdate,
+            retention
+        ));
+        stock_suite!(optimistic, |retention| sql::<$db>(
+            $url,
+            StockStrategy::Optimistic,
+            retention
+        ));
+        stock_suite!(conditional, |retention| sql::<$db>(
+            $url,
+            StockStrategy::Conditional,
+            retention
+        ));
+    };
+}
+
 #[cfg(feature = "postgres")]
 mod postgres_stock {
-    use lock_core::stock::StockStrategy;
-
-    use super::*;
-
-    type Db = sqlx::Postgres;
-    const URL: &str = "LOCK_TEST_POSTGRES_URL";
-
-    stock_suite!(for_update, sql::<Db>(URL, StockStrategy::ForUpdate));
-    stock_suite!(optimistic, sql::<Db>(URL, StockStrategy::Optimistic));
-    stock_suite!(conditional, sql::<Db>(URL, StockStrategy::Conditional));
+    sql_stock_suites!(sqlx::Postgres, "LOCK_TEST_POSTGRES_URL");
 }
 
 #[cfg(feature = "mysql")]
 mod mysql_stock {
-    use lock_core::stock::StockStrategy;
-
-    use super::*;
-
-    type Db = sqlx::MySql;
-    const URL: &str = "LOCK_TEST_MYSQL_URL";
-
-    stock_suite!(for_update, sql::<Db>(URL, StockStrategy::ForUpdate));
-    stock_suite!(optimistic, sql::<Db>(URL, StockStrategy::Optimistic));
-    stock_suite!(conditional, sql::<Db>(URL, StockStrategy::Conditional));
+    sql_stock_suites!(sqlx::MySql, "LOCK_TEST_MYSQL_URL");
 }
 
 /// The Redis stock, and a connection of its own to read the stock's keys.
@@ -346,18 +432,19 @@ async fn redis_and_admin() -> Option<(Stock, redis::aio::MultiplexedConnection)>
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    Some((redis().await?, admin))
+    Some((redis(DEFAULT_RETENTION).await?, admin))
 }
 
-/// The Redis key of `sku`'s `part`: `""` (its level), `":deductions"` or `":reservations"`,
-/// under the stack backend's default key prefix.
+/// The Redis key of `sku`'s `part`: `""` (its level), `":records"` or `":timeline"`, under the
+/// stack backend's default key prefix.
 #[cfg(feature = "redis")]
 fn redis_key(sku: &str, part: &str) -> String {
     format!("lock:stock:{{#test:{sku}}}{part}")
 }
 
 /// A SKU that was never restocked keeps no state for reads, and its refused orders only for
-/// the retention time after the last one; a restocked SKU keeps its records.
+/// `UNKNOWN_SKU_RETENTION` after the last one; a restocked SKU keeps its records for the
+/// store's retention (a week).
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn unknown_skus_are_forgotten_in_memory() {
     let memory = MemoryStock::new();
@@ -386,7 +473,29 @@ async fn unknown_skus_are_forgotten_in_memory() {
     assert!(stock.deduct("real", 5, "too-many").await.unwrap().duplicate);
 }
 
-/// The same rule in Redis: records of never-stocked SKUs expire, restocking keeps them.
+/// On a paused clock, 100,000 distinct orders on one SKU of a memory store with a 60 s
+/// retention, one a millisecond: no more records are kept than the orders of the last 60 s
+/// (and the restock's), and the retention's orders are all still recognised.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn memory_keeps_the_records_of_one_retention() {
+    let retention = Duration::from_secs(60);
+    let memory = MemoryStock::with_retention(retention).unwrap();
+    let stock = Stock::new(memory.clone());
+    stock.restock("sku", 1_000).await.unwrap();
+    let mut most = 0;
+    for n in 0..100_000 {
+        stock.deduct("sku", 1, &format!("o-{n}")).await.unwrap();
+        most = most.max(memory.record_count());
+        tokio::time::advance(Duration::from_millis(1)).await;
+    }
+    assert!(most <= 60_001, "{most} records kept");
+    assert!(stock.deduct("sku", 1, "o-40001").await.unwrap().duplicate);
+    assert!(!stock.deduct("sku", 1, "o-39000").await.unwrap().duplicate);
+}
+
+/// The same rule in Redis: the records of never-stocked SKUs expire within
+/// `UNKNOWN_SKU_RETENTION`; restocking gives them the store's retention (a week), the level
+/// never expires.
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_skus_expire_in_redis() {
@@ -401,14 +510,15 @@ async fn unknown_skus_expire_in_redis() {
         .reserve(&sku, 1, "r-1", Duration::from_secs(60))
         .await
         .unwrap();
-    let retention = i64::try_from(lock_core::stock::UNKNOWN_SKU_RETENTION.as_millis()).unwrap();
-    for part in [":deductions", ":reservations"] {
+    let unknown = i64::try_from(lock_core::stock::UNKNOWN_SKU_RETENTION.as_millis()).unwrap();
+    let retention = i64::try_from(DEFAULT_RETENTION.as_millis()).unwrap();
+    for part in [":records", ":timeline"] {
         let ttl: i64 = redis::cmd("PTTL")
             .arg(key(part))
             .query_async(&mut admin)
             .await
             .unwrap();
-        assert!(0 < ttl && ttl <= retention, "{part}: TTL {ttl} ms");
+        assert!(0 < ttl && ttl <= unknown, "{part}: TTL {ttl} ms");
     }
     let level: i64 = redis::cmd("EXISTS")
         .arg(key(""))
@@ -417,13 +527,17 @@ async fn unknown_skus_expire_in_redis() {
         .unwrap();
     assert_eq!(level, 0, "a read created the level hash");
     stock.restock(&sku, 1).await.unwrap();
-    for part in [":deductions", ":reservations", ""] {
+    for part in [":records", ":timeline", ""] {
         let ttl: i64 = redis::cmd("PTTL")
             .arg(key(part))
             .query_async(&mut admin)
             .await
             .unwrap();
-        assert_eq!(ttl, -1, "{part:?} of a stocked SKU must be kept");
+        if part.is_empty() {
+            assert_eq!(ttl, -1, "the level of a stocked SKU must be kept");
+        } else {
+            assert!(unknown < ttl && ttl <= retention, "{part}: TTL {ttl} ms");
+        }
     }
 }
 
@@ -438,10 +552,10 @@ async fn records_without_a_quantity_stay_duplicates_in_redis() {
     let sku = unique("legacy");
     stock.restock(&sku, 5).await.unwrap();
     let key = |part: &str| redis_key(&sku, part);
-    for (part, record) in [(":deductions", "D|3"), (":reservations", "O|0|1")] {
+    for (field, record) in [("d|old", "D|3"), ("r|old", "O|0|1")] {
         let _: i64 = redis::cmd("HSET")
-            .arg(key(part))
-            .arg("old")
+            .arg(key(":records"))
+            .arg(field)
             .arg(record)
             .query_async(&mut admin)
             .await

@@ -1,2 +1,4 @@
 -- Returns the level (after returning expired reservations).
-return level()
+local function read()
+  return level()
+end

@@ -1,20 +1,22 @@
--- ARGV[1] quantity   ARGV[2] order id   ARGV[3] ttl ms
--- Returns {duplicate (0/1), record}; the record keeps the quantity (the caller refuses a
--- duplicate asking for another quantity).
-local first = redis.call('HGET', KEYS[3], ARGV[2])
-if first then
-  return {1, first}
+-- Holds `quantity` units for `order` for `ttl_ms` if available, once per order id. Returns
+-- {duplicate (0/1), record}; the record keeps the quantity (the caller refuses a duplicate
+-- asking for another quantity).
+local function reserve(quantity, order, ttl_ms)
+  local field = 'r|' .. order
+  local first = redis.call('HGET', KEYS[2], field)
+  if first then
+    return {1, first}
+  end
+  local have = available()
+  if have >= quantity then
+    redis.call('HINCRBY', KEYS[1], 'available', -quantity)
+    redis.call('HINCRBY', KEYS[1], 'reserved', quantity)
+    redis.call('ZADD', KEYS[4], NOW + ttl_ms, order)
+    local record = 'L|' .. int(quantity) .. '|' .. int(have - quantity)
+    remember(field, record, false)
+    return {0, record}
+  end
+  local record = 'O|' .. int(quantity) .. '|' .. int(have)
+  remember(field, record, true)
+  return {0, record}
 end
-local quantity = tonumber(ARGV[1])
-local have = available()
-local record
-if have >= quantity then
-  redis.call('HINCRBY', KEYS[1], 'available', -quantity)
-  redis.call('HINCRBY', KEYS[1], 'reserved', quantity)
-  redis.call('ZADD', KEYS[4], now_ms() + tonumber(ARGV[3]), ARGV[2])
-  record = 'L|' .. int(quantity) .. '|' .. int(have - quantity)
-else
-  record = 'O|' .. int(quantity) .. '|' .. int(have)
-end
-remember(KEYS[3], ARGV[2], record)
-return {0, record}

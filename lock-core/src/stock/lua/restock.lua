@@ -1,6 +1,8 @@
--- ARGV[1] quantity. Returns the level. A stocked SKU's records are kept for good.
-redis.call('PERSIST', KEYS[2])
-redis.call('PERSIST', KEYS[3])
-redis.call('HINCRBY', KEYS[1], 'available', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'received', ARGV[1])
-return level()
+-- Adds `quantity` units. Returns the level. The SKU's records now expire by the retention (a
+-- SKU never restocked keeps them UNKNOWN_SKU_RETENTION_MS at most).
+local function restock(quantity)
+  redis.call('HINCRBY', KEYS[1], 'available', quantity)
+  redis.call('HINCRBY', KEYS[1], 'received', quantity)
+  wrote = true
+  return level()
+end

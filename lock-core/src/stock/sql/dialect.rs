@@ -46,6 +46,9 @@ pub(super) mod sealed {
         fn restock(prefix: &str) -> String;
         /// Removes one batch of the records of SKUs never restocked (`?`: retention µs).
         fn sweep_unknown(prefix: &str) -> String;
+        /// Removes one batch (at most 1,000) of the orders table's rows that match
+        /// `condition` (on the table's own columns).
+        fn delete_batch(prefix: &str, condition: &str) -> String;
         /// A statement written with `?` placeholders, as this database numbers them.
         fn placeholders(sql: &str) -> String;
         /// The database chose this transaction as a deadlock or serialization victim.
@@ -81,6 +84,13 @@ impl sealed::Sealed for sqlx::Postgres {
              WHERE o.recorded_at < {now} - ? AND NOT EXISTS \
              (SELECT 1 FROM {prefix}_levels l WHERE l.sku = o.sku) LIMIT 1000)",
             now = Self::NOW_US
+        )
+    }
+
+    fn delete_batch(prefix: &str, condition: &str) -> String {
+        format!(
+            "DELETE FROM {prefix}_orders WHERE ctid IN (SELECT ctid FROM {prefix}_orders \
+             WHERE {condition} LIMIT 1000)"
         )
     }
 
@@ -132,6 +142,10 @@ impl sealed::Sealed for sqlx::MySql {
              (SELECT 1 FROM {prefix}_levels l WHERE l.sku = {prefix}_orders.sku) LIMIT 1000",
             now = Self::NOW_US
         )
+    }
+
+    fn delete_batch(prefix: &str, condition: &str) -> String {
+        format!("DELETE FROM {prefix}_orders WHERE {condition} LIMIT 1000")
     }
 
     fn placeholders(sql: &str) -> String {

@@ -22,8 +22,12 @@ use crate::{LockError, Result};
 /// The default table prefix: the tables `lock_core_stock_levels` and `lock_core_stock_orders`.
 pub const DEFAULT_PREFIX: &str = "lock_core_stock";
 
-/// How many operations between two sweeps of the records of SKUs never restocked.
+/// How many operations between two sweeps of the records past their retention (a sweep also
+/// runs at the first operation a sixteenth of the retention, an hour at most, after the last).
 pub const SWEEP_EVERY_CALLS: u64 = 4096;
+
+/// The longest time between two sweeps while operations run.
+const SWEEP_INTERVAL_MAX: Duration = Duration::from_secs(60 * 60);
 
 /// Tries of one operation, by default: a lost compare-and-set (optimistic) or a transaction the
 /// database aborted (deadlock, serialization) is run again up to this many times in all.
@@ -66,9 +70,16 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///   cancelled or read, and before a deduction or reservation would be refused for want of
 ///   units (an order's first outcome is final). Until then a sale's `remaining` does not count
 ///   them.
-/// - The records of SKUs never restocked (orders naming SKUs that do not exist) are removed
-///   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written, by a
-///   sweep every [`SWEEP_EVERY_CALLS`] operations ([`SqlStock::sweep_unknown`] runs one now).
+/// - Each order's (and restock's) row is kept for the [retention](SqlStockBuilder::retention)
+///   ([`DEFAULT_RETENTION`](super::DEFAULT_RETENTION), a week, by default) from the moment it
+///   is final (a deduction or a refused reservation when recorded; a reservation when
+///   confirmed, cancelled or run out, never while it holds units): a retry inside that window
+///   gets the first outcome. A sweep removes the rows past it, in batches of 1,000, in the
+///   background every [`SWEEP_EVERY_CALLS`] operations and at the first operation a sixteenth
+///   of the retention (an hour at most) after the last sweep ([`SqlStock::sweep`] runs one
+///   now). The rows of SKUs never restocked (orders naming SKUs that do not exist) go
+///   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written when the
+///   retention is longer.
 /// - A transaction the database aborts as a deadlock or serialization victim is run again
 ///   (up to [`SqlStockBuilder::attempts`] times); the count is in [`SqlStock::stats`].
 ///
@@ -98,6 +109,11 @@ struct Shared<D: StockDialect> {
     statements: Statements,
     strategy: StockStrategy,
     attempts: u32,
+    retention: Duration,
+    /// Since when `last_sweep_ms` counts.
+    started: std::time::Instant,
+    /// When the last sweep started, ms after `started`.
+    last_sweep_ms: AtomicU64,
     calls: AtomicU64,
     retries: AtomicU64,
     conflicts: AtomicU64,
@@ -127,6 +143,7 @@ pub struct SqlStockBuilder<D: StockDialect> {
     create_schema: bool,
     attempts: u32,
     max_connections: u32,
+    retention: Duration,
 }
 
 enum Source<D: StockDialect> {
@@ -182,6 +199,12 @@ impl<D: StockDialect> SqlStock<D> {
         self.shared.strategy
     }
 
+    /// How long each order's row is kept once final.
+    #[must_use]
+    pub fn retention(&self) -> Duration {
+        self.shared.retention
+    }
+
     /// Retries and database conflicts so far.
     #[must_use]
     pub fn stats(&self) -> SqlStockStats {
@@ -211,6 +234,7 @@ impl<D: StockDialect> SqlStockBuilder<D> {
             create_schema: true,
             attempts: DEFAULT_ATTEMPTS,
             max_connections: 16,
+            retention: super::DEFAULT_RETENTION,
         }
     }
 
@@ -243,6 +267,16 @@ impl<D: StockDialect> SqlStockBuilder<D> {
         self
     }
 
+    /// How long each order's row is kept once final (default
+    /// [`DEFAULT_RETENTION`](super::DEFAULT_RETENTION), a week): the window in which a retry is
+    /// recognised (see [`SqlStock`]'s guarantees). `connect` refuses one outside
+    /// 1 ms..=[`MAX_RETENTION`](super::MAX_RETENTION).
+    #[must_use]
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
     /// The pool's size when the store opens it (default 16).
     #[must_use]
     pub fn max_connections(mut self, max: u32) -> Self {
@@ -253,6 +287,7 @@ impl<D: StockDialect> SqlStockBuilder<D> {
     /// Opens the pool (unless given one) and creates the tables (unless told not to).
     pub async fn connect(self) -> Result<SqlStock<D>> {
         validate_table(&format!("{}_levels", self.prefix))?;
+        super::check_retention(self.retention)?;
         let pool = match self.source {
             Source::Pool(pool) => pool,
             Source::Url(url) => PoolOptions::<D>::new()
@@ -268,6 +303,9 @@ impl<D: StockDialect> SqlStockBuilder<D> {
                 pool,
                 strategy: self.strategy,
                 attempts: self.attempts,
+                retention: self.retention,
+                started: std::time::Instant::now(),
+                last_sweep_ms: AtomicU64::new(0),
                 calls: AtomicU64::new(0),
                 retries: AtomicU64::new(0),
                 conflicts: AtomicU64::new(0),

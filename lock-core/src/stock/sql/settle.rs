@@ -1,13 +1,13 @@
 //! Restocking, confirming and cancelling reservations, returning expired ones, reading a
-//! SKU's level, the sweep of SKUs never restocked, the schema, and running a transaction
-//! again when the database aborted it.
+//! SKU's level, the sweep of the records past their retention, the schema, and running a
+//! transaction again when the database aborted it.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::dialect::{first_number, Arg, StockDialect};
 use super::statements::{CANCELLED, CONFIRMED, EXPIRED, LIVE};
-use super::{SqlStock, SWEEP_EVERY_CALLS};
+use super::{SqlStock, SWEEP_EVERY_CALLS, SWEEP_INTERVAL_MAX};
 use crate::stock::{StockLevel, UNKNOWN_SKU_RETENTION};
 use crate::Result;
 
@@ -147,27 +147,46 @@ impl<D: StockDialect> SqlStock<D> {
         .await
     }
 
-    /// Removes the records of SKUs never restocked that are older than
-    /// [`UNKNOWN_SKU_RETENTION`]: the rows removed. The store runs it by itself every
-    /// [`SWEEP_EVERY_CALLS`] operations.
-    pub async fn sweep_unknown(&self) -> Result<u64> {
-        self.sweep_older_than(UNKNOWN_SKU_RETENTION).await
+    /// Removes the rows past the retention: those final for longer than the store's
+    /// retention, and those of SKUs never restocked written more than
+    /// [`UNKNOWN_SKU_RETENTION`] ago (when that is shorter): the rows removed. The store runs
+    /// it by itself in the background (every [`SWEEP_EVERY_CALLS`] operations, and at the
+    /// first operation a sixteenth of the retention, an hour at most, after the last sweep).
+    pub async fn sweep(&self) -> Result<u64> {
+        let retention = self.shared.retention;
+        let final_rows = self
+            .sweep_batches(&self.shared.statements.sweep_final, retention, 2)
+            .await?;
+        let unknown = self
+            .sweep_unknown_older_than(UNKNOWN_SKU_RETENTION.min(retention))
+            .await?;
+        Ok(final_rows + unknown)
     }
 
-    /// [`sweep_unknown`](Self::sweep_unknown) with another retention (for tests).
+    /// Removes the records of SKUs never restocked written more than `retention` ago (for
+    /// tests): the rows removed.
     #[doc(hidden)]
-    pub async fn sweep_older_than(&self, retention: Duration) -> Result<u64> {
-        let retention = i64::try_from(retention.as_micros()).unwrap_or(i64::MAX);
+    pub async fn sweep_unknown_older_than(&self, retention: Duration) -> Result<u64> {
+        self.sweep_batches(&self.shared.statements.sweep_unknown, retention, 1)
+            .await
+    }
+
+    /// Runs `statement` (one batch of at most 1,000 deletions, `retention` bound `times`
+    /// times) until a batch removes fewer: the rows removed.
+    async fn sweep_batches(
+        &self,
+        statement: &str,
+        retention: Duration,
+        times: usize,
+    ) -> Result<u64> {
+        let retention = Arg::Int(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX));
+        let args = vec![retention; times];
         let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
         let mut removed = 0;
         loop {
-            let batch = D::execute(
-                &mut conn,
-                &self.shared.statements.sweep_unknown,
-                &[Arg::Int(retention)],
-            )
-            .await
-            .map_err(Self::error)?;
+            let batch = D::execute(&mut conn, statement, &args)
+                .await
+                .map_err(Self::error)?;
             removed += batch;
             if batch < 1000 {
                 return Ok(removed);
@@ -195,18 +214,31 @@ impl<D: StockDialect> SqlStock<D> {
         Ok(())
     }
 
-    /// Counts an operation; every [`SWEEP_EVERY_CALLS`]th starts a sweep in the background.
+    /// Counts an operation; every [`SWEEP_EVERY_CALLS`]th, and the first a sixteenth of the
+    /// retention (an hour at most) after the last sweep started, starts one in the background.
     pub(super) fn counted(&self) {
-        let calls = self.shared.calls.fetch_add(1, Ordering::Relaxed);
-        if calls > 0 && calls.is_multiple_of(SWEEP_EVERY_CALLS) {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                let stock = self.clone();
-                runtime.spawn(async move {
-                    if let Err(error) = stock.sweep_unknown().await {
-                        tracing::debug!(%error, "sweeping the records of unknown SKUs failed");
-                    }
-                });
-            }
+        let shared = &self.shared;
+        let calls = shared.calls.fetch_add(1, Ordering::Relaxed);
+        let now = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = shared.last_sweep_ms.load(Ordering::Relaxed);
+        let interval = (shared.retention / 16).min(SWEEP_INTERVAL_MAX).as_millis();
+        let due = (calls > 0 && calls.is_multiple_of(SWEEP_EVERY_CALLS))
+            || u128::from(now.saturating_sub(last)) >= interval;
+        if !due
+            || shared
+                .last_sweep_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let stock = self.clone();
+            runtime.spawn(async move {
+                if let Err(error) = stock.sweep().await {
+                    tracing::debug!(%error, "sweeping the stock records past their retention failed");
+                }
+            });
         }
     }
 

@@ -6,7 +6,9 @@
 //! `<prefix>_orders`: one row per order id and kind ([`DEDUCTION`] or [`RESERVATION`]), its
 //! primary key `(sku, kind, order_id)` being what makes a retried order find its first outcome:
 //! `quantity`, `outcome` (1 taken, 0 out of stock), `outcome_value` (units left, or available),
-//! a reservation's `state` and `expires_at` (µs, the database's clock), and `recorded_at`.
+//! a reservation's `state` and `expires_at` (µs, the database's clock; for a settled
+//! reservation when it was settled, for a deduction its `recorded_at`), and `recorded_at`. A
+//! row is swept once it has been final for the retention (`sweep_final`).
 
 use super::dialect::{schema, StockDialect};
 
@@ -54,7 +56,8 @@ pub(super) struct Statements {
     pub(super) restock: String,
     /// A reservation's `quantity, state, 1 when run out`, its row locked (`?`: sku, order).
     pub(super) reservation_locked: String,
-    /// Sets a reservation's state (`?`: state, sku, order).
+    /// Sets a reservation's state (`?`: state, sku, order), and its `expires_at` to now when
+    /// that is sooner: from then on it counts when the record became final.
     pub(super) reservation_set: String,
     /// Held units go back to stock (`?`: units, units, sku).
     pub(super) unhold: String,
@@ -70,6 +73,10 @@ pub(super) struct Statements {
     pub(super) due_expire: String,
     /// One batch of the records of SKUs never restocked, older than a retention (`?`: µs).
     pub(super) sweep_unknown: String,
+    /// One batch of the records final for longer than a retention (`?`: µs, µs): every row
+    /// but a live reservation's, once both its `recorded_at` and its `expires_at` (a
+    /// reservation's settlement or run-out time) are that long ago.
+    pub(super) sweep_final: String,
 }
 
 impl Statements {
@@ -115,7 +122,10 @@ impl Statements {
                 "SELECT quantity, state, {} FROM {orders} WHERE {reservation} FOR UPDATE",
                 D::int(&format!("CASE WHEN expires_at <= {now} THEN 1 ELSE 0 END"))
             )),
-            reservation_set: sql(format!("UPDATE {orders} SET state = ? WHERE {reservation}")),
+            reservation_set: sql(format!(
+                "UPDATE {orders} SET state = ?, expires_at = LEAST(expires_at, {now}) \
+                 WHERE {reservation}"
+            )),
             unhold: sql(format!(
                 "UPDATE {levels} SET available = available + ?, reserved = reserved - ?, \
                  version = version + 1 WHERE sku = ?"
@@ -136,6 +146,10 @@ impl Statements {
             )),
             due_expire: sql(format!("UPDATE {orders} SET state = {EXPIRED} WHERE {due}")),
             sweep_unknown: sql(D::sweep_unknown(prefix)),
+            sweep_final: sql(D::delete_batch(
+                prefix,
+                &format!("recorded_at < {now} - ? AND expires_at < {now} - ? AND state <> {LIVE}"),
+            )),
         }
     }
 }

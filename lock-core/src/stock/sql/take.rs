@@ -77,7 +77,15 @@ impl<D: StockDialect> SqlStock<D> {
             };
             match tried {
                 Ok(Try::Done(took)) => return Ok(took),
-                Ok(Try::Recorded) => return self.recorded(line, purpose).await,
+                Ok(Try::Recorded) => {
+                    if let Some(took) = self.recorded(line, purpose).await? {
+                        return Ok(took);
+                    }
+                    // Swept since it was found: past its retention, the order is new.
+                    if attempt >= self.shared.attempts {
+                        return Err(busy());
+                    }
+                }
                 Ok(Try::ExpireFirst) if attempt < self.shared.attempts => {
                     self.expire_due(line.sku).await?;
                 }
@@ -249,28 +257,26 @@ impl<D: StockDialect> SqlStock<D> {
         }))
     }
 
-    /// The first outcome of an order recorded before.
-    async fn recorded(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Took> {
+    /// The first outcome of an order recorded before; `None` when its record is gone (the
+    /// sweep removed it past its retention since it was found).
+    async fn recorded(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Option<Took>> {
         let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
         let order = order_key(line, purpose);
         let rows = D::fetch(&mut conn, &self.shared.statements.order_read, &order)
             .await
             .map_err(Self::error)?;
         let Some(&[quantity, outcome, value]) = rows.first().map(Vec::as_slice) else {
-            return Err(LockError::Protocol {
-                backend: D::BACKEND,
-                detail: "an order's record refused as a duplicate cannot be found".into(),
-            });
+            return Ok(None);
         };
         let first = u64::try_from(quantity).unwrap_or_default();
         if first != line.quantity {
             return Err(order_reused(line.order, first, line.quantity));
         }
-        Ok(Took {
+        Ok(Some(Took {
             taken: outcome == 1,
             value: u64::try_from(value).unwrap_or_default(),
             duplicate: true,
-        })
+        }))
     }
 }
 

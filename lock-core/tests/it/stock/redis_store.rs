@@ -142,3 +142,228 @@ async fn an_acl_user_limited_to_its_prefix_runs_the_stock_suite() {
     .expect("bounded");
     acl.assert_no_refusals().await;
 }
+
+/// A stock with `retention` on `backend`, namespace `test`, and its store.
+fn stock_with(backend: &RedisBackend, retention: Duration) -> (Stock, RedisStock) {
+    let store = RedisStock::new(backend).with_retention(retention).unwrap();
+    let stock = Stock::new(store.clone()).with_namespace("test").unwrap();
+    (stock, store)
+}
+
+/// The fields of `sku`'s records hash and the entries of its timeline.
+async fn records_and_timeline(
+    admin: &mut redis::aio::MultiplexedConnection,
+    level: &str,
+) -> (Vec<String>, Vec<String>) {
+    let fields: Vec<String> = redis::cmd("HKEYS")
+        .arg(format!("{level}:records"))
+        .query_async(admin)
+        .await
+        .unwrap();
+    let timeline: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("{level}:timeline"))
+        .arg(0)
+        .arg(-1)
+        .query_async(admin)
+        .await
+        .unwrap();
+    (fields, timeline)
+}
+
+/// The TTL of `key`, ms (-1: none, -2: no key).
+async fn pttl(admin: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(admin)
+        .await
+        .unwrap()
+}
+
+/// In Redis, records past the retention leave the server: after a short retention the next
+/// call finds the records hash and the timeline holding only the live reservation's record;
+/// while it is live nothing of the SKU has a TTL, and once it is settled the records and the
+/// timeline of the idle SKU expire (TTL at most the retention) while its level stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_past_the_retention_leave_redis() {
+    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    else {
+        return;
+    };
+    let retention = Duration::from_secs(2);
+    let backend = RedisBackend::connect(&url).await.unwrap();
+    let (stock, store) = stock_with(&backend, retention);
+    let mut admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let sku = unique("leaves");
+    let level = store.redis_key(&format!("test:{sku}"));
+    timeout(BOUND, async {
+        stock.restock(&sku, 30).await.unwrap();
+        for n in 0..20 {
+            stock.deduct(&sku, 1, &format!("o-{n}")).await.unwrap();
+        }
+        stock.deduct(&sku, 100, "too-many").await.unwrap();
+        stock
+            .reserve(&sku, 1, "r-live", Duration::from_secs(3600))
+            .await
+            .unwrap();
+        let (fields, timeline) = records_and_timeline(&mut admin, &level).await;
+        assert_eq!(
+            (fields.len(), timeline.len()),
+            (22, 21),
+            "{fields:?} {timeline:?}"
+        );
+        for key in [format!("{level}:records"), format!("{level}:timeline")] {
+            assert_eq!(
+                pttl(&mut admin, &key).await,
+                -1,
+                "{key} expires under a live reservation"
+            );
+        }
+        // Past the retention, any call forgets them (the server's clock decides when).
+        crate::conformance::eventually("the records past the retention are forgotten", || {
+            let (stock, sku, mut admin, level) =
+                (stock.clone(), sku.clone(), admin.clone(), level.clone());
+            async move {
+                stock.level(&sku).await.unwrap();
+                records_and_timeline(&mut admin, &level).await
+                    == (vec!["r|r-live".to_owned()], Vec::new())
+            }
+        })
+        .await;
+        assert_eq!(
+            stock.confirm(&sku, "r-live").await.unwrap(),
+            ConfirmOutcome::Confirmed
+        );
+        let keep = i64::try_from(retention.as_millis()).unwrap();
+        for key in [format!("{level}:records"), format!("{level}:timeline")] {
+            let ttl = pttl(&mut admin, &key).await;
+            assert!(0 < ttl && ttl <= keep, "{key}: TTL {ttl} ms");
+        }
+        // Nobody names the SKU any more: Redis expires its records; its level stays.
+        crate::conformance::eventually("the idle SKU's records expire", || {
+            let (mut admin, level) = (admin.clone(), level.clone());
+            async move {
+                let records = format!("{level}:records");
+                pttl(&mut admin, &records).await == -2
+            }
+        })
+        .await;
+        assert_eq!(pttl(&mut admin, &level).await, -1);
+        let audit = stock.audit(&sku).await.unwrap();
+        assert_eq!((audit.sold, audit.available), (21, 9));
+    })
+    .await
+    .expect("bounded");
+}
+
+/// Orders the memory test sends, all distinct, on one SKU.
+const MILLION: u64 = 1_000_000;
+/// The most orders per second the memory test sends (it paces itself to this).
+const PACE_PER_SECOND: u64 = 100_000;
+/// Orders per script call in the memory test.
+const BATCH: u64 = 1_000;
+/// Script calls in flight at once in the memory test.
+const IN_FLIGHT: u64 = 2;
+/// The memory test's retention.
+const MEMORY_TEST_RETENTION: Duration = Duration::from_secs(1);
+/// What the memory test allows Redis's used memory to grow by.
+const MEMORY_BOUND: i64 = 32 * 1024 * 1024;
+
+/// Redis's `used_memory`, bytes.
+async fn used_memory(admin: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(admin)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("used_memory in INFO memory")
+}
+
+/// 1,000,000 distinct orders on one SKU of a Redis of the test's own with a 1 s retention, at
+/// most `PACE_PER_SECOND` a second (script calls of `BATCH` orders, each order run by the
+/// deduction's own code as a request of its own, `IN_FLIGHT` calls at a time): Redis's used
+/// memory, sampled every 250 ms while they run and at the end, grows by at most `MEMORY_BOUND`
+/// (32 MiB) above what it held before them. At the pace's most, a retention holds 100,000
+/// records of about 100 bytes, 10 MB; kept for good, the million take about 90 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_orders_stay_within_the_memory_bound() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique("stock-memory"));
+    let server = lock_core::testing::RedisServer::start(lock_core::testing::free_port(), dir);
+    // A script call of `BATCH` orders may wait for others on a busy machine.
+    let backend = RedisBackend::builder(server.url())
+        .response_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap();
+    let store = RedisStock::new(&backend)
+        .with_retention(MEMORY_TEST_RETENTION)
+        .unwrap();
+    let stock = Stock::new(store.clone()).with_namespace("memory").unwrap();
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    admin.set_response_timeout(Duration::from_secs(20));
+    let sku = "one-sku";
+    stock.restock(sku, 1_000).await.unwrap();
+    let before = used_memory(&mut admin).await;
+    let started = tokio::time::Instant::now();
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let run = async {
+        let senders: Vec<_> = (0..IN_FLIGHT)
+            .map(|_| {
+                let (store, next) = (store.clone(), next.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let first = next.fetch_add(BATCH, std::sync::atomic::Ordering::Relaxed);
+                        if first >= MILLION {
+                            return;
+                        }
+                        let due =
+                            started + Duration::from_micros(first * 1_000_000 / PACE_PER_SECOND);
+                        tokio::time::sleep_until(due).await;
+                        let last = (first + BATCH).min(MILLION) - 1;
+                        store
+                            .deduct_numbered("memory:one-sku", 1, "order-", first, last)
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut peak = 0;
+        let mut sampler = tokio::time::interval(Duration::from_millis(250));
+        while !senders.iter().all(tokio::task::JoinHandle::is_finished) {
+            sampler.tick().await;
+            peak = peak.max(used_memory(&mut admin).await - before);
+        }
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        peak.max(used_memory(&mut admin).await - before)
+    };
+    let peak = timeout(Duration::from_secs(60), run)
+        .await
+        .expect("bounded");
+    let level = stock.audit(sku).await.unwrap();
+    let (records, _) = records_and_timeline(&mut admin, &store.redis_key("memory:one-sku")).await;
+    eprintln!(
+        "{MILLION} orders in {:.1} s: used memory grew at most {:.1} MiB; {} records kept at the \
+         end; {level:?}",
+        started.elapsed().as_secs_f64(),
+        peak as f64 / (1024.0 * 1024.0),
+        records.len()
+    );
+    assert_eq!((level.sold, level.available), (1_000, 0));
+    assert!(
+        peak <= MEMORY_BOUND,
+        "used memory grew {peak} bytes, over the bound of {MEMORY_BOUND}"
+    );
+}

@@ -8,9 +8,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::OrderLine;
-use super::{check_retention, order_reused, DEFAULT_RETENTION};
+use super::{check_retention, order_reused, restock_reused, DEFAULT_RETENTION};
 use super::{
-    CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
+    CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome, Restock,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::lock::held::lock;
@@ -20,8 +20,8 @@ use crate::Result;
 ///
 /// Each record (an order's first outcome) is kept for the retention ([`DEFAULT_RETENTION`]
 /// unless [`with_retention`](Self::with_retention) says otherwise) from the moment it is final
-/// (a deduction or a refused reservation when made; a reservation when confirmed, cancelled or
-/// run out, never while it holds units), as in Redis: a retry inside that window gets the
+/// (a deduction, a restock or a refused reservation when made; a reservation when confirmed,
+/// cancelled or run out, never while it holds units), as in Redis: a retry inside that window gets the
 /// first outcome, and each call forgets the SKU's records whose time is up, the oldest first,
 /// at most 128 (a sweep every 1,024 calls does the same for every SKU). A SKU that was never
 /// restocked keeps no state for reads, and its refused orders only for
@@ -37,7 +37,7 @@ use crate::Result;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let shared = MemoryStock::new();
 /// let (shop, warehouse) = (Stock::new(shared.clone()), Stock::new(shared));
-/// warehouse.restock("sku-1", 1).await?;
+/// warehouse.restock("sku-1", 1, "delivery-1").await?;
 /// let sold = shop.deduct("sku-1", 1, "order-a").await?;
 /// assert_eq!(sold.outcome, DeductOutcome::Deducted { remaining: 0 });
 /// let late = shop.deduct("sku-1", 1, "order-b").await?;
@@ -67,6 +67,8 @@ struct Sku {
     /// Order id -> (quantity, first outcome).
     deductions: HashMap<Arc<str>, (u64, DeductOutcome)>,
     reservations: HashMap<Arc<str>, Held>,
+    /// Restock id -> quantity.
+    restocks: HashMap<Arc<str>, u64>,
     /// The live reservations by when they run out.
     live: BTreeSet<(Instant, Arc<str>)>,
     /// Every final record (all but live reservations), oldest first: when it became final.
@@ -82,6 +84,7 @@ struct Sku {
 enum Kind {
     Deduction,
     Reservation,
+    Restock,
 }
 
 /// How often (in operations) every SKU is swept: forgotten SKUs removed, due records of the
@@ -137,12 +140,13 @@ impl Sku {
             match kind {
                 Kind::Deduction => drop(self.deductions.remove(&id)),
                 Kind::Reservation => drop(self.reservations.remove(&id)),
+                Kind::Restock => drop(self.restocks.remove(&id)),
             }
         }
     }
 
     fn records(&self) -> usize {
-        self.deductions.len() + self.reservations.len()
+        self.deductions.len() + self.reservations.len() + self.restocks.len()
     }
 
     /// The live reservation `order` is settled: confirmed or cancelled now.
@@ -230,15 +234,29 @@ impl MemoryStock {
 }
 
 impl StockStore for MemoryStock {
-    async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
-        let level = self.with(sku, |s, _| {
+    async fn restock(&self, line: OrderLine<'_>) -> Result<Restock> {
+        self.with(line.sku, |s, now| {
+            if let Some(&first) = s.restocks.get(line.order) {
+                if first != line.quantity {
+                    return Err(restock_reused(line.order, first, line.quantity));
+                }
+                return Ok(Restock {
+                    level: s.level,
+                    duplicate: true,
+                });
+            }
             s.stocked = true;
             s.forget_at = None;
-            s.level.available += quantity;
-            s.level.received += quantity;
-            s.level
-        });
-        Ok(level)
+            s.level.available += line.quantity;
+            s.level.received += line.quantity;
+            let id: Arc<str> = Arc::from(line.order);
+            s.restocks.insert(id.clone(), line.quantity);
+            s.timeline.push_back((now, Kind::Restock, id));
+            Ok(Restock {
+                level: s.level,
+                duplicate: false,
+            })
+        })
     }
 
     async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {

@@ -2,10 +2,13 @@
 //! stock of N must sell exactly N.
 //!
 //! Every operation is one atomic step in the store (one Lua script on Redis, one critical
-//! section in memory) that also records the order id and quantity, so a retried order returns
-//! its first outcome and never deducts twice; the same order id with another quantity is refused
-//! with [`LockError::InvalidInput`] (`what: "order id"`), never answered as a duplicate. Reservations hold units for a TTL measured by the store's
-//! clock; an unconfirmed one returns to stock when it runs out.
+//! section in memory, one transaction in SQL) that also records the order id and quantity, so
+//! a retried order returns its first outcome and never deducts twice; the same order id with
+//! another quantity is refused with [`LockError::InvalidInput`] (`what: "order id"`), never
+//! answered as a duplicate. A restock carries an id of its own the same way: retried, it adds
+//! nothing. Records are kept for the store's retention ([`DEFAULT_RETENTION`], a week): the
+//! window in which a retry is recognised. Reservations hold units for a TTL measured by the
+//! store's clock; an unconfirmed one returns to stock when it runs out.
 //!
 //! ```
 //! use std::time::Duration;
@@ -13,7 +16,9 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 //! let stock = Stock::new(MemoryStock::new());
-//! stock.restock("sku-1", 2).await?;
+//! let delivery = stock.restock("sku-1", 2, "delivery-7").await?;
+//! assert!(!delivery.duplicate && delivery.level.available == 2);
+//! assert!(stock.restock("sku-1", 2, "delivery-7").await?.duplicate); // retried: nothing added
 //! let first = stock.deduct("sku-1", 1, "order-a").await?;
 //! assert_eq!(first.outcome, DeductOutcome::Deducted { remaining: 1 });
 //! let retry = stock.deduct("sku-1", 1, "order-a").await?;      // same order id: no second deduction
@@ -69,8 +74,17 @@ pub const MAX_RETENTION: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60)
 /// nothing that lives long.
 pub const UNKNOWN_SKU_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// The longest order id accepted, in bytes.
+/// The longest order id (or restock id) accepted, in bytes.
 pub const MAX_ORDER_ID_LEN: usize = 256;
+
+/// What a restock did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Restock {
+    /// The SKU's level now: after this restock, or as it is when this one is a duplicate.
+    pub level: StockLevel,
+    /// True when this restock id had been seen: nothing was added now.
+    pub duplicate: bool,
+}
 
 /// What a deduction did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,11 +220,23 @@ impl Stock {
         LockKey::new(&self.namespace, sku)
     }
 
-    /// Adds `quantity` units to `sku`.
-    pub async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
+    /// Adds `quantity` units to `sku`, once per `restock_id` (the delivery's or the
+    /// request's id, as an order id is the order's): a retry with the same id within the
+    /// store's retention adds nothing and answers `duplicate` with the current level.
+    ///
+    /// A restock id already used for `sku` with another quantity is refused with
+    /// [`LockError::InvalidInput`] (`what: "restock id"`); the id must be 1..=
+    /// [`MAX_ORDER_ID_LEN`] bytes without NUL, the quantity in `1..=`[`MAX_QUANTITY`].
+    pub async fn restock(&self, sku: &str, quantity: u64, restock_id: &str) -> Result<Restock> {
         let sku = self.sku(sku)?;
         check_quantity(quantity)?;
-        self.store.restock(sku.full(), quantity).await
+        check_id("restock id", restock_id)?;
+        let line = OrderLine {
+            sku: sku.full(),
+            quantity,
+            order: restock_id,
+        };
+        self.store.restock(line).await.map_err(|e| named(e, &sku))
     }
 
     /// Takes `quantity` units of `sku` for `order` if that many are available; a retried
@@ -308,12 +334,21 @@ fn check_quantity(quantity: u64) -> Result<()> {
 
 /// The refusal of an order id already recorded with `first` units, asked again for `asked`.
 fn order_reused(order: &str, first: u64, asked: u64) -> LockError {
+    id_reused("order id", order, first, asked)
+}
+
+/// The refusal of a restock id already recorded with `first` units, asked again for `asked`.
+fn restock_reused(id: &str, first: u64, asked: u64) -> LockError {
+    id_reused("restock id", id, first, asked)
+}
+
+fn id_reused(what: &'static str, id: &str, first: u64, asked: u64) -> LockError {
     LockError::InvalidInput {
-        what: "order id",
+        what,
         reason: format!(
             "{:?} was already used with quantity {first}, not {asked}; a retry repeats the \
-             first request, another order needs another id",
-            order.chars().take(64).collect::<String>()
+             first request, another request needs another id",
+            id.chars().take(64).collect::<String>()
         ),
     }
 }
@@ -329,12 +364,18 @@ fn check_retention(retention: Duration) -> Result<()> {
 }
 
 fn check_order(order: &str) -> Result<()> {
-    if order.is_empty() || order.len() > MAX_ORDER_ID_LEN || order.contains('\0') {
+    check_id("order id", order)
+}
+
+/// Refuses an order or restock id that is empty, longer than [`MAX_ORDER_ID_LEN`] or holds a
+/// NUL.
+fn check_id(what: &'static str, id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > MAX_ORDER_ID_LEN || id.contains('\0') {
         return Err(LockError::InvalidInput {
-            what: "order id",
+            what,
             reason: format!(
                 "{:?} must be 1..={MAX_ORDER_ID_LEN} bytes without NUL",
-                order.chars().take(64).collect::<String>()
+                id.chars().take(64).collect::<String>()
             ),
         });
     }

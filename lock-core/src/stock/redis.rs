@@ -7,11 +7,11 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
-use super::order_reused;
 use super::OrderLine;
 use super::{check_retention, DEFAULT_RETENTION};
+use super::{order_reused, restock_reused};
 use super::{
-    CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome,
+    CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome, Restock,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
 use crate::breaker::{Breaker, BreakerOptions};
@@ -34,7 +34,7 @@ const DEDUCT_LUA: &str = include_str!("lua/deduct.lua");
 static RESTOCK: LazyLock<Script> = LazyLock::new(|| {
     script(
         include_str!("lua/restock.lua"),
-        "return call(restock, tonumber(ARGV[2]))",
+        "return call(restock, tonumber(ARGV[2]), ARGV[3])",
     )
 });
 static DEDUCT: LazyLock<Script> = LazyLock::new(|| {
@@ -111,7 +111,7 @@ static LEVEL: LazyLock<Script> =
 /// let store = RedisStock::new(&backend).with_retention(Duration::from_secs(24 * 60 * 60))?;
 /// assert_eq!(store.redis_key("web:sku-1"), "shop:stock:{#web:sku-1}");
 /// let stock = Stock::new(store).with_namespace("web")?;
-/// stock.restock("sku-1", 100).await?;
+/// stock.restock("sku-1", 100, "delivery-1").await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -302,11 +302,20 @@ fn protocol(detail: String) -> LockError {
 }
 
 impl StockStore for RedisStock {
-    async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
-        let values: Vec<u64> = self
-            .run(&RESTOCK, sku, &[quantity.to_string().as_str()])
+    async fn restock(&self, line: OrderLine<'_>) -> Result<Restock> {
+        let quantity = line.quantity.to_string();
+        let (duplicate, record, level): (u8, String, Vec<u64>) = self
+            .run(&RESTOCK, line.sku, &[quantity.as_str(), line.order])
             .await?;
-        parse_level(&values)
+        if let Some(first) = record_quantity(&record) {
+            if duplicate == 1 && first != line.quantity {
+                return Err(restock_reused(line.order, first, line.quantity));
+            }
+        }
+        Ok(Restock {
+            level: parse_level(&level)?,
+            duplicate: duplicate == 1,
+        })
     }
 
     async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {

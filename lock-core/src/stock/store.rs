@@ -3,15 +3,18 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::{CancelOutcome, ConfirmOutcome, Deduction, OrderLine, Reservation, StockLevel};
+use super::{
+    CancelOutcome, ConfirmOutcome, Deduction, OrderLine, Reservation, Restock, StockLevel,
+};
 use crate::backend::BoxFuture;
 use crate::Result;
 
-/// A store that keeps stock; [`MemoryStock`](super::MemoryStock) and (feature `redis`)
-/// `RedisStock`. Each operation is one atomic step in the store that also records the order id
-/// and quantity, so a retried order returns its first outcome.
+/// A store that keeps stock; [`MemoryStock`](super::MemoryStock), (feature `redis`)
+/// `RedisStock` and (features `postgres`, `mysql`) `SqlStock`. Each operation is one atomic
+/// step in the store that also records the order id (or restock id) and quantity, so a retried
+/// request returns its first outcome for as long as the store's retention keeps the record.
 ///
-/// Keys arrive validated and namespaced (`namespace:sku`), order ids and quantities validated:
+/// Keys arrive validated and namespaced (`namespace:sku`), ids and quantities validated:
 /// call it through [`Stock`](super::Stock).
 ///
 /// ```
@@ -19,7 +22,8 @@ use crate::Result;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let store = MemoryStock::new();
-/// store.restock("shop:sku-1", 3).await?;
+/// let delivery = OrderLine { sku: "shop:sku-1", quantity: 3, order: "delivery-1" };
+/// store.restock(delivery).await?;
 /// let line = OrderLine { sku: "shop:sku-1", quantity: 1, order: "order-a" };
 /// assert!(!store.deduct(line).await?.duplicate);
 /// assert!(store.deduct(line).await?.duplicate);
@@ -27,8 +31,8 @@ use crate::Result;
 /// # Ok(()) }
 /// ```
 pub trait StockStore: Send + Sync {
-    /// Adds `quantity` units.
-    fn restock(&self, sku: &str, quantity: u64) -> impl Future<Output = Result<StockLevel>> + Send;
+    /// Adds the line's units, once per restock id (the line's `order`).
+    fn restock(&self, line: OrderLine<'_>) -> impl Future<Output = Result<Restock>> + Send;
 
     /// Takes the line's units for its order if available, once per order id.
     fn deduct(&self, line: OrderLine<'_>) -> impl Future<Output = Result<Deduction>> + Send;
@@ -57,7 +61,7 @@ pub trait StockStore: Send + Sync {
 /// The object-safe form of [`StockStore`], implemented for every `StockStore`.
 pub trait DynStockStore: Send + Sync {
     /// See [`StockStore::restock`].
-    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>>;
+    fn restock<'a>(&'a self, line: OrderLine<'a>) -> BoxFuture<'a, Result<Restock>>;
     /// See [`StockStore::deduct`].
     fn deduct<'a>(&'a self, line: OrderLine<'a>) -> BoxFuture<'a, Result<Deduction>>;
     /// See [`StockStore::reserve`].
@@ -76,8 +80,8 @@ pub trait DynStockStore: Send + Sync {
 }
 
 impl<S: StockStore> DynStockStore for S {
-    fn restock<'a>(&'a self, sku: &'a str, quantity: u64) -> BoxFuture<'a, Result<StockLevel>> {
-        Box::pin(StockStore::restock(self, sku, quantity))
+    fn restock<'a>(&'a self, line: OrderLine<'a>) -> BoxFuture<'a, Result<Restock>> {
+        Box::pin(StockStore::restock(self, line))
     }
 
     fn deduct<'a>(&'a self, line: OrderLine<'a>) -> BoxFuture<'a, Result<Deduction>> {

@@ -112,7 +112,7 @@ async fn two_processes_sell_exactly_n(db: &str, strategy: StockStrategy) {
     let Some(url) = stack_url(db) else { return };
     let stock = stock_at(db, &url, strategy).await;
     let sku = unique("two-processes");
-    stock.restock(&sku, UNITS).await.unwrap();
+    stock.restock(&sku, UNITS, "delivery-1").await.unwrap();
     let mut child = ChildTest::start(CHILD_TEST, CHILD_ENV, &format!("{db}:{strategy}:{sku}"));
     child.line_with("READY").await;
     let here = sell(&stock, &sku).await;
@@ -173,7 +173,7 @@ async fn a_crash_loses_no_confirmed_sale(kind: SqlKind) {
     for strategy in StockStrategy::ALL {
         let stock = stock_at(db, &server.url(), strategy).await;
         let sku = unique("crash");
-        stock.restock(&sku, UNITS).await.unwrap();
+        stock.restock(&sku, UNITS, "delivery-1").await.unwrap();
         let answered = Arc::new(AtomicU64::new(0));
         let third = Arc::new(Notify::new());
         let tasks: Vec<_> = (0..TASKS)
@@ -259,7 +259,7 @@ async fn unknown_skus_are_swept(db: &str) {
         other => panic!("no SQL stock {other}"),
     };
     let (ghost, real) = (unique("ghost"), unique("real"));
-    stock.restock(&real, 1).await.unwrap();
+    stock.restock(&real, 1, "delivery-1").await.unwrap();
     for sku in [&ghost, &real] {
         assert!(!stock.deduct(sku, 1, "order-1").await.unwrap().duplicate);
         assert!(stock.deduct(sku, 1, "order-1").await.unwrap().duplicate);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lock_core::stock::{
-    CancelOutcome, ConfirmOutcome, DeductOutcome, MemoryStock, ReserveOutcome, Stock,
+    CancelOutcome, ConfirmOutcome, DeductOutcome, MemoryStock, ReserveOutcome, Restock, Stock,
     DEFAULT_RETENTION,
 };
 use lock_core::testing::unique;
@@ -16,7 +16,7 @@ const BOUND: Duration = Duration::from_secs(30);
 
 async fn exactly_n_sold_under_concurrency(stock: Stock) {
     let sku = unique("flash");
-    stock.restock(&sku, 50).await.unwrap();
+    stock.restock(&sku, 50, "delivery-1").await.unwrap();
     let buyers: Vec<_> = (0..400)
         .map(|i| {
             let (stock, sku) = (stock.clone(), sku.clone());
@@ -37,7 +37,7 @@ async fn exactly_n_sold_under_concurrency(stock: Stock) {
 
 async fn retried_orders_deduct_once(stock: Stock) {
     let sku = unique("retry");
-    stock.restock(&sku, 3).await.unwrap();
+    stock.restock(&sku, 3, "delivery-1").await.unwrap();
     let first = stock.deduct(&sku, 2, "o-1").await.unwrap();
     assert_eq!(first.outcome, DeductOutcome::Deducted { remaining: 1 });
     assert!(!first.duplicate);
@@ -46,7 +46,7 @@ async fn retried_orders_deduct_once(stock: Stock) {
     let refused = stock.deduct(&sku, 2, "o-2").await.unwrap();
     assert_eq!(refused.outcome, DeductOutcome::OutOfStock { available: 1 });
     // A refused order stays refused, even after a restock: its first outcome is the answer.
-    stock.restock(&sku, 5).await.unwrap();
+    stock.restock(&sku, 5, "delivery-2").await.unwrap();
     let refused_again = stock.deduct(&sku, 2, "o-2").await.unwrap();
     assert_eq!(
         (refused_again.outcome, refused_again.duplicate),
@@ -55,10 +55,60 @@ async fn retried_orders_deduct_once(stock: Stock) {
     assert_eq!(stock.level(&sku).await.unwrap().sold, 2);
 }
 
+/// A restock carries an id, as an order does: retried (the same call again, as a client whose
+/// reply was lost sends it) it adds nothing and says so, with the level now; the same id with
+/// another quantity is refused; another id adds; concurrent retries of one restock add once.
+async fn retried_restocks_add_once(stock: Stock) {
+    let sku = unique("restock-retry");
+    let level = |restock: Restock| {
+        let level = restock.level;
+        (level.available, level.received, restock.duplicate)
+    };
+    let first = stock.restock(&sku, 5, "delivery-1").await.unwrap();
+    assert_eq!(level(first), (5, 5, false));
+    stock.deduct(&sku, 2, "o-1").await.unwrap();
+    let retry = stock.restock(&sku, 5, "delivery-1").await.unwrap();
+    assert_eq!(
+        level(retry),
+        (3, 5, true),
+        "the retry added its units again"
+    );
+    let reused = stock.restock(&sku, 4, "delivery-1").await.unwrap_err();
+    assert!(
+        matches!(
+            &reused,
+            LockError::InvalidInput { what: "restock id", reason } if reason.contains("quantity 5, not 4")
+        ),
+        "{reused:?}"
+    );
+    let second = stock.restock(&sku, 4, "delivery-2").await.unwrap();
+    assert_eq!(level(second), (7, 9, false));
+    // A restock id is no order id: the same text names another request.
+    assert!(!stock.restock(&sku, 1, "o-1").await.unwrap().duplicate);
+
+    let raced = unique("restock-race");
+    let tries: Vec<_> = (0..8)
+        .map(|_| {
+            let (stock, raced) = (stock.clone(), raced.clone());
+            tokio::spawn(async move { stock.restock(&raced, 3, "delivery-x").await.unwrap() })
+        })
+        .collect();
+    let mut added = 0;
+    for tried in tries {
+        added += usize::from(!tried.await.unwrap().duplicate);
+    }
+    assert_eq!(added, 1, "restocks that added");
+    let raced_level = stock.audit(&raced).await.unwrap();
+    assert_eq!((raced_level.available, raced_level.received), (3, 3));
+    let audit = stock.audit(&sku).await.unwrap();
+    assert_eq!((audit.available, audit.sold, audit.received), (8, 2, 10));
+    assert!(audit.is_balanced());
+}
+
 /// The same order id with another quantity is not a retry: refused, typed, nothing changes.
 async fn reused_order_ids_are_refused(stock: Stock) {
     let sku = unique("reused");
-    stock.restock(&sku, 5).await.unwrap();
+    stock.restock(&sku, 5, "delivery-1").await.unwrap();
     let is_reused = |error: LockError| {
         matches!(
             &error,
@@ -79,7 +129,7 @@ async fn reused_order_ids_are_refused(stock: Stock) {
         stock.deduct(&sku, 3, "o-none").await.unwrap_err()
     ));
 
-    stock.restock(&sku, 4).await.unwrap();
+    stock.restock(&sku, 4, "delivery-2").await.unwrap();
     stock.reserve(&sku, 2, "r-1", ttl).await.unwrap();
     assert!(is_reused(
         stock.reserve(&sku, 3, "r-1", ttl).await.unwrap_err()
@@ -122,7 +172,7 @@ async fn cancel(stock: &Stock, sku: &str, order: &str, outcome: CancelOutcome) {
 
 async fn reservations_confirm_cancel_expire(stock: Stock) {
     let sku = unique("reserve");
-    stock.restock(&sku, 2).await.unwrap();
+    stock.restock(&sku, 2, "delivery-1").await.unwrap();
     let short = Duration::from_millis(150);
     let held = stock.reserve(&sku, 1, "r-expires", short).await.unwrap();
     assert_eq!(held.outcome, ReserveOutcome::Reserved { remaining: 1 });
@@ -178,7 +228,7 @@ async fn reservations_confirm_cancel_expire(stock: Stock) {
 /// outcome is final, so it must not be recorded out of stock while units wait to return.
 async fn a_deduction_finds_expired_reservations_returned(stock: Stock) {
     let sku = unique("expired-then-sold");
-    stock.restock(&sku, 1).await.unwrap();
+    stock.restock(&sku, 1, "delivery-1").await.unwrap();
     let held = stock
         .reserve(&sku, 1, "r-1", Duration::from_millis(100))
         .await
@@ -222,6 +272,23 @@ async fn bad_input_is_typed(stock: Stock) {
         .await
         .unwrap_err()
         .is_invalid_input());
+    for (quantity, id, what) in [
+        (0, "d", "quantity"),
+        (1, "", "restock id"),
+        (1, "a\0b", "restock id"),
+    ] {
+        let refused = stock.restock("s", quantity, id).await.unwrap_err();
+        assert!(
+            matches!(refused, LockError::InvalidInput { what: w, .. } if w == what),
+            "{refused:?}"
+        );
+    }
+    let too_long = "x".repeat(lock_core::stock::MAX_ORDER_ID_LEN + 1);
+    assert!(stock
+        .restock("s", 1, &too_long)
+        .await
+        .unwrap_err()
+        .is_invalid_input());
     assert!(stock
         .reserve("s", 1, "o", Duration::ZERO)
         .await
@@ -241,7 +308,7 @@ async fn records_are_forgotten_after_the_retention(stock: Stock) {
     let sku = unique("retention");
     let hour = Duration::from_secs(60 * 60);
     let started = Instant::now();
-    stock.restock(&sku, 10).await.unwrap();
+    stock.restock(&sku, 10, "delivery-1").await.unwrap();
     stock.reserve(&sku, 1, "r-cancelled", hour).await.unwrap();
     cancel(&stock, &sku, "r-cancelled", CancelOutcome::Cancelled).await;
     let refused = stock.deduct(&sku, 100, "too-many").await.unwrap();
@@ -254,10 +321,18 @@ async fn records_are_forgotten_after_the_retention(stock: Stock) {
     let live = stock.reserve(&sku, 1, "r-live", hour).await.unwrap();
     assert_eq!(live.outcome, ReserveOutcome::Reserved { remaining: 8 });
 
-    // Inside the retention: a retry gets the first outcome, nothing is taken twice.
+    // Inside the retention: a retry gets the first outcome, nothing is taken (or added) twice.
     let retry = stock.deduct(&sku, 1, "o-1").await.unwrap();
     assert_eq!((retry.outcome, retry.duplicate), (first.outcome, true));
-    assert_eq!(stock.level(&sku).await.unwrap().sold, 1);
+    assert!(
+        stock
+            .restock(&sku, 10, "delivery-1")
+            .await
+            .unwrap()
+            .duplicate
+    );
+    let level = stock.level(&sku).await.unwrap();
+    assert_eq!((level.sold, level.received), (1, 10));
 
     // After it the same order id is a new order. The store's clock decides when: each try
     // before that is a retry, answered as one and changing nothing.
@@ -276,11 +351,14 @@ async fn records_are_forgotten_after_the_retention(stock: Stock) {
     let waited = started.elapsed();
     assert!(waited >= SHORT_RETENTION, "forgotten after {waited:?}");
     assert_eq!(again.outcome, DeductOutcome::Deducted { remaining: 7 });
-    // Recorded before it, the refusal and the cancelled reservation are forgotten too.
+    // Recorded before it, the restock, the refusal and the cancelled reservation are
+    // forgotten too.
+    let restocked_again = stock.restock(&sku, 10, "delivery-1").await.unwrap();
+    assert!(!restocked_again.duplicate);
     let refused_again = stock.deduct(&sku, 100, "too-many").await.unwrap();
     assert_eq!(
         (refused_again.outcome, refused_again.duplicate),
-        (DeductOutcome::OutOfStock { available: 7 }, false)
+        (DeductOutcome::OutOfStock { available: 17 }, false)
     );
     cancel(&stock, &sku, "r-cancelled", CancelOutcome::Unknown).await;
     // The live reservation is kept however long it holds its units.
@@ -294,7 +372,7 @@ async fn records_are_forgotten_after_the_retention(stock: Stock) {
     let level = stock.audit(&sku).await.unwrap();
     assert_eq!(
         (level.available, level.reserved, level.sold, level.received),
-        (7, 0, 3, 10)
+        (17, 0, 3, 20)
     );
 }
 
@@ -304,7 +382,7 @@ macro_rules! with_stock_checks {
     ($then:ident!($($args:tt)*)) => {
         $then! {
             $($args)*;
-            exactly_n_sold_under_concurrency, retried_orders_deduct_once,
+            exactly_n_sold_under_concurrency, retried_orders_deduct_once, retried_restocks_add_once,
             reused_order_ids_are_refused, reservations_confirm_cancel_expire,
             a_deduction_finds_expired_reservations_returned, bad_input_is_typed
         }
@@ -460,7 +538,7 @@ async fn unknown_skus_are_forgotten_in_memory() {
             DeductOutcome::OutOfStock { available: 0 }
         ));
     }
-    stock.restock("real", 1).await.unwrap();
+    stock.restock("real", 1, "delivery-1").await.unwrap();
     stock.deduct("real", 5, "too-many").await.unwrap();
     assert_eq!(memory.sku_count(), 11);
     // Within the retention a retried refused order still gets its first answer.
@@ -481,7 +559,7 @@ async fn memory_keeps_the_records_of_one_retention() {
     let retention = Duration::from_secs(60);
     let memory = MemoryStock::with_retention(retention).unwrap();
     let stock = Stock::new(memory.clone());
-    stock.restock("sku", 1_000).await.unwrap();
+    stock.restock("sku", 1_000, "delivery-1").await.unwrap();
     let mut most = 0;
     for n in 0..100_000 {
         stock.deduct("sku", 1, &format!("o-{n}")).await.unwrap();
@@ -526,7 +604,7 @@ async fn unknown_skus_expire_in_redis() {
         .await
         .unwrap();
     assert_eq!(level, 0, "a read created the level hash");
-    stock.restock(&sku, 1).await.unwrap();
+    stock.restock(&sku, 1, "delivery-1").await.unwrap();
     for part in [":records", ":timeline", ""] {
         let ttl: i64 = redis::cmd("PTTL")
             .arg(key(part))
@@ -550,7 +628,7 @@ async fn records_without_a_quantity_stay_duplicates_in_redis() {
         return;
     };
     let sku = unique("legacy");
-    stock.restock(&sku, 5).await.unwrap();
+    stock.restock(&sku, 5, "delivery-1").await.unwrap();
     let key = |part: &str| redis_key(&sku, part);
     for (field, record) in [("d|old", "D|3"), ("r|old", "O|0|1")] {
         let _: i64 = redis::cmd("HSET")

@@ -105,7 +105,10 @@ async fn sql<D: StockDialect>(
 async fn deduct(stock: &Stock, buyers: usize) -> (f64, Duration) {
     let total = deductions(buyers);
     let sku = format!("bench-stock-{}-{}", std::process::id(), unique());
-    stock.restock(&sku, total as u64).await.expect("restock");
+    stock
+        .restock(&sku, total as u64, "bench-stock")
+        .await
+        .expect("restock");
     let started = Instant::now();
     let tasks: Vec<_> = (0..buyers)
         .map(|task| {

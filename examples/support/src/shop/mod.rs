@@ -159,10 +159,16 @@ impl Shop {
             .path_prefix("/buy")
     }
 
-    /// Adds units to `sku` in the store the strategy sells from.
+    /// Adds units to `sku` in the store the strategy sells from. Each call is a restock of its
+    /// own (a generated restock id): the shop seeds its stock once at start, and the tests stock
+    /// their SKUs. An application restocking on a request passes that request's id instead, so
+    /// a retried restock adds nothing ([`Stock::restock`]).
     pub async fn restock(&self, sku: &str, units: u64) -> Result<(), LockError> {
         if self.config.strategy.uses_stock() {
-            self.stock.restock(sku, units).await.map(drop)
+            self.stock
+                .restock(sku, units, &generated_order_id())
+                .await
+                .map(drop)
         } else {
             self.counter.restock(sku, units).await
         }

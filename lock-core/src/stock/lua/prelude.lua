@@ -10,7 +10,7 @@
 --         'r|<order>'  a reservation: "<state>|<quantity>|<remaining or available>", state one
 --                      of L live, C confirmed, X cancelled, E expired, O refused (out of stock;
 --                      quantity 0 in records written before refused quantities were kept);
---         's|<id>'     a restock: "S|<quantity>"
+--         's|<id>'     a restock: "S|<quantity>|<received after it>"
 -- KEYS[3] timeline: list of '<ms>|<field>', newest first, one entry per record from the moment
 --         it is final (every record but a live reservation's): the record is forgotten once
 --         ARGV[1] ms have passed since (the oldest first, at most FORGET_PER_CALL per call)

@@ -48,7 +48,7 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///     .connect()
 ///     .await?;
 /// let stock = Stock::new(store).with_namespace("shop")?;
-/// stock.restock("sku-1", 100).await?;
+/// stock.restock("sku-1", 100, "delivery-1").await?; // a retry of delivery-1 adds nothing
 /// let sale = stock.deduct("sku-1", 1, "order-42").await?; // a retry of order-42 deducts nothing
 /// assert!(stock.audit("sku-1").await?.is_balanced());
 /// # let _ = sale; Ok(()) }
@@ -63,8 +63,9 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///
 /// # Guarantees
 /// - Every deduction and reservation records its order in the transaction that takes its
-///   units: a retried order id finds its first outcome (the primary key refuses a second
-///   record), a crash before the commit takes nothing and records nothing.
+///   units, every restock its restock id in the transaction that adds them: a retried order
+///   (or restock) id finds its first outcome (the primary key refuses a second record), a
+///   crash before the commit takes (or adds) nothing and records nothing.
 /// - Reservations expire by the database's clock: a confirm after `expires_at` is refused and
 ///   returns the units; expired reservations go back to stock when the SKU is next confirmed,
 ///   cancelled or read, and before a deduction or reservation would be refused for want of

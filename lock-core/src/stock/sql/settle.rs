@@ -5,11 +5,13 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::dialect::{first_number, Arg, StockDialect};
-use super::statements::{CANCELLED, CONFIRMED, EXPIRED, LIVE};
+use super::statements::{CANCELLED, CONFIRMED, EXPIRED, LIVE, NOTHING_HELD, RESTOCK};
 use super::{SqlStock, SWEEP_EVERY_CALLS, SWEEP_INTERVAL_MAX};
-use crate::stock::{StockLevel, UNKNOWN_SKU_RETENTION};
-use crate::Result;
+use crate::stock::{restock_reused, OrderLine, Restock, StockLevel, UNKNOWN_SKU_RETENTION};
+use crate::{LockError, Result};
 
 /// What a confirm or cancel does to a live reservation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,20 +40,85 @@ pub(super) enum Found {
 }
 
 impl<D: StockDialect> SqlStock<D> {
-    /// Adds `quantity` units to `sku` (creating its row).
-    pub(super) async fn add(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
+    /// Adds the line's units to its SKU (creating its row) and records the restock id in the
+    /// same transaction, once: a restock id recorded before adds nothing and answers the level
+    /// now.
+    pub(super) async fn add(&self, line: OrderLine<'_>) -> Result<Restock> {
         self.counted();
         let st = &self.shared.statements;
-        let units = i64::try_from(quantity).unwrap_or(i64::MAX);
-        self.retried(|| async move {
-            let mut tx = self.shared.pool.begin().await?;
-            let args = [Arg::Text(sku), Arg::Int(units), Arg::Int(units)];
-            D::execute(&mut tx, &st.restock, &args).await?;
-            let rows = D::fetch(&mut tx, &st.level_all, &[Arg::Text(sku)]).await?;
-            tx.commit().await?;
-            Ok(level_of(&rows))
-        })
-        .await
+        let units = i64::try_from(line.quantity).unwrap_or(i64::MAX);
+        let started = Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let added = self
+                .retried(|| async move {
+                    let mut tx = self.shared.pool.begin().await?;
+                    let args = [Arg::Text(line.sku), Arg::Int(units), Arg::Int(units)];
+                    D::execute(&mut tx, &st.restock, &args).await?;
+                    let record = [
+                        Arg::Text(line.sku),
+                        Arg::Int(RESTOCK),
+                        Arg::Text(line.order),
+                        Arg::Int(units),
+                        Arg::Int(1),
+                        Arg::Int(0),
+                        Arg::Int(NOTHING_HELD),
+                        Arg::Int(0),
+                    ];
+                    match D::execute(&mut tx, &st.order_insert, &record).await {
+                        Ok(_) => {}
+                        Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                            tx.rollback().await?;
+                            return Ok(None);
+                        }
+                        Err(error) => return Err(error),
+                    }
+                    let rows = D::fetch(&mut tx, &st.level_all, &[Arg::Text(line.sku)]).await?;
+                    tx.commit().await?;
+                    Ok(Some(level_of(&rows)))
+                })
+                .await?;
+            if let Some(level) = added {
+                return Ok(Restock {
+                    level,
+                    duplicate: false,
+                });
+            }
+            let recorded = [
+                Arg::Text(line.sku),
+                Arg::Int(RESTOCK),
+                Arg::Text(line.order),
+            ];
+            let rows = {
+                let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
+                D::fetch(&mut conn, &st.order_read, &recorded)
+                    .await
+                    .map_err(Self::error)?
+            };
+            match rows
+                .first()
+                .map(|row| u64::try_from(row[0]).unwrap_or_default())
+            {
+                Some(first) if first != line.quantity => {
+                    return Err(restock_reused(line.order, first, line.quantity));
+                }
+                Some(_) => {
+                    return Ok(Restock {
+                        level: self.current_level(line.sku).await?,
+                        duplicate: true,
+                    });
+                }
+                // Swept since: past its retention, the restock is new.
+                None if attempt < self.shared.attempts => {}
+                None => {
+                    return Err(LockError::Busy {
+                        key: line.sku.to_owned(),
+                        waited: started.elapsed(),
+                    })
+                }
+            }
+        }
     }
 
     /// Confirms or cancels `order`'s reservation of `sku`, under the SKU's row lock (taken
@@ -102,6 +169,11 @@ impl<D: StockDialect> SqlStock<D> {
     /// The SKU's level, expired reservations returned first.
     pub(super) async fn read_level(&self, sku: &str) -> Result<StockLevel> {
         self.counted();
+        self.current_level(sku).await
+    }
+
+    /// [`read_level`](Self::read_level) without counting an operation.
+    async fn current_level(&self, sku: &str) -> Result<StockLevel> {
         self.expire_due(sku).await?;
         let mut conn = self.shared.pool.acquire().await.map_err(Self::error)?;
         let rows = D::fetch(

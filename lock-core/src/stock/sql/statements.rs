@@ -3,7 +3,8 @@
 //!
 //! `<prefix>_levels`: one row per SKU ever restocked (`available`, `reserved`, `sold`,
 //! `received`, and `version`, raised by every change, for the optimistic strategy).
-//! `<prefix>_orders`: one row per order id and kind ([`DEDUCTION`] or [`RESERVATION`]), its
+//! `<prefix>_orders`: one row per order id and kind ([`DEDUCTION`], [`RESERVATION`], or
+//! [`RESTOCK`] with the restock id as its order id), its
 //! primary key `(sku, kind, order_id)` being what makes a retried order find its first outcome:
 //! `quantity`, `outcome` (1 taken, 0 out of stock), `outcome_value` (units left, or available),
 //! a reservation's `state` and `expires_at` (µs, the database's clock; for a settled
@@ -16,6 +17,8 @@ use super::dialect::{schema, StockDialect};
 pub(super) const DEDUCTION: i64 = 1;
 /// An order row's kind: a reservation.
 pub(super) const RESERVATION: i64 = 2;
+/// An order row's kind: a restock (its `order_id` the restock id).
+pub(super) const RESTOCK: i64 = 3;
 
 /// A reservation's state: its units are held until `expires_at`.
 pub(super) const LIVE: i64 = 1;

@@ -12,7 +12,7 @@ use super::{SqlStock, StockStrategy};
 use crate::backend::jitter;
 use crate::stock::{
     order_reused, CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, OrderLine, Reservation,
-    ReserveOutcome, StockLevel, StockStore,
+    ReserveOutcome, Restock, StockLevel, StockStore,
 };
 use crate::{LockError, Result};
 
@@ -304,8 +304,8 @@ fn quantity_of(line: OrderLine<'_>) -> i64 {
 }
 
 impl<D: StockDialect> StockStore for SqlStock<D> {
-    async fn restock(&self, sku: &str, quantity: u64) -> Result<StockLevel> {
-        self.add(sku, quantity).await
+    async fn restock(&self, line: OrderLine<'_>) -> Result<Restock> {
+        self.add(line).await
     }
 
     async fn deduct(&self, line: OrderLine<'_>) -> Result<Deduction> {

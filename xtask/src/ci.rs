@@ -15,7 +15,15 @@ use crate::{cmd, demo_deps, run, stack, test, Result};
 /// Backend features of lock-core. Each must compile on its own (no default
 /// features, nothing else enabled) so that feature-gated code cannot come to
 /// rely on another backend by accident. Extend when a backend lands.
-const BACKEND_FEATURES: &[&str] = &["redis", "zookeeper", "etcd", "postgres", "mysql"];
+const BACKEND_FEATURES: &[&str] = &[
+    "redis",
+    "zookeeper",
+    "etcd",
+    "postgres",
+    "postgres-tls",
+    "mysql",
+    "mysql-tls",
+];
 
 /// The crates published to crates.io, whose docs docs.rs builds.
 const PUBLISHED: &[&str] = &["lock-macros", "lock-core", "lock-tower", "lock-actix"];

@@ -217,6 +217,7 @@ async fn open<D: Dialect>(url: &str, config: &SqlConfig) -> Result<Pool<D>> {
     let options: Options<D> = url.parse().map_err(|e| {
         LockError::InvalidConfig(format!("{} URL: {e}", <D as sqlx::Database>::NAME))
     })?;
+    D::check_options(&options)?;
     let pool = PoolOptions::<D>::new()
         .max_connections(config.max_connections)
         .acquire_timeout(config.response_timeout);

@@ -69,6 +69,11 @@ pub(crate) mod sealed {
             options: Options<Self>,
         ) -> (PoolOptions<Self>, Options<Self>);
 
+        /// Refuses, before any connection, what this build cannot do: a URL that requires TLS
+        /// (`sslmode=require`/`verify-*`, `ssl-mode=REQUIRED`/`VERIFY_*`) in a build without
+        /// the dialect's TLS feature, which sqlx would only refuse at every connection.
+        fn check_options(options: &Options<Self>) -> Result<()>;
+
         /// Creates the schema if missing.
         fn create_schema(pool: &Pool<Self>, table: &str)
             -> impl Future<Output = Result<()>> + Send;

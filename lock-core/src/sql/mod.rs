@@ -33,6 +33,18 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # TLS
+//! With the features `postgres-tls` and `mysql-tls` (sqlx's rustls with the `ring` crypto
+//! provider and the Mozilla root certificates) the URL says how to connect:
+//! `postgres://app:secret@db.internal/app?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.pem`,
+//! `mysql://app:secret@db.internal/app?ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ssl/db-ca.pem`
+//! (`sslrootcert`/`ssl-ca`: a private CA, trusted beside the public roots; `sslcert`/`sslkey`,
+//! `ssl-cert`/`ssl-key`: a client certificate). Without a mode sqlx *prefers* TLS but checks no
+//! certificate: say `verify-full` / `VERIFY_IDENTITY` in production. A certificate that does
+//! not verify, or a password the server refuses, is [`LockError::Unavailable`](crate::LockError::Unavailable) from `connect`;
+//! a URL that requires TLS in a build without these features is
+//! [`LockError::InvalidConfig`](crate::LockError::InvalidConfig), before any connection.
+//!
 //! # One backend, two dialects
 //! [`PostgresBackend`] and [`MySqlBackend`] are one [`SqlBackend`] over a [`Dialect`]
 //! (sqlx's `Database` model): the dialect has the statements and the order it binds their
@@ -411,6 +423,18 @@ pub fn storage_key(full_key: &str) -> String {
     key
 }
 
+/// `Ok` unless `required` (the URL requires TLS) in a build whose sqlx speaks no TLS: then
+/// the URL's `setting` asks for what only the feature `feature` brings.
+pub(crate) fn tls_available(required: bool, feature: &str, setting: &str) -> Result<()> {
+    if required && !cfg!(any(feature = "postgres-tls", feature = "mysql-tls")) {
+        return Err(crate::LockError::InvalidConfig(format!(
+            "the URL's {setting} requires TLS, which this build cannot speak: enable \
+             lock-core's `{feature}` feature"
+        )));
+    }
+    Ok(())
+}
+
 /// Who holds a row, for operators: this machine's host name (cut to 255 bytes) and pid.
 pub(crate) fn owner_host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
@@ -481,6 +505,47 @@ mod tests {
         assert!(other
             .iter()
             .all(|s| !s.contains(DEFAULT_TABLE) && !s.contains("--")));
+    }
+
+    /// A URL that requires TLS is refused as a configuration error before any connection in a
+    /// build whose sqlx speaks no TLS, naming the feature; with TLS it is tried (nothing
+    /// listens on port 1: unavailable).
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    async fn a_url_requiring_tls<D: Dialect>(url: &str, feature: &str) {
+        let error = SqlBackend::<D>::builder(url)
+            .response_timeout(Duration::from_millis(500))
+            .connect()
+            .await
+            .expect_err("nothing listens on port 1");
+        if cfg!(any(feature = "postgres-tls", feature = "mysql-tls")) {
+            assert!(
+                matches!(error, crate::LockError::Unavailable { .. }),
+                "{error:?}"
+            );
+        } else {
+            assert!(
+                matches!(&error, crate::LockError::InvalidConfig(why) if why.contains(feature)),
+                "{error:?}"
+            );
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn postgres_url_requiring_tls_needs_the_feature() {
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let url = format!("postgres://app@127.0.0.1:1/app?sslmode={mode}");
+            a_url_requiring_tls::<sqlx::Postgres>(&url, "postgres-tls").await;
+        }
+    }
+
+    #[cfg(feature = "mysql")]
+    #[tokio::test]
+    async fn mysql_url_requiring_tls_needs_the_feature() {
+        for mode in ["REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"] {
+            let url = format!("mysql://app@127.0.0.1:1/app?ssl-mode={mode}");
+            a_url_requiring_tls::<sqlx::MySql>(&url, "mysql-tls").await;
+        }
     }
 
     #[cfg(feature = "postgres")]

@@ -110,6 +110,15 @@ impl Sealed for sqlx::MySql {
         (pool, options)
     }
 
+    fn check_options(options: &MySqlConnectOptions) -> Result<()> {
+        use sqlx::mysql::MySqlSslMode;
+        let required = matches!(
+            options.get_ssl_mode(),
+            MySqlSslMode::Required | MySqlSslMode::VerifyCa | MySqlSslMode::VerifyIdentity
+        );
+        super::tls_available(required, "mysql-tls", "ssl-mode")
+    }
+
     async fn create_schema(pool: &MySqlPool, table: &str) -> Result<()> {
         for statement in SqlBackend::<Self>::schema_statements(table) {
             sqlx::raw_sql(&statement)

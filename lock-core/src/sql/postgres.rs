@@ -126,6 +126,15 @@ impl Sealed for sqlx::Postgres {
         )
     }
 
+    fn check_options(options: &PgConnectOptions) -> Result<()> {
+        use sqlx::postgres::PgSslMode;
+        let required = matches!(
+            options.get_ssl_mode(),
+            PgSslMode::Require | PgSslMode::VerifyCa | PgSslMode::VerifyFull
+        );
+        super::tls_available(required, "postgres-tls", "sslmode")
+    }
+
     async fn create_schema(pool: &PgPool, table: &str) -> Result<()> {
         // One simple-protocol batch runs as one transaction; the transaction-scoped advisory
         // lock serializes concurrent creators (`IF NOT EXISTS` alone can still collide).

@@ -71,6 +71,8 @@ mod result_store;
 mod run_once;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod sql_stock;
+#[cfg(any(feature = "postgres-tls", feature = "mysql-tls"))]
+mod sql_tls;
 mod stock;
 #[cfg(feature = "zookeeper")]
 mod zk_ensemble;

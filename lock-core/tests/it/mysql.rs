@@ -25,7 +25,12 @@ struct Mysql {
 }
 
 async fn mysql() -> Option<Mysql> {
-    let url = server_url(URL_ENV)?;
+    mysql_at(URL_ENV).await
+}
+
+/// The harness on the server whose URL is in `var`.
+async fn mysql_at(var: &str) -> Option<Mysql> {
+    let url = server_url(var)?;
     let admin = MySqlBackend::connect(&url)
         .await
         .unwrap_or_else(|e| panic!("cannot reach MySQL at {url}: {e}"));
@@ -95,6 +100,18 @@ impl SqlHarness for Mysql {
 }
 
 conformance_suite!(mysql());
+
+/// The conformance suite again over TLS (feature `mysql-tls`), on the stack's TLS server
+/// (`LOCK_TEST_MYSQL_TLS_URL`: `ssl-mode=VERIFY_IDENTITY`, the stack's CA as `ssl-ca`, a user
+/// with a password and `REQUIRE SSL`): every connection of every backend verified and
+/// encrypted. The TLS settings' own checks are in `sql_tls`.
+#[cfg(feature = "mysql-tls")]
+mod tls {
+    use super::mysql_at;
+    use crate::conformance::conformance_suite;
+
+    conformance_suite!(mysql_at(crate::sql_tls::MYSQL_TLS_URL_ENV));
+}
 sql_suite!(mysql());
 
 /// Runs only as the holder process that the kill test starts (see `sql_support`).

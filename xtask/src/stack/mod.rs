@@ -12,11 +12,14 @@
 //! implementing [`Server`] plus one entry in [`SERVERS`]; the lifecycle
 //! (install, start, readiness wait, stop, status, env file) is shared here.
 
+mod certs;
 mod cluster;
 mod etcd;
 mod kazoo;
 mod mysql;
+mod mysql_tls;
 mod postgres;
+mod postgres_tls;
 mod redis;
 mod redis_tls;
 mod redlock;
@@ -41,7 +44,9 @@ pub(crate) const SERVERS: &[&dyn Server] = &[
     &zookeeper::ZooKeeper,
     &etcd::Etcd,
     &postgres::Postgres,
+    &postgres_tls::PostgresTls,
     &mysql::Mysql,
+    &mysql_tls::MysqlTls,
 ];
 
 /// How long a server may take to answer after being started (or to exit
@@ -423,9 +428,10 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     if zookeeper && kazoo::python_missing() {
         packages.push(kazoo::APT_PACKAGE);
     }
-    let redis_tls = servers.iter().any(|server| server.name() == "redis-tls");
-    if redis_tls && cmd::which("openssl").is_none() {
-        packages.push(redis_tls::OPENSSL_PACKAGE);
+    // The TLS servers' certificates are made with `openssl`.
+    let tls = servers.iter().any(|server| server.name().ends_with("-tls"));
+    if tls && cmd::which("openssl").is_none() {
+        packages.push(certs::OPENSSL_PACKAGE);
     }
     apt_install(&packages)?;
     if zookeeper {
@@ -751,11 +757,25 @@ fn write_env_file() -> Result<()> {
     }
     let text: String = vars
         .iter()
-        .map(|(key, value)| format!("{key}={value}\n"))
+        .map(|(key, value)| format!("{key}={}\n", shell_quoted(value)))
         .collect();
     fs::create_dir_all(stack_dir())
         .and_then(|()| fs::write(&path, text))
         .map_err(|err| Error::failed(format!("cannot write {}: {err}", path.display())))
+}
+
+/// `value` as a shell word: as it is when it has nothing a shell reads specially (every URL
+/// but the TLS ones), else in single quotes (a TLS database URL's query has `&` and `?`), so
+/// `. target/stack/env` and a pasted `export` line set exactly `value`.
+fn shell_quoted(value: &str) -> String {
+    let plain = value
+        .bytes()
+        .all(|byte| byte.is_ascii_alphanumeric() || b"-_./:@,=+%".contains(&byte));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
 }
 
 /// Prints the env vars of the running servers, ready to paste into a shell.
@@ -766,7 +786,7 @@ fn print_env() -> Result<()> {
     }
     println!("\nEnvironment (also written to {}):", env_file().display());
     for (key, value) in vars {
-        println!("  export {key}={value}");
+        println!("  export {key}={}", shell_quoted(&value));
     }
     Ok(())
 }

@@ -67,65 +67,84 @@ impl Server for Mysql {
     }
 
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {
-        let data = state.dir.join("data");
-        let root = cmd::is_root();
-        if !data.join("mysql").is_dir() {
-            install_db(program, &data, root)?;
-        }
-        let init = state.dir.join("init.sql");
-        fs::write(&init, INIT_SQL)
-            .map_err(|err| Error::failed(format!("cannot write {}: {err}", init.display())))?;
-        let mut server = cmd::command(program, ["--no-defaults"]);
-        server
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--port={port}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg(format!(
-                "--socket={}",
-                state.dir.join("mysqld.sock").display()
-            ))
-            .arg(format!("--pid-file={}", state.pidfile.display()))
-            .arg(format!("--log-error={}", state.logfile.display()))
-            .arg(format!("--init-file={}", init.display()))
-            .args([
-                "--max-connections=500",
-                "--innodb-buffer-pool-size=64M",
-                "--innodb-flush-log-at-trx-commit=0",
-                "--skip-log-bin",
-                "--skip-name-resolve",
-            ]);
-        if root {
-            server.arg("--user=root");
-        }
-        // Its own process group, so a Ctrl-C meant for xtask does not stop
-        // the server; it runs in the state dir, which is how `down`
-        // recognizes it as ours. It writes its own pidfile.
-        {
-            use std::os::unix::process::CommandExt;
-            server.process_group(0);
-        }
-        server
-            .current_dir(&state.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        cmd::echo(&server);
-        server
-            .spawn()
-            .map(drop)
-            .map_err(|err| Error::failed(format!("could not start {}: {err}", program.display())))
+        launch(program, state, port, INIT_SQL, &[])
     }
 
     fn ping(&self, port: u16) -> bool {
-        let Some(mut stream) = connect(port) else {
-            return false;
-        };
-        // A ready server greets first: a packet header (3-byte length,
-        // sequence 0) and protocol version 10. An error packet (0xff) means
-        // it refuses us.
-        let mut greeting = [0_u8; 5];
-        stream.read_exact(&mut greeting).is_ok() && greeting[3] == 0 && greeting[4] == 10
+        greets(port)
     }
+}
+
+/// Whether a server on `port` sends the greeting of a server ready for logins.
+pub(super) fn greets(port: u16) -> bool {
+    let Some(mut stream) = connect(port) else {
+        return false;
+    };
+    // A ready server greets first: a packet header (3-byte length,
+    // sequence 0) and protocol version 10. An error packet (0xff) means
+    // it refuses us.
+    let mut greeting = [0_u8; 5];
+    stream.read_exact(&mut greeting).is_ok() && greeting[3] == 0 && greeting[4] == 10
+}
+
+/// Starts a server on the data dir `state.dir/data` (made first when missing) on
+/// 127.0.0.1:`port` in the background, with the stack's options and then `options`, running
+/// `init_sql` before it accepts connections.
+pub(super) fn launch(
+    program: &Path,
+    state: &StateDir,
+    port: u16,
+    init_sql: &str,
+    options: &[String],
+) -> Result<()> {
+    let data = state.dir.join("data");
+    let root = cmd::is_root();
+    if !data.join("mysql").is_dir() {
+        install_db(program, &data, root)?;
+    }
+    let init = state.dir.join("init.sql");
+    fs::write(&init, init_sql)
+        .map_err(|err| Error::failed(format!("cannot write {}: {err}", init.display())))?;
+    let mut server = cmd::command(program, ["--no-defaults"]);
+    server
+        .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--port={port}"))
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!(
+            "--socket={}",
+            state.dir.join("mysqld.sock").display()
+        ))
+        .arg(format!("--pid-file={}", state.pidfile.display()))
+        .arg(format!("--log-error={}", state.logfile.display()))
+        .arg(format!("--init-file={}", init.display()))
+        .args([
+            "--max-connections=500",
+            "--innodb-buffer-pool-size=64M",
+            "--innodb-flush-log-at-trx-commit=0",
+            "--skip-log-bin",
+            "--skip-name-resolve",
+        ])
+        .args(options);
+    if root {
+        server.arg("--user=root");
+    }
+    // Its own process group, so a Ctrl-C meant for xtask does not stop
+    // the server; it runs in the state dir, which is how `down`
+    // recognizes it as ours. It writes its own pidfile.
+    {
+        use std::os::unix::process::CommandExt;
+        server.process_group(0);
+    }
+    server
+        .current_dir(&state.dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd::echo(&server);
+    server
+        .spawn()
+        .map(drop)
+        .map_err(|err| Error::failed(format!("could not start {}: {err}", program.display())))
 }
 
 /// Creates the system tables in `data` with `mariadb-install-db`.

@@ -60,56 +60,12 @@ impl Server for Postgres {
     }
 
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {
+        let owner = service_owner()?;
         let data = state.dir.join("data");
-        let owner = if cmd::is_root() {
-            Some(user_ids(SERVICE_USER)?)
-        } else {
-            None
-        };
         if !data.join("PG_VERSION").exists() {
-            init_cluster(program, &data, owner)?;
+            init_cluster(program, &data, owner, None)?;
         }
-        let log = fs::File::create(&state.logfile).map_err(|err| {
-            Error::failed(format!("cannot create {}: {err}", state.logfile.display()))
-        })?;
-        let log_err = log
-            .try_clone()
-            .map_err(|err| Error::failed(format!("cannot share the log file: {err}")))?;
-        let mut server = cmd::command(program, ["-D"]);
-        server.arg(&data).args(["-p", &port.to_string()]);
-        // Throwaway data: durability off. No Unix socket (its default
-        // directory belongs to the system cluster).
-        for setting in [
-            "listen_addresses=127.0.0.1",
-            "unix_socket_directories=",
-            "max_connections=300",
-            "fsync=off",
-            "synchronous_commit=off",
-            "full_page_writes=off",
-        ] {
-            server.args(["-c", setting]);
-        }
-        // Its own process group, so a Ctrl-C meant for xtask does not stop
-        // the server; it chdirs into the data dir, which is how `down`
-        // recognizes it as ours.
-        server
-            .current_dir(&state.dir)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err)
-            .process_group(0);
-        if let Some((uid, gid)) = owner {
-            server.uid(uid).gid(gid);
-        }
-        cmd::echo(&server);
-        let child = server.spawn().map_err(|err| {
-            Error::failed(format!("could not start {}: {err}", program.display()))
-        })?;
-        // The postmaster writes data/postmaster.pid in its own multi-line
-        // format; the stack's pidfile holds just the pid.
-        fs::write(&state.pidfile, format!("{}\n", child.id())).map_err(|err| {
-            Error::failed(format!("cannot write {}: {err}", state.pidfile.display()))
-        })
+        launch(program, state, port, owner, &[])
     }
 
     fn ping(&self, port: u16) -> bool {
@@ -141,8 +97,79 @@ impl Server for Postgres {
     }
 }
 
-/// Runs `initdb` for a trust-auth cluster at `data`, as `owner` if given.
-fn init_cluster(program: &Path, data: &Path, owner: Option<(u32, u32)>) -> Result<()> {
+/// The uid and gid the cluster belongs to and the server runs as: the `postgres` system user
+/// when xtask runs as root (PostgreSQL refuses to run as root), else none (xtask's own).
+pub(super) fn service_owner() -> Result<Option<(u32, u32)>> {
+    if cmd::is_root() {
+        user_ids(SERVICE_USER).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Starts the server of the cluster in `state.dir/data` on 127.0.0.1:`port` as `owner`, in
+/// the background, with the stack's settings and then `settings` (`name=value`).
+pub(super) fn launch(
+    program: &Path,
+    state: &StateDir,
+    port: u16,
+    owner: Option<(u32, u32)>,
+    settings: &[String],
+) -> Result<()> {
+    let data = state.dir.join("data");
+    let log = fs::File::create(&state.logfile).map_err(|err| {
+        Error::failed(format!("cannot create {}: {err}", state.logfile.display()))
+    })?;
+    let log_err = log
+        .try_clone()
+        .map_err(|err| Error::failed(format!("cannot share the log file: {err}")))?;
+    let mut server = cmd::command(program, ["-D"]);
+    server.arg(&data).args(["-p", &port.to_string()]);
+    // Throwaway data: durability off. No Unix socket (its default
+    // directory belongs to the system cluster).
+    for setting in [
+        "listen_addresses=127.0.0.1",
+        "unix_socket_directories=",
+        "max_connections=300",
+        "fsync=off",
+        "synchronous_commit=off",
+        "full_page_writes=off",
+    ] {
+        server.args(["-c", setting]);
+    }
+    for setting in settings {
+        server.arg("-c").arg(setting);
+    }
+    // Its own process group, so a Ctrl-C meant for xtask does not stop
+    // the server; it chdirs into the data dir, which is how `down`
+    // recognizes it as ours.
+    server
+        .current_dir(&state.dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0);
+    if let Some((uid, gid)) = owner {
+        server.uid(uid).gid(gid);
+    }
+    cmd::echo(&server);
+    let child = server
+        .spawn()
+        .map_err(|err| Error::failed(format!("could not start {}: {err}", program.display())))?;
+    // The postmaster writes data/postmaster.pid in its own multi-line
+    // format; the stack's pidfile holds just the pid.
+    fs::write(&state.pidfile, format!("{}\n", child.id()))
+        .map_err(|err| Error::failed(format!("cannot write {}: {err}", state.pidfile.display())))
+}
+
+/// Runs `initdb` for a trust-auth cluster at `data`, as `owner` if given; with `password_file`,
+/// the `postgres` user's password is the first line of that file.
+pub(super) fn init_cluster(
+    program: &Path,
+    data: &Path,
+    owner: Option<(u32, u32)>,
+    password_file: Option<&Path>,
+) -> Result<()> {
     let initdb = program.with_file_name("initdb");
     fs::create_dir_all(data)
         .map_err(|err| Error::failed(format!("cannot create {}: {err}", data.display())))?;
@@ -164,6 +191,9 @@ fn init_cluster(program: &Path, data: &Path, owner: Option<(u32, u32)>) -> Resul
         "--no-sync",
         "--no-instructions",
     ]);
+    if let Some(file) = password_file {
+        init.arg("--pwfile").arg(file);
+    }
     if let Some((uid, gid)) = owner {
         init.uid(uid).gid(gid);
     }
@@ -172,7 +202,7 @@ fn init_cluster(program: &Path, data: &Path, owner: Option<(u32, u32)>) -> Resul
 
 /// `/usr/lib/postgresql/<newest version>/bin/<name>`, where Debian puts
 /// the server binaries.
-fn newest_versioned_bin(name: &str) -> Option<PathBuf> {
+pub(super) fn newest_versioned_bin(name: &str) -> Option<PathBuf> {
     let root = Path::new("/usr/lib/postgresql");
     let mut versions: Vec<(u32, PathBuf)> = fs::read_dir(root)
         .ok()?

@@ -1,14 +1,15 @@
 //! Redis over TLS: a second `redis-server` on 127.0.0.1:26380 that speaks only TLS, with a
-//! certificate for 127.0.0.1 signed by a CA made for it (`openssl`, under its state dir), so
+//! certificate for 127.0.0.1 signed by a CA made for it ([`super::certs`], under its state dir), so
 //! the suites connect over `rediss://` as a production setup does, the CA given to the client
 //! as a private one. `LOCK_TEST_REDIS_TLS_URL` is its URL, `LOCK_TEST_REDIS_TLS_CA` the CA's
 //! PEM file.
 
 use std::path::{Path, PathBuf};
 
+use super::certs::make_certificates;
 use super::{Server, StateDir};
 use crate::cmd;
-use crate::{Error, Result};
+use crate::Result;
 
 /// The stack's TLS redis.
 pub(crate) struct RedisTls;
@@ -18,9 +19,6 @@ const DEFAULT_PORT: u16 = 26380;
 
 /// The env var naming the CA's PEM file.
 pub(crate) const CA_ENV: &str = "LOCK_TEST_REDIS_TLS_CA";
-
-/// The Debian package of the `openssl` command the certificates are made with.
-pub(crate) const OPENSSL_PACKAGE: &str = "openssl";
 
 impl RedisTls {
     /// Where the CA and the server's certificate and key are kept.
@@ -32,89 +30,6 @@ impl RedisTls {
     pub(crate) fn ca_file(&self) -> PathBuf {
         Self::tls_dir(&StateDir::of(self)).join("ca.crt")
     }
-}
-
-/// Makes a CA and a server certificate for 127.0.0.1 (and `localhost`) in `dir`, unless they
-/// are there: valid for 30 days, made again once a day so a long-lived checkout never has an
-/// expired one.
-fn make_certificates(dir: &Path) -> Result<()> {
-    let fresh = dir
-        .join("server.crt")
-        .metadata()
-        .and_then(|meta| meta.modified())
-        .is_ok_and(|made| made.elapsed().is_ok_and(|age| age.as_secs() < 24 * 3600));
-    if fresh {
-        return Ok(());
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|err| Error::failed(format!("cannot create {}: {err}", dir.display())))?;
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .map_err(|err| Error::failed(format!("cannot write in {}: {err}", dir.display())))?;
-    let steps: [&[&str]; 3] = [
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-days",
-            "30",
-            "-subj",
-            "/CN=lock-stack test CA",
-        ],
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "30",
-            "-extfile",
-            "server.ext",
-        ],
-    ];
-    for args in steps {
-        let mut openssl = cmd::command("openssl", args.iter().copied());
-        openssl.current_dir(dir);
-        // Its progress dots go to stderr: shown only when it fails.
-        let output = openssl
-            .output()
-            .map_err(|err| Error::failed(format!("could not run openssl: {err}")))?;
-        if !output.status.success() {
-            return Err(Error::failed(format!(
-                "`{}` failed: {}",
-                cmd::display(&openssl),
-                String::from_utf8_lossy(&output.stderr)
-            )));
-        }
-    }
-    Ok(())
 }
 
 impl Server for RedisTls {

@@ -19,6 +19,7 @@ const BACKEND_FEATURES: &[&str] = &[
     "redis",
     "zookeeper",
     "etcd",
+    "etcd-tls",
     "postgres",
     "postgres-tls",
     "mysql",

@@ -46,12 +46,106 @@ pub(super) struct EtcdConfig {
 /// let locks = LockClient::builder(backend).namespace("orders").build()?;
 /// # Ok(()) }
 /// ```
+///
+/// Over TLS (feature `etcd-tls`), with a private CA, a client certificate for etcd's
+/// `--client-cert-auth` and a user of etcd's authentication:
+///
+/// ```no_run
+/// # #[cfg(feature = "etcd-tls")]
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// use lock_core::EtcdBackend;
+///
+/// let backend = EtcdBackend::builder("https://etcd-1.internal:2379,https://etcd-2.internal:2379")
+///     .ca_certificate_pem(std::fs::read("/etc/etcd/ca.crt")?)
+///     .client_identity_pem(
+///         std::fs::read("/etc/etcd/client.crt")?,
+///         std::fs::read("/etc/etcd/client.key")?,
+///     )
+///     .user("orders", std::env::var("ETCD_PASSWORD")?)
+///     .connect()
+///     .await?;
+/// # let _ = backend; Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct EtcdBackendBuilder {
     endpoints: Vec<String>,
     prefix: String,
     config: EtcdConfig,
+    security: Security,
+}
+
+/// What the channel connects with besides the addresses: TLS material and a user.
+#[derive(Clone, Default)]
+struct Security {
+    /// PEM of the CA certificates `https://` endpoints are verified against (default: the
+    /// Mozilla roots).
+    #[cfg(feature = "etcd-tls")]
+    ca: Option<Vec<u8>>,
+    /// PEM of the client certificate and its key.
+    #[cfg(feature = "etcd-tls")]
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// etcd user and password.
+    user: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for Security {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut debug = f.debug_struct("Security");
+        #[cfg(feature = "etcd-tls")]
+        debug
+            .field("private_ca", &self.ca.is_some())
+            .field("client_identity", &self.identity.is_some());
+        // The password stays out of logs.
+        debug
+            .field("user", &self.user.as_ref().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl Security {
+    /// `options` with TLS for `https://` endpoints and the user, or why that cannot be.
+    fn apply(
+        &self,
+        options: etcd::ConnectOptions,
+        endpoints: &[String],
+    ) -> Result<etcd::ConnectOptions> {
+        let https = endpoints.iter().any(|e| e.starts_with("https://"));
+        #[cfg(not(feature = "etcd-tls"))]
+        if https {
+            return Err(LockError::InvalidConfig(format!(
+                "etcd endpoints {endpoints:?} are https://: TLS needs lock-core's `etcd-tls` \
+                 feature"
+            )));
+        }
+        #[cfg(feature = "etcd-tls")]
+        let options = if https {
+            let mut tls = etcd::TlsOptions::new();
+            tls = match &self.ca {
+                Some(pem) => tls.ca_certificate(etcd::Certificate::from_pem(pem)),
+                None => tls.with_webpki_roots(),
+            };
+            if let Some((cert, key)) = &self.identity {
+                tls = tls.identity(etcd::Identity::from_pem(cert, key));
+            }
+            options.with_tls(tls)
+        } else if self.ca.is_some() || self.identity.is_some() {
+            return Err(LockError::InvalidConfig(format!(
+                "a CA or client certificate was given for the plain-text etcd endpoints \
+                 {endpoints:?}: TLS endpoints are https://"
+            )));
+        } else {
+            options
+        };
+        Ok(match &self.user {
+            // A token lives for minutes (etcd's --auth-token-ttl): fetch a new one when it
+            // expired instead of failing the call.
+            Some((name, password)) => options
+                .with_user(name.as_str(), password.as_str())
+                .with_auto_token_refresh(true),
+            None => options,
+        })
+    }
 }
 
 impl EtcdBackendBuilder {
@@ -73,7 +167,42 @@ impl EtcdBackendBuilder {
                 attempts: 3,
                 breaker: BreakerOptions::new(),
             },
+            security: Security::default(),
         }
+    }
+
+    /// Verify `https://` endpoints against these CA certificates (PEM, one or more) alone,
+    /// instead of the Mozilla root certificates (webpki-roots) they are verified against by
+    /// default: a cluster whose certificates a private CA signed.
+    #[cfg(feature = "etcd-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "etcd-tls")))]
+    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.security.ca = Some(pem.into());
+        self
+    }
+
+    /// Show this client certificate and its private key (PEM) to the server: for a cluster
+    /// started with `--client-cert-auth`. With etcd's authentication on, a client that gives
+    /// no [`user`](Self::user) acts as the user named by the certificate's common name.
+    #[cfg(feature = "etcd-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "etcd-tls")))]
+    pub fn client_identity_pem(
+        mut self,
+        certificate: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.security.identity = Some((certificate.into(), key.into()));
+        self
+    }
+
+    /// Log in as this etcd user (etcd's authentication, `etcdctl auth enable`): a token is
+    /// fetched at connect, a password the cluster refuses fails `connect` as
+    /// [`LockError::Unavailable`], and an expired token is fetched again. The user needs
+    /// read-write permission on the [key prefix](Self::key_prefix). Without TLS the password
+    /// crosses the network in plain text: use `https://` endpoints.
+    pub fn user(mut self, name: impl Into<String>, password: impl Into<String>) -> Self {
+        self.security.user = Some((name.into(), password.into()));
+        self
     }
 
     /// The prefix of every key this backend writes (default `lock`).
@@ -145,6 +274,7 @@ impl EtcdBackendBuilder {
         let options = etcd::ConnectOptions::new()
             .with_connect_timeout(config.connect_timeout)
             .with_keep_alive(Duration::from_secs(5), config.response_timeout);
+        let options = self.security.apply(options, &self.endpoints)?;
         let connecting = etcd::Client::connect(&self.endpoints, Some(options));
         let client = match tokio::time::timeout(config.connect_timeout, connecting).await {
             Ok(Ok(client)) => client,
@@ -196,5 +326,35 @@ impl EtcdBackend {
     /// Starts configuring a backend for `endpoints` (URLs separated by commas).
     pub fn builder(endpoints: &str) -> EtcdBackendBuilder {
         EtcdBackendBuilder::new(endpoints)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `https://` endpoint in a build without `etcd-tls` is refused before any connection,
+    /// naming the feature.
+    #[cfg(not(feature = "etcd-tls"))]
+    #[tokio::test]
+    async fn https_needs_the_tls_feature() {
+        let error = EtcdBackend::connect("https://127.0.0.1:1")
+            .await
+            .expect_err("no TLS in this build");
+        assert!(
+            matches!(&error, LockError::InvalidConfig(why) if why.contains("etcd-tls")),
+            "{error:?}"
+        );
+    }
+
+    /// The password stays out of the builder's `Debug`.
+    #[test]
+    fn debug_leaves_the_password_out() {
+        let builder = EtcdBackend::builder("http://127.0.0.1:1").user("orders", "hunter2");
+        let shown = format!("{builder:?}");
+        assert!(
+            shown.contains("orders") && !shown.contains("hunter2"),
+            "{shown}"
+        );
     }
 }

@@ -64,6 +64,12 @@
 //! trusted. Extending a fixed lease beyond the TTL it was acquired with keeps etcd's lease at
 //! the original TTL; if that runs out first, `lost()` tells the holder.
 //!
+//! # TLS and authentication
+//! With `etcd-tls`, `https://` endpoints are verified against the Mozilla roots or the CA given
+//! to [`ca_certificate_pem`](EtcdBackendBuilder::ca_certificate_pem), with a client
+//! certificate from [`client_identity_pem`](EtcdBackendBuilder::client_identity_pem);
+//! [`user`](EtcdBackendBuilder::user) logs in as an etcd user (any build).
+//!
 //! # Round trips
 //! An uncontended acquire is one transaction (plus a keep-alive of the reused lease, sent
 //! alongside; a lease grant the first time); a release is one transaction. A waiter adds the

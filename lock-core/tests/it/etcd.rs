@@ -10,16 +10,19 @@ use std::time::Duration;
 
 use etcd_client as etcd;
 use lock_core::backend::LeaseKind;
+use lock_core::etcd::EtcdBackendBuilder;
 use lock_core::{EtcdBackend, LockClient, LostReason};
 use tokio::time::timeout;
 
 use crate::conformance::{self, conformance_suite, eventually, unique_key, Harness};
 use crate::primitives::primitives_suite;
 
-struct Etcd {
-    url: String,
+pub(crate) struct Etcd {
     admin: etcd::Client,
     names: EtcdBackend,
+    /// The settings of every backend the suite connects (the URL, and for the TLS server its
+    /// CA, client certificate and user).
+    builder: Box<dyn Fn() -> EtcdBackendBuilder + Send + Sync>,
 }
 
 fn server_url() -> Option<String> {
@@ -28,14 +31,26 @@ fn server_url() -> Option<String> {
 
 async fn etcd() -> Option<Etcd> {
     let url = server_url()?;
-    let names = EtcdBackend::connect(&url)
-        .await
-        .unwrap_or_else(|e| panic!("cannot reach etcd at {url}: {e}"));
-    let admin = names.client();
-    Some(Etcd { url, admin, names })
+    Some(Etcd::on(move || EtcdBackend::builder(&url)).await)
 }
 
 impl Etcd {
+    /// The harness on the backends `builder` makes.
+    pub(crate) async fn on(
+        builder: impl Fn() -> EtcdBackendBuilder + Send + Sync + 'static,
+    ) -> Self {
+        let names = builder()
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach etcd: {e}"));
+        let admin = names.client();
+        Etcd {
+            admin,
+            names,
+            builder: Box::new(builder),
+        }
+    }
+
     /// The lock's queue by create revision: `(key, lease id)`.
     async fn queue(&self, full_key: &str) -> Vec<(Vec<u8>, i64)> {
         self.queue_of(LeaseKind::Exclusive, full_key).await
@@ -62,7 +77,7 @@ impl Etcd {
 
 impl Harness for Etcd {
     async fn client(&self) -> LockClient {
-        conformance::client_on(EtcdBackend::connect(&self.url).await.unwrap())
+        conformance::client_on((self.builder)().connect().await.unwrap())
     }
 
     async fn delete_behind(&self, full_key: &str) {

@@ -39,6 +39,8 @@ mod election;
 mod etcd;
 #[cfg(feature = "etcd")]
 mod etcd_cluster;
+#[cfg(feature = "etcd-tls")]
+mod etcd_tls;
 #[cfg(all(feature = "redis", feature = "postgres", feature = "mysql"))]
 mod fenced;
 #[cfg(feature = "metrics")]

@@ -15,6 +15,7 @@
 mod certs;
 mod cluster;
 mod etcd;
+mod etcd_tls;
 mod kazoo;
 mod mysql;
 mod mysql_tls;
@@ -43,6 +44,7 @@ pub(crate) const SERVERS: &[&dyn Server] = &[
     &redis_tls::RedisTls,
     &zookeeper::ZooKeeper,
     &etcd::Etcd,
+    &etcd_tls::EtcdTls,
     &postgres::Postgres,
     &postgres_tls::PostgresTls,
     &mysql::Mysql,
@@ -52,13 +54,13 @@ pub(crate) const SERVERS: &[&dyn Server] = &[
 /// How long a server may take to answer after being started (or to exit
 /// after SIGTERM). Bounded so a broken server fails CI quickly instead of
 /// hanging it; local servers with empty data dirs are ready well within it.
-const READY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Grace period after SIGKILL, used only if SIGTERM did not work.
 const KILL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How often readiness and exit are re-checked while waiting.
-const POLL_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Timeout of a single connect/read/write of a readiness probe; short so one
 /// hung attempt cannot eat the whole [`READY_TIMEOUT`].
@@ -433,6 +435,11 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     if tls && cmd::which("openssl").is_none() {
         packages.push(certs::OPENSSL_PACKAGE);
     }
+    // The TLS etcd's users are set up with `etcdctl`.
+    let etcd_tls = servers.iter().any(|server| server.name() == "etcd-tls");
+    if etcd_tls && cmd::which("etcdctl").is_none() {
+        packages.push(etcd_tls::ETCDCTL_PACKAGE);
+    }
     apt_install(&packages)?;
     if zookeeper {
         kazoo::ensure()?;
@@ -586,6 +593,13 @@ fn up_one(server: &dyn Server) -> Result<bool> {
         .map_err(|err| Error::failed(format!("cannot write {}: {err}", dir.portfile.display())))?;
 
     if let Err(err) = server.start(&program, &dir, port) {
+        // A start that launched the server and then failed (setting it up) leaves it running:
+        // stop it, as a server that never answers is stopped below.
+        if dir.pid().is_some() {
+            if let Err(cleanup) = stop_one(server) {
+                eprintln!("xtask: error while cleaning up: {cleanup}");
+            }
+        }
         remove_if_exists(&dir.portfile)?;
         return Err(err);
     }

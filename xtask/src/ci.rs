@@ -18,6 +18,8 @@ use crate::{cmd, demo_deps, run, stack, test, Result};
 const BACKEND_FEATURES: &[&str] = &[
     "redis",
     "zookeeper",
+    "zookeeper-tls",
+    "zookeeper-sasl",
     "etcd",
     "etcd-tls",
     "postgres",

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::security::Security;
 use super::session::Session;
 use super::{path, Shared, ZooKeeperBackend, BACKEND};
 use crate::breaker::{Breaker, BreakerOptions};
@@ -25,6 +26,7 @@ pub struct ZooKeeperBackendBuilder {
     cluster: String,
     root: String,
     config: ZkConfig,
+    security: Security,
 }
 
 impl ZooKeeperBackendBuilder {
@@ -71,6 +73,41 @@ impl ZooKeeperBackendBuilder {
         self
     }
 
+    /// Verify `tcp+tls://` servers against these CA certificates (PEM, one or more): required
+    /// for TLS, as zookeeper-client knows no public root certificates. The server's
+    /// certificate must name the host of the connect string (an IP address works when the
+    /// certificate lists it).
+    #[cfg(feature = "zookeeper-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper-tls")))]
+    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.security.ca = Some(pem.into());
+        self
+    }
+
+    /// Show this client certificate and its private key (PEM) to `tcp+tls://` servers: for
+    /// servers with `ssl.clientAuth=need` (ZooKeeper's default for its secure port) or `want`.
+    #[cfg(feature = "zookeeper-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper-tls")))]
+    pub fn client_identity_pem(
+        mut self,
+        certificate: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.security.identity = Some((certificate.into(), key.into()));
+        self
+    }
+
+    /// Authenticate every session with SASL DIGEST-MD5 as `user` (a `user_<name>` of the
+    /// server's JAAS `Server` section), as a server with `enforce.auth.enabled=true` and
+    /// `enforce.auth.schemes=sasl` demands. A password the server refuses fails `connect` as
+    /// [`LockError::Unavailable`]. DIGEST-MD5 does not encrypt the session: use it over TLS.
+    #[cfg(feature = "zookeeper-sasl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "zookeeper-sasl")))]
+    pub fn sasl_digest_md5(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.security.sasl = Some((user.into(), password.into()));
+        self
+    }
+
     /// Checks the settings and opens the session.
     pub async fn connect(self) -> Result<ZooKeeperBackend> {
         path::validate_root(&self.root)?;
@@ -81,8 +118,10 @@ impl ZooKeeperBackendBuilder {
                 "ZooKeeper attempts, connect timeout and poll cap must be positive".into(),
             ));
         }
+        let security = self.security.prepare(&self.cluster)?;
         let session = Session::connect(
             &self.cluster,
+            &security,
             config.session_timeout,
             config.connect_timeout,
         )
@@ -90,6 +129,7 @@ impl ZooKeeperBackendBuilder {
         Ok(ZooKeeperBackend {
             shared: Arc::new(Shared {
                 cluster: self.cluster,
+                security,
                 root: self.root,
                 config,
                 session: Mutex::new(session),
@@ -119,6 +159,7 @@ impl ZooKeeperBackend {
                 attempts: 3,
                 breaker: BreakerOptions::new(),
             },
+            security: Security::default(),
         }
     }
 }

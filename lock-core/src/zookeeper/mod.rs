@@ -68,6 +68,17 @@
 //! - A node deleted behind the holder's back fires `lost()` at once (the holder watches its own
 //!   node), and renewals check the node too.
 //!
+//! # TLS and authentication
+//! With `zookeeper-tls`, servers named `tcp+tls://host:port` in the connect string are reached
+//! over TLS, verified against the CA given to
+//! [`ca_certificate_pem`](ZooKeeperBackendBuilder::ca_certificate_pem) (required:
+//! zookeeper-client has no public roots), with a client certificate from
+//! [`client_identity_pem`](ZooKeeperBackendBuilder::client_identity_pem). With
+//! `zookeeper-sasl`, every session authenticates with SASL DIGEST-MD5
+//! ([`sasl_digest_md5`](ZooKeeperBackendBuilder::sasl_digest_md5)). The nodes lock-core
+//! creates are open to every session (`Acls::anyone_all()`, as Curator's): who may lock is
+//! decided by who may open a session.
+//!
 //! # Round trips
 //! An uncontended acquire is a create and a children listing (plus a create of the lock node
 //! the first time); a release is one delete. A waiter adds a listing and an `exists` watch per
@@ -91,6 +102,7 @@ mod kinds;
 mod latch;
 mod path;
 mod queue;
+mod security;
 mod semaphore;
 mod session;
 
@@ -122,6 +134,8 @@ pub struct ZooKeeperBackend {
 
 struct Shared {
     cluster: String,
+    /// TLS and SASL settings of every session.
+    security: security::Prepared,
     root: String,
     config: ZkConfig,
     session: Mutex<Arc<Session>>,
@@ -221,6 +235,7 @@ impl ZooKeeperBackend {
         tracing::debug!("zookeeper session ended; opening a new one");
         let fresh = Session::connect(
             &self.shared.cluster,
+            &self.shared.security,
             config.session_timeout,
             config.connect_timeout,
         )

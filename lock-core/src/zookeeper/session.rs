@@ -16,9 +16,14 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use super::security::Prepared;
 use super::{to_lock_error, BACKEND};
 use crate::lock::held::lock;
 use crate::{LockError, LossSignal, LostReason, Result};
+
+/// How many times a session is tried in all, within the connect timeout, when SASL is on (see
+/// [`Session::connect`]).
+const SASL_CONNECT_ATTEMPTS: u32 = 3;
 
 /// A connected session.
 pub(super) struct Session {
@@ -30,31 +35,49 @@ pub(super) struct Session {
 }
 
 impl Session {
-    /// Opens a session on `cluster` (a ZooKeeper connect string), within `connect_timeout`.
+    /// Opens a session on `cluster` (a ZooKeeper connect string) with `security`'s TLS and SASL
+    /// settings, within `connect_timeout`.
     pub(super) async fn connect(
         cluster: &str,
+        security: &Prepared,
         session_timeout: Duration,
         connect_timeout: Duration,
     ) -> Result<Arc<Self>> {
-        let connecting = zk::Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_connection_timeout(connect_timeout)
-            .with_fail_eagerly()
-            .connect(cluster);
-        let client = match tokio::time::timeout(connect_timeout, connecting).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(zk::Error::BadArguments(why))) => {
-                return Err(LockError::InvalidConfig(format!(
-                    "ZooKeeper connect string {cluster:?}: {why}"
-                )))
-            }
-            Ok(Err(error)) => return Err(to_lock_error(error)),
-            Err(_) => {
-                return Err(LockError::Timeout {
-                    backend: BACKEND,
-                    operation: "connect",
-                    after: connect_timeout,
-                })
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        let mut attempts = 0;
+        let client = loop {
+            attempts += 1;
+            let connecting = security
+                .connector()
+                .with_session_timeout(session_timeout)
+                .with_connection_timeout(connect_timeout)
+                .with_fail_eagerly()
+                .connect(cluster);
+            match tokio::time::timeout_at(deadline, connecting).await {
+                Ok(Ok(client)) => break client,
+                Ok(Err(zk::Error::BadArguments(why))) => {
+                    return Err(LockError::InvalidConfig(format!(
+                        "ZooKeeper connect string {cluster:?}: {why}"
+                    )))
+                }
+                // Every server tried once and none opened a session: with SASL, zookeeper-client
+                // sends its first SASL packet right behind the session request, and a server
+                // (ZooKeeper 3.8's Netty connection) may answer the SASL packet first, which
+                // the client takes for a malformed session reply ("unsupported server version
+                // 1"). Another try opens the session.
+                Ok(Err(error @ (zk::Error::NoHosts | zk::Error::ConnectionLoss)))
+                    if security.sasl() && attempts < SASL_CONNECT_ATTEMPTS =>
+                {
+                    tracing::debug!(%error, attempts, "zookeeper session not opened; trying again");
+                }
+                Ok(Err(error)) => return Err(to_lock_error(error)),
+                Err(_) => {
+                    return Err(LockError::Timeout {
+                        backend: BACKEND,
+                        operation: "connect",
+                        after: connect_timeout,
+                    })
+                }
             }
         };
         let session = Arc::new(Self {

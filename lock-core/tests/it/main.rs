@@ -82,3 +82,5 @@ mod zk_ensemble;
 mod zookeeper;
 #[cfg(feature = "zookeeper")]
 mod zookeeper_interop;
+#[cfg(all(feature = "zookeeper-tls", feature = "zookeeper-sasl"))]
+mod zookeeper_tls;

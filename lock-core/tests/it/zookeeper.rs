@@ -10,6 +10,7 @@ use std::future::IntoFuture;
 use std::time::Duration;
 
 use lock_core::backend::LeaseKind;
+use lock_core::zookeeper::ZooKeeperBackendBuilder;
 use lock_core::{LockClient, LockError, LostReason, ZooKeeperBackend};
 use tokio::time::{timeout, Instant};
 use zookeeper_client as zk;
@@ -19,10 +20,13 @@ use crate::primitives::primitives_suite;
 use crate::primitives::read_write::try_read;
 use crate::proxy_support::Proxy;
 
-struct ZooKeeper {
+pub(crate) struct ZooKeeper {
     url: String,
     admin: zk::Client,
     names: ZooKeeperBackend,
+    /// The settings of every backend the suite connects (the connect string, and for the TLS
+    /// server its CA and SASL user).
+    builder: Box<dyn Fn() -> ZooKeeperBackendBuilder + Send + Sync>,
 }
 
 fn server_url() -> Option<String> {
@@ -34,11 +38,32 @@ async fn zookeeper() -> Option<ZooKeeper> {
     let admin = zk::Client::connect(&url)
         .await
         .unwrap_or_else(|e| panic!("cannot reach ZooKeeper at {url}: {e}"));
-    let names = ZooKeeperBackend::connect(&url).await.unwrap();
-    Some(ZooKeeper { url, admin, names })
+    let connect_string = url.clone();
+    Some(
+        ZooKeeper::on(url, admin, move || {
+            ZooKeeperBackend::builder(&connect_string)
+        })
+        .await,
+    )
 }
 
 impl ZooKeeper {
+    /// The harness on the server at `url`, read behind the backends' backs with `admin`, its
+    /// backends made by `builder`.
+    pub(crate) async fn on(
+        url: String,
+        admin: zk::Client,
+        builder: impl Fn() -> ZooKeeperBackendBuilder + Send + Sync + 'static,
+    ) -> Self {
+        let names = builder().connect().await.unwrap();
+        ZooKeeper {
+            url,
+            admin,
+            names,
+            builder: Box::new(builder),
+        }
+    }
+
     /// The lock's queue, in Curator's order (by the sequence after `lock-`).
     async fn queue(&self, full_key: &str) -> Vec<String> {
         let path = self.names.lock_path(full_key);
@@ -54,7 +79,7 @@ impl ZooKeeper {
 
 impl Harness for ZooKeeper {
     async fn client(&self) -> LockClient {
-        let backend = ZooKeeperBackend::connect(&self.url).await.unwrap();
+        let backend = (self.builder)().connect().await.unwrap();
         LockClient::builder(backend)
             .namespace("conformance")
             .build()

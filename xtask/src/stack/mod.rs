@@ -25,6 +25,7 @@ mod redis;
 mod redis_tls;
 mod redlock;
 mod zookeeper;
+mod zookeeper_tls;
 
 use std::fs;
 use std::io::ErrorKind;
@@ -43,6 +44,7 @@ pub(crate) const SERVERS: &[&dyn Server] = &[
     &redis::Redis,
     &redis_tls::RedisTls,
     &zookeeper::ZooKeeper,
+    &zookeeper_tls::ZooKeeperTls,
     &etcd::Etcd,
     &etcd_tls::EtcdTls,
     &postgres::Postgres,

@@ -85,12 +85,24 @@ pub(super) fn answers_ruok(port: u16) -> bool {
 /// The server's command line: `QuorumPeerMain` with the configuration `config` (also used
 /// for the members of `stack up --zk-ensemble`).
 pub(super) fn java(program: &Path, config: &Path) -> std::process::Command {
+    java_with(program, config, &[], &[])
+}
+
+/// [`java`] with `jars` added to the class path and the system `properties` (`-Dname=value`).
+pub(super) fn java_with(
+    program: &Path,
+    config: &Path,
+    jars: &[&str],
+    properties: &[String],
+) -> std::process::Command {
     let mut classpath = JAR.to_owned();
-    if Path::new(SLF4J_SIMPLE).exists() {
+    let slf4j = Path::new(SLF4J_SIMPLE).exists().then_some(SLF4J_SIMPLE);
+    for jar in slf4j.iter().chain(jars) {
         classpath.push(':');
-        classpath.push_str(SLF4J_SIMPLE);
+        classpath.push_str(jar);
     }
     let mut java = cmd::command(program, ["-Xmx256m", "-XX:+UseSerialGC"]);
+    java.args(properties);
     java.args([
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
         "-Dzookeeper.admin.enableServer=false",

@@ -77,9 +77,9 @@ static LEVEL: LazyLock<Script> =
 ///
 /// | key | type | holds | expires |
 /// |---|---|---|---|
-/// | `<level>` | hash | `available`, `reserved`, `sold`, `received` | never |
+/// | `<level>` | hash | `available`, `reserved`, `sold`, `received`; `forget`, when the oldest record is next due | never |
 /// | `<level>:records` | hash | a record per request a retry must find: `d\|<order id>` (deduction), `r\|<order id>` (reservation), `s\|<restock id>` (restock) | with the timeline |
-/// | `<level>:timeline` | list | `<ms>\|<record's field>` for each record from the moment it is final, newest first | the retention after the last record written, unless a reservation is live |
+/// | `<level>:timeline` | list | `<ms>\|<record's field>` for each record from the moment it is final, newest first | the retention (and up to a 16th more) after the last record written, unless a reservation is live |
 /// | `<level>:expiry` | sorted set | live reservations' order ids by expiry time | empty when none is live |
 ///
 /// No pub/sub channel. A Redis ACL user limited to `~<prefix>:*` can use it, and two
@@ -90,13 +90,15 @@ static LEVEL: LazyLock<Script> =
 /// week, by default) from the moment it is final (a deduction, a restock or a refused
 /// reservation when written; a reservation when confirmed, cancelled or run out: never while
 /// it holds units): a retry inside that window gets the first outcome, one after it is a new
-/// request. Each script call first forgets the SKU's records whose time is up, the oldest
-/// first, at most 128 of them (one `LRANGE` of the timeline's tail, one `HDEL`, one `LTRIM`),
-/// so memory follows the traffic of the last retention; a SKU nobody names any more has its
-/// records and timeline expire as a whole (by Redis's TTL) the retention after its last
-/// record, keeping only its level. A record takes about 95 bytes plus twice the order id
-/// (the hash field and the timeline entry); every instance on one prefix must use the same
-/// retention.
+/// request. Each script call reads, with the level, when the timeline's oldest record is next
+/// due (the level's `forget` field); once that time has come it forgets the SKU's due records,
+/// the oldest first, at most 128 (`LRANGE` of the timeline's tail, one `HDEL`, one `LTRIM`
+/// per 32), a 64th of the retention late at most, so memory follows the traffic of the last
+/// retention. After a write one `PTTL` keeps the records and the timeline expiring no sooner
+/// than the retention (set a 16th ahead): a SKU nobody names any more has them expire as a
+/// whole by Redis's TTL, keeping only its level; while a reservation is live they do not
+/// expire. A record takes about 75 bytes plus twice the order id (the hash field and the
+/// timeline entry); every instance on one prefix must use the same retention.
 ///
 /// ```no_run
 /// use std::time::Duration;

@@ -10,6 +10,7 @@ local function restock(quantity, id)
   end
   redis.call('HINCRBY', KEYS[1], 'available', quantity)
   local received = redis.call('HINCRBY', KEYS[1], 'received', quantity)
+  stocked = true
   local record = 'S|' .. int(quantity) .. '|' .. int(received)
   remember(field, record, true)
   return {0, record, level()}

@@ -66,6 +66,10 @@ impl TlsServer {
     /// A zookeeper-client session of the test's own, with everything, to look behind the
     /// backends' backs.
     async fn admin(&self) -> zk::Client {
+        // zookeeper-client takes rustls's process-level provider, which this binary (rustls
+        // with both providers) cannot pick by itself; lock-core installs one at its first TLS
+        // connection, which may not have happened yet in this process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let tls = zk::TlsOptions::new()
             .with_pem_ca(&self.ca)
             .unwrap()

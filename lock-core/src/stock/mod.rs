@@ -43,7 +43,7 @@ use std::time::Duration;
 pub use self::memory::MemoryStock;
 pub use self::order_line::OrderLine;
 #[cfg(feature = "redis")]
-pub use self::redis::RedisStock;
+pub use self::redis::{RedisStock, UnprefixedMigration};
 #[cfg(feature = "mysql")]
 pub use self::sql::MySqlStock;
 #[cfg(feature = "postgres")]

@@ -67,6 +67,22 @@ static SETTLE: LazyLock<Script> = LazyLock::new(|| {
 static LEVEL: LazyLock<Script> =
     LazyLock::new(|| script(include_str!("lua/level.lua"), "return call(read)"));
 
+static MIGRATE_UNPREFIXED: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/migrate_unprefixed.lua")));
+
+/// What [`RedisStock::migrate_unprefixed`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnprefixedMigration {
+    /// SKUs whose level (and live reservations) were carried over under the store's prefix.
+    pub carried: u64,
+    /// Old keys of SKUs never restocked (refused orders only), dropped.
+    pub dropped: u64,
+    /// SKUs left in the old layout because the store already has a level of that name
+    /// (`namespace:sku`), named as the store's keys name them.
+    pub conflicts: Vec<String>,
+}
+
 /// Stock kept in Redis, sharing a [`RedisBackend`]'s connection: each operation is one Lua
 /// script call.
 ///
@@ -197,6 +213,86 @@ impl RedisStock {
         format!("{}:{{#{full_sku}}}", self.prefix)
     }
 
+    /// Carries the stock kept before key prefixes (`stock:{#<namespace>:<sku>}`, with
+    /// `:deductions`, `:reservations` and `:expiry`, by lock-core 0.1) over to this store's
+    /// keys: each SKU's level and its live reservations, one script per SKU. Run it once,
+    /// between stopping the last old instance and starting the new ones, on a connection
+    /// allowed both key spaces (a Redis ACL user limited to `~<prefix>:*` may not read the old
+    /// keys): the old records of deductions and of settled reservations are dropped, so a
+    /// retry of an order answered before the move is a new order after it. It scans the
+    /// server for `stock:{#*}` (one node; on a Redis Cluster run it against each primary).
+    /// A SKU this store already has a level for is left as it was and named in
+    /// [`UnprefixedMigration::conflicts`]; running it again carries nothing more.
+    ///
+    /// ```no_run
+    /// use lock_core::stock::RedisStock;
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://admin:secret@127.0.0.1:6379/")?;
+    /// let connection = redis::aio::ConnectionManager::new(client).await?;
+    /// let store = RedisStock::from_connection(connection).with_key_prefix("shop")?;
+    /// let moved = store.migrate_unprefixed().await?;
+    /// assert!(moved.conflicts.is_empty(), "{moved:?}");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server cannot be reached or refuses a command.
+    pub async fn migrate_unprefixed(&self) -> Result<UnprefixedMigration> {
+        let mut connection = self.connection.clone();
+        let mut done = UnprefixedMigration::default();
+        let mut cursor = 0u64;
+        loop {
+            let scan = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg("stock:{#*")
+                .arg("COUNT")
+                .arg(1000)
+                .to_owned();
+            let (next, keys): (u64, Vec<String>) =
+                through(&self.breaker, scan.query_async(&mut connection))
+                    .await?
+                    .map_err(|e| LockError::unavailable(BACKEND, e))?;
+            for key in keys {
+                // A SKU's old keys: its level `stock:{#<full sku>}`, or that and a suffix
+                // (the records of a SKU never restocked have no level).
+                let Some(full_sku) = old_sku(&key) else {
+                    continue;
+                };
+                let level = self.redis_key(full_sku);
+                let old = format!("stock:{{#{full_sku}}}");
+                let mut invocation = MIGRATE_UNPREFIXED.prepare_invoke();
+                invocation
+                    .key(&level)
+                    .key(format!("{level}:records"))
+                    .key(format!("{level}:timeline"))
+                    .key(format!("{level}:expiry"))
+                    .key(&old)
+                    .key(format!("{old}:deductions"))
+                    .key(format!("{old}:reservations"))
+                    .key(format!("{old}:expiry"));
+                let outcome: i64 = through(&self.breaker, invocation.invoke_async(&mut connection))
+                    .await?
+                    .map_err(|e| LockError::unavailable(BACKEND, e))?;
+                match outcome {
+                    1 => done.carried += 1,
+                    0 => done.dropped += 1,
+                    -1 if !done.conflicts.iter().any(|c| c == full_sku) => {
+                        done.conflicts.push(full_sku.to_owned());
+                    }
+                    // Carried already (the SKU's other old keys came first), or a conflict
+                    // named already.
+                    _ => {}
+                }
+            }
+            if next == 0 {
+                return Ok(done);
+            }
+            cursor = next;
+        }
+    }
+
     /// `script`'s invocation on `sku`'s keys (level, records, timeline, expiry) with the
     /// retention and `args`.
     fn invocation<'a>(
@@ -251,6 +347,17 @@ impl RedisStock {
         let args = [quantity.as_str(), prefix, first.as_str(), last.as_str()];
         self.run::<()>(&DEDUCT_NUMBERED, sku, &args).await
     }
+}
+
+/// The SKU (`namespace:sku`) an old, unprefixed stock key belongs to: `stock:{#<sku>}` or that
+/// and one of `:deductions`, `:reservations`, `:expiry`.
+fn old_sku(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix("stock:{#")?;
+    let rest = [":deductions", ":reservations", ":expiry"]
+        .iter()
+        .find_map(|suffix| rest.strip_suffix(suffix))
+        .unwrap_or(rest);
+    rest.strip_suffix('}').filter(|sku| !sku.is_empty())
 }
 
 fn parse_level(values: &[u64]) -> Result<StockLevel> {
@@ -383,5 +490,27 @@ impl StockStore for RedisStock {
     async fn level(&self, sku: &str) -> Result<StockLevel> {
         let values: Vec<u64> = self.run(&LEVEL, sku, &[]).await?;
         parse_level(&values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::old_sku;
+
+    #[test]
+    fn old_keys_name_their_sku() {
+        assert_eq!(old_sku("stock:{#shop:sku-1}"), Some("shop:sku-1"));
+        assert_eq!(
+            old_sku("stock:{#shop:sku-1}:deductions"),
+            Some("shop:sku-1")
+        );
+        assert_eq!(
+            old_sku("stock:{#shop:sku-1}:reservations"),
+            Some("shop:sku-1")
+        );
+        assert_eq!(old_sku("stock:{#shop:sku-1}:expiry"), Some("shop:sku-1"));
+        assert_eq!(old_sku("stock:{#a}b}"), Some("a}b"));
+        assert_eq!(old_sku("lock:stock:{#shop:sku-1}"), None);
+        assert_eq!(old_sku("stock:{#}"), None);
     }
 }

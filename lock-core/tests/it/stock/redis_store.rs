@@ -370,3 +370,105 @@ async fn a_million_orders_stay_within_the_memory_bound() {
         "used memory grew {peak} bytes, over the bound of {MEMORY_BOUND}"
     );
 }
+
+/// Writes `fields` into the hash `key`.
+async fn hset(admin: &mut redis::aio::MultiplexedConnection, key: &str, fields: &[(&str, &str)]) {
+    let mut command = redis::cmd("HSET");
+    command.arg(key);
+    for (field, value) in fields {
+        command.arg(*field).arg(*value);
+    }
+    let _: i64 = command.query_async(admin).await.unwrap();
+}
+
+/// Stock kept in the layout before key prefixes (`stock:{#ns:sku}` and its `:deductions`,
+/// `:reservations`, `:expiry`, written here by hand as lock-core 0.1 wrote them) is carried
+/// over by `migrate_unprefixed`, on a server of the test's own: the level, and a live
+/// reservation that can still be confirmed; a deduction's record is not (the same order id is
+/// new); a never-restocked SKU's records are dropped; a SKU the store already has is left as
+/// it was and named; nothing of the old layout is left but that one, and a second run carries
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stock_of_the_unprefixed_layout_is_carried_over() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique("stock-migrate"));
+    let server = lock_core::testing::RedisServer::start(lock_core::testing::free_port(), dir);
+    let backend = RedisBackend::builder(server.url())
+        .key_prefix("shop")
+        .connect()
+        .await
+        .unwrap();
+    let (stock, store) = stock_with(&backend, Duration::from_secs(3600));
+    let mut admin = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    timeout(BOUND, async {
+        let old = "stock:{#test:kept}";
+        let until = (std::time::SystemTime::now() + Duration::from_secs(3600))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            .to_string();
+        let level = [
+            ("available", "3"),
+            ("reserved", "1"),
+            ("sold", "1"),
+            ("received", "5"),
+        ];
+        hset(&mut admin, old, &level).await;
+        hset(
+            &mut admin,
+            &format!("{old}:deductions"),
+            &[("o-1", "D|1|4")],
+        )
+        .await;
+        let reservations = [("r-1", "L|1|3"), ("r-0", "X|1|4")];
+        hset(&mut admin, &format!("{old}:reservations"), &reservations).await;
+        let _: i64 = redis::cmd("ZADD")
+            .arg(format!("{old}:expiry"))
+            .arg(&until)
+            .arg("r-1")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        hset(
+            &mut admin,
+            "stock:{#test:ghost}:deductions",
+            &[("o-9", "O|1|0")],
+        )
+        .await;
+        // A SKU both layouts have: left alone.
+        hset(&mut admin, "stock:{#test:both}", &level).await;
+        stock.restock("both", 1, "delivery-1").await.unwrap();
+
+        let moved = store.migrate_unprefixed().await.unwrap();
+        assert_eq!(
+            (moved.carried, moved.dropped, moved.conflicts.clone()),
+            (1, 1, vec!["test:both".to_owned()]),
+            "{moved:?}"
+        );
+        let level = stock.audit("kept").await.unwrap();
+        assert_eq!(
+            (level.available, level.reserved, level.sold, level.received),
+            (3, 1, 1, 5)
+        );
+        assert_eq!(
+            stock.confirm("kept", "r-1").await.unwrap(),
+            ConfirmOutcome::Confirmed
+        );
+        assert!(!stock.deduct("kept", 1, "o-1").await.unwrap().duplicate);
+        let level = stock.audit("kept").await.unwrap();
+        assert_eq!((level.available, level.sold), (2, 3));
+        assert!(level.is_balanced());
+        assert_eq!(stock.audit("both").await.unwrap().received, 1);
+
+        let left = keys_naming(&mut admin, "stock:{#").await;
+        let unprefixed: Vec<&String> = left.iter().filter(|k| k.starts_with("stock:")).collect();
+        assert_eq!(unprefixed, ["stock:{#test:both}"], "{left:?}");
+        let again = store.migrate_unprefixed().await.unwrap();
+        assert_eq!((again.carried, again.dropped), (0, 0), "{again:?}");
+    })
+    .await
+    .expect("bounded");
+}

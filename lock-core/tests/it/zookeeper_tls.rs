@@ -69,7 +69,10 @@ impl TlsServer {
         // zookeeper-client takes rustls's process-level provider, which this binary (rustls
         // with both providers) cannot pick by itself; lock-core installs one at its first TLS
         // connection, which may not have happened yet in this process.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // Err: another provider is installed already, which serves as well.
+        rustls::crypto::ring::default_provider()
+            .install_default()
+            .unwrap_or_default();
         let tls = zk::TlsOptions::new()
             .with_pem_ca(&self.ca)
             .unwrap()

@@ -182,7 +182,7 @@ impl RedisStock {
     }
 
     /// The store with its keys under `prefix` instead (`<prefix>:stock:…`), as
-    /// [`RedisBackendBuilder::key_prefix`](crate::RedisBackendBuilder::key_prefix) places a
+    /// [`RedisBackendBuilder::key_prefix`](crate::redis::RedisBackendBuilder::key_prefix) places a
     /// backend's.
     ///
     /// # Errors

@@ -237,9 +237,13 @@ mod tests {
                 "redis",
                 "redis-tls",
                 "zookeeper",
+                "zookeeper-tls",
                 "etcd",
+                "etcd-tls",
                 "postgres",
-                "mysql"
+                "postgres-tls",
+                "mysql",
+                "mysql-tls"
             ]
         );
     }
@@ -250,7 +254,7 @@ mod tests {
             names(&["--with", "etcd,redis", "--with=redis"]),
             ["etcd", "redis"]
         );
-        assert_eq!(names(&["--with", "redis,all"]).len(), 6);
+        assert_eq!(names(&["--with", "redis,all"]).len(), 10);
     }
 
     #[test]

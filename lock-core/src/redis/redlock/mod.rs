@@ -28,7 +28,7 @@
 //! the release goes on the same connection, so it lands after it), and the acquisition tries
 //! again after a random pause (about [`RedLockBuilder::retry_delay`]) until its deadline.
 //! When fewer than a majority answer at all, it fails with
-//! [`LockError::Unavailable`](crate::LockError::Unavailable) at once (fail-closed, as a lone
+//! [`LockError::Unavailable`] at once (fail-closed, as a lone
 //! server that is down). An acquisition stops waiting once a quorum granted, so a slow node
 //! costs it nothing; a grant that lands there afterwards is this lease's too. Renewals go to
 //! every node (by the grant's value where the node answered in time, by its owner token where
@@ -133,7 +133,7 @@ impl RedLock {
     /// A RedLock over `nodes` with default settings (see [`RedLockBuilder`]).
     ///
     /// # Errors
-    /// [`LockError::InvalidConfig`](crate::LockError::InvalidConfig) for fewer than 3 nodes,
+    /// [`LockError::InvalidConfig`] for fewer than 3 nodes,
     /// more than 16, or the same backend twice.
     ///
     /// ```no_run

@@ -198,7 +198,11 @@ fn run_inventory(args: &[String]) -> Result<()> {
     cmd::run(&mut build)?;
     let mut cargo = cmd::cargo();
     cargo.args(["run", "--release", "-p", "lock-harness"]);
-    cargo.args(harness_features(args));
+    let features = harness_features(args);
+    cargo.args(features);
+    if features.is_empty() {
+        stack::ensure_build_tools()?;
+    }
     cargo.args(["--bin", INVENTORY, "--"]);
     run_with_stack(cargo, args)
 }
@@ -327,10 +331,17 @@ fn has_flag(args: &[String], name: &str) -> bool {
 fn run_bin(bin: HarnessBin, args: &[String]) -> Result<()> {
     let mut cargo = cmd::cargo();
     cargo.arg("run");
-    if bin == HarnessBin::Demo {
-        cargo.args(harness_features(args));
+    let features = if bin == HarnessBin::Demo {
+        harness_features(args)
     } else {
         cargo.arg("--release");
+        &[]
+    };
+    cargo.args(features);
+    // With lock-harness's default `servers` feature the build compiles etcd's client, whose
+    // build script runs protoc: on a fresh machine `bench --backend redis` needs it too.
+    if features.is_empty() {
+        stack::ensure_build_tools()?;
     }
     // `bench --allocations`: the allocation profile, a binary of its own (DHAT's allocator
     // would slow the timing figures down), beside the same floors as `bench`.

@@ -468,6 +468,18 @@ fn missing_packages(servers: &[&dyn Server]) -> Vec<&'static str> {
     missing
 }
 
+/// Installs the missing build packages (protoc for the `etcd` feature) alone: for a
+/// harness build with lock-harness's `servers` feature (`stress`, `bench`, `chaos`), which
+/// compiles etcd's client whether or not the run starts etcd.
+pub(crate) fn ensure_build_tools() -> Result<()> {
+    let missing: Vec<&str> = BUILD_PACKAGES
+        .iter()
+        .filter(|(file, _)| !Path::new(file).exists())
+        .map(|(_, package)| *package)
+        .collect();
+    apt_install(&missing)
+}
+
 /// `apt-get install`s `missing` (nothing when empty); without root or apt,
 /// fails with the command to run.
 fn apt_install(missing: &[&str]) -> Result<()> {

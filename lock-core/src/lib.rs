@@ -68,7 +68,7 @@ pub mod lease;
 mod lock;
 #[doc(hidden)]
 pub mod macro_support;
-mod memory;
+pub mod memory;
 pub mod metrics;
 pub mod primitives;
 #[cfg(feature = "redis")]

@@ -308,7 +308,6 @@ impl Call {
     /// One try at the key's lease; on Redis, with the store on the lease's own backend, the
     /// entry is read in the same script right after the grant (see `fused_lease.rs`).
     async fn try_lease(&self) -> Result<Option<(LockGuard, AfterGrant)>, LockError> {
-        #[cfg(feature = "redis")]
         if let Some(fused) = &self.cache.inner.fused {
             let granted = fused.try_lease(self.lease(), &self.key).await?;
             return Ok(granted.map(|(guard, read)| (guard, AfterGrant::Read(read))));

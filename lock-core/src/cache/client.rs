@@ -8,7 +8,8 @@ use super::request::CacheRequest;
 use super::{Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::{DynLockBackend, LockBackend};
 use crate::lock::key::validate_namespace;
-use crate::results::{DynResultStore, MemoryResultStore, ResultStore};
+use crate::memory::MemoryResultStore;
+use crate::results::{DynResultStore, ResultStore};
 use crate::{LeaseMode, LockClient, LockError, MemoryBackend, Result};
 
 /// The largest value stored by default: 1 MiB.
@@ -60,7 +61,6 @@ pub(crate) struct Inner {
     pub(crate) flights: Arc<Flights>,
     /// On Redis, with the store on the lease's own backend: the miss's lease and its second
     /// read in one script.
-    #[cfg(feature = "redis")]
     pub(crate) fused: Option<super::fused_lease::FusedLease>,
 }
 
@@ -70,8 +70,7 @@ impl Cache {
     /// `RedisBackend`, feature `redis`).
     pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> CacheBuilder {
         CacheBuilder {
-            #[cfg(feature = "redis")]
-            fused: super::fused_lease::FusedLease::between(&store, &backend),
+            fused: super::fused_lease::FusedLease::offered(&store, &backend),
             store: Arc::new(store),
             backend: Arc::new(backend),
             namespace: String::new(),
@@ -150,7 +149,6 @@ impl std::fmt::Debug for Cache {
 /// Configures a [`Cache`].
 #[must_use]
 pub struct CacheBuilder {
-    #[cfg(feature = "redis")]
     fused: Option<super::fused_lease::FusedLease>,
     store: Arc<dyn DynResultStore>,
     backend: Arc<dyn DynLockBackend>,
@@ -239,7 +237,6 @@ impl CacheBuilder {
                 on_backend_error: self.on_backend_error,
                 max_value_bytes: self.max_value_bytes,
                 flights: Arc::default(),
-                #[cfg(feature = "redis")]
                 fused: self.fused,
             }),
         })

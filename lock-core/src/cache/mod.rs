@@ -50,7 +50,6 @@ pub(crate) mod computed;
 mod entry;
 mod flight;
 mod fn_error;
-#[cfg(feature = "redis")]
 mod fused_lease;
 mod global;
 mod lookup;

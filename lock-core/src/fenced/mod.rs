@@ -22,12 +22,8 @@
 //! );
 //! ```
 
-#[cfg(feature = "redis")]
-mod redis;
 mod sql;
 
-#[cfg(feature = "redis")]
-pub use self::redis::RedisFencedStore;
 pub use self::sql::{FencedUpdate, SqlDialect};
 
 use crate::FencingToken;

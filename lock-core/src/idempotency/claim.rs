@@ -242,7 +242,6 @@ async fn end_record(
     entry: &[u8],
     rule: Replace,
 ) -> (Result<bool>, Option<LockGuard>) {
-    #[cfg(feature = "redis")]
     if let Some(fused) = idempotency.inner.fused.as_ref() {
         let stored = fused.end(idempotency, key, &guard, entry, rule).await;
         // Released by the script; after an error, left to run out.
@@ -271,7 +270,6 @@ pub(super) async fn begin(
     fingerprint: Fingerprint,
     in_flight: InFlight,
 ) -> Result<Begin> {
-    #[cfg(feature = "redis")]
     if let (InFlight::Conflict, Some(fused)) = (in_flight, idempotency.inner.fused.as_ref()) {
         return fused.begin(idempotency, key, fingerprint).await;
     }
@@ -361,9 +359,9 @@ async fn claim(
     // With recovery points, the look for one goes with the in-flight put (two stores, one
     // round trip's wait); it is only used once the put has made the claim this request's.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    let (stored, point) = match idempotency.recovery_points() {
-        Some(points) => {
-            let (stored, point) = tokio::join!(put, points.find(key.full()));
+    let (stored, point) = match idempotency.commit_place().and_then(|p| p.find_point(key.full())) {
+        Some(find) => {
+            let (stored, point) = tokio::join!(put, find);
             (stored?, point?)
         }
         None => (put.await?, None),

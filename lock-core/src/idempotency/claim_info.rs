@@ -27,7 +27,7 @@ pub struct ClaimInfo {
     /// What [`commit_in`](Self::commit_in) needs; `None` for an info made by hand, or when the
     /// idempotency's records cannot be completed in a transaction.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    pub(crate) commit: Option<std::sync::Arc<super::commit::ClaimCommit>>,
+    pub(crate) commit: Option<std::sync::Arc<super::ClaimCommit>>,
 }
 
 impl ClaimInfo {

@@ -10,9 +10,12 @@ use super::{Completed, Fingerprint, IdempotencyStats};
 use crate::backend::{DynLockBackend, LockBackend};
 use crate::lock::key::validate_namespace;
 use crate::results::{
-    DynResultStore, MemoryResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS,
+    DynResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS,
 };
+use crate::memory::MemoryResultStore;
 use crate::{FencingToken, LeaseMode, LockClient, LockError, LockKey, MemoryBackend, Result};
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use crate::results::CommitPlace;
 
 /// How long a completed request is kept for replay by default: 24 hours, as Stripe does.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -68,12 +71,12 @@ pub(crate) struct Inner {
     pub(crate) namespace: String,
     pub(crate) retention: Duration,
     pub(crate) counters: Counters,
-    /// Claims in one script, when the records are in Redis on the lock backend itself.
-    #[cfg(feature = "redis")]
+    /// Claims in one call, when the store offers it with the lock backend (records in Redis
+    /// on the lock backend itself).
     pub(crate) fused: Option<super::fused_claim::FusedClaim>,
     /// Where a claim's handler can complete it in its own transaction, if anywhere.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    pub(crate) commit_place: Option<Arc<super::commit::CommitPlace>>,
+    pub(crate) commit_place: Option<Arc<dyn CommitPlace>>,
 }
 
 impl Inner {
@@ -109,8 +112,7 @@ impl Idempotency {
     /// `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`.)
     pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> IdempotencyBuilder {
         IdempotencyBuilder {
-            #[cfg(feature = "redis")]
-            fused: super::fused_claim::FusedClaim::between(&store, &backend),
+            fused: super::fused_claim::FusedClaim::offered(&store, &backend),
             store: Arc::new(store),
             backend: Arc::new(backend),
             namespace: String::new(),
@@ -216,12 +218,8 @@ impl Idempotency {
 
     /// The recovery points claims look for an earlier execution's answer in, if any.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    pub(crate) fn recovery_points(&self) -> Option<&super::RecoveryPoints> {
-        match self.inner.commit_place.as_deref()? {
-            super::commit::CommitPlace::Recovery(points) => Some(points),
-            #[cfg(feature = "postgres")]
-            super::commit::CommitPlace::Record(_) => None,
-        }
+    pub(crate) fn commit_place(&self) -> Option<&dyn CommitPlace> {
+        self.inner.commit_place.as_deref()
     }
 
     /// What a claim on `key` carries to complete in the application's transaction.
@@ -230,9 +228,9 @@ impl Idempotency {
         &self,
         key: &LockKey,
         fingerprint: Fingerprint,
-    ) -> Option<Arc<super::commit::ClaimCommit>> {
+    ) -> Option<Arc<super::ClaimCommit>> {
         let place = self.inner.commit_place.clone()?;
-        Some(Arc::new(super::commit::ClaimCommit {
+        Some(Arc::new(super::ClaimCommit {
             place,
             key: key.full().to_owned(),
             fingerprint,
@@ -263,14 +261,13 @@ impl std::fmt::Debug for Idempotency {
 pub struct IdempotencyBuilder {
     store: Arc<dyn DynResultStore>,
     backend: Arc<dyn DynLockBackend>,
-    /// Claims in one script, when `store` is in Redis on `backend` itself.
-    #[cfg(feature = "redis")]
+    /// Claims in one call, when `store` offers it with `backend`.
     fused: Option<super::fused_claim::FusedClaim>,
     namespace: String,
     retention: Duration,
     lease: LeaseMode,
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    recovery_points: Option<super::RecoveryPoints>,
+    recovery_points: Option<Arc<dyn CommitPlace>>,
 }
 
 impl IdempotencyBuilder {
@@ -305,7 +302,7 @@ impl IdempotencyBuilder {
     ///
     /// ```no_run
     /// use lock_core::idempotency::{Idempotency, RecoveryPoints};
-    /// use lock_core::results::RedisResultStore;
+    /// use lock_core::redis::RedisResultStore;
     /// use lock_core::RedisBackend;
     ///
     /// # async fn example(pool: sqlx::PgPool, backend: RedisBackend) -> Result<(), lock_core::LockError> {
@@ -315,8 +312,8 @@ impl IdempotencyBuilder {
     /// # let _ = payments; Ok(()) }
     /// ```
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    pub fn recovery_points(mut self, points: super::RecoveryPoints) -> Self {
-        self.recovery_points = Some(points);
+    pub fn recovery_points(mut self, points: impl CommitPlace) -> Self {
+        self.recovery_points = Some(Arc::new(points));
         self
     }
 
@@ -341,17 +338,9 @@ impl IdempotencyBuilder {
         // Recovery points when given (the effect's database), else the records themselves
         // when they are in PostgreSQL.
         #[cfg(any(feature = "postgres", feature = "mysql"))]
-        let commit_place = match self.recovery_points {
-            Some(points) => Some(super::commit::CommitPlace::Recovery(points)),
-            #[cfg(feature = "postgres")]
-            None => self.store.postgres_table().map(|table| {
-                super::commit::CommitPlace::Record(
-                    crate::results::postgres::in_transaction::InTransaction::new(table),
-                )
-            }),
-            #[cfg(not(feature = "postgres"))]
-            None => None,
-        };
+        let commit_place = self
+            .recovery_points
+            .or_else(|| self.store.commit_place());
         Ok(Idempotency {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -361,12 +350,12 @@ impl IdempotencyBuilder {
                 counters: Counters::default(),
                 // Recovery points are looked for beside the in-flight write, which the script
                 // makes on its own: claims with them take the two steps.
-                #[cfg(all(feature = "redis", any(feature = "postgres", feature = "mysql")))]
+                #[cfg(any(feature = "postgres", feature = "mysql"))]
                 fused: self.fused.filter(|_| commit_place.is_none()),
-                #[cfg(all(feature = "redis", not(any(feature = "postgres", feature = "mysql"))))]
+                #[cfg(not(any(feature = "postgres", feature = "mysql")))]
                 fused: self.fused,
                 #[cfg(any(feature = "postgres", feature = "mysql"))]
-                commit_place: commit_place.map(Arc::new),
+                commit_place,
             }),
         })
     }

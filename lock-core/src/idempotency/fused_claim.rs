@@ -1,5 +1,5 @@
-//! The claim in one round trip, for records in a [`RedisResultStore`] on the lock backend
-//! itself: one script reads the record, takes the key's lease and marks the record in flight
+//! The claim in one round trip, for records in a store that offers it with the lock backend
+//! ([`FusedPaths`]; a `RedisResultStore` on the lock backend itself): one script reads the record, takes the key's lease and marks the record in flight
 //! under the new fence (`record_claim.lua`). A first request pays one round trip for the three
 //! (instead of the read and the lease side by side, then the in-flight write), and a replay
 //! pays for no lease at all (instead of one it took and gave back). The claim ends in one
@@ -9,54 +9,31 @@
 //! The lease is the lock's: the lock client adopts the grant, so the watchdog, the lost signal,
 //! the clean-up of an abandoned claim and the metrics are the same as for a lease it asked for
 //! itself. Used for [`InFlight::Conflict`](super::InFlight::Conflict) claims without
-//! [`RecoveryPoints`](super::RecoveryPoints) (those look for a point beside the in-flight
+//! recovery points (`lock_core::sql::RecoveryPoints`: those look for a point beside the in-flight
 //! write); waiting duplicates watch the record as before.
 
-use std::any::Any;
+use std::sync::Arc;
 
 use super::claim::{settled, Begin, Claim};
 use super::record::Record;
 use super::{Fingerprint, Idempotency};
-use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
+use crate::backend::{AcquireRequest, BoxFuture, DynGrant};
 use crate::lock::request::AcquireAttempt;
-use crate::redis::record_claim::{RecordClaim, RecordEnd, RecordPlace, RecordSeen};
-use crate::results::{RedisResultStore, Replace, FENCE_DIGITS};
-use crate::{FencingToken, LockError, LockGuard, LockKey, LockOwner, RedisBackend, Result};
+use crate::results::{
+    FusedPaths, RecordClaim, RecordEnd, RecordSeen, Replace, ResultStore, FENCE_DIGITS,
+};
+use crate::{FencingToken, LockBackend, LockError, LockGuard, LockKey, LockOwner, Result};
 
-/// Claims in one script, for a [`RedisResultStore`] on the idempotency client's own backend.
+/// Claims in one call, through the paths a store offers with the idempotency client's backend.
 pub(crate) struct FusedClaim {
-    store: RedisResultStore,
+    paths: Arc<dyn FusedPaths>,
 }
 
 impl FusedClaim {
-    /// When `store` is a [`RedisResultStore`] connected through `backend` itself (the same
-    /// server, connection and lease book); `None` otherwise.
-    pub(crate) fn between(store: &dyn Any, backend: &dyn Any) -> Option<Self> {
-        RedisResultStore::on_backend(store, backend).map(|store| Self { store })
-    }
-
-    /// The Redis keys of `key`'s record and of its watchers.
-    fn record_keys(&self, key: &LockKey) -> (String, String) {
-        let record = self.store.redis_key(key.full());
-        let watchers = format!("{record}:watchers");
-        (record, watchers)
-    }
-
-    /// Where `key`'s record is (its keys from [`record_keys`](Self::record_keys)).
-    fn place<'a>(
-        &'a self,
-        idempotency: &Idempotency,
-        key: &'a LockKey,
-        record: &'a str,
-        watchers: &'a str,
-    ) -> RecordPlace<'a> {
-        RecordPlace {
-            record,
-            watchers,
-            keep: idempotency.inner.retention,
-            push_prefix: self.store.push_prefix(),
-            key: key.full(),
-        }
+    /// When `store` offers its one-call paths with `backend` (a `RedisResultStore` connected
+    /// through `backend` itself); `None` otherwise.
+    pub(crate) fn offered<S: ResultStore, B: LockBackend>(store: &S, backend: &B) -> Option<Self> {
+        store.fused_with(backend).map(|paths| Self { paths })
     }
 }
 
@@ -69,15 +46,15 @@ impl FusedClaim {
         key: LockKey,
         fingerprint: Fingerprint,
     ) -> Result<Begin> {
-        let (record, watchers) = self.record_keys(&key);
         let in_flight = Record::encode_in_flight(FencingToken::new(0), &fingerprint);
         let fingerprint_hex = fingerprint.to_hex();
         let mut attempt = Attempt {
-            backend: self.store.backend(),
+            paths: self.paths.as_ref(),
             claim: RecordClaim {
-                place: self.place(idempotency, &key, &record, &watchers),
+                key: &key,
                 in_flight: &in_flight,
                 fingerprint: &fingerprint_hex,
+                keep: idempotency.inner.retention,
             },
             seen: None,
         };
@@ -137,25 +114,24 @@ impl FusedClaim {
         entry: &[u8],
         rule: Replace,
     ) -> Result<bool> {
-        let (record, watchers) = self.record_keys(key);
         let fence = guard.fencing_token();
         let fence_digits = format!("{:0width$}", fence.get(), width = FENCE_DIGITS);
         let end = RecordEnd {
-            place: self.place(idempotency, key, &record, &watchers),
+            key,
             fence_digits: &fence_digits,
             entry,
             rule,
+            keep: idempotency.inner.retention,
         };
-        self.store
-            .backend()
-            .end_claim(key.full(), guard.owner_token(), fence, &end)
+        self.paths
+            .end_claim(guard.owner_token(), fence, &end)
             .await
     }
 }
 
-/// The lease, asked of the claim script.
+/// The lease, asked of the claim call.
 struct Attempt<'a> {
-    backend: &'a RedisBackend,
+    paths: &'a dyn FusedPaths,
     claim: RecordClaim<'a>,
     seen: Option<RecordSeen>,
 }
@@ -166,9 +142,9 @@ impl AcquireAttempt for Attempt<'_> {
         request: AcquireRequest<'r>,
     ) -> BoxFuture<'r, Result<Option<DynGrant>>> {
         Box::pin(async move {
-            let (grant, seen) = self.backend.claim_record(request, &self.claim).await?;
+            let (grant, seen) = self.paths.claim_record(request, &self.claim).await?;
             self.seen = Some(seen);
-            Ok(grant.map(|grant| bind(self.backend, grant)))
+            Ok(grant)
         })
     }
 }

@@ -61,16 +61,13 @@
 //!   stored leaves the claim to expire rather than marking it done.
 
 mod claim;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod claim_commit;
 mod claim_info;
 mod client;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-mod commit;
 mod fingerprint;
-#[cfg(feature = "redis")]
 mod fused_claim;
 mod record;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-mod recovery;
 #[cfg(any(feature = "http", feature = "postgres", feature = "mysql"))]
 mod replay;
 pub(crate) mod stats;
@@ -79,11 +76,13 @@ pub use self::claim::{Begin, Claim, Completion, InFlight};
 pub use self::claim_info::ClaimInfo;
 pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub use self::commit::{Committed, EffectTransaction};
+pub(crate) use self::claim_commit::ClaimCommit;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use self::claim_commit::Committed;
 pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
 pub use self::record::Completed;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
+pub(crate) use self::record::Record;
 #[cfg(any(feature = "http", feature = "postgres", feature = "mysql"))]
 pub(crate) use self::replay::replayable;
 pub use self::stats::IdempotencyStats;

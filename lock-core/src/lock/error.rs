@@ -288,28 +288,4 @@ mod tests {
         assert!(std::error::Error::source(&timeout).is_none());
         assert_eq!(timeout.with_causes(), timeout.to_string());
     }
-
-    /// A client error that prints its own source (redis-rs's I/O errors do) is named once.
-    #[cfg(feature = "redis")]
-    #[test]
-    fn a_cause_already_in_the_line_is_not_repeated() {
-        let io = std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            "Connection refused (os error 111)",
-        );
-        let error = LockError::unavailable("redis", redis::RedisError::from(io));
-        let source = std::error::Error::source(&error).unwrap();
-        assert_eq!(
-            (source.to_string(), source.source().map(ToString::to_string)),
-            (
-                "Connection refused (os error 111)".to_owned(),
-                Some("Connection refused (os error 111)".to_owned())
-            ),
-            "redis-rs prints its source as its own message"
-        );
-        assert_eq!(
-            error.with_causes(),
-            "redis backend unavailable: Connection refused (os error 111)"
-        );
-    }
 }

@@ -145,7 +145,6 @@ impl<'a> LockRequest<'a> {
     /// Tries once, with `attempt` asking the store for the lease instead of the client's
     /// backend (a script that grants it together with other work): a grant it returns is
     /// adopted as the backend's own, watched, released and cleaned up after like any other.
-    #[cfg(feature = "redis")]
     pub(crate) async fn try_acquire_through(
         self,
         attempt: &mut dyn AcquireAttempt,

@@ -9,15 +9,19 @@ mod acquire;
 mod election;
 mod latch;
 mod queue;
+mod result_store;
 mod semaphore;
 mod state;
+mod stock;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use self::latch::Latches;
+pub use self::result_store::MemoryResultStore;
 use self::state::{Family, KeyState};
+pub use self::stock::MemoryStock;
 use crate::backend::LeaseKind;
 use crate::lock::held::lock;
 use crate::{LostReason, OwnerToken};

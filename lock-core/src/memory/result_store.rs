@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::store::{ResultStore, ValueWatch, Watchers};
-use super::PutEntry;
+use crate::results::{PutEntry, ResultStore, ValueWatch, Watchers};
 use crate::lock::held::lock;
 use crate::{LockKey, Result};
 
@@ -16,7 +15,7 @@ use crate::{LockKey, Result};
 ///
 /// ```
 /// use lock_core::cache::Cache;
-/// use lock_core::results::MemoryResultStore;
+/// use lock_core::memory::MemoryResultStore;
 /// use lock_core::MemoryBackend;
 ///
 /// let cache = Cache::builder(MemoryResultStore::new(), MemoryBackend::new())
@@ -90,7 +89,7 @@ impl ResultStore for MemoryResultStore {
             let mut entries = lock(&self.shared.entries);
             let now = Instant::now();
             let kept_there = entries.get(key.full()).is_some_and(|(bytes, until)| {
-                *until > now && !super::may_replace(bytes, put.fence_digits, put.rule)
+                *until > now && !crate::results::may_replace(bytes, put.fence_digits, put.rule)
             });
             if kept_there {
                 None

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::OrderLine;
-use super::{check_retention, order_reused, restock_reused, DEFAULT_RETENTION};
-use super::{
+use crate::stock::OrderLine;
+use crate::stock::{check_retention, order_reused, restock_reused, DEFAULT_RETENTION};
+use crate::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome, Restock,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
@@ -169,7 +169,7 @@ impl MemoryStock {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use lock_core::stock::MemoryStock;
+    /// use lock_core::memory::MemoryStock;
     ///
     /// let store = MemoryStock::with_retention(Duration::from_secs(24 * 60 * 60))?;
     /// assert!(MemoryStock::with_retention(Duration::ZERO).is_err());

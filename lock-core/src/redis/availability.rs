@@ -72,3 +72,31 @@ mod tests {
         assert!(is_unreachable(&loading));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::LockError;
+
+    /// A client error that prints its own source (redis-rs's I/O errors do) is named once.
+    #[test]
+    fn a_cause_already_in_the_line_is_not_repeated() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        );
+        let error = LockError::unavailable("redis", redis::RedisError::from(io));
+        let source = std::error::Error::source(&error).unwrap();
+        assert_eq!(
+            (source.to_string(), source.source().map(ToString::to_string)),
+            (
+                "Connection refused (os error 111)".to_owned(),
+                Some("Connection refused (os error 111)".to_owned())
+            ),
+            "redis-rs prints its source as its own message"
+        );
+        assert_eq!(
+            error.with_causes(),
+            "redis backend unavailable: Connection refused (os error 111)"
+        );
+    }
+}

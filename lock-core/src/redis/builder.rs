@@ -92,9 +92,9 @@ pub(super) struct RedisConfig {
 
 impl RedisBackendBuilder {
     /// The prefix of every Redis key and pub/sub channel this backend uses (default `lock`),
-    /// and of the stores made from it: a [`RedisResultStore`](crate::results::RedisResultStore)
+    /// and of the stores made from it: a [`RedisResultStore`](crate::redis::RedisResultStore)
     /// keeps cache entries and idempotency records under `<prefix>:cache:`, a
-    /// [`RedisFencedStore`](crate::fenced::RedisFencedStore) its values under
+    /// [`RedisFencedStore`](crate::redis::RedisFencedStore) its values under
     /// `<prefix>:fenced:`. Give each application sharing a server a prefix of its own; a Redis
     /// ACL user limited to it needs `~<prefix>:*` for the keys and `&<prefix>:*` for the
     /// channels (see the Redis page of the docs).

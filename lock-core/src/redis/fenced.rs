@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
-use super::FencedWrite;
+use crate::fenced::FencedWrite;
 use crate::{FencingToken, LockError, LockKey, RedisBackend, Result};
 
 /// Writes `value` and the token into the hash KEYS[1] unless it holds a larger token.
@@ -36,7 +36,7 @@ return {1, ARGV[1]}",
 /// default), or the one given to [`with_key_prefix`](Self::with_key_prefix).
 ///
 /// ```no_run
-/// use lock_core::fenced::RedisFencedStore;
+/// use lock_core::redis::RedisFencedStore;
 /// use lock_core::{LockClient, RedisBackend};
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
@@ -82,7 +82,7 @@ impl RedisFencedStore {
     /// can use them.
     ///
     /// ```no_run
-    /// use lock_core::fenced::RedisFencedStore;
+    /// use lock_core::redis::RedisFencedStore;
     ///
     /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
     /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;

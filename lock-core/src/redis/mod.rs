@@ -64,8 +64,8 @@
 //!
 //! Every key and pub/sub channel starts with the prefix, the stores' made from the backend too:
 //! `lock:cache:{#…}` (with `:watchers`) for the cache's entries and the idempotency records of a
-//! [`RedisResultStore`](crate::results::RedisResultStore), `lock:fenced:…` for a
-//! [`RedisFencedStore`](crate::fenced::RedisFencedStore); the wake-ups go to
+//! [`RedisResultStore`](crate::redis::RedisResultStore), `lock:fenced:…` for a
+//! [`RedisFencedStore`](crate::redis::RedisFencedStore); the wake-ups go to
 //! `lock:wake:<client id>` (an election's changes to `lock:wake:leader:…`), a result store's
 //! pushes to `lock:cache:push:<store id>`. No pattern subscription is used. So applications
 //! sharing a server keep apart with a prefix each
@@ -110,18 +110,23 @@ mod acquire;
 pub(crate) mod availability;
 mod builder;
 mod election;
+mod entry_layout;
+mod fenced;
+mod fused_paths;
 mod keys;
 mod latch;
-pub(crate) mod lease_read;
+mod lease_read;
 mod leases;
 mod primitive_keys;
 mod primitives;
 mod queue;
-pub(crate) mod record_claim;
+mod record_claim;
 pub mod redlock;
+mod result_store;
 pub(crate) mod script_call;
 mod scripts;
 mod semaphore;
+mod stock;
 pub(crate) mod subscription;
 mod tls;
 mod wakeups;
@@ -135,6 +140,9 @@ use tokio_util::sync::DropGuard;
 
 pub(crate) use self::builder::validate_prefix;
 pub use self::builder::RedisBackendBuilder;
+pub use self::fenced::RedisFencedStore;
+pub use self::result_store::RedisResultStore;
+pub use self::stock::{RedisStock, UnprefixedMigration};
 use self::builder::RedisConfig;
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
@@ -244,8 +252,8 @@ impl RedisBackend {
     /// The prefix of every Redis key and pub/sub channel of this backend
     /// ([`RedisBackendBuilder::key_prefix`], `lock` by default). The stores made from it put
     /// theirs under it too: `<prefix>:cache:…` for a
-    /// [`RedisResultStore`](crate::results::RedisResultStore) (cache entries and idempotency
-    /// records), `<prefix>:fenced:…` for a [`RedisFencedStore`](crate::fenced::RedisFencedStore).
+    /// [`RedisResultStore`](crate::redis::RedisResultStore) (cache entries and idempotency
+    /// records), `<prefix>:fenced:…` for a [`RedisFencedStore`](crate::redis::RedisFencedStore).
     ///
     /// ```no_run
     /// use lock_core::RedisBackend;

@@ -2,7 +2,7 @@
 //! lease and mark the record in flight under the new fence; and its end in another
 //! (`record_complete.lua`): write the completed record (or the mark of a claim given up) and
 //! release the lease. The idempotency client uses it
-//! when its records are in a [`RedisResultStore`](crate::results::RedisResultStore) on this
+//! when its records are in a [`RedisResultStore`](super::RedisResultStore) on this
 //! backend; the lease it grants is a lock's like any other (the lock client adopts it: the
 //! watchdog, the lost signal, cancel-safety and metrics are the lock's).
 
@@ -16,7 +16,8 @@ use super::keys::LockKeys;
 use super::script_call::ScriptCall;
 use super::{millis, protocol, scripts, RedisBackend, RedisLease, FENCE_RETENTION};
 use crate::backend::{AcquireRequest, Grant};
-use crate::results::{lua_entry_layout, Replace};
+use super::entry_layout::lua_entry_layout;
+use crate::results::{RecordClaim, RecordEnd, RecordSeen};
 use crate::{FencingToken, OwnerToken, Result};
 
 /// Reads the record and, unless it settles the request, takes the lease and writes the record
@@ -36,7 +37,7 @@ static RECORD_COMPLETE: LazyLock<Script> = LazyLock::new(|| {
         "{}\n{}\nlocal function put()\n{}\nend\n{}",
         lua_entry_layout(),
         scripts::WAKE_NEXT,
-        include_str!("../results/lua/put.lua"),
+        include_str!("lua/result_put.lua"),
         include_str!("lua/record_complete.lua")
     ))
 });
@@ -55,65 +56,29 @@ pub(crate) struct RecordPlace<'a> {
     pub(crate) key: &'a str,
 }
 
-/// The record side of a claim: where the record is, and what to write there.
-pub(crate) struct RecordClaim<'a> {
-    /// Where the record is.
-    pub(crate) place: RecordPlace<'a>,
-    /// The in-flight record, its fence digits to be filled in by the script.
-    pub(crate) in_flight: &'a [u8],
-    /// This request's fingerprint, in hex.
-    pub(crate) fingerprint: &'a str,
-}
-
-/// What the claim found of the record.
-#[derive(Debug)]
-pub(crate) enum RecordSeen {
-    /// The record settles the request (completed, or in flight with another fingerprint);
-    /// no lease was tried.
-    Settled(Vec<u8>),
-    /// Another request holds the lease; the record, if there is one.
-    Busy(Option<Vec<u8>>),
-    /// Granted: the record is in flight under the grant's fence.
-    Claimed,
-    /// Granted, but the record is a newer claim's: the lease is to be given back.
-    Newer(Vec<u8>),
-}
-
-/// The record a claim ends with, as the result store would put it.
-pub(crate) struct RecordEnd<'a> {
-    /// Where the record is.
-    pub(crate) place: RecordPlace<'a>,
-    /// The claim's fence, as records encode it.
-    pub(crate) fence_digits: &'a str,
-    /// The record to write.
-    pub(crate) entry: &'a [u8],
-    /// Whether a record of the same fence may be replaced (`same`) or only older ones.
-    pub(crate) rule: Replace,
-}
-
 impl RedisBackend {
     /// Writes the record `end` describes (if its rule lets it replace the one there) and
     /// releases the lock lease of `lock_key` (`namespace:key`) held by `owner` under `fence`,
     /// if it still is, in one script: whether the record was written.
     pub(crate) async fn end_claim(
         &self,
-        lock_key: &str,
+        place: &RecordPlace<'_>,
         owner: OwnerToken,
         fence: FencingToken,
         end: &RecordEnd<'_>,
     ) -> Result<bool> {
-        let keys = LockKeys::new(&self.shared.prefix, lock_key);
+        let keys = LockKeys::new(&self.shared.prefix, end.key.full());
         let mut call = ScriptCall::new(&RECORD_COMPLETE, 4);
-        call.key(end.place.record)
-            .key(end.place.watchers)
+        call.key(place.record)
+            .key(place.watchers)
             .key(&*keys.lock)
             .key_from_parts(&keys.waiters())
             .arg(end.fence_digits)
             .arg(end.entry)
-            .arg(millis(end.place.keep))
-            .arg(end.place.push_prefix)
-            .arg(end.place.key)
-            .arg(end.rule.script_word())
+            .arg(millis(place.keep))
+            .arg(place.push_prefix)
+            .arg(place.key)
+            .arg(super::entry_layout::replace_word(end.rule))
             .arg_fmt(format_args!("{}:{}", owner.hex(), fence.get()))
             .arg(&self.shared.hub.channel_prefix);
         // The script also says whether the lease was still this claim's; either way it is
@@ -127,22 +92,23 @@ impl RedisBackend {
     pub(crate) async fn claim_record(
         &self,
         request: AcquireRequest<'_>,
+        place: &RecordPlace<'_>,
         claim: &RecordClaim<'_>,
     ) -> Result<(Option<Grant<RedisLease>>, RecordSeen)> {
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let mut call = ScriptCall::new(&RECORD_CLAIM, 4);
-        call.key(claim.place.record)
-            .key(claim.place.watchers)
+        call.key(place.record)
+            .key(place.watchers)
             .key(&*keys.lock)
             .key_from_parts(&keys.fence())
             .arg_fmt(request.owner.hex())
             .arg(millis(request.ttl))
             .arg(millis(retention))
             .arg(claim.in_flight)
-            .arg(millis(claim.place.keep))
-            .arg(claim.place.push_prefix)
-            .arg(claim.place.key)
+            .arg(millis(place.keep))
+            .arg(place.push_prefix)
+            .arg(place.key)
             .arg(claim.fingerprint);
         let sent = Instant::now();
         let (status, fence, record): (i64, i64, Option<Vec<u8>>) =

@@ -18,6 +18,7 @@
 //! shares the backend's connection: while the server is known to be down, a read fails at once
 //! and the cache computes without collapsing, instead of waiting for the connection's timeouts.
 
+use std::any::Any;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -26,22 +27,22 @@ use redis::Script;
 use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::store::{ResultStore, ValueWatch, Watchers};
-use super::PutEntry;
+use super::fused_paths::RedisFusedPaths;
+use crate::results::{FusedPaths, PutEntry, ResultStore, ValueWatch, Watchers};
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
-use crate::{LockError, LockKey, OwnerToken, RedisBackend, Result};
+use crate::{LockBackend, LockError, LockKey, OwnerToken, RedisBackend, Result};
 
 const STORE: &str = "redis";
 
-static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/watch.lua")));
+static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/result_watch.lua")));
 
 static PUT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{}\n{}",
-        super::lua_entry_layout(),
-        include_str!("lua/put.lua")
+        super::entry_layout::lua_entry_layout(),
+        include_str!("lua/result_put.lua")
     ))
 });
 
@@ -50,7 +51,7 @@ static PUT: LazyLock<Script> = LazyLock::new(|| {
 ///
 /// ```no_run
 /// use lock_core::cache::Cache;
-/// use lock_core::results::RedisResultStore;
+/// use lock_core::redis::RedisResultStore;
 /// use lock_core::RedisBackend;
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
@@ -133,18 +134,6 @@ impl RedisResultStore {
         format!("{}:{{#{full_key}}}", self.shared.prefix)
     }
 
-    /// `store`, when it is a `RedisResultStore` connected through `backend` itself (the same
-    /// server, connection and lease book): scripts may then touch its entries and the
-    /// backend's leases together.
-    pub(crate) fn on_backend(
-        store: &dyn std::any::Any,
-        backend: &dyn std::any::Any,
-    ) -> Option<Self> {
-        let store = store.downcast_ref::<RedisResultStore>()?;
-        let backend = backend.downcast_ref::<RedisBackend>()?;
-        store.backend().same_as(backend).then(|| store.clone())
-    }
-
     /// The backend the store was connected through.
     pub(crate) fn backend(&self) -> &RedisBackend {
         &self.shared.backend
@@ -163,6 +152,19 @@ impl RedisResultStore {
 impl ResultStore for RedisResultStore {
     fn name(&self) -> &'static str {
         STORE
+    }
+
+    /// The one-round-trip paths, when `backend` is the very [`RedisBackend`] this store was
+    /// connected through (or a clone of it): scripts may then touch its entries and the
+    /// backend's leases together.
+    fn fused_with<B: LockBackend>(&self, backend: &B) -> Option<Arc<dyn FusedPaths>> {
+        let backend = (backend as &dyn Any).downcast_ref::<RedisBackend>()?;
+        let paths = RedisFusedPaths {
+            store: self.clone(),
+        };
+        self.backend()
+            .same_as(backend)
+            .then(|| Arc::new(paths) as Arc<dyn FusedPaths>)
     }
 
     async fn get(&self, key: &LockKey) -> Result<Option<Vec<u8>>> {
@@ -210,7 +212,7 @@ impl ResultStore for RedisResultStore {
             })
             .arg(&self.shared.channel_prefix)
             .arg(key.full())
-            .arg(put.rule.script_word());
+            .arg(super::entry_layout::replace_word(put.rule));
         let stored: i64 = through(
             &self.shared.breaker,
             invocation.invoke_async(&mut connection),

@@ -7,10 +7,10 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
-use super::OrderLine;
-use super::{check_retention, DEFAULT_RETENTION};
-use super::{order_reused, restock_reused};
-use super::{
+use crate::stock::OrderLine;
+use crate::stock::{check_retention, DEFAULT_RETENTION};
+use crate::stock::{order_reused, restock_reused};
+use crate::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome, Restock,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
@@ -19,7 +19,7 @@ use crate::redis::availability::through;
 use crate::{LockError, RedisBackend, Result};
 
 const BACKEND: &str = "redis";
-const PRELUDE: &str = include_str!("lua/prelude.lua");
+const PRELUDE: &str = include_str!("lua/stock/prelude.lua");
 
 /// A stock script: the prelude, the operation's function (`body`), and `tail`, which calls it.
 fn script(body: &str, tail: &str) -> Script {
@@ -29,11 +29,11 @@ fn script(body: &str, tail: &str) -> Script {
     ))
 }
 
-const DEDUCT_LUA: &str = include_str!("lua/deduct.lua");
+const DEDUCT_LUA: &str = include_str!("lua/stock/deduct.lua");
 
 static RESTOCK: LazyLock<Script> = LazyLock::new(|| {
     script(
-        include_str!("lua/restock.lua"),
+        include_str!("lua/stock/restock.lua"),
         "return call(restock, tonumber(ARGV[2]), ARGV[3])",
     )
 });
@@ -54,21 +54,21 @@ static DEDUCT_NUMBERED: LazyLock<Script> = LazyLock::new(|| {
 });
 static RESERVE: LazyLock<Script> = LazyLock::new(|| {
     script(
-        include_str!("lua/reserve.lua"),
+        include_str!("lua/stock/reserve.lua"),
         "return call(reserve, tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))",
     )
 });
 static SETTLE: LazyLock<Script> = LazyLock::new(|| {
     script(
-        include_str!("lua/settle.lua"),
+        include_str!("lua/stock/settle.lua"),
         "return call(settle, ARGV[2], ARGV[3])",
     )
 });
 static LEVEL: LazyLock<Script> =
-    LazyLock::new(|| script(include_str!("lua/level.lua"), "return call(read)"));
+    LazyLock::new(|| script(include_str!("lua/stock/level.lua"), "return call(read)"));
 
 static MIGRATE_UNPREFIXED: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/migrate_unprefixed.lua")));
+    LazyLock::new(|| Script::new(include_str!("lua/stock/migrate_unprefixed.lua")));
 
 /// What [`RedisStock::migrate_unprefixed`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -162,7 +162,7 @@ impl RedisStock {
     /// [breaker](crate::breaker) of its own, with the default options.
     ///
     /// ```no_run
-    /// use lock_core::stock::RedisStock;
+    /// use lock_core::redis::RedisStock;
     ///
     /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
     /// let client = redis::Client::open("redis://127.0.0.1:6379/")?;
@@ -225,7 +225,7 @@ impl RedisStock {
     /// [`UnprefixedMigration::conflicts`]; running it again carries nothing more.
     ///
     /// ```no_run
-    /// use lock_core::stock::RedisStock;
+    /// use lock_core::redis::RedisStock;
     ///
     /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
     /// let client = redis::Client::open("redis://admin:secret@127.0.0.1:6379/")?;

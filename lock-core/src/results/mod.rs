@@ -5,13 +5,14 @@
 //! The stampede [`cache`](crate::cache) and the [`idempotency`](crate::idempotency) records
 //! are two policies over these stores: a key is claimed under a fenced lease, the winner
 //! computes, the store keeps its result only if no newer claim has stored, and everyone
-//! waiting receives it. [`MemoryResultStore`] serves one process; `RedisResultStore`
-//! (feature `redis`) and `PostgresResultStore` (feature `postgres`) share results across
-//! instances.
+//! waiting receives it. This module holds the trait and the entry format; the stores are in
+//! their drivers: [`MemoryResultStore`](crate::memory::MemoryResultStore) serves one
+//! process; `lock_core::redis::RedisResultStore` (feature `redis`) and
+//! `lock_core::sql::PostgresResultStore` (feature `postgres`) share results across instances.
 //!
 //! ```
 //! use lock_core::cache::Cache;
-//! use lock_core::results::MemoryResultStore;
+//! use lock_core::memory::MemoryResultStore;
 //! use lock_core::MemoryBackend;
 //!
 //! let store = MemoryResultStore::new();
@@ -28,21 +29,19 @@
 //!  └ version
 //! ```
 
-mod memory;
-#[cfg(feature = "postgres")]
-pub(crate) mod postgres;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod commit_place;
+mod fused;
 mod put_entry;
-#[cfg(feature = "redis")]
-mod redis;
 pub(crate) mod response;
 mod store;
 
-pub use self::memory::MemoryResultStore;
-#[cfg(feature = "postgres")]
-pub use self::postgres::{PostgresResultStore, PostgresResultStoreBuilder};
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use self::commit_place::CommitPlace;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) use self::commit_place::sealed::Sealed as CommitPlaceSealed;
+pub use self::fused::{FusedPaths, RecordClaim, RecordEnd, RecordSeen};
 pub use self::put_entry::PutEntry;
-#[cfg(feature = "redis")]
-pub use self::redis::RedisResultStore;
 pub use self::response::{StoredResponse, StoredResponseError};
 pub use self::store::{DynResultStore, Replace, ResultStore, ValueWatch, Watchers};
 
@@ -56,19 +55,6 @@ pub(crate) const FENCE_AT: usize = 6;
 pub(crate) const FENCE_DIGITS: usize = 20;
 /// The kind of an entry no put replaces (a completed idempotency record).
 pub(crate) const FINAL_KIND: u8 = b'C';
-
-/// The first line of a Lua script that reads encoded entries: `FENCE_FIRST`, `FENCE_LAST`
-/// (1-based, the fence's place in an entry), `KIND_AT` and `FINAL_KIND`.
-#[cfg(feature = "redis")]
-pub(crate) fn lua_entry_layout() -> String {
-    format!(
-        "local FENCE_FIRST, FENCE_LAST, KIND_AT, FINAL_KIND = {}, {}, {}, '{}'",
-        FENCE_AT + 1,
-        FENCE_AT + FENCE_DIGITS,
-        KIND_AT + 1,
-        char::from(FINAL_KIND)
-    )
-}
 
 /// Whether a put of an entry with `fence_digits` under `rule` may replace `there`.
 pub(crate) fn may_replace(there: &[u8], fence_digits: &str, rule: Replace) -> bool {

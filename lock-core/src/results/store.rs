@@ -64,12 +64,24 @@ pub trait ResultStore: Send + Sync + 'static {
     /// Deletes the entry of `key`.
     fn remove(&self, key: &LockKey) -> impl Future<Output = Result<()>> + Send;
 
-    /// The PostgreSQL table the entries are kept in, when they are (`PostgresResultStore`):
-    /// an idempotency claim then completes its record inside the application's own
-    /// transaction ([`ClaimInfo::commit_in`](crate::idempotency::ClaimInfo::commit_in)). The
-    /// default: `None`, for every other store.
-    #[cfg(feature = "postgres")]
-    fn postgres_table(&self) -> Option<&str> {
+    /// Where an idempotency claim can complete its record inside the application's own
+    /// transaction, when the entries are in a database that takes one (a
+    /// `PostgresResultStore`'s table): `ClaimInfo::commit_in` then writes there. The default:
+    /// `None`, for every other store.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn commit_place(&self) -> Option<std::sync::Arc<dyn super::CommitPlace>> {
+        None
+    }
+
+    /// The one-round-trip paths this store offers with `backend`, the lock backend the
+    /// leases are taken on (see [`FusedPaths`](super::FusedPaths)): a `RedisResultStore`
+    /// connected through that very backend offers them. The default: `None`.
+    #[doc(hidden)]
+    fn fused_with<B: crate::LockBackend>(
+        &self,
+        backend: &B,
+    ) -> Option<std::sync::Arc<dyn super::FusedPaths>> {
+        let _ = backend;
         None
     }
 }
@@ -90,9 +102,9 @@ pub trait DynResultStore: Send + Sync {
     fn put<'a>(&'a self, key: &'a LockKey, put: PutEntry<'a>) -> BoxFuture<'a, Result<bool>>;
     /// See [`ResultStore::remove`].
     fn remove<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<()>>;
-    /// See [`ResultStore::postgres_table`].
-    #[cfg(feature = "postgres")]
-    fn postgres_table(&self) -> Option<&str>;
+    /// See [`ResultStore::commit_place`].
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn commit_place(&self) -> Option<std::sync::Arc<dyn super::CommitPlace>>;
 }
 
 impl<S: ResultStore> DynResultStore for S {
@@ -120,9 +132,9 @@ impl<S: ResultStore> DynResultStore for S {
         Box::pin(ResultStore::remove(self, key))
     }
 
-    #[cfg(feature = "postgres")]
-    fn postgres_table(&self) -> Option<&str> {
-        ResultStore::postgres_table(self)
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn commit_place(&self) -> Option<std::sync::Arc<dyn super::CommitPlace>> {
+        ResultStore::commit_place(self)
     }
 }
 
@@ -136,16 +148,6 @@ pub enum Replace {
     OlderOrSame,
 }
 
-impl Replace {
-    /// The rule as the Redis put scripts take it (`put.lua`'s `ARGV[6]`).
-    #[cfg(feature = "redis")]
-    pub(crate) fn script_word(self) -> &'static str {
-        match self {
-            Self::Older => "older",
-            Self::OlderOrSame => "same",
-        }
-    }
-}
 
 /// The entries pushed for one key, as one process receives them; made by
 /// [`Watchers::subscribe`].

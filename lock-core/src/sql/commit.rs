@@ -3,20 +3,20 @@
 //! the two cannot make a retry run the effect again.
 //!
 //! Where the answer goes depends on where the records are:
-//! - records in PostgreSQL ([`PostgresResultStore`](crate::results::PostgresResultStore) on
+//! - records in PostgreSQL ([`PostgresResultStore`](crate::sql::PostgresResultStore) on
 //!   the effect's database): the claim's in-flight record itself becomes the completed one,
 //!   fence-checked, in the transaction;
 //! - records elsewhere (Redis, memory) with [`RecoveryPoints`] in the effect's database
 //!   (PostgreSQL or MySQL): a recovery point keyed by the record's key, which a later claim
 //!   finds and replays.
 
-use std::sync::Arc;
+use std::any::Any;
 use std::time::Duration;
 
-use super::record::Record;
-use super::{ClaimInfo, Completed, Fingerprint, RecoveryPoints};
+use super::recovery::RecoveryPoints;
 #[cfg(feature = "postgres")]
-use crate::results::postgres::in_transaction::{Completion, InTransaction};
+use super::result_store::in_transaction::{Completion, InTransaction};
+use crate::idempotency::{ClaimInfo, Committed, Completed, Record};
 use crate::results::StoredResponse;
 #[cfg(feature = "postgres")]
 use crate::results::FENCE_DIGITS;
@@ -86,48 +86,6 @@ impl<'c> EffectTransaction<'c> for sqlx::Transaction<'c, sqlx::MySql> {
     }
 }
 
-/// What [`ClaimInfo::commit_in`] came to. Only [`Recorded`](Self::Recorded) lets the
-/// transaction commit: every other answer means another execution owns the key's effect, and
-/// this one's must be rolled back.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Committed {
-    /// The answer is written in the transaction: commit it, then send the response. A retry
-    /// replays it, whatever happens to this process after the commit.
-    Recorded,
-    /// Another execution of this request made the effect first (a retry that ran while this
-    /// one was paused past its claim's lease), or a newer claim owns the key: roll back, and
-    /// answer with its response when it has one (`Some`: replay it), or as still in progress
-    /// (`None`: a 409).
-    Superseded(Option<Completed>),
-    /// The key was used by another request (another method, path or body) that made its
-    /// effect: roll back and refuse (422).
-    KeyReused,
-}
-
-/// Where a claim's in-transaction completion is written, for one [`Idempotency`]: decided
-/// when it is built, from its store and settings.
-///
-/// [`Idempotency`]: super::Idempotency
-#[derive(Debug)]
-pub(crate) enum CommitPlace {
-    /// The result table of a `PostgresResultStore`.
-    #[cfg(feature = "postgres")]
-    Record(InTransaction),
-    /// Recovery points in the effect's database.
-    Recovery(RecoveryPoints),
-}
-
-/// What a claim's [`ClaimInfo`] carries to complete in a transaction.
-#[derive(Debug)]
-pub(crate) struct ClaimCommit {
-    pub(crate) place: Arc<CommitPlace>,
-    /// The record's full key (namespace, scope and key).
-    pub(crate) key: String,
-    pub(crate) fingerprint: Fingerprint,
-    pub(crate) retention: Duration,
-}
-
 impl ClaimInfo {
     /// Writes `response` as this request's answer inside `transaction`, the one that writes
     /// the request's effect, so that the effect and the answer commit together: a process
@@ -137,7 +95,7 @@ impl ClaimInfo {
     /// response you send must be the one written here: duplicates are answered with it.
     ///
     /// Needs an [`Idempotency`](super::Idempotency) whose records are in a
-    /// [`PostgresResultStore`](crate::results::PostgresResultStore) *on the transaction's
+    /// [`PostgresResultStore`](crate::sql::PostgresResultStore) *on the transaction's
     /// database*, or one with [`RecoveryPoints`] there
     /// ([`IdempotencyBuilder::recovery_points`](super::IdempotencyBuilder::recovery_points));
     /// otherwise, or when the claim's record is not in the transaction's database, an
@@ -178,51 +136,26 @@ impl ClaimInfo {
             ));
         };
         let response = StoredResponse {
-            headers: super::replayable(&response.headers),
+            headers: crate::idempotency::replayable(&response.headers),
             initial_age: Duration::ZERO,
             fresh: Duration::ZERO,
             ..response.clone()
         };
         let completed = Completed::new(self.fence, response);
         let entry = Record::encode_completed(&commit.fingerprint, &completed);
-        let there =
-            match (commit.place.as_ref(), transaction.dialect()) {
-                #[cfg(feature = "postgres")]
-                (CommitPlace::Record(sql), Dialect::Postgres(transaction)) => {
-                    let fence = format!("{:0width$}", self.fence.get(), width = FENCE_DIGITS);
-                    let done = sql
-                        .complete(transaction, &commit.key, &fence, &entry, commit.retention)
-                        .await?;
-                    match done {
-                        Completion::Completed => return Ok(Committed::Recorded),
-                        Completion::NotInFlight(Some(there)) => there,
-                        Completion::NotInFlight(None) => return Err(LockError::InvalidConfig(
-                            "no idempotency record of this claim in the transaction's database: \
-                             the PostgresResultStore must be on the database the transaction \
-                             writes to (else give the Idempotency RecoveryPoints there), and the \
-                             record must not have been forgotten or expired meanwhile"
-                                .into(),
-                        )),
-                    }
-                }
-                #[cfg(all(feature = "postgres", feature = "mysql"))]
-                (CommitPlace::Record(_), transaction) => {
-                    return Err(LockError::InvalidConfig(format!(
-                    "the idempotency records are in PostgreSQL, the transaction is on {}: give \
-                     the Idempotency RecoveryPoints in the transaction's database",
-                    transaction.name()
-                )))
-                }
-                (CommitPlace::Recovery(points), transaction) => {
-                    match points
-                        .record_in(transaction, &commit.key, &entry, commit.retention)
-                        .await?
-                    {
-                        None => return Ok(Committed::Recorded),
-                        Some(there) => there,
-                    }
-                }
-            };
+        // The place is one of this driver's own (`CommitPlace` is sealed): which one.
+        let place: &dyn Any = commit.place.as_ref();
+        let written = match place.downcast_ref::<RecoveryPoints>() {
+            Some(points) => {
+                points
+                    .record_in(transaction.dialect(), &commit.key, &entry, commit.retention)
+                    .await?
+            }
+            None => in_table(place, transaction.dialect(), self, &entry).await?,
+        };
+        let Some(there) = written else {
+            return Ok(Committed::Recorded);
+        };
         Ok(match Record::decode(&there)? {
             Record::Completed {
                 fingerprint,
@@ -231,5 +164,65 @@ impl ClaimInfo {
             Record::Completed { .. } => Committed::KeyReused,
             Record::InFlight { .. } | Record::Abandoned { .. } => Committed::Superseded(None),
         })
+    }
+}
+
+/// Completes the claim's in-flight record itself, in the table of a `PostgresResultStore`
+/// (`place`) through `transaction`: `Ok(None)` when it became the completed one, else what is
+/// there now.
+#[cfg(feature = "postgres")]
+async fn in_table(
+    place: &dyn Any,
+    transaction: Dialect<'_, '_>,
+    claim: &ClaimInfo,
+    entry: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    let (Some(sql), Some(commit)) = (place.downcast_ref::<InTransaction>(), &claim.commit) else {
+        return Err(unknown_place());
+    };
+    let transaction = match transaction {
+        Dialect::Postgres(transaction) => transaction,
+        #[cfg(feature = "mysql")]
+        other => {
+            return Err(LockError::InvalidConfig(format!(
+                "the idempotency records are in PostgreSQL, the transaction is on {}: give the \
+                 Idempotency RecoveryPoints in the transaction's database",
+                other.name()
+            )))
+        }
+    };
+    let fence = format!("{:0width$}", claim.fence.get(), width = FENCE_DIGITS);
+    let done = sql
+        .complete(transaction, &commit.key, &fence, entry, commit.retention)
+        .await?;
+    match done {
+        Completion::Completed => Ok(None),
+        Completion::NotInFlight(Some(there)) => Ok(Some(there)),
+        Completion::NotInFlight(None) => Err(LockError::InvalidConfig(
+            "no idempotency record of this claim in the transaction's database: the \
+             PostgresResultStore must be on the database the transaction writes to (else give \
+             the Idempotency RecoveryPoints there), and the record must not have been forgotten \
+             or expired meanwhile"
+                .into(),
+        )),
+    }
+}
+
+/// Without PostgreSQL, recovery points are the only place.
+#[cfg(not(feature = "postgres"))]
+async fn in_table(
+    _place: &dyn Any,
+    _transaction: Dialect<'_, '_>,
+    _claim: &ClaimInfo,
+    _entry: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    Err(unknown_place())
+}
+
+/// A commit place this driver did not make (cannot happen: `CommitPlace` is sealed).
+fn unknown_place() -> LockError {
+    LockError::Protocol {
+        backend: "idempotency",
+        detail: "a commit place of no SQL store".to_owned(),
     }
 }

@@ -117,11 +117,16 @@ mod acquire;
 #[cfg(feature = "postgres")]
 mod advisory;
 mod builder;
+mod commit;
 mod dialect;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod recovery;
+#[cfg(feature = "postgres")]
+pub(crate) mod result_store;
+mod stock;
 mod sweep;
 mod wait;
 mod waiters;
@@ -141,6 +146,18 @@ pub use self::builder::MySqlBackendBuilder;
 #[cfg(feature = "postgres")]
 pub use self::builder::PostgresBackendBuilder;
 pub use self::builder::SqlBackendBuilder;
+pub use self::commit::EffectTransaction;
+pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
+#[cfg(feature = "postgres")]
+pub use self::result_store::{PostgresResultStore, PostgresResultStoreBuilder};
+#[cfg(feature = "mysql")]
+pub use self::stock::MySqlStock;
+#[cfg(feature = "postgres")]
+pub use self::stock::PostgresStock;
+pub use self::stock::{
+    SqlStock, SqlStockBuilder, SqlStockStats, StockDialect, StockStrategy, DEFAULT_PREFIX,
+    SWEEP_EVERY_CALLS,
+};
 pub(crate) use self::builder::{Source, SqlConfig};
 pub use self::dialect::Dialect;
 use self::dialect::Statements;

@@ -29,30 +29,13 @@
 //! # Ok(()) }
 //! ```
 
-mod memory;
 mod order_line;
-#[cfg(feature = "redis")]
-mod redis;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-mod sql;
 mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use self::memory::MemoryStock;
 pub use self::order_line::OrderLine;
-#[cfg(feature = "redis")]
-pub use self::redis::{RedisStock, UnprefixedMigration};
-#[cfg(feature = "mysql")]
-pub use self::sql::MySqlStock;
-#[cfg(feature = "postgres")]
-pub use self::sql::PostgresStock;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-pub use self::sql::{
-    SqlStock, SqlStockBuilder, SqlStockStats, StockDialect, StockStrategy, DEFAULT_PREFIX,
-    SWEEP_EVERY_CALLS,
-};
 pub use self::store::{DynStockStore, StockStore};
 use crate::lock::key::validate_namespace;
 use crate::{LockError, LockKey, Result};
@@ -333,12 +316,12 @@ fn check_quantity(quantity: u64) -> Result<()> {
 }
 
 /// The refusal of an order id already recorded with `first` units, asked again for `asked`.
-fn order_reused(order: &str, first: u64, asked: u64) -> LockError {
+pub(crate) fn order_reused(order: &str, first: u64, asked: u64) -> LockError {
     id_reused("order id", order, first, asked)
 }
 
 /// The refusal of a restock id already recorded with `first` units, asked again for `asked`.
-fn restock_reused(id: &str, first: u64, asked: u64) -> LockError {
+pub(crate) fn restock_reused(id: &str, first: u64, asked: u64) -> LockError {
     id_reused("restock id", id, first, asked)
 }
 
@@ -354,7 +337,7 @@ fn id_reused(what: &'static str, id: &str, first: u64, asked: u64) -> LockError 
 }
 
 /// Refuses a retention outside 1 ms..=[`MAX_RETENTION`].
-fn check_retention(retention: Duration) -> Result<()> {
+pub(crate) fn check_retention(retention: Duration) -> Result<()> {
     if retention < Duration::from_millis(1) || retention > MAX_RETENTION {
         return Err(LockError::InvalidConfig(format!(
             "a stock's retention of {retention:?} is outside 1 ms..={MAX_RETENTION:?}"

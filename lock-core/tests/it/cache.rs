@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheError, CacheStatus, OnWaitTimeout};
-use lock_core::results::MemoryResultStore;
+use lock_core::memory::MemoryResultStore;
 use lock_core::{LeaseMode, LockError, MemoryBackend};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
@@ -778,7 +778,7 @@ impl Instances for RedisTwoSteps {
     ) -> Cache {
         let leases = self.0.backend().await;
         let values = self.0.backend().await;
-        let store = lock_core::results::RedisResultStore::connect(&values)
+        let store = lock_core::redis::RedisResultStore::connect(&values)
             .await
             .unwrap();
         configure(Cache::builder(store, leases).namespace(NAMESPACE))
@@ -944,7 +944,7 @@ impl Instances for Postgres {
         &self,
         configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
     ) -> Cache {
-        let store = lock_core::results::PostgresResultStore::connect(&self.url)
+        let store = lock_core::sql::PostgresResultStore::connect(&self.url)
             .await
             .unwrap();
         configure(Cache::builder(store, self.backend.clone()).namespace(NAMESPACE))
@@ -1009,7 +1009,7 @@ async fn a_cache_keys_lock_row_is_swept_soon_after_its_lease() {
         return;
     };
     let backend = lock_core::PostgresBackend::connect(&url).await.unwrap();
-    let store = lock_core::results::PostgresResultStore::connect(&url)
+    let store = lock_core::sql::PostgresResultStore::connect(&url)
         .await
         .unwrap();
     let cache = Cache::builder(store, backend.clone())

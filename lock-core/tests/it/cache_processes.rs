@@ -219,7 +219,7 @@ impl Store {
             #[cfg(feature = "postgres")]
             Self::Postgres => {
                 let backend = lock_core::PostgresBackend::connect(&url).await.unwrap();
-                let store = lock_core::results::PostgresResultStore::connect(&url)
+                let store = lock_core::sql::PostgresResultStore::connect(&url)
                     .await
                     .unwrap();
                 let cache = Cache::builder(store, backend.clone())

@@ -327,7 +327,8 @@ election_suite!(etcd: Store::Etcd);
 mod processes {
     //! The leader's process killed or paused, on each server store.
 
-    use lock_core::fenced::{FencedWrite, RedisFencedStore};
+    use lock_core::fenced::FencedWrite;
+    use lock_core::redis::RedisFencedStore;
     use lock_core::RedisBackend;
 
     use super::*;

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use lock_core::fenced::{FencedUpdate, FencedWrite, RedisFencedStore, SqlDialect};
+use lock_core::fenced::{FencedUpdate, FencedWrite, SqlDialect};
+use lock_core::redis::RedisFencedStore;
 use lock_core::testing::server_url;
 use lock_core::{FencingToken, LockClient, RedisBackend};
 use sqlx::{Connection, Executor};

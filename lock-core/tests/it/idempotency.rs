@@ -14,7 +14,7 @@ use std::time::Duration;
 use lock_core::idempotency::{
     Begin, Claim, Completion, Fingerprint, Idempotency, IdempotencyBuilder, InFlight,
 };
-use lock_core::results::MemoryResultStore;
+use lock_core::memory::MemoryResultStore;
 use lock_core::results::StoredResponse;
 use lock_core::{LeaseMode, MemoryBackend};
 use tokio::time::timeout;
@@ -415,7 +415,7 @@ idempotency_suite!(memory_store, memory());
 #[cfg(feature = "redis")]
 mod redis_harness {
     use lock_core::idempotency::Idempotency;
-    use lock_core::results::RedisResultStore;
+    use lock_core::redis::RedisResultStore;
     use lock_core::{LeaseMode, RedisBackend};
 
     use super::{built, Harness};
@@ -496,7 +496,7 @@ idempotency_suite!(redis_acl_user, redis_harness::acl_user());
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_replay_takes_no_lease() {
-    use lock_core::results::RedisResultStore;
+    use lock_core::redis::RedisResultStore;
     use lock_core::RedisBackend;
 
     let Some(redis) = redis_harness::redis(false).await else {
@@ -579,7 +579,7 @@ async fn a_redis_replay_takes_no_lease() {
 #[cfg(feature = "postgres")]
 mod postgres_harness {
     use lock_core::idempotency::Idempotency;
-    use lock_core::results::PostgresResultStore;
+    use lock_core::sql::PostgresResultStore;
     use lock_core::{LeaseMode, PostgresBackend};
 
     use super::{built, Harness};
@@ -611,7 +611,7 @@ idempotency_suite!(postgres_store, postgres_harness::postgres());
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_store_that_is_down_fails_closed() {
-    use lock_core::results::RedisResultStore;
+    use lock_core::redis::RedisResultStore;
     use lock_core::testing::{free_port, RedisServer};
     use lock_core::RedisBackend;
 

@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use lock_core::results::{MemoryResultStore, PutEntry, Replace, ResultStore};
+use lock_core::results::{PutEntry, Replace, ResultStore};
+use lock_core::memory::MemoryResultStore;
 use lock_core::testing::unique;
 use lock_core::LockKey;
 use tokio::time::{timeout, Instant};
@@ -290,7 +291,7 @@ result_store_suite!(memory_store, memory());
 
 #[cfg(feature = "redis")]
 mod redis_harness {
-    use lock_core::results::RedisResultStore;
+    use lock_core::redis::RedisResultStore;
     use lock_core::RedisBackend;
 
     use crate::acl_support::AclRedis;

@@ -3,10 +3,8 @@
 
 use std::time::Duration;
 
-use lock_core::stock::{
-    CancelOutcome, ConfirmOutcome, DeductOutcome, MemoryStock, ReserveOutcome, Restock, Stock,
-    DEFAULT_RETENTION,
-};
+use lock_core::stock::{CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Restock, Stock, DEFAULT_RETENTION};
+use lock_core::memory::MemoryStock;
 use lock_core::testing::unique;
 use lock_core::LockError;
 use tokio::time::{timeout, Instant};
@@ -439,7 +437,7 @@ stock_suite!(memory_stock, memory);
 async fn redis(retention: Duration) -> Option<Stock> {
     let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let backend = lock_core::RedisBackend::connect(&url).await.unwrap();
-    let store = lock_core::stock::RedisStock::new(&backend)
+    let store = lock_core::redis::RedisStock::new(&backend)
         .with_retention(retention)
         .unwrap();
     Some(Stock::new(store).with_namespace("test").unwrap())
@@ -450,13 +448,13 @@ stock_suite!(redis_stock, redis);
 
 /// The SQL stock with `strategy` and `retention`, on the server `variable` names.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-async fn sql<D: lock_core::stock::StockDialect>(
+async fn sql<D: lock_core::sql::StockDialect>(
     variable: &str,
-    strategy: lock_core::stock::StockStrategy,
+    strategy: lock_core::sql::StockStrategy,
     retention: Duration,
 ) -> Option<Stock> {
     let url = lock_core::testing::server_url(variable).expect("test server")?;
-    let store = lock_core::stock::SqlStock::<D>::builder(&url)
+    let store = lock_core::sql::SqlStock::<D>::builder(&url)
         .strategy(strategy)
         .retention(retention)
         .connect()
@@ -469,7 +467,7 @@ async fn sql<D: lock_core::stock::StockDialect>(
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 macro_rules! sql_stock_suites {
     ($db:ty, $url:expr) => {
-        use lock_core::stock::StockStrategy;
+        use lock_core::sql::StockStrategy;
 
         use super::*;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheFailure, CacheStatus};
-use lock_core::results::RedisResultStore;
+use lock_core::redis::RedisResultStore;
 use lock_core::{single_flight, KeyTemplate, RedisBackend};
 use tokio::time::{timeout, Instant};
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheStatus};
-use lock_core::results::RedisResultStore;
+use lock_core::redis::RedisResultStore;
 use lock_core::RedisBackend;
 use serde_json::{json, Value};
 use tokio::time::Instant;

@@ -15,7 +15,7 @@ use axum::routing::get;
 use axum::Router;
 use http_body_util::BodyExt;
 use lock_core::cache::{Cache, Freshness};
-use lock_core::results::RedisResultStore;
+use lock_core::redis::RedisResultStore;
 use lock_core::RedisBackend;
 use lock_tower::ResponseCacheLayer;
 use redis::aio::ConnectionManager;

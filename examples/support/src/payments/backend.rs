@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use lock_core::idempotency::Idempotency;
-use lock_core::results::MemoryResultStore;
+use lock_core::memory::MemoryResultStore;
 use lock_core::{LeaseMode, MemoryBackend};
 
 use super::ledger::Ledger;
@@ -151,7 +151,7 @@ impl PaymentsBackend {
                 let backend = lock_core::RedisBackend::connect(redis_url)
                     .await
                     .map_err(|e| format!("cannot reach Redis at {redis_url}: {e}"))?;
-                let store = lock_core::results::RedisResultStore::connect(&backend)
+                let store = lock_core::redis::RedisResultStore::connect(&backend)
                     .await
                     .map_err(|e| format!("cannot reach Redis at {redis_url}: {e}"))?;
                 let ledger = Ledger::connect(postgres_url, namespace)
@@ -163,7 +163,7 @@ impl PaymentsBackend {
                     .pool()
                     .cloned()
                     .ok_or("a PostgreSQL ledger has a pool")?;
-                let points = lock_core::idempotency::RecoveryPoints::postgres(pool)
+                let points = lock_core::sql::RecoveryPoints::postgres(pool)
                     .await
                     .map_err(|e| format!("recovery points at {postgres_url}: {e}"))?;
                 let idempotency = built(
@@ -192,7 +192,7 @@ impl PaymentsBackend {
                     .map_err(unreachable)?;
                 // The store shares the backend's pool, so it shares its breaker too: one
                 // outage of the database opens one breaker.
-                let store = lock_core::results::PostgresResultStore::builder_with_pool(
+                let store = lock_core::sql::PostgresResultStore::builder_with_pool(
                     backend.pool().clone(),
                 )
                 .breaker(backend.breaker().clone())

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use lock_core::cache::{Cache, Freshness};
-use lock_core::results::{MemoryResultStore, RedisResultStore};
+use lock_core::memory::MemoryResultStore;
+use lock_core::redis::RedisResultStore;
 use lock_core::{LockError, MemoryBackend, RedisBackend};
 
 use crate::backend::{redis_url, BackendKind};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lock_core::stock::{SqlStock, StockDialect, StockStrategy};
+use lock_core::sql::{SqlStock, StockDialect, StockStrategy};
 use lock_core::{LockClient, LockError};
 
 use super::sql_counter::SqlCounter;

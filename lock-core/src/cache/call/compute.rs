@@ -29,11 +29,7 @@ use crate::{FencingToken, LockGuard};
 pub(super) enum AfterGrant {
     /// Not read with the grant: read it now.
     Unread,
-    /// Read in the script that granted the lease (`None`: nothing there).
-    #[cfg_attr(
-        not(feature = "redis"),
-        expect(dead_code, reason = "only a Redis store reads with the grant")
-    )]
+    /// Read in the call that granted the lease (`None`: nothing there).
     Read(Option<Vec<u8>>),
 }
 

@@ -404,7 +404,7 @@ impl<T> fmt::Debug for HttpCacheBuilder<T> {
 mod tests {
     use super::*;
     use crate::cache::OnBackendError;
-    use crate::results::MemoryResultStore;
+    use crate::memory::MemoryResultStore;
     use crate::MemoryBackend;
 
     fn cache(limit: usize, on_error: OnBackendError) -> Cache {

@@ -20,7 +20,7 @@ pub(super) enum Source {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use lock_core::idempotency::RecoveryPoints;
+/// use lock_core::sql::RecoveryPoints;
 ///
 /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
 /// let points = RecoveryPoints::postgres_builder(pool)
@@ -55,7 +55,7 @@ impl RecoveryPointsBuilder {
     /// opens one breaker; without it the points have one of their own.
     ///
     /// ```no_run
-    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::sql::RecoveryPoints;
     /// use lock_core::PostgresBackend;
     ///
     /// # async fn example(backend: PostgresBackend) -> Result<(), lock_core::LockError> {
@@ -75,7 +75,7 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
-    /// let builder = lock_core::idempotency::RecoveryPoints::postgres_builder(pool).table("payments_recovery");
+    /// let builder = lock_core::sql::RecoveryPoints::postgres_builder(pool).table("payments_recovery");
     /// # let _ = builder; }
     /// ```
     pub fn table(mut self, table: impl Into<String>) -> Self {
@@ -88,7 +88,7 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
-    /// let builder = lock_core::idempotency::RecoveryPoints::postgres_builder(pool).create_table(false);
+    /// let builder = lock_core::sql::RecoveryPoints::postgres_builder(pool).create_table(false);
     /// # let _ = builder; }
     /// ```
     pub fn create_table(mut self, create: bool) -> Self {
@@ -102,7 +102,7 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
-    /// let builder = lock_core::idempotency::RecoveryPoints::postgres_builder(pool)
+    /// let builder = lock_core::sql::RecoveryPoints::postgres_builder(pool)
     ///     .response_timeout(std::time::Duration::from_millis(500));
     /// # let _ = builder; }
     /// ```
@@ -116,7 +116,7 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::idempotency::RecoveryPoints::postgres_builder(pool).build().await?;
+    /// let points = lock_core::sql::RecoveryPoints::postgres_builder(pool).build().await?;
     /// # let _ = points; Ok(()) }
     /// ```
     pub async fn build(self) -> Result<RecoveryPoints> {

@@ -15,7 +15,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::RecoveryPointsBuilder;
 use super::commit::Dialect;
+use crate::backend::BoxFuture;
 use crate::breaker::Breaker;
+use crate::results::{CommitPlace, CommitPlaceSealed};
 use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table, RowsAffected};
 use crate::{LockError, Result};
 
@@ -41,7 +43,7 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 ///
 /// ```no_run
 /// use lock_core::idempotency::{Idempotency, RecoveryPoints};
-/// use lock_core::results::RedisResultStore;
+/// use lock_core::redis::RedisResultStore;
 /// use lock_core::RedisBackend;
 ///
 /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
@@ -67,12 +69,21 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// | `entry` | the completed record: fencing token, request fingerprint, response |
 /// | `expires_at` | the record's retention, by the **database's** clock |
 ///
-/// Points live as long as the records (the [`Idempotency`](super::Idempotency)'s
+/// Points live as long as the records (the [`Idempotency`](crate::idempotency::Idempotency)'s
 /// retention). Expired ones are never read; a task per `RecoveryPoints` deletes them every
 /// hour (in batches), and [`purge_expired`](Self::purge_expired) does it on demand.
 #[derive(Clone)]
 pub struct RecoveryPoints {
     shared: Arc<Shared>,
+}
+
+impl CommitPlaceSealed for RecoveryPoints {}
+
+/// Claims look for a point beside their in-flight write.
+impl CommitPlace for RecoveryPoints {
+    fn find_point<'a>(&'a self, key: &'a str) -> Option<BoxFuture<'a, Result<Option<Vec<u8>>>>> {
+        Some(Box::pin(self.find(key)))
+    }
 }
 
 struct Shared {
@@ -133,7 +144,7 @@ impl RecoveryPoints {
     /// The default table, `lock_core_recovery_points`.
     ///
     /// ```
-    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::sql::RecoveryPoints;
     ///
     /// assert_eq!(RecoveryPoints::DEFAULT_TABLE, "lock_core_recovery_points");
     /// ```
@@ -143,7 +154,7 @@ impl RecoveryPoints {
     /// migrations.
     ///
     /// ```
-    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::sql::RecoveryPoints;
     ///
     /// assert!(RecoveryPoints::MIGRATION.starts_with("CREATE TABLE IF NOT EXISTS lock_core_recovery_points ("));
     /// ```
@@ -153,7 +164,7 @@ impl RecoveryPoints {
     /// The MySQL `CREATE TABLE IF NOT EXISTS` of the default table, for migrations.
     ///
     /// ```
-    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::sql::RecoveryPoints;
     ///
     /// assert!(RecoveryPoints::MYSQL_MIGRATION.contains("point_key  VARBINARY(128) NOT NULL PRIMARY KEY"));
     /// ```
@@ -165,7 +176,7 @@ impl RecoveryPoints {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::idempotency::RecoveryPoints::postgres(pool).await?;
+    /// let points = lock_core::sql::RecoveryPoints::postgres(pool).await?;
     /// # let _ = points; Ok(()) }
     /// ```
     #[cfg(feature = "postgres")]
@@ -177,7 +188,7 @@ impl RecoveryPoints {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::idempotency::RecoveryPoints::postgres_builder(pool)
+    /// let points = lock_core::sql::RecoveryPoints::postgres_builder(pool)
     ///     .table("payments_recovery")
     ///     .create_table(false)
     ///     .build()
@@ -194,7 +205,7 @@ impl RecoveryPoints {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::idempotency::RecoveryPoints::mysql(pool).await?;
+    /// let points = lock_core::sql::RecoveryPoints::mysql(pool).await?;
     /// # let _ = points; Ok(()) }
     /// ```
     #[cfg(feature = "mysql")]
@@ -206,7 +217,7 @@ impl RecoveryPoints {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::idempotency::RecoveryPoints::mysql_builder(pool)
+    /// let points = lock_core::sql::RecoveryPoints::mysql_builder(pool)
     ///     .table("payments_recovery")
     ///     .build()
     ///     .await?;
@@ -222,7 +233,7 @@ impl RecoveryPoints {
     /// digit, at most 48 bytes).
     ///
     /// ```
-    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::sql::RecoveryPoints;
     ///
     /// let sql = RecoveryPoints::migration("payments_recovery")?;
     /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS payments_recovery ("));
@@ -239,7 +250,7 @@ impl RecoveryPoints {
     /// [`migration`](Self::migration) checks it).
     ///
     /// ```
-    /// use lock_core::idempotency::RecoveryPoints;
+    /// use lock_core::sql::RecoveryPoints;
     ///
     /// let sql = RecoveryPoints::mysql_migration("payments_recovery")?;
     /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS payments_recovery ("));
@@ -254,7 +265,7 @@ impl RecoveryPoints {
     /// Deletes the expired points (in batches of 1,000) and returns how many.
     ///
     /// ```no_run
-    /// # async fn example(points: lock_core::idempotency::RecoveryPoints) -> Result<(), lock_core::LockError> {
+    /// # async fn example(points: lock_core::sql::RecoveryPoints) -> Result<(), lock_core::LockError> {
     /// let deleted = points.purge_expired().await?;
     /// # let _ = deleted; Ok(()) }
     /// ```
@@ -265,7 +276,7 @@ impl RecoveryPoints {
     /// The table's name.
     ///
     /// ```no_run
-    /// # fn example(points: lock_core::idempotency::RecoveryPoints) {
+    /// # fn example(points: lock_core::sql::RecoveryPoints) {
     /// assert_eq!(points.table(), "lock_core_recovery_points");
     /// # }
     /// ```
@@ -279,7 +290,7 @@ impl RecoveryPoints {
     /// ([`RecoveryPointsBuilder::breaker`]), else their own.
     ///
     /// ```no_run
-    /// # fn example(points: lock_core::idempotency::RecoveryPoints) {
+    /// # fn example(points: lock_core::sql::RecoveryPoints) {
     /// let state = points.breaker().state();
     /// # let _ = state; }
     /// ```
@@ -291,7 +302,7 @@ impl RecoveryPoints {
     /// `"postgres"` or `"mysql"`.
     ///
     /// ```no_run
-    /// # fn example(points: lock_core::idempotency::RecoveryPoints) {
+    /// # fn example(points: lock_core::sql::RecoveryPoints) {
     /// assert_eq!(points.database(), "postgres");
     /// # }
     /// ```

@@ -51,7 +51,7 @@ pub(super) fn statements(t: &str) -> Statements {
 pub(super) async fn create(pool: &PgPool, table: &str) -> Result<(), sqlx::Error> {
     let batch = format!(
         "SELECT pg_advisory_xact_lock({}); {};",
-        crate::results::postgres::SCHEMA_LOCK,
+        crate::sql::result_store::SCHEMA_LOCK,
         migration(table)
     );
     // One simple-protocol batch: one transaction, holding the advisory lock.

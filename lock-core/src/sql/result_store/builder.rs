@@ -20,7 +20,7 @@ pub(super) enum Source {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use lock_core::results::PostgresResultStore;
+/// use lock_core::sql::PostgresResultStore;
 ///
 /// # async fn example() -> Result<(), lock_core::LockError> {
 /// let store = PostgresResultStore::builder("postgres://app@127.0.0.1/app")
@@ -59,7 +59,7 @@ impl PostgresResultStoreBuilder {
     /// place to keep one, and lock-core keeps no process-wide table of pools).
     ///
     /// ```no_run
-    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::sql::PostgresResultStore;
     /// use lock_core::PostgresBackend;
     ///
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
@@ -80,7 +80,7 @@ impl PostgresResultStoreBuilder {
     /// most 48 bytes.
     ///
     /// ```
-    /// # let builder = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
+    /// # let builder = lock_core::sql::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
     /// let builder = builder.table("shop_results");
     /// # let _ = builder;
     /// ```
@@ -93,7 +93,7 @@ impl PostgresResultStoreBuilder {
     /// migrations create it (see [`PostgresResultStore::migration`]).
     ///
     /// ```
-    /// # let builder = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
+    /// # let builder = lock_core::sql::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
     /// let builder = builder.create_table(false);
     /// # let _ = builder;
     /// ```
@@ -106,7 +106,7 @@ impl PostgresResultStoreBuilder {
     /// connection for listening. A store on a given pool leaves its size as it is.
     ///
     /// ```
-    /// # let builder = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
+    /// # let builder = lock_core::sql::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
     /// let builder = builder.max_connections(4);
     /// # let _ = builder;
     /// ```
@@ -120,7 +120,7 @@ impl PostgresResultStoreBuilder {
     /// been stored.
     ///
     /// ```
-    /// # let builder = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
+    /// # let builder = lock_core::sql::PostgresResultStore::builder("postgres://app@127.0.0.1/app");
     /// let builder = builder.response_timeout(std::time::Duration::from_millis(500));
     /// # let _ = builder;
     /// ```
@@ -134,7 +134,7 @@ impl PostgresResultStoreBuilder {
     ///
     /// ```no_run
     /// # async fn example() -> Result<(), lock_core::LockError> {
-    /// let store = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app")
+    /// let store = lock_core::sql::PostgresResultStore::builder("postgres://app@127.0.0.1/app")
     ///     .connect()
     ///     .await?;
     /// # let _ = store; Ok(()) }

@@ -10,6 +10,8 @@ use std::time::Duration;
 use sqlx::{Postgres, Transaction};
 
 use super::{push, MAX_KEEP, STORE};
+use crate::backend::BoxFuture;
+use crate::results::{CommitPlace, CommitPlaceSealed};
 use crate::sql::{micros, to_lock_error};
 use crate::Result;
 
@@ -28,6 +30,15 @@ pub(crate) struct InTransaction {
     complete: String,
     read: String,
     channel: String,
+}
+
+impl CommitPlaceSealed for InTransaction {}
+
+/// The records themselves are the place: nothing to look for beside a claim.
+impl CommitPlace for InTransaction {
+    fn find_point<'a>(&'a self, _key: &'a str) -> Option<BoxFuture<'a, Result<Option<Vec<u8>>>>> {
+        None
+    }
 }
 
 impl InTransaction {

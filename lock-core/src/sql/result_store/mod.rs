@@ -15,8 +15,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
-use super::store::{Replace, ResultStore, ValueWatch, Watchers};
-use super::PutEntry;
+use crate::results::{PutEntry, Replace, ResultStore, ValueWatch, Watchers};
 use crate::breaker::Breaker;
 use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::{LockError, LockKey, Result};
@@ -37,7 +36,7 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 ///
 /// ```no_run
 /// use lock_core::cache::Cache;
-/// use lock_core::results::PostgresResultStore;
+/// use lock_core::sql::PostgresResultStore;
 /// use lock_core::PostgresBackend;
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
@@ -149,7 +148,7 @@ impl PostgresResultStore {
     /// The default table, `lock_core_results` (also the channel pushes go on).
     ///
     /// ```
-    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::sql::PostgresResultStore;
     ///
     /// assert_eq!(PostgresResultStore::DEFAULT_TABLE, "lock_core_results");
     /// ```
@@ -158,7 +157,7 @@ impl PostgresResultStore {
     /// The `CREATE TABLE IF NOT EXISTS` of the default table, for migrations.
     ///
     /// ```
-    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::sql::PostgresResultStore;
     ///
     /// assert!(PostgresResultStore::MIGRATION.starts_with("CREATE TABLE IF NOT EXISTS lock_core_results ("));
     /// ```
@@ -169,7 +168,7 @@ impl PostgresResultStore {
     ///
     /// ```no_run
     /// # async fn example() -> Result<(), lock_core::LockError> {
-    /// let store = lock_core::results::PostgresResultStore::connect("postgres://app@127.0.0.1/app").await?;
+    /// let store = lock_core::sql::PostgresResultStore::connect("postgres://app@127.0.0.1/app").await?;
     /// # let _ = store; Ok(()) }
     /// ```
     pub async fn connect(url: &str) -> Result<Self> {
@@ -181,7 +180,7 @@ impl PostgresResultStore {
     /// as the store lives; closing the pool ends the store's pushes.
     ///
     /// ```no_run
-    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::sql::PostgresResultStore;
     /// use lock_core::PostgresBackend;
     ///
     /// # async fn example() -> Result<(), lock_core::LockError> {
@@ -197,7 +196,7 @@ impl PostgresResultStore {
     ///
     /// ```no_run
     /// # async fn example() -> Result<(), lock_core::LockError> {
-    /// let store = lock_core::results::PostgresResultStore::builder("postgres://app@127.0.0.1/app")
+    /// let store = lock_core::sql::PostgresResultStore::builder("postgres://app@127.0.0.1/app")
     ///     .table("shop_results")
     ///     .create_table(false)
     ///     .connect()
@@ -212,7 +211,7 @@ impl PostgresResultStore {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let store = lock_core::results::PostgresResultStore::builder_with_pool(pool)
+    /// let store = lock_core::sql::PostgresResultStore::builder_with_pool(pool)
     ///     .table("shop_results")
     ///     .connect()
     ///     .await?;
@@ -227,7 +226,7 @@ impl PostgresResultStore {
     /// starting with a digit, at most 48 bytes).
     ///
     /// ```
-    /// use lock_core::results::PostgresResultStore;
+    /// use lock_core::sql::PostgresResultStore;
     ///
     /// let sql = PostgresResultStore::migration("shop_results")?;
     /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS shop_results ("));
@@ -244,7 +243,7 @@ impl PostgresResultStore {
     /// it now (after a bulk of short-lived entries, say).
     ///
     /// ```no_run
-    /// # async fn example(store: lock_core::results::PostgresResultStore) -> Result<(), lock_core::LockError> {
+    /// # async fn example(store: lock_core::sql::PostgresResultStore) -> Result<(), lock_core::LockError> {
     /// let purged = store.purge_expired().await?;
     /// # let _ = purged; Ok(()) }
     /// ```
@@ -255,7 +254,7 @@ impl PostgresResultStore {
     /// The connection pool, e.g. to write a fenced resource in the same database.
     ///
     /// ```no_run
-    /// # async fn example(store: lock_core::results::PostgresResultStore) -> Result<(), sqlx::Error> {
+    /// # async fn example(store: lock_core::sql::PostgresResultStore) -> Result<(), sqlx::Error> {
     /// sqlx::query("SELECT 1").execute(store.pool()).await?;
     /// # Ok(()) }
     /// ```
@@ -267,7 +266,7 @@ impl PostgresResultStore {
     /// The result table's name.
     ///
     /// ```no_run
-    /// # async fn example(store: lock_core::results::PostgresResultStore) {
+    /// # async fn example(store: lock_core::sql::PostgresResultStore) {
     /// assert_eq!(store.table(), "lock_core_results");
     /// # }
     /// ```
@@ -391,8 +390,8 @@ impl ResultStore for PostgresResultStore {
         Ok(stored > 0)
     }
 
-    fn postgres_table(&self) -> Option<&str> {
-        Some(&self.shared.table)
+    fn commit_place(&self) -> Option<Arc<dyn crate::results::CommitPlace>> {
+        Some(Arc::new(in_transaction::InTransaction::new(&self.shared.table)))
     }
 
     async fn remove(&self, key: &LockKey) -> Result<()> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgListener, PgPool};
 use tokio_util::sync::CancellationToken;
 
-use super::super::store::Watchers;
+use crate::results::Watchers;
 use super::Db;
 
 /// PostgreSQL refuses `NOTIFY` payloads of 8000 bytes or more (by default).

@@ -1,6 +1,6 @@
 //! The result table's SQL, with the table's name put in once.
 
-use super::super::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
+use crate::results::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
 use crate::sql::SWEEP_BATCH;
 
 /// The default table's `CREATE TABLE` (also the channel its pushes go on).

@@ -72,14 +72,14 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///   units (an order's first outcome is final). Until then a sale's `remaining` does not count
 ///   them.
 /// - Each order's (and restock's) row is kept for the [retention](SqlStockBuilder::retention)
-///   ([`DEFAULT_RETENTION`](super::DEFAULT_RETENTION), a week, by default) from the moment it
+///   ([`DEFAULT_RETENTION`](crate::stock::DEFAULT_RETENTION), a week, by default) from the moment it
 ///   is final (a deduction or a refused reservation when recorded; a reservation when
 ///   confirmed, cancelled or run out, never while it holds units): a retry inside that window
 ///   gets the first outcome. A sweep removes the rows past it, in batches of 1,000, in the
 ///   background every [`SWEEP_EVERY_CALLS`] operations and at the first operation a sixteenth
 ///   of the retention (an hour at most) after the last sweep ([`SqlStock::sweep`] runs one
 ///   now). The rows of SKUs never restocked (orders naming SKUs that do not exist) go
-///   [`UNKNOWN_SKU_RETENTION`](super::UNKNOWN_SKU_RETENTION) after they were written when the
+///   [`UNKNOWN_SKU_RETENTION`](crate::stock::UNKNOWN_SKU_RETENTION) after they were written when the
 ///   retention is longer.
 /// - A transaction the database aborts as a deadlock or serialization victim is run again
 ///   (up to [`SqlStockBuilder::attempts`] times); the count is in [`SqlStock::stats`].
@@ -123,7 +123,7 @@ struct Shared<D: StockDialect> {
 /// What a [`SqlStock`] has had to do again, since it was built.
 ///
 /// ```
-/// use lock_core::stock::SqlStockStats;
+/// use lock_core::sql::SqlStockStats;
 ///
 /// assert_eq!(SqlStockStats::default().retries, 0);
 /// ```
@@ -181,7 +181,7 @@ impl<D: StockDialect> SqlStock<D> {
     ///
     /// ```
     /// # #[cfg(feature = "postgres")] {
-    /// use lock_core::stock::PostgresStock;
+    /// use lock_core::sql::PostgresStock;
     ///
     /// let statements = PostgresStock::schema_statements("shop_stock")?;
     /// assert!(statements[0].starts_with("CREATE TABLE IF NOT EXISTS shop_stock_levels"));
@@ -235,7 +235,7 @@ impl<D: StockDialect> SqlStockBuilder<D> {
             create_schema: true,
             attempts: DEFAULT_ATTEMPTS,
             max_connections: 16,
-            retention: super::DEFAULT_RETENTION,
+            retention: crate::stock::DEFAULT_RETENTION,
         }
     }
 
@@ -269,9 +269,9 @@ impl<D: StockDialect> SqlStockBuilder<D> {
     }
 
     /// How long each order's row is kept once final (default
-    /// [`DEFAULT_RETENTION`](super::DEFAULT_RETENTION), a week): the window in which a retry is
+    /// [`DEFAULT_RETENTION`](crate::stock::DEFAULT_RETENTION), a week): the window in which a retry is
     /// recognised (see [`SqlStock`]'s guarantees). `connect` refuses one outside
-    /// 1 ms..=[`MAX_RETENTION`](super::MAX_RETENTION).
+    /// 1 ms..=[`MAX_RETENTION`](crate::stock::MAX_RETENTION).
     #[must_use]
     pub fn retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
@@ -288,7 +288,7 @@ impl<D: StockDialect> SqlStockBuilder<D> {
     /// Opens the pool (unless given one) and creates the tables (unless told not to).
     pub async fn connect(self) -> Result<SqlStock<D>> {
         validate_table(&format!("{}_levels", self.prefix))?;
-        super::check_retention(self.retention)?;
+        crate::stock::check_retention(self.retention)?;
         let pool = match self.source {
             Source::Pool(pool) => pool,
             Source::Url(url) => PoolOptions::<D>::new()

@@ -11,7 +11,7 @@ use crate::LockError;
 /// twice, whatever the strategy, and a crash before the commit takes nothing.
 ///
 /// ```
-/// use lock_core::stock::StockStrategy;
+/// use lock_core::sql::StockStrategy;
 ///
 /// let strategy: StockStrategy = "for-update".parse()?;
 /// assert_eq!(strategy, StockStrategy::ForUpdate);

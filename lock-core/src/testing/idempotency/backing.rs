@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::Store;
 use crate::idempotency::Idempotency;
-use crate::results::MemoryResultStore;
+use crate::memory::MemoryResultStore;
 use crate::testing::unique;
 use crate::MemoryBackend;
 
@@ -61,7 +61,7 @@ impl Backing {
             #[cfg(feature = "redis")]
             Kind::Redis { url } => {
                 let backend = crate::RedisBackend::connect(url).await.unwrap();
-                let store = crate::results::RedisResultStore::connect(&backend)
+                let store = crate::redis::RedisResultStore::connect(&backend)
                     .await
                     .unwrap();
                 Idempotency::builder(store, backend)

@@ -11,7 +11,7 @@ use super::{Driver, Handler, Request};
 use crate::breaker::BreakerState;
 use crate::http::idempotency::IdempotencyRules;
 use crate::idempotency::Idempotency;
-use crate::results::RedisResultStore;
+use crate::redis::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

@@ -9,7 +9,7 @@ use super::{Driver, Handler, Request};
 use crate::http::idempotency::IdempotencyRules;
 use crate::http::PROBLEM_JSON;
 use crate::idempotency::Idempotency;
-use crate::results::RedisResultStore;
+use crate::redis::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

@@ -9,7 +9,7 @@ use super::table::rows;
 use super::{concurrent, http_cache, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
 use crate::cache::Cache;
 use crate::http::cache::{HttpCache, Plan, RequestParts};
-use crate::results::MemoryResultStore;
+use crate::memory::MemoryResultStore;
 use crate::{LockClient, MemoryBackend};
 
 /// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.

@@ -10,7 +10,7 @@ use super::origin::{Calls, Origin};
 use super::{http_cache, send, together, Adapter, Answer, Request};
 use crate::breaker::{Breaker, BreakerState};
 use crate::cache::{Cache, OnBackendError};
-use crate::results::RedisResultStore;
+use crate::redis::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

@@ -9,7 +9,7 @@ use tokio::time::timeout;
 use super::origin::{Calls, Origin};
 use super::{http_cache, together, Adapter, Answer, Request};
 use crate::cache::{Cache, OnBackendError};
-use crate::results::RedisResultStore;
+use crate::redis::RedisResultStore;
 use crate::testing::{free_port, server_url, unique, RedisServer};
 use crate::RedisBackend;
 

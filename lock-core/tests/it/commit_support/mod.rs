@@ -1,7 +1,8 @@
 //! The effects of `idempotency_commit`'s requests: a row per execution in a table of the
 //! test's own, in PostgreSQL or MySQL, written in a transaction that also writes the answer.
 
-use lock_core::idempotency::{ClaimInfo, Committed, RecoveryPoints};
+use lock_core::idempotency::{ClaimInfo, Committed};
+use lock_core::sql::RecoveryPoints;
 use lock_core::results::StoredResponse;
 use lock_core::testing::server_url;
 use lock_core::Result as LockResult;

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use lock_core::results::{PostgresResultStore, Replace, ResultStore};
+use lock_core::results::{Replace, ResultStore};
+use lock_core::sql::PostgresResultStore;
 use lock_core::LockError;
 
 use super::{entry, get, key, next_push, put, until_gone, Harness, KEEP, PUSH_WAIT};

@@ -15,7 +15,7 @@
 
 use std::sync::LazyLock;
 
-use lock_core::fenced::RedisFencedStore;
+use lock_core::redis::RedisFencedStore;
 use lock_core::FencingToken;
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};

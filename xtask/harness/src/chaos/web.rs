@@ -20,7 +20,7 @@ use axum::Router;
 use lock_core::breaker::BreakerOptions;
 use lock_core::cache::{Cache, Freshness, OnBackendError};
 use lock_core::idempotency::Idempotency;
-use lock_core::results::RedisResultStore;
+use lock_core::redis::RedisResultStore;
 use lock_core::testing::LogLines;
 use lock_core::{LockClient, RedisBackend};
 use lock_tower::{IdempotencyLayer, KeySource, KeyedLockLayer, ResponseCacheLayer};

@@ -3,7 +3,7 @@
 //! nobody.
 
 use super::*;
-use crate::results::MemoryResultStore;
+use crate::memory::MemoryResultStore;
 use crate::{LockClient, MemoryBackend};
 
 /// `n` concurrent `GET path`s; their summaries.

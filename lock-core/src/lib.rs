@@ -57,10 +57,12 @@ pub mod backend;
 pub mod breaker;
 pub mod cache;
 pub mod election;
+mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fenced;
 mod hex;
+mod jitter;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod idempotency;
@@ -77,6 +79,7 @@ pub mod results;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod sql;
 pub mod stock;
+mod sync;
 #[cfg(test)]
 mod test_input;
 #[cfg(feature = "test-support")]
@@ -91,19 +94,19 @@ pub use etcd::EtcdBackend;
 pub use lease::{LeaseMode, WaitPolicy};
 pub use lock::client::LockClient;
 pub use lock::client_builder::LockClientBuilder;
-pub use lock::error::{LockError, Result};
+pub use error::{LockError, LostReason, Result};
 pub use lock::fn_error::LockFnError;
 pub use lock::guard::LockGuard;
 pub use lock::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lock::key_template::KeyTemplate;
-pub use lock::lost::{LossSignal, LostReason};
+pub use lock::lost::LossSignal;
 pub use lock::multi::{MultiGuard, MultiLock, PartLost};
 pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;
 pub use lock::run_once::RunOnce;
 pub use lock::scoped::race_lost;
 pub use lock::shutdown::ShutdownReport;
-pub use lock::token::{FencingToken, OwnerToken};
+pub use backend::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
 pub use lock_macros::{distributed_lock, run_once, single_flight};
 pub use memory::{MemoryBackend, MemoryLease};

@@ -12,9 +12,9 @@
 //! | [`BACKEND_AVAILABLE`] | gauge | `backend` | 1 while the backend's [circuit breaker](crate::breaker) is closed, 0 while it is open or half-open (one series per backend name: with several breakers of one kind, the latest transition shows) |
 //! | [`BREAKER_TRANSITIONS_TOTAL`] | counter | `backend`, `state` | the breaker's transitions, by the state entered: `open` (the backend went down, or a probe failed), `half_open` (a probe goes), `closed` (it is back) |
 //! | [`BREAKER_REFUSED_TOTAL`] | counter | `backend` | calls refused without reaching the server while the breaker was open |
-//! | [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them, every series with all three labels: `layer` is `keyed_lock` (outcome `ran`: the handler's answer, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::http::idempotency::Outcome::as_str)) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below); `status` is the status sent, the handler's included, or `none` when the handler failed instead of answering (its error goes on to the framework) |
-//! | [`CACHE_REQUESTS_TOTAL`](crate::cache::metrics::CACHE_REQUESTS_TOTAL) | counter | `cache`, `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
-//! | [`CACHE_COMPUTE_SECONDS`](crate::cache::metrics::CACHE_COMPUTE_SECONDS) | histogram | `cache` | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
+//! | [`HTTP_RESPONSES_TOTAL`](HTTP_RESPONSES_TOTAL) | counter | `layer`, `status`, `outcome` | answers of the HTTP layers, counted once where lock-core decides them, every series with all three labels: `layer` is `keyed_lock` (outcome `ran`: the handler's answer, or a rejection kind: `busy`, `unavailable`, `lost`, `bad_key`, `internal`, …), `idempotency` (outcome [`Outcome::as_str`](crate::http::idempotency::Outcome::as_str)) or `response_cache` (outcome read from the answer's own `Cache-Status`, see below); `status` is the status sent, the handler's included, or `none` when the handler failed instead of answering (its error goes on to the framework) |
+//! | [`CACHE_REQUESTS_TOTAL`](CACHE_REQUESTS_TOTAL) | counter | `cache`, `result` | calls of the cache primitive ([`lock_core::cache`](crate::cache), `#[single_flight]`, and the response cache underneath): `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
+//! | [`CACHE_COMPUTE_SECONDS`](CACHE_COMPUTE_SECONDS) | histogram | `cache` | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
 //!
 //! Labels that tell instances apart, all of bounded cardinality (never a lock key):
 //! - `backend`: the backend's kind (`memory`, `redis`, `postgres`, `mysql`, `zookeeper`,
@@ -100,6 +100,23 @@ pub const BREAKER_TRANSITIONS_TOTAL: &str = "lock_breaker_transitions_total";
 /// `backend`).
 pub const BREAKER_REFUSED_TOTAL: &str = "lock_breaker_refused_total";
 
+/// Calls of the cache primitive by result (counter; labels `cache`, `result`).
+pub const CACHE_REQUESTS_TOTAL: &str = "lock_cache_requests_total";
+/// How long the computations of cache calls that computed took (histogram, seconds; label
+/// `cache`).
+pub const CACHE_COMPUTE_SECONDS: &str = "lock_cache_compute_seconds";
+
+/// Answers of the HTTP layers (counter; labels `layer`, `status`, `outcome`, on every series).
+pub const HTTP_RESPONSES_TOTAL: &str = "lock_http_responses_total";
+
+/// The `status` label of an answer that is no response: the handler (or the inner service)
+/// failed, and its error goes on to the framework, which makes of it what it does.
+///
+/// ```
+/// assert_eq!(lock_core::metrics::NO_STATUS, "none");
+/// ```
+pub const NO_STATUS: &str = "none";
+
 /// Every histogram lock-core records, all in seconds (their names end in `_seconds`).
 ///
 /// ```
@@ -111,7 +128,7 @@ pub const BREAKER_REFUSED_TOTAL: &str = "lock_breaker_refused_total";
 pub const HISTOGRAMS: &[&str] = &[
     ACQUIRE_WAIT_SECONDS,
     HOLD_SECONDS,
-    crate::cache::metrics::CACHE_COMPUTE_SECONDS,
+    CACHE_COMPUTE_SECONDS,
 ];
 
 /// The recommended buckets of every `*_seconds` histogram ([`HISTOGRAMS`]): 0.5 ms to 30 s,
@@ -154,7 +171,6 @@ pub fn describe() {
     {
         use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
-        use crate::cache::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
 
         describe_counter!(
             ACQUIRE_TOTAL,
@@ -207,7 +223,7 @@ pub fn describe() {
         );
         // The HTTP layers exist with the `http` feature only.
         #[cfg(feature = "http")]
-        describe_counter!(crate::http::metrics::HTTP_RESPONSES_TOTAL, Unit::Count, "Answers of the HTTP layers (keyed_lock, idempotency, response_cache), by status and outcome.");
+        describe_counter!(HTTP_RESPONSES_TOTAL, Unit::Count, "Answers of the HTTP layers (keyed_lock, idempotency, response_cache), by status and outcome.");
     }
 }
 

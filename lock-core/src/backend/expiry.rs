@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::lock::held::lock;
+use crate::sync::lock;
 
 /// When a lease ends, and whether it already has.
 #[derive(Debug)]

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::OwnerToken;
 
 /// The requests in flight, by owner.

@@ -58,7 +58,8 @@ mod queue;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod queue_rule;
 mod request;
-mod semaphore;
+pub(crate) mod semaphore;
+pub(crate) mod token;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -75,6 +76,7 @@ pub use self::latch::{DynLatchBackend, LatchBackend};
 pub use self::optional_traits::OptionalTraits;
 pub use self::queue::{DynQueueBackend, QueueBackend};
 pub use self::request::{AcquireRequest, Grant};
+pub(crate) use self::semaphore::validate_permits;
 pub use self::semaphore::{DynSemaphoreBackend, SemaphoreBackend, SemaphoreState};
 use crate::breaker::Breaker;
 use crate::Result;
@@ -155,14 +157,3 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
     }
 }
 
-/// Spreads re-checks of many waiters (and the probes of many breakers) over ±20% of `base`,
-/// so they do not arrive together.
-pub(crate) fn jitter(base: std::time::Duration) -> std::time::Duration {
-    let mut byte = [0u8; 1];
-    let spread = if getrandom::fill(&mut byte).is_ok() {
-        f64::from(byte[0]) / 255.0
-    } else {
-        0.5
-    };
-    base.mul_f64(0.8 + 0.4 * spread)
-}

@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use super::{BoxFuture, LockBackend};
-use crate::{LockKey, Result};
+use crate::{LockError, LockKey, Result};
 
 /// A backend that keeps a size for each semaphore and can say how many permits are out.
 /// Declare it in [`Primitives::semaphore`](super::Primitives::semaphore) too.
@@ -69,4 +69,18 @@ impl<B: SemaphoreBackend> DynSemaphoreBackend for B {
     fn semaphore_state<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<SemaphoreState>> {
         Box::pin(SemaphoreBackend::semaphore_state(self, key))
     }
+}
+
+/// The most permits a semaphore can have.
+pub const MAX_PERMITS: u32 = 1_000_000;
+
+/// Checks a permit count (a request's or a size): 1 ..= [`MAX_PERMITS`].
+pub(crate) fn validate_permits(what: &'static str, permits: u32) -> Result<()> {
+    if permits == 0 || permits > MAX_PERMITS {
+        return Err(LockError::InvalidInput {
+            what,
+            reason: format!("{permits} is outside 1..={MAX_PERMITS}"),
+        });
+    }
+    Ok(())
 }

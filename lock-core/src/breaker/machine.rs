@@ -12,7 +12,7 @@ use super::admission::{Admission, Caller};
 use super::{
     report, Breaker, BreakerOptions, CircuitOpen, Detail, CLOSED, FAILING, HALF_OPEN, OPEN,
 };
-use crate::lock::held::lock;
+use crate::sync::lock;
 
 /// A refusal, with when a waiting caller should look again.
 pub(super) struct Refused {
@@ -306,5 +306,5 @@ impl Breaker {
 /// A cool-down spread by ±20% (so that a fleet does not probe in step), never past the
 /// longest one: a `Retry-After` is never later than the options say.
 fn spread(cool_down: Duration, options: BreakerOptions) -> Duration {
-    crate::backend::jitter(cool_down).min(options.max_cool_down())
+    crate::jitter::jitter(cool_down).min(options.max_cool_down())
 }

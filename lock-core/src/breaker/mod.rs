@@ -104,7 +104,6 @@
 //! [`Breaker::state`] at any time (`LockClient::breaker`, `RedisBackend::breaker`, ...).
 
 mod admission;
-mod circuit_open;
 mod machine;
 mod options;
 mod report;
@@ -121,9 +120,9 @@ use tokio::time::{sleep_until, Instant};
 
 pub use self::admission::Admission;
 use self::admission::{Caller, Waiting};
-pub use self::circuit_open::CircuitOpen;
+pub use crate::error::CircuitOpen;
 pub use self::options::BreakerOptions;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockError, Result};
 
 /// Closed, no availability failure since the last answer: what every call finds on a good day.

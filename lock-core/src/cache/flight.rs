@@ -8,7 +8,7 @@ use tokio::sync::watch;
 
 use super::computed::SharedFailure;
 use super::Cached;
-use crate::lock::held::lock;
+use crate::sync::lock;
 
 /// What a flight ends with, as its followers receive it: the value, or why there is none.
 pub(crate) type Landing = Result<Cached<Vec<u8>>, Landed>;

@@ -4,26 +4,23 @@
 //!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | [`CACHE_REQUESTS_TOTAL`] | counter | `cache`, `result` | calls by result: `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
-//! | [`CACHE_COMPUTE_SECONDS`] | histogram | `cache` | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
+//! | [`CACHE_REQUESTS_TOTAL`](crate::metrics::CACHE_REQUESTS_TOTAL) | counter | `cache`, `result` | calls by result: `hit`, `stale`, `computed`, `collapsed`, `stale_if_error`, `fail_open`, `wait_timed_out`, `uncacheable`, `pass_through` (a key marked pass-through: computed at once, without a lease), or a failure: `compute_failed`, `shared_failure` (another caller's failure, handed over or remembered for the negative TTL), `too_large`, `timeout`, `unavailable`, `error` |
+//! | [`CACHE_COMPUTE_SECONDS`](crate::metrics::CACHE_COMPUTE_SECONDS) | histogram | `cache` | how long the computations of calls that computed (`computed`, `uncacheable`, `pass_through`) took; background refreshes are not timed |
 //!
 //! `cache` is the [`Cache`](super::Cache)'s [namespace](super::Cache::namespace) (`""`
 //! without one), so two caches are told apart; the locks of their computations are counted
 //! in the lock metrics under the namespace `cache.<namespace>`.
 //!
 //! ```
-//! assert_eq!(lock_core::cache::metrics::CACHE_REQUESTS_TOTAL, "lock_cache_requests_total");
+//! assert_eq!(lock_core::metrics::CACHE_REQUESTS_TOTAL, "lock_cache_requests_total");
 //! ```
 
 use std::time::Duration;
 
 use super::{CacheError, CacheStatus};
+#[cfg(feature = "metrics")]
+use crate::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
 
-/// Calls of the cache primitive by result (counter; labels `cache`, `result`).
-pub const CACHE_REQUESTS_TOTAL: &str = "lock_cache_requests_total";
-/// How long the computations of cache calls that computed took (histogram, seconds; label
-/// `cache`).
-pub const CACHE_COMPUTE_SECONDS: &str = "lock_cache_compute_seconds";
 
 /// The `result` label of a cache call that gave a value.
 pub(crate) fn cache_status_label(status: CacheStatus) -> &'static str {

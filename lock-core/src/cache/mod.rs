@@ -53,7 +53,7 @@ mod fn_error;
 mod fused_lease;
 mod global;
 mod lookup;
-pub mod metrics;
+pub(crate) mod metrics;
 mod outcome;
 pub(crate) mod policy;
 mod request;

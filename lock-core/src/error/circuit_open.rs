@@ -40,7 +40,7 @@ pub struct CircuitOpen {
 }
 
 impl CircuitOpen {
-    pub(super) fn new(
+    pub(crate) fn new(
         backend: &'static str,
         down_for: Duration,
         retry_after: Duration,

@@ -1,6 +1,12 @@
 //! The one error type of lock-core.
 
+mod circuit_open;
+mod lost_reason;
+
 use std::time::Duration;
+
+pub use self::circuit_open::CircuitOpen;
+pub use self::lost_reason::LostReason;
 
 /// Everything that can go wrong when taking, holding or giving back a lock.
 ///
@@ -116,7 +122,7 @@ pub enum LockError {
         /// The lock's key (without namespace).
         key: String,
         /// Why it was lost.
-        reason: crate::LostReason,
+        reason: LostReason,
     },
 
     /// The backend does not offer this primitive (see
@@ -232,7 +238,7 @@ impl LockError {
 
     /// The breaker's refusal behind an [`Unavailable`](Self::Unavailable) error: the call was
     /// not sent, because its backend is known to be down (see [`crate::breaker`]). Its
-    /// [`retry_after`](crate::breaker::CircuitOpen::retry_after) says when the next probe is
+    /// [`retry_after`](CircuitOpen::retry_after) says when the next probe is
     /// due.
     ///
     /// ```
@@ -241,7 +247,7 @@ impl LockError {
     /// assert!(LockError::unavailable("redis", "connection refused").circuit_open().is_none());
     /// ```
     #[must_use]
-    pub fn circuit_open(&self) -> Option<&crate::breaker::CircuitOpen> {
+    pub fn circuit_open(&self) -> Option<&CircuitOpen> {
         match self {
             Self::Unavailable { source, .. } => source.downcast_ref(),
             _ => None,

@@ -11,7 +11,7 @@ use super::watch::{Fired, Target};
 use super::EtcdBackend;
 use crate::backend::expiry::Expiry;
 use crate::backend::Grant;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{FencingToken, LossSignal, LostReason, Result};
 
 /// A lease held in etcd: our entry and the per-lock etcd lease it is attached to.

@@ -178,7 +178,7 @@ impl LatchBackend for EtcdBackend {
                 return Ok(false);
             }
             let mut until =
-                (now + crate::backend::jitter(self.shared.config.poll_cap)).min(now + latch.left);
+                (now + crate::jitter::jitter(self.shared.config.poll_cap)).min(now + latch.left);
             if let Some(deadline) = deadline {
                 until = until.min(deadline);
             }

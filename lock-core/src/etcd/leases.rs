@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{ttl_seconds, EtcdBackend};
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::Result;
 
 /// Spares kept per backend; more are revoked.

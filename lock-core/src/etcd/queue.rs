@@ -101,7 +101,7 @@ pub(super) struct Acquiring<'a> {
 impl LocalAcquires {
     /// Counts an acquisition on `prefix` until the returned value is dropped.
     pub(super) fn enter(&self, prefix: &str) -> Acquiring<'_> {
-        let mut counts = crate::lock::held::lock(&self.0);
+        let mut counts = crate::sync::lock(&self.0);
         let count = counts.entry(prefix.to_owned()).or_insert(0);
         *count += 1;
         Acquiring {
@@ -114,7 +114,7 @@ impl LocalAcquires {
 
 impl Drop for Acquiring<'_> {
     fn drop(&mut self) {
-        let mut counts = crate::lock::held::lock(&self.local.0);
+        let mut counts = crate::sync::lock(&self.local.0);
         if let Some(count) = counts.get_mut(&self.prefix) {
             *count -= 1;
             if *count == 0 {
@@ -187,7 +187,7 @@ impl EtcdBackend {
                         _ => (spec.prefix.clone().into_bytes(), false),
                     };
                     let mut recheck_at =
-                        Instant::now() + crate::backend::jitter(self.shared.config.poll_cap);
+                        Instant::now() + crate::jitter::jitter(self.shared.config.poll_cap);
                     if let Some(deadline) = spec.request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }
@@ -268,7 +268,7 @@ impl EtcdBackend {
                         break Some(Fired::Event);
                     }
                     recheck_at =
-                        Instant::now() + crate::backend::jitter(self.shared.config.poll_cap);
+                        Instant::now() + crate::jitter::jitter(self.shared.config.poll_cap);
                     if let Some(deadline) = spec.request.deadline {
                         recheck_at = recheck_at.min(deadline);
                     }

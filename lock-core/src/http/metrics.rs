@@ -2,22 +2,15 @@
 //! [`metrics`](https://docs.rs/metrics) facade (feature `metrics`; see
 //! [`lock_core::metrics`](crate::metrics) for the whole catalogue), counted once where
 //! lock-core decides an answer. Every series has the labels `layer`, `status` (the status
-//! sent, the handler's included, or [`NO_STATUS`]) and `outcome`.
+//! sent, the handler's included, or [`NO_STATUS`](crate::metrics::NO_STATUS)) and `outcome`.
 //!
 //! ```
-//! assert_eq!(lock_core::http::metrics::HTTP_RESPONSES_TOTAL, "lock_http_responses_total");
+//! assert_eq!(lock_core::metrics::HTTP_RESPONSES_TOTAL, "lock_http_responses_total");
 //! ```
 
-/// Answers of the HTTP layers (counter; labels `layer`, `status`, `outcome`, on every series).
-pub const HTTP_RESPONSES_TOTAL: &str = "lock_http_responses_total";
+#[cfg(feature = "metrics")]
+use crate::metrics::{HTTP_RESPONSES_TOTAL, NO_STATUS};
 
-/// The `status` label of an answer that is no response: the handler (or the inner service)
-/// failed, and its error goes on to the framework, which makes of it what it does.
-///
-/// ```
-/// assert_eq!(lock_core::http::metrics::NO_STATUS, "none");
-/// ```
-pub const NO_STATUS: &str = "none";
 
 /// The `layer` label of the keyed-lock middleware.
 pub(crate) const LAYER_KEYED_LOCK: &str = "keyed_lock";
@@ -27,7 +20,7 @@ pub(crate) const LAYER_IDEMPOTENCY: &str = "idempotency";
 pub(crate) const LAYER_RESPONSE_CACHE: &str = "response_cache";
 
 /// Records one answer of an HTTP layer: its `status`, or `None` when the handler failed
-/// instead of answering ([`NO_STATUS`]).
+/// instead of answering ([`NO_STATUS`](crate::metrics::NO_STATUS)).
 pub(crate) fn http_response(layer: &'static str, status: Option<u16>, outcome: &'static str) {
     #[cfg(feature = "metrics")]
     {

@@ -33,7 +33,7 @@ pub mod cache;
 mod decode;
 pub mod idempotency;
 pub mod keyed;
-pub mod metrics;
+pub(crate) mod metrics;
 mod plain_response;
 mod problem;
 mod request_head;

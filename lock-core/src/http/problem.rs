@@ -159,7 +159,7 @@ impl Rejection {
     /// The answer for a request whose key could not be extracted from `source`
     /// (a [`KeySource::describe`](super::keyed::KeySource::describe) text). The keyed-lock
     /// middleware answers with it, so it is counted in
-    /// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) here.
+    /// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) here.
     pub fn missing_key(source: &str) -> Self {
         let rejection = Self::new(
             RejectionKind::BadKey,

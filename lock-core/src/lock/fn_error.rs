@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::error::LockError;
+use crate::LockError;
 
 /// An error type a `#[distributed_lock]` fn can return: one that holds a [`LockError`] (a busy
 /// lock, a lost lease, an unreachable backend). Every `E: From<LockError>` is one, and so are

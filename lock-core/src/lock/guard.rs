@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use crate::lease::{renew_interval, valid_until, validate_ttl};
 use crate::lock::client::ClientInner;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::lock::held::HeldLease;
 use crate::lock::owner::OwnerId;
 use crate::metrics;

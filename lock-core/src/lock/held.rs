@@ -2,12 +2,13 @@
 //! the per-client registry that counts re-entries.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
 
 use crate::backend::{DynLease, LeaseKind};
+use crate::sync::lock;
 use crate::lock::owner::OwnerId;
 use crate::lock::stop_flag::StopFlag;
 use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
@@ -144,14 +145,6 @@ impl HeldLease {
             LeaseMode::Fixed { .. } => LeaseMode::fixed(ttl),
         };
     }
-}
-
-/// Locks a std mutex, recovering from poisoning: every critical section here leaves the data
-/// consistent, so a panic elsewhere must not turn into a panic in lock bookkeeping.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Entry {

@@ -8,7 +8,6 @@
 pub(crate) mod abandoned;
 pub(crate) mod client;
 pub(crate) mod client_builder;
-pub(crate) mod error;
 pub(crate) mod fn_error;
 pub(crate) mod guard;
 pub(crate) mod held;
@@ -22,5 +21,4 @@ pub(crate) mod run_once;
 pub(crate) mod scoped;
 pub(crate) mod shutdown;
 pub(crate) mod stop_flag;
-pub(crate) mod token;
 pub(crate) mod watchdog;

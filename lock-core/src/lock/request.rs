@@ -190,8 +190,8 @@ impl<'a> LockRequest<'a> {
             return Err(kind.unsupported(capabilities.backend));
         }
         if let LeaseKind::Permits { count, limit } = kind {
-            crate::primitives::semaphore::validate_permits("permit count", count)?;
-            crate::primitives::semaphore::validate_permits("semaphore size", limit)?;
+            crate::backend::validate_permits("permit count", count)?;
+            crate::backend::validate_permits("semaphore size", limit)?;
         }
 
         if let Some((lease, count)) = inner.held.reenter(owner, &key, kind) {

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::task::JoinSet;
 
-use crate::lock::held::{lock, HeldLease};
+use crate::lock::held::HeldLease;
+use crate::sync::lock;
 use crate::{LockClient, LostReason};
 
 /// The leases a client holds, whoever holds them (every kind, permits included), for

@@ -21,7 +21,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 
 use crate::lease::{renew_interval, valid_until};
-use crate::lock::held::{lock, HeldLease};
+use crate::lock::held::HeldLease;
+use crate::sync::lock;
 use crate::metrics;
 use crate::LostReason;
 

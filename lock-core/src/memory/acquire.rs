@@ -14,7 +14,7 @@ use super::{MemoryBackend, MemoryLease, Slot};
 use crate::backend::{
     Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
 };
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
 impl LockBackend for MemoryBackend {

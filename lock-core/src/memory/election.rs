@@ -9,7 +9,7 @@ use tokio::time::{sleep_until, Instant};
 use super::state::Family;
 use super::MemoryBackend;
 use crate::backend::{ElectionBackend, Leader};
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{FencingToken, LockKey, Result};
 
 impl MemoryBackend {

@@ -10,7 +10,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::MemoryBackend;
 use crate::backend::LatchBackend;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockKey, Result};
 
 struct Latch {

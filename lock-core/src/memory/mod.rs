@@ -23,7 +23,7 @@ pub use self::result_store::MemoryResultStore;
 use self::state::{Family, KeyState};
 pub use self::stock::MemoryStock;
 use crate::backend::LeaseKind;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LostReason, OwnerToken};
 
 /// Locks (and fair locks, read-write locks, semaphores, latches) held in this process's memory.

@@ -5,7 +5,7 @@ use tokio::time::Instant;
 use super::state::{Family, Waiter};
 use super::{MemoryBackend, Shared, Slot};
 use crate::backend::{LeaseKind, QueueBackend};
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockKey, Result};
 
 /// A waiter's place in a key's queue; leaving it (by grant, timeout or drop) removes it and

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::results::{PutEntry, ResultStore, ValueWatch, Watchers};
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockKey, Result};
 
 /// Results kept in memory, for one process (tests, the demo, a single instance). Clones

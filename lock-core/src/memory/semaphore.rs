@@ -6,7 +6,7 @@ use tokio::time::Instant;
 use super::state::Family;
 use super::MemoryBackend;
 use crate::backend::{SemaphoreBackend, SemaphoreState};
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockKey, Result};
 
 impl MemoryBackend {

@@ -13,7 +13,7 @@ use crate::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome, Restock,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::Result;
 
 /// Stock kept in memory; clones share it.

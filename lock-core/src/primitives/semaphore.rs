@@ -1,10 +1,9 @@
 //! The semaphore: N permits, each acquired permit a lease of its own.
 
-use crate::backend::{DynSemaphoreBackend, LeaseKind, SemaphoreState};
+use crate::backend::{validate_permits, DynSemaphoreBackend, LeaseKind, SemaphoreState};
 use crate::{LockClient, LockError, LockKey, LockRequest, Result};
 
-/// The most permits a semaphore can have.
-pub const MAX_PERMITS: u32 = 1_000_000;
+pub use crate::backend::semaphore::MAX_PERMITS;
 
 /// A semaphore whose permits expire: up to N permits held at once, across processes. Made by
 /// [`LockClient::semaphore`]; cheap to clone.
@@ -137,13 +136,3 @@ impl Semaphore {
     }
 }
 
-/// Checks a permit count (a request's or a size): 1 ..= [`MAX_PERMITS`].
-pub(crate) fn validate_permits(what: &'static str, permits: u32) -> Result<()> {
-    if permits == 0 || permits > MAX_PERMITS {
-        return Err(LockError::InvalidInput {
-            what,
-            reason: format!("{permits} is outside 1..={MAX_PERMITS}"),
-        });
-    }
-    Ok(())
-}

@@ -129,7 +129,7 @@ impl LockBackend for RedisBackend {
                     // Jittered, but never past the holder's lease: a holder that died frees
                     // the key when its lease runs out, and the waiter looks then (as the SQL
                     // backends' waiters do).
-                    let mut pause = crate::backend::jitter(poll);
+                    let mut pause = crate::jitter::jitter(poll);
                     if let Some(left) = remaining {
                         pause = pause.min(left + Duration::from_millis(1));
                     }

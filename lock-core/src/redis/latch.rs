@@ -111,7 +111,7 @@ impl LatchBackend for RedisBackend {
                 return Ok(false);
             }
             let poll = Duration::from_millis(remaining.max(1)).min(self.shared.config.poll_cap);
-            let mut recheck_at = Instant::now() + crate::backend::jitter(poll);
+            let mut recheck_at = Instant::now() + crate::jitter::jitter(poll);
             if let Some(deadline) = deadline {
                 recheck_at = recheck_at.min(deadline);
             }

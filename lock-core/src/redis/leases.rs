@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use redis::aio::ConnectionManager;
 
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LossSignal, LostReason};
 
 /// Keys read per `MGET`, so one check never blocks the server for long.

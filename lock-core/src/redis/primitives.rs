@@ -180,7 +180,7 @@ impl RedisBackend {
                 .ok()
                 .filter(|&ms| ms > 0)
                 .map_or(cap, |ms| Duration::from_millis(ms).min(cap));
-            let mut recheck_at = Instant::now() + crate::backend::jitter(poll);
+            let mut recheck_at = Instant::now() + crate::jitter::jitter(poll);
             if let Some(deadline) = request.deadline {
                 recheck_at = recheck_at.min(deadline);
             }

@@ -26,7 +26,7 @@ use super::leases::LeaseBook;
 use super::scripts;
 use super::subscription::{self, Listener};
 use crate::breaker::Breaker;
-use crate::lock::held::lock;
+use crate::sync::lock;
 
 /// The waiters of one backend, by sequence number.
 pub(super) struct WakeHub {

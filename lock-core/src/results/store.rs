@@ -229,7 +229,7 @@ pub struct Watchers {
 impl Watchers {
     /// A watch of the entries delivered for `key` (a full key, `namespace:key`) from now on.
     pub fn subscribe(&self, key: &str) -> ValueWatch {
-        let mut keys = crate::lock::held::lock(&self.keys);
+        let mut keys = crate::sync::lock(&self.keys);
         keys.retain(|_, sender| sender.receiver_count() > 0);
         let sender = keys
             .entry(key.to_owned())
@@ -243,14 +243,14 @@ impl Watchers {
     /// Whether some local waiter watches `key` (so a push naming only the key is worth a read).
     #[cfg(feature = "postgres")]
     pub(crate) fn is_watched(&self, key: &str) -> bool {
-        let keys = crate::lock::held::lock(&self.keys);
+        let keys = crate::sync::lock(&self.keys);
         keys.get(key)
             .is_some_and(|sender| sender.receiver_count() > 0)
     }
 
     /// Hands `entry` to the local waiters of `key`, if any.
     pub fn deliver(&self, key: &str, entry: Arc<Vec<u8>>) {
-        let keys = crate::lock::held::lock(&self.keys);
+        let keys = crate::sync::lock(&self.keys);
         if let Some(sender) = keys.get(key) {
             sender.send(entry).ok();
         }

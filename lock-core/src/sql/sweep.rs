@@ -85,7 +85,7 @@ pub(crate) fn spawn_sweeper<S, Fut>(
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = tokio::time::sleep(crate::backend::jitter(SWEEP_EVERY)) => {}
+                () = tokio::time::sleep(crate::jitter::jitter(SWEEP_EVERY)) => {}
             }
             let Some(shared) = shared.upgrade() else {
                 return;

@@ -82,7 +82,7 @@ where
                 };
                 // One waiter per key polls; the others wait for a wake-up or their deadline.
                 let mut recheck_at = if waiting.polls() {
-                    let mut pause = crate::backend::jitter(interval);
+                    let mut pause = crate::jitter::jitter(interval);
                     if let Some(left) = left {
                         pause = pause.min(left + Duration::from_millis(1));
                     }

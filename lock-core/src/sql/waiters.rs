@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::lock::held::lock;
+use crate::sync::lock;
 
 #[derive(Default)]
 pub(crate) struct WaiterHub {

@@ -49,7 +49,7 @@ impl LogLines {
 
     /// The lines kept since the last call.
     pub fn take(&self) -> Vec<(Level, String)> {
-        std::mem::take(&mut *crate::lock::held::lock(&self.seen))
+        std::mem::take(&mut *crate::sync::lock(&self.seen))
     }
 }
 
@@ -85,7 +85,7 @@ impl Subscriber for &'static LogLines {
         if let Some(sink) = self.sink {
             sink(level, &line);
         }
-        crate::lock::held::lock(&self.seen).push((level, line));
+        crate::sync::lock(&self.seen).push((level, line));
     }
 
     fn enter(&self, _: &Id) {}

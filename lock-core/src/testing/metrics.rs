@@ -8,7 +8,7 @@
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
+//! use lock_core::metrics::HTTP_RESPONSES_TOTAL;
 //! use lock_core::testing::metrics::{http_response_series, local_recorder};
 //!
 //! let (snapshotter, _recording) = local_recorder();
@@ -23,7 +23,7 @@ use metrics::{LocalRecorderGuard, SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::CompositeKey;
 
-use crate::http::metrics::HTTP_RESPONSES_TOTAL;
+use crate::metrics::HTTP_RESPONSES_TOTAL;
 
 /// A snapshot of the recorder, as `Snapshotter::snapshot().into_vec()` gives it.
 pub type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;

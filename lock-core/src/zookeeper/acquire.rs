@@ -141,7 +141,7 @@ impl ZooKeeperBackend {
                         }
                         _ => {
                             let mut recheck_at = Instant::now()
-                                + crate::backend::jitter(self.shared.config.poll_cap);
+                                + crate::jitter::jitter(self.shared.config.poll_cap);
                             if let Some(deadline) = request.deadline {
                                 recheck_at = recheck_at.min(deadline);
                             }

@@ -118,7 +118,7 @@ use self::session::Session;
 use crate::backend::expiry::Expiry;
 use crate::backend::LeaseKind;
 use crate::breaker::Breaker;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockError, Result};
 
 const BACKEND: &str = "zookeeper";

@@ -354,7 +354,7 @@ impl ZooKeeperBackend {
             if stat.is_none() {
                 return Ok(());
             }
-            let recheck_at = Instant::now() + crate::backend::jitter(self.shared.config.poll_cap);
+            let recheck_at = Instant::now() + crate::jitter::jitter(self.shared.config.poll_cap);
             let wake = deadline.map_or(recheck_at, |deadline| deadline.min(recheck_at));
             tokio::select! {
                 // The node's deletion, or the session breaking.

@@ -18,7 +18,7 @@ use zookeeper_client as zk;
 
 use super::security::Prepared;
 use super::{to_lock_error, BACKEND};
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockError, LossSignal, LostReason, Result};
 
 /// How many times a session is tried in all, within the connect timeout, when SASL is on (see

@@ -214,9 +214,9 @@ impl Bypass {
     }
 
     /// Counts the application's answer to this request in
-    /// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) (outcome `bypass`):
+    /// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) (outcome `bypass`):
     /// the adapter hands the status it answered with, or `None` when it failed instead
-    /// ([`NO_STATUS`](crate::http::metrics::NO_STATUS)). Once per request.
+    /// ([`NO_STATUS`](crate::metrics::NO_STATUS)). Once per request.
     ///
     /// ```
     /// use lock_core::cache::Cache;

@@ -55,7 +55,7 @@ use super::{
 };
 use crate::cache::computed::CallError;
 use crate::cache::{CacheError, CacheStatus, Cached, Freshness};
-use crate::lock::held::lock;
+use crate::sync::lock;
 
 mod answers;
 mod fetch;

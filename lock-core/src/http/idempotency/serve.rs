@@ -306,9 +306,9 @@ async fn finish_unrecorded(
 /// broke off while it was read): the next request with the key runs. A failed give-back is
 /// logged; the claim's lease frees the key then. The outcome to record:
 /// [`Outcome::NotStored`], counted in
-/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) with `status`: the
+/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) with `status`: the
 /// status of the response that broke off, or `None` for a handler that failed
-/// ([`NO_STATUS`](crate::http::metrics::NO_STATUS)).
+/// ([`NO_STATUS`](crate::metrics::NO_STATUS)).
 pub async fn give_back(claim: Claim, status: Option<u16>) -> Outcome {
     let outcome = release(claim).await;
     record(status, outcome);
@@ -341,7 +341,7 @@ pub fn unreadable_request() -> Reply {
 /// longer holds whole (its body was over the limit, and its start is gone): a 500 problem,
 /// with the `outcome` [`finish`] gave. lock-core replaces every response it was not given
 /// whole, so this is the adapters' guard, not a path they take. Not counted again in
-/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL): [`finish`] counted it.
+/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL): [`finish`] counted it.
 #[must_use]
 pub fn response_not_sent(outcome: Outcome) -> Reply {
     Reply::from_rejection(

@@ -49,9 +49,9 @@ impl LockInfo {
 /// released (owner-checked) after `inner` finishes; a failed release is logged, not reported,
 /// since the work is done and the lease's TTL frees the lock anyway. `status_of` reads the
 /// status the handler answered with from its output, for
-/// [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL) (`None` when it
+/// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) (`None` when it
 /// failed instead of answering: counted as
-/// [`NO_STATUS`](crate::http::metrics::NO_STATUS)).
+/// [`NO_STATUS`](crate::metrics::NO_STATUS)).
 ///
 /// This is [`RequestLock::acquire`] followed by [`RequestLock::run`], for adapters that can
 /// hand their request to the closure.

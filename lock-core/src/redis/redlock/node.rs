@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use super::BACKEND;
-use crate::lock::held::lock;
+use crate::sync::lock;
 use crate::{LockError, RedisBackend};
 
 /// The first pause before a background connection tries again; it doubles up to

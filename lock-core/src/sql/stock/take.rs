@@ -9,7 +9,7 @@ use super::dialect::{first_number, Arg, StockDialect};
 use super::settle::{Found, Settle};
 use super::statements::{DEDUCTION, LIVE, NOTHING_HELD, RESERVATION};
 use super::{SqlStock, StockStrategy};
-use crate::backend::jitter;
+use crate::jitter::jitter;
 use crate::stock::{
     order_reused, CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, OrderLine, Reservation,
     ReserveOutcome, Restock, StockLevel, StockStore,

@@ -142,7 +142,7 @@ impl CacheCall {
         tracing::debug!(key = self.key.as_str(), cache_status = %status, "response cache answered");
     }
 
-    /// Counts this answer in [`HTTP_RESPONSES_TOTAL`](crate::http::metrics::HTTP_RESPONSES_TOTAL),
+    /// Counts this answer in [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL),
     /// its outcome read from the `Cache-Status` member it is sent with (so the two agree).
     pub(super) fn record<R: OriginResponse, E>(&self, served: &Served<R, E>) {
         if !cfg!(feature = "metrics") {

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::lock::stop_flag::StopFlag;
+use crate::sync::stop_flag::StopFlag;
 use crate::{LockKey, LostReason};
 
 /// A fire-once, cloneable signal that a lease is lost.

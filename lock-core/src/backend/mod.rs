@@ -58,6 +58,8 @@ mod queue;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod queue_rule;
 mod request;
+pub(crate) mod key;
+pub(crate) mod loss_signal;
 pub(crate) mod semaphore;
 pub(crate) mod token;
 

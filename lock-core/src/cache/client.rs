@@ -7,10 +7,9 @@ use super::flight::Flights;
 use super::request::CacheRequest;
 use super::{Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::{DynLockBackend, LockBackend};
-use crate::lock::key::validate_namespace;
-use crate::memory::MemoryResultStore;
+use crate::backend::key::validate_namespace;
 use crate::results::{DynResultStore, ResultStore};
-use crate::{LeaseMode, LockClient, LockError, MemoryBackend, Result};
+use crate::{LeaseMode, LockClient, LockError, Result};
 
 /// The largest value stored by default: 1 MiB.
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
@@ -81,13 +80,6 @@ impl Cache {
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
             lease: DEFAULT_COMPUTE_LEASE,
         }
-    }
-
-    /// A cache for one process, in memory, with default settings.
-    pub fn memory(namespace: &str) -> Result<Self> {
-        Self::builder(MemoryResultStore::new(), MemoryBackend::new())
-            .namespace(namespace)
-            .build()
     }
 
     /// Starts a call for the value named `key` (validated when the call runs, with the lock's

@@ -8,12 +8,11 @@ use super::record::Record;
 use super::stats::Counters;
 use super::{Completed, Fingerprint, IdempotencyStats};
 use crate::backend::{DynLockBackend, LockBackend};
-use crate::lock::key::validate_namespace;
+use crate::backend::key::validate_namespace;
 use crate::results::{
     DynResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS,
 };
-use crate::memory::MemoryResultStore;
-use crate::{FencingToken, LeaseMode, LockClient, LockError, LockKey, MemoryBackend, Result};
+use crate::{FencingToken, LeaseMode, LockClient, LockError, LockKey, Result};
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use crate::results::CommitPlace;
 
@@ -121,13 +120,6 @@ impl Idempotency {
             #[cfg(any(feature = "postgres", feature = "mysql"))]
             recovery_points: None,
         }
-    }
-
-    /// Records for one process, in memory, with default settings.
-    pub fn memory(namespace: &str) -> Result<Self> {
-        Self::builder(MemoryResultStore::new(), MemoryBackend::new())
-            .namespace(namespace)
-            .build()
     }
 
     /// Reads the record of `key` in `scope`: a completed request is replayed (or refused as

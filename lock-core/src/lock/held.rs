@@ -10,7 +10,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::backend::{DynLease, LeaseKind};
 use crate::sync::lock;
 use crate::lock::owner::OwnerId;
-use crate::lock::stop_flag::StopFlag;
+use crate::sync::stop_flag::StopFlag;
 use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
 
 /// One lease as granted by the backend.

@@ -6,6 +6,7 @@
 //! count-down latch in [`latch`]. It excludes tasks of one process only.
 
 mod acquire;
+mod defaults;
 mod election;
 mod latch;
 mod queue;

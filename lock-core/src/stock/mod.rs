@@ -37,7 +37,7 @@ use std::time::Duration;
 
 pub use self::order_line::OrderLine;
 pub use self::store::{DynStockStore, StockStore};
-use crate::lock::key::validate_namespace;
+use crate::backend::key::validate_namespace;
 use crate::{LockError, LockKey, Result};
 
 /// The largest quantity one operation accepts.

@@ -1,5 +1,7 @@
 //! The poison-free mutex guard every std mutex of the crate is locked with.
 
+pub(crate) mod stop_flag;
+
 use std::sync::{Mutex, MutexGuard};
 
 /// Locks a std mutex, recovering from poisoning: every critical section here leaves the data

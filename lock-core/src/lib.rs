@@ -62,10 +62,10 @@ mod error;
 pub mod etcd;
 pub mod fenced;
 mod hex;
-mod jitter;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod idempotency;
+mod jitter;
 pub mod lease;
 mod lock;
 #[doc(hidden)]
@@ -87,26 +87,26 @@ pub mod testing;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
+pub use backend::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
+pub use backend::loss_signal::LossSignal;
+pub use backend::token::{FencingToken, OwnerToken};
 pub use backend::{Capabilities, LockBackend};
 pub use election::{Election, Leader, LeaderWatch, Leadership};
+pub use error::{LockError, LostReason, Result};
 #[cfg(feature = "etcd")]
 pub use etcd::EtcdBackend;
 pub use lease::{LeaseMode, WaitPolicy};
 pub use lock::client::LockClient;
 pub use lock::client_builder::LockClientBuilder;
-pub use error::{LockError, LostReason, Result};
 pub use lock::fn_error::LockFnError;
 pub use lock::guard::LockGuard;
-pub use backend::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use lock::key_template::KeyTemplate;
-pub use backend::loss_signal::LossSignal;
 pub use lock::multi::{MultiGuard, MultiLock, PartLost};
 pub use lock::owner::LockOwner;
 pub use lock::request::LockRequest;
 pub use lock::run_once::RunOnce;
 pub use lock::scoped::race_lost;
 pub use lock::shutdown::ShutdownReport;
-pub use backend::token::{FencingToken, OwnerToken};
 #[cfg(feature = "macros")]
 pub use lock_macros::{distributed_lock, run_once, single_flight};
 pub use memory::{MemoryBackend, MemoryLease};

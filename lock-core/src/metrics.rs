@@ -125,11 +125,7 @@ pub const NO_STATUS: &str = "none";
 /// assert!(HISTOGRAMS.contains(&HOLD_SECONDS));
 /// assert!(HISTOGRAMS.iter().all(|name| name.ends_with("_seconds")));
 /// ```
-pub const HISTOGRAMS: &[&str] = &[
-    ACQUIRE_WAIT_SECONDS,
-    HOLD_SECONDS,
-    CACHE_COMPUTE_SECONDS,
-];
+pub const HISTOGRAMS: &[&str] = &[ACQUIRE_WAIT_SECONDS, HOLD_SECONDS, CACHE_COMPUTE_SECONDS];
 
 /// The recommended buckets of every `*_seconds` histogram ([`HISTOGRAMS`]): 0.5 ms to 30 s,
 /// from a cache hit or an uncontended lock to a long wait or hold. Give them to the exporter,
@@ -170,7 +166,6 @@ pub fn describe() {
     #[cfg(feature = "metrics")]
     {
         use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
-
 
         describe_counter!(
             ACQUIRE_TOTAL,

@@ -51,15 +51,15 @@ mod election;
 pub(crate) mod expiry;
 #[cfg(any(feature = "etcd", feature = "postgres", feature = "mysql"))]
 pub(crate) mod in_flight;
+pub(crate) mod key;
 mod kind;
 mod latch;
+pub(crate) mod loss_signal;
 mod optional_traits;
 mod queue;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod queue_rule;
 mod request;
-pub(crate) mod key;
-pub(crate) mod loss_signal;
 pub(crate) mod semaphore;
 pub(crate) mod token;
 
@@ -158,4 +158,3 @@ pub trait LockBackend: Clone + Send + Sync + 'static {
         OptionalTraits::default()
     }
 }
-

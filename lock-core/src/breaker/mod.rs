@@ -120,8 +120,8 @@ use tokio::time::{sleep_until, Instant};
 
 pub use self::admission::Admission;
 use self::admission::{Caller, Waiting};
-pub use crate::error::CircuitOpen;
 pub use self::options::BreakerOptions;
+pub use crate::error::CircuitOpen;
 use crate::sync::lock;
 use crate::{LockError, Result};
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::flight::Flights;
 use super::request::CacheRequest;
 use super::{Freshness, OnBackendError, OnWaitTimeout};
-use crate::backend::{DynLockBackend, LockBackend};
 use crate::backend::key::validate_namespace;
+use crate::backend::{DynLockBackend, LockBackend};
 use crate::results::{DynResultStore, ResultStore};
 use crate::{LeaseMode, LockClient, LockError, Result};
 

@@ -21,7 +21,6 @@ use super::{CacheError, CacheStatus};
 #[cfg(feature = "metrics")]
 use crate::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
 
-
 /// The `result` label of a cache call that gave a value.
 pub(crate) fn cache_status_label(status: CacheStatus) -> &'static str {
     match status {

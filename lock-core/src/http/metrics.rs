@@ -11,7 +11,6 @@
 #[cfg(feature = "metrics")]
 use crate::metrics::{HTTP_RESPONSES_TOTAL, NO_STATUS};
 
-
 /// The `layer` label of the keyed-lock middleware.
 pub(crate) const LAYER_KEYED_LOCK: &str = "keyed_lock";
 /// The `layer` label of the idempotency middleware.

@@ -359,7 +359,10 @@ async fn claim(
     // With recovery points, the look for one goes with the in-flight put (two stores, one
     // round trip's wait); it is only used once the put has made the claim this request's.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    let (stored, point) = match idempotency.commit_place().and_then(|p| p.find_point(key.full())) {
+    let (stored, point) = match idempotency
+        .commit_place()
+        .and_then(|p| p.find_point(key.full()))
+    {
         Some(find) => {
             let (stored, point) = tokio::join!(put, find);
             (stored?, point?)

@@ -39,4 +39,3 @@ pub(crate) struct ClaimCommit {
     pub(crate) fingerprint: Fingerprint,
     pub(crate) retention: Duration,
 }
-

@@ -7,14 +7,12 @@ use super::claim::{self, Begin, InFlight};
 use super::record::Record;
 use super::stats::Counters;
 use super::{Completed, Fingerprint, IdempotencyStats};
-use crate::backend::{DynLockBackend, LockBackend};
 use crate::backend::key::validate_namespace;
-use crate::results::{
-    DynResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS,
-};
-use crate::{FencingToken, LeaseMode, LockClient, LockError, LockKey, Result};
+use crate::backend::{DynLockBackend, LockBackend};
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use crate::results::CommitPlace;
+use crate::results::{DynResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS};
+use crate::{FencingToken, LeaseMode, LockClient, LockError, LockKey, Result};
 
 /// How long a completed request is kept for replay by default: 24 hours, as Stripe does.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
@@ -330,9 +328,7 @@ impl IdempotencyBuilder {
         // Recovery points when given (the effect's database), else the records themselves
         // when they are in PostgreSQL.
         #[cfg(any(feature = "postgres", feature = "mysql"))]
-        let commit_place = self
-            .recovery_points
-            .or_else(|| self.store.commit_place());
+        let commit_place = self.recovery_points.or_else(|| self.store.commit_place());
         Ok(Idempotency {
             inner: Arc::new(Inner {
                 store: self.store,

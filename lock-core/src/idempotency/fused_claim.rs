@@ -123,9 +123,7 @@ impl FusedClaim {
             rule,
             keep: idempotency.inner.retention,
         };
-        self.paths
-            .end_claim(guard.owner_token(), fence, &end)
-            .await
+        self.paths.end_claim(guard.owner_token(), fence, &end).await
     }
 }
 

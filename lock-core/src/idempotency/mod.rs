@@ -73,12 +73,12 @@ mod replay;
 pub(crate) mod stats;
 
 pub use self::claim::{Begin, Claim, Completion, InFlight};
-pub use self::claim_info::ClaimInfo;
-pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) use self::claim_commit::ClaimCommit;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use self::claim_commit::Committed;
+pub use self::claim_info::ClaimInfo;
+pub use self::client::{Idempotency, IdempotencyBuilder, DEFAULT_RETENTION, MAX_RETENTION};
 pub use self::fingerprint::{Fingerprint, FingerprintBuilder};
 pub use self::record::Completed;
 #[cfg(any(feature = "postgres", feature = "mysql"))]

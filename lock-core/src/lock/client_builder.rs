@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::key::validate_namespace;
 use crate::backend::DynLockBackend;
 use crate::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
 use crate::lock::client::{ClientInner, LockClient};
 use crate::lock::held::HeldRegistry;
-use crate::backend::key::validate_namespace;
 use crate::lock::shutdown::LiveLeases;
 use crate::{LeaseMode, LockError, Result};
 

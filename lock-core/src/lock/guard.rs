@@ -8,10 +8,10 @@ use tokio::time::Instant;
 
 use crate::lease::{renew_interval, valid_until, validate_ttl};
 use crate::lock::client::ClientInner;
-use crate::sync::lock;
 use crate::lock::held::HeldLease;
 use crate::lock::owner::OwnerId;
 use crate::metrics;
+use crate::sync::lock;
 use crate::{FencingToken, LeaseMode, LockError, LockKey, LostReason, OwnerToken, Result};
 
 /// A held lock. Release it with [`release`](Self::release); dropping it releases too, but

@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::time::{sleep_until, Instant};
 
 use crate::backend::{DynLease, LeaseKind};
-use crate::sync::lock;
 use crate::lock::owner::OwnerId;
+use crate::sync::lock;
 use crate::sync::stop_flag::StopFlag;
 use crate::{FencingToken, LeaseMode, LockKey, LossSignal, LostReason, OwnerToken};
 

@@ -13,8 +13,8 @@ use crate::lease::{renew_interval, valid_until};
 use crate::lock::abandoned::PendingAcquire;
 use crate::lock::held::{HeldLease, Timing};
 use crate::lock::owner::OwnerId;
-use crate::sync::stop_flag::StopFlag;
 use crate::metrics;
+use crate::sync::stop_flag::StopFlag;
 use crate::{
     LeaseMode, LockClient, LockError, LockGuard, LockKey, LockOwner, OwnerToken, Result, WaitPolicy,
 };

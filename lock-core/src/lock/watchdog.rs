@@ -22,8 +22,8 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::lease::{renew_interval, valid_until};
 use crate::lock::held::HeldLease;
-use crate::sync::lock;
 use crate::metrics;
+use crate::sync::lock;
 use crate::LostReason;
 
 /// The pause between two renewal attempts after a failure: short enough to get several tries

@@ -71,11 +71,6 @@ mod tests {
             RedisError::from((ErrorKind::Server(ServerErrorKind::BusyLoading), "LOADING"));
         assert!(is_unreachable(&loading));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::LockError;
 
     /// A client error that prints its own source (redis-rs's I/O errors do) is named once.
     #[test]
@@ -84,7 +79,7 @@ mod tests {
             std::io::ErrorKind::ConnectionRefused,
             "Connection refused (os error 111)",
         );
-        let error = LockError::unavailable("redis", redis::RedisError::from(io));
+        let error = crate::LockError::unavailable("redis", redis::RedisError::from(io));
         let source = std::error::Error::source(&error).unwrap();
         assert_eq!(
             (source.to_string(), source.source().map(ToString::to_string)),

@@ -140,14 +140,14 @@ use tokio_util::sync::DropGuard;
 
 pub(crate) use self::builder::validate_prefix;
 pub use self::builder::RedisBackendBuilder;
-pub use self::fenced::RedisFencedStore;
-pub use self::result_store::RedisResultStore;
-pub use self::stock::{RedisStock, UnprefixedMigration};
 use self::builder::RedisConfig;
+pub use self::fenced::RedisFencedStore;
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
 use self::primitive_keys::PrimitiveKeys;
+pub use self::result_store::RedisResultStore;
 use self::script_call::ScriptCall;
+pub use self::stock::{RedisStock, UnprefixedMigration};
 use self::wakeups::WakeHub;
 use crate::breaker::Breaker;
 use crate::{LockError, Result};

@@ -12,11 +12,11 @@ use std::time::Duration;
 use redis::Script;
 use tokio::time::Instant;
 
+use super::entry_layout::lua_entry_layout;
 use super::keys::LockKeys;
 use super::script_call::ScriptCall;
 use super::{millis, protocol, scripts, RedisBackend, RedisLease, FENCE_RETENTION};
 use crate::backend::{AcquireRequest, Grant};
-use super::entry_layout::lua_entry_layout;
 use crate::results::{RecordClaim, RecordEnd, RecordSeen};
 use crate::{FencingToken, OwnerToken, Result};
 

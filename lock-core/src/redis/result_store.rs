@@ -28,15 +28,16 @@ use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::fused_paths::RedisFusedPaths;
-use crate::results::{FusedPaths, PutEntry, ResultStore, ValueWatch, Watchers};
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
+use crate::results::{FusedPaths, PutEntry, ResultStore, ValueWatch, Watchers};
 use crate::{LockBackend, LockError, LockKey, OwnerToken, RedisBackend, Result};
 
 const STORE: &str = "redis";
 
-static WATCH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/result_watch.lua")));
+static WATCH: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/result_watch.lua")));
 
 static PUT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(

@@ -7,6 +7,8 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 use redis::Script;
 
+use crate::breaker::{Breaker, BreakerOptions};
+use crate::redis::availability::through;
 use crate::stock::OrderLine;
 use crate::stock::{check_retention, DEFAULT_RETENTION};
 use crate::stock::{order_reused, restock_reused};
@@ -14,8 +16,6 @@ use crate::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, Reservation, ReserveOutcome, Restock,
     StockLevel, StockStore, UNKNOWN_SKU_RETENTION,
 };
-use crate::breaker::{Breaker, BreakerOptions};
-use crate::redis::availability::through;
 use crate::{LockError, RedisBackend, Result};
 
 const BACKEND: &str = "redis";

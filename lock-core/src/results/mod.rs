@@ -37,9 +37,9 @@ pub(crate) mod response;
 mod store;
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub use self::commit_place::CommitPlace;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) use self::commit_place::sealed::Sealed as CommitPlaceSealed;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use self::commit_place::CommitPlace;
 pub use self::fused::{FusedPaths, RecordClaim, RecordEnd, RecordSeen};
 pub use self::put_entry::PutEntry;
 pub use self::response::{StoredResponse, StoredResponseError};

@@ -148,7 +148,6 @@ pub enum Replace {
     OlderOrSame,
 }
 
-
 /// The entries pushed for one key, as one process receives them; made by
 /// [`Watchers::subscribe`].
 pub struct ValueWatch {

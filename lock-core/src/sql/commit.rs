@@ -144,7 +144,7 @@ impl ClaimInfo {
         let completed = Completed::new(self.fence, response);
         let entry = Record::encode_completed(&commit.fingerprint, &completed);
         // The place is one of this driver's own (`CommitPlace` is sealed): which one.
-        let place: &dyn Any = commit.place.as_ref();
+        let place: &(dyn Any + Send + Sync) = commit.place.as_ref();
         let written = match place.downcast_ref::<RecoveryPoints>() {
             Some(points) => {
                 points
@@ -172,7 +172,7 @@ impl ClaimInfo {
 /// there now.
 #[cfg(feature = "postgres")]
 async fn in_table(
-    place: &dyn Any,
+    place: &(dyn Any + Send + Sync),
     transaction: Dialect<'_, '_>,
     claim: &ClaimInfo,
     entry: &[u8],
@@ -211,7 +211,7 @@ async fn in_table(
 /// Without PostgreSQL, recovery points are the only place.
 #[cfg(not(feature = "postgres"))]
 async fn in_table(
-    _place: &dyn Any,
+    _place: &(dyn Any + Send + Sync),
     _transaction: Dialect<'_, '_>,
     _claim: &ClaimInfo,
     _entry: &[u8],

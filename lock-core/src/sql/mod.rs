@@ -146,7 +146,11 @@ pub use self::builder::MySqlBackendBuilder;
 #[cfg(feature = "postgres")]
 pub use self::builder::PostgresBackendBuilder;
 pub use self::builder::SqlBackendBuilder;
+pub(crate) use self::builder::{Source, SqlConfig};
 pub use self::commit::EffectTransaction;
+pub use self::dialect::Dialect;
+use self::dialect::Statements;
+pub(crate) use self::dialect::{arguments, Arg, RowsAffected};
 pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
 #[cfg(feature = "postgres")]
 pub use self::result_store::{PostgresResultStore, PostgresResultStoreBuilder};
@@ -158,10 +162,6 @@ pub use self::stock::{
     SqlStock, SqlStockBuilder, SqlStockStats, StockDialect, StockStrategy, DEFAULT_PREFIX,
     SWEEP_EVERY_CALLS,
 };
-pub(crate) use self::builder::{Source, SqlConfig};
-pub use self::dialect::Dialect;
-use self::dialect::Statements;
-pub(crate) use self::dialect::{arguments, Arg, RowsAffected};
 pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]

@@ -140,8 +140,8 @@ impl ZooKeeperBackend {
                                 .await?;
                         }
                         _ => {
-                            let mut recheck_at = Instant::now()
-                                + crate::jitter::jitter(self.shared.config.poll_cap);
+                            let mut recheck_at =
+                                Instant::now() + crate::jitter::jitter(self.shared.config.poll_cap);
                             if let Some(deadline) = request.deadline {
                                 recheck_at = recheck_at.min(deadline);
                             }

@@ -258,8 +258,8 @@ impl ZooKeeperBackend {
                 return Ok(false);
             }
             let expires_in = Duration::from_millis(latch.expires_at.saturating_sub(now));
-            let mut recheck_at = Instant::now()
-                + crate::jitter::jitter(self.shared.config.poll_cap).min(expires_in);
+            let mut recheck_at =
+                Instant::now() + crate::jitter::jitter(self.shared.config.poll_cap).min(expires_in);
             if let Some(deadline) = deadline {
                 recheck_at = recheck_at.min(deadline);
             }

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use lock_core::cache::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
 use lock_core::cache::{Cache, Freshness};
 use lock_core::http::cache::{
     BodyFailed, ForwardAs, HeaderPairs, HttpCache, OriginResponse, Plan, RequestParts, Served,
 };
-use lock_core::http::metrics::{HTTP_RESPONSES_TOTAL, NO_STATUS};
+use lock_core::metrics::{CACHE_COMPUTE_SECONDS, CACHE_REQUESTS_TOTAL};
+use lock_core::metrics::{HTTP_RESPONSES_TOTAL, NO_STATUS};
 
 use crate::metrics_support::{counter, histogram_samples, local_recorder};
 

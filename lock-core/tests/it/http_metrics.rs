@@ -5,9 +5,9 @@
 
 use lock_core::http::idempotency::{begin, finish, Finished, IdempotencyRules, Started};
 use lock_core::http::keyed::{run_locked, KeyedLockOptions};
-use lock_core::http::metrics::HTTP_RESPONSES_TOTAL;
 use lock_core::http::Rejection;
 use lock_core::idempotency::{Fingerprint, Idempotency};
+use lock_core::metrics::HTTP_RESPONSES_TOTAL;
 use lock_core::{LockClient, MemoryBackend};
 
 use crate::metrics_support::{counter, local_recorder};
@@ -109,7 +109,7 @@ async fn a_failed_handler_is_counted_without_a_status() {
     use lock_core::http::idempotency::{
         Begun, HandlerResponse, IdempotencyCall, Plan, Ran, RequestBody,
     };
-    use lock_core::http::metrics::NO_STATUS;
+    use lock_core::metrics::NO_STATUS;
 
     /// A 200 whose body breaks off.
     struct Broken;

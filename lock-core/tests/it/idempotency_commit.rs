@@ -16,11 +16,13 @@
 
 use std::time::Duration;
 
-use lock_core::idempotency::{Begin, ClaimInfo, Committed, Completion, Fingerprint, Idempotency, InFlight};
-use lock_core::sql::RecoveryPoints;
+use lock_core::idempotency::{
+    Begin, ClaimInfo, Committed, Completion, Fingerprint, Idempotency, InFlight,
+};
+use lock_core::redis::RedisResultStore;
 use lock_core::results::StoredResponse;
 use lock_core::sql::PostgresResultStore;
-use lock_core::redis::RedisResultStore;
+use lock_core::sql::RecoveryPoints;
 use lock_core::testing::{server_url, unique};
 use lock_core::{FencingToken, LeaseMode, LockError, PostgresBackend, RedisBackend};
 use tokio::time::timeout;

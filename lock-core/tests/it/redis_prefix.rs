@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheStatus};
 use lock_core::fenced::FencedWrite;
-use lock_core::redis::RedisFencedStore;
 use lock_core::idempotency::{Begin, Completion, Fingerprint, Idempotency, InFlight};
-use lock_core::results::StoredResponse;
+use lock_core::redis::RedisFencedStore;
 use lock_core::redis::RedisResultStore;
+use lock_core::results::StoredResponse;
 use lock_core::{FencingToken, LockClient, RedisBackend};
 
 use crate::acl_support::{acl_user_backend, AclRedis};

@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use lock_core::results::{PutEntry, Replace, ResultStore};
 use lock_core::memory::MemoryResultStore;
+use lock_core::results::{PutEntry, Replace, ResultStore};
 use lock_core::testing::unique;
 use lock_core::LockKey;
 use tokio::time::{timeout, Instant};

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::stock::{DeductOutcome, Stock};
 use lock_core::sql::{SqlStock, StockDialect, StockStrategy};
+use lock_core::stock::{DeductOutcome, Stock};
 use lock_core::testing::{free_port, unique, SqlKind, SqlServer};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};

@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
-use lock_core::stock::{CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Restock, Stock, DEFAULT_RETENTION};
 use lock_core::memory::MemoryStock;
+use lock_core::stock::{
+    CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Restock, Stock, DEFAULT_RETENTION,
+};
 use lock_core::testing::unique;
 use lock_core::LockError;
 use tokio::time::{timeout, Instant};

@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::stock::Stock;
 use lock_core::redis::RedisStock;
 use lock_core::sql::{SqlStock, StockDialect, StockStrategy};
+use lock_core::stock::Stock;
 use lock_core::RedisBackend;
 use serde_json::{json, Value};
 use tokio::time::Instant;

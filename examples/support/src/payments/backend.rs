@@ -192,13 +192,12 @@ impl PaymentsBackend {
                     .map_err(unreachable)?;
                 // The store shares the backend's pool, so it shares its breaker too: one
                 // outage of the database opens one breaker.
-                let store = lock_core::sql::PostgresResultStore::builder_with_pool(
-                    backend.pool().clone(),
-                )
-                .breaker(backend.breaker().clone())
-                .connect()
-                .await
-                .map_err(unreachable)?;
+                let store =
+                    lock_core::sql::PostgresResultStore::builder_with_pool(backend.pool().clone())
+                        .breaker(backend.breaker().clone())
+                        .connect()
+                        .await
+                        .map_err(unreachable)?;
                 // The payment's transaction completes the record (same database).
                 let ledger = match ledger_url {
                     None => Ledger::postgres(backend.pool().clone(), namespace).await,

@@ -26,9 +26,9 @@ mod sql_counter;
 use std::time::Duration;
 
 use lock_core::http::keyed::{BusyStatus, KeyedLockOptions, LockInfo};
-use lock_core::stock::{ConfirmOutcome, DeductOutcome, ReserveOutcome, Stock, StockLevel};
 use lock_core::memory::MemoryStock;
 use lock_core::redis::RedisStock;
+use lock_core::stock::{ConfirmOutcome, DeductOutcome, ReserveOutcome, Stock, StockLevel};
 use lock_core::{LeaseMode, LockClient, LockError, MemoryBackend, RedisBackend, WaitPolicy};
 
 pub use self::answer::{level_answer, Answer, BuyOutcome, Retried, OUT_OF_STOCK};

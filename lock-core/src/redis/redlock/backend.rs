@@ -9,8 +9,8 @@ use super::lease::RedLockLease;
 use super::token::token;
 use super::{RedLock, BACKEND};
 use crate::backend::Abandoned;
-use crate::jitter::jitter;
 use crate::backend::{AcquireRequest, Capabilities, Grant, LockBackend};
+use crate::jitter::jitter;
 use crate::redis::{RedisLease, FENCE_RETENTION};
 use crate::{LockKey, OwnerToken, Result};
 

@@ -15,8 +15,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
-use crate::results::{PutEntry, Replace, ResultStore, ValueWatch, Watchers};
 use crate::breaker::Breaker;
+use crate::results::{PutEntry, Replace, ResultStore, ValueWatch, Watchers};
 use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::{LockError, LockKey, Result};
 
@@ -391,7 +391,9 @@ impl ResultStore for PostgresResultStore {
     }
 
     fn commit_place(&self) -> Option<Arc<dyn crate::results::CommitPlace>> {
-        Some(Arc::new(in_transaction::InTransaction::new(&self.shared.table)))
+        Some(Arc::new(in_transaction::InTransaction::new(
+            &self.shared.table,
+        )))
     }
 
     async fn remove(&self, key: &LockKey) -> Result<()> {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgListener, PgPool};
 use tokio_util::sync::CancellationToken;
 
-use crate::results::Watchers;
 use super::Db;
+use crate::results::Watchers;
 
 /// PostgreSQL refuses `NOTIFY` payloads of 8000 bytes or more (by default).
 const PAYLOAD_LIMIT: usize = 8000;

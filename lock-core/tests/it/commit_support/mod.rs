@@ -2,8 +2,8 @@
 //! test's own, in PostgreSQL or MySQL, written in a transaction that also writes the answer.
 
 use lock_core::idempotency::{ClaimInfo, Committed};
-use lock_core::sql::RecoveryPoints;
 use lock_core::results::StoredResponse;
+use lock_core::sql::RecoveryPoints;
 use lock_core::testing::server_url;
 use lock_core::Result as LockResult;
 use sqlx::{MySqlPool, PgPool};

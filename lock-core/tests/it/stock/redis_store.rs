@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use lock_core::stock::{CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Stock};
 use lock_core::redis::RedisStock;
+use lock_core::stock::{CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Stock};
 use lock_core::testing::unique;
 use lock_core::RedisBackend;
 use tokio::time::timeout;

@@ -6,7 +6,7 @@
 use super::record_claim::RecordPlace;
 use super::{RedisBackend, RedisResultStore};
 use crate::backend::{bind, AcquireRequest, BoxFuture, DynGrant};
-use crate::results::{FusedPaths, RecordClaim, RecordEnd, RecordSeen};
+use crate::results::{FusedPaths, GrantAndRead, RecordClaim, RecordEnd, RecordSeen};
 use crate::{FencingToken, LockKey, OwnerToken, Result};
 
 /// A store and its own backend: the same server, connection and lease book.
@@ -32,7 +32,7 @@ impl FusedPaths for RedisFusedPaths {
         &'a self,
         request: AcquireRequest<'a>,
         key: &'a LockKey,
-    ) -> BoxFuture<'a, Result<(Option<DynGrant>, Option<Vec<u8>>)>> {
+    ) -> BoxFuture<'a, Result<GrantAndRead>> {
         Box::pin(async move {
             let entry = self.store.redis_key(key.full());
             let (grant, read) = self.backend().acquire_then_read(request, &entry).await?;

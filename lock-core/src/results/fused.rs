@@ -15,6 +15,10 @@ use super::Replace;
 use crate::backend::{AcquireRequest, BoxFuture, DynGrant};
 use crate::{FencingToken, LockKey, OwnerToken, Result};
 
+/// A grant (when the lease was taken) and what the entry held right after it.
+#[doc(hidden)]
+pub type GrantAndRead = (Option<DynGrant>, Option<Vec<u8>>);
+
 /// The paths a store offers with one lock backend (see the [module docs](self)).
 #[doc(hidden)]
 pub trait FusedPaths: Send + Sync {
@@ -24,7 +28,7 @@ pub trait FusedPaths: Send + Sync {
         &'a self,
         request: AcquireRequest<'a>,
         key: &'a LockKey,
-    ) -> BoxFuture<'a, Result<(Option<DynGrant>, Option<Vec<u8>>)>>;
+    ) -> BoxFuture<'a, Result<GrantAndRead>>;
 
     /// An idempotency claim in one call: reads the record of `claim.key` and, unless it
     /// settles the request, takes `request`'s lease and writes the record in flight under the

@@ -40,7 +40,7 @@ mod store;
 pub(crate) use self::commit_place::sealed::Sealed as CommitPlaceSealed;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use self::commit_place::CommitPlace;
-pub use self::fused::{FusedPaths, RecordClaim, RecordEnd, RecordSeen};
+pub use self::fused::{FusedPaths, GrantAndRead, RecordClaim, RecordEnd, RecordSeen};
 pub use self::put_entry::PutEntry;
 pub use self::response::{StoredResponse, StoredResponseError};
 pub use self::store::{DynResultStore, Replace, ResultStore, ValueWatch, Watchers};

@@ -93,7 +93,7 @@ async fn outage(lines: &'static LogLines) {
         .connect()
         .await
         .unwrap();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     let namespace = unique("outage");
     let cache = |on_error| {
         Cache::builder(store.clone(), backend.clone())

@@ -40,7 +40,7 @@
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {
-//! // `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across instances.
+//! // `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)` across instances.
 //! let payments = Idempotency::memory("payments")?;
 //! let idempotent = Idempotent::builder(payments)
 //!     .fingerprint_header("content-type")

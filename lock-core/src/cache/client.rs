@@ -192,7 +192,7 @@ impl CacheBuilder {
     /// callers waiting for it take over once the lease runs out. A longer lease costs fewer
     /// renewals and blocks longer; a computation whose lease is lost anyway (a process paused
     /// past it) still cannot overwrite what the caller that took over stored.
-    pub fn compute_lease(mut self, lease: LeaseMode) -> Self {
+    pub fn lease(mut self, lease: LeaseMode) -> Self {
         self.lease = lease;
         self
     }

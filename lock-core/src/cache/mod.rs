@@ -6,7 +6,7 @@
 //! use lock_core::cache::{Cache, CacheStatus};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // Across instances: `Cache::builder(RedisResultStore::connect(&backend).await?, backend)`.
+//! // Across instances: `Cache::builder(RedisResultStore::from_backend(&backend).await?, backend)`.
 //! let cache = Cache::memory("shop")?;
 //! let product = cache
 //!     .entry("product:42")

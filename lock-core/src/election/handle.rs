@@ -22,15 +22,15 @@ const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let locks = LockClient::new(MemoryBackend::new());
-/// let a = locks.election("compactor").participant("a").lease_ttl(Duration::from_secs(10));
+/// let a = locks.election("compactor").participant("a").lease(crate::LeaseMode::watchdog(Duration::from_secs(10)));
 /// let b = locks.election("compactor").participant("b");
 ///
 /// let leading = a.campaign().await?;
-/// let first_term = leading.term();
+/// let first_term = leading.fencing_token();
 /// assert!(b.try_campaign().await?.is_none()); // a leads
 /// leading.resign().await?;
 /// let next = b.try_campaign().await?.expect("b leads once a resigned");
-/// assert!(next.term() > first_term);
+/// assert!(next.fencing_token() > first_term);
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
@@ -67,11 +67,12 @@ impl Election {
         self
     }
 
-    /// Leadership held as a watchdog lease of `ttl` (renewed every `ttl / 3`) instead of the
-    /// client's default lease: how long a dead leader keeps the others waiting.
+    /// The lease leadership is held with instead of the client's default: with a watchdog
+    /// lease of `ttl` ([`LeaseMode::watchdog`], renewed every `ttl / 3`), how long a dead
+    /// leader keeps the others waiting.
     #[must_use]
-    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease = Some(LeaseMode::watchdog(ttl));
+    pub fn lease(mut self, lease: LeaseMode) -> Self {
+        self.lease = Some(lease);
         self
     }
 

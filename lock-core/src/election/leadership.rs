@@ -35,7 +35,7 @@ impl Leadership {
     /// this election. Hand it to what the leader writes, so that a store which refuses older
     /// terms refuses a former leader's late writes.
     #[must_use]
-    pub fn term(&self) -> FencingToken {
+    pub fn fencing_token(&self) -> FencingToken {
         self.guard.fencing_token()
     }
 

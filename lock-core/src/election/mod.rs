@@ -18,11 +18,11 @@
 //! let leadership = election.campaign().await?;
 //! let leader = election.leader().await?.expect("someone leads");
 //! assert_eq!(leader.participant, "instance-a");
-//! assert_eq!(leader.term, leadership.term());
+//! assert_eq!(leader.term, leadership.fencing_token());
 //!
 //! tokio::select! {
 //!     reason = leadership.lost() => eprintln!("no longer the leader: {reason}"),
-//!     () = async { /* lead: schedule the reports, writing with leadership.term() */ } => {}
+//!     () = async { /* lead: schedule the reports, writing with leadership.fencing_token() */ } => {}
 //! }
 //! leadership.resign().await?;
 //! # Ok(()) }

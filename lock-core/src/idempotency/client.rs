@@ -36,7 +36,7 @@ pub const MAX_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
-/// // `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across instances.
+/// // `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)` across instances.
 /// let payments = Idempotency::memory("payments")?;
 /// let fingerprint = Fingerprint::builder("POST", "/payments").body(b"100").finish();
 /// let Begin::Run(claim) = payments.begin("alice", "key-1", fingerprint, InFlight::Conflict).await? else {
@@ -106,7 +106,7 @@ impl Idempotency {
     /// completes the record and frees the key; a replay takes no lease. A store on another
     /// backend (or with recovery points, features `postgres`/`mysql`) reads the
     /// record and takes the lease side by side, then writes the record in flight. (On Redis:
-    /// `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`.)
+    /// `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)`.)
     pub fn builder(store: impl ResultStore, backend: impl LockBackend) -> IdempotencyBuilder {
         IdempotencyBuilder {
             fused: super::fused_claim::FusedClaim::offered(&store, &backend),
@@ -296,7 +296,7 @@ impl IdempotencyBuilder {
     /// use lock_core::RedisBackend;
     ///
     /// # async fn example(pool: sqlx::PgPool, backend: RedisBackend) -> Result<(), lock_core::LockError> {
-    /// let payments = Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)
+    /// let payments = Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)
     ///     .recovery_points(RecoveryPoints::postgres(pool).await?)
     ///     .build()?;
     /// # let _ = payments; Ok(()) }

@@ -46,7 +46,7 @@ impl LockClientBuilder {
     }
 
     /// The lease used when a request names none (default: a 30 s watchdog lease).
-    pub fn default_lease(mut self, lease: LeaseMode) -> Self {
+    pub fn lease(mut self, lease: LeaseMode) -> Self {
         self.default_lease = lease;
         self
     }

@@ -44,7 +44,7 @@ pub(crate) struct RequestPlace {
 /// let locks = LockClient::new(MemoryBackend::new());
 /// let guard = locks
 ///     .lock("invoice:9")
-///     .lease_ttl(Duration::from_secs(5)) // renewed every ~1.7 s while held
+///     .lease(crate::LeaseMode::watchdog(Duration::from_secs(5))) // renewed every ~1.7 s while held
 ///     .acquire_with(WaitPolicy::Within(Duration::from_millis(200)))
 ///     .await?;
 /// assert!(guard.is_some());
@@ -84,19 +84,9 @@ impl<'a> LockRequest<'a> {
         self
     }
 
-    /// A watchdog lease of `ttl`: renewed every `ttl / 3` while the guard lives.
-    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease = Some(LeaseMode::watchdog(ttl));
-        self
-    }
-
-    /// A fixed lease of `ttl`, never renewed; the lost signal fires when it runs out.
-    pub fn fixed_ttl(mut self, ttl: Duration) -> Self {
-        self.lease = Some(LeaseMode::fixed(ttl));
-        self
-    }
-
-    /// The lease mode to use instead of the client's default.
+    /// The lease to use instead of the client's default: a watchdog lease
+    /// ([`LeaseMode::watchdog`], renewed every `ttl / 3` while the guard lives) or a fixed one
+    /// ([`LeaseMode::fixed`], never renewed; the lost signal fires when it runs out).
     pub fn lease(mut self, lease: LeaseMode) -> Self {
         self.lease = Some(lease);
         self

@@ -41,7 +41,7 @@ return {1, ARGV[1]}",
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
 /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
-/// let store = RedisFencedStore::connect(&backend).await?;
+/// let store = RedisFencedStore::from_backend(&backend).await?;
 /// let locks = LockClient::new(backend);
 /// let guard = locks.lock("report").await?;
 /// let write = store.write("report:latest", guard.fencing_token(), b"v2").await?;
@@ -58,7 +58,7 @@ pub struct RedisFencedStore {
 impl RedisFencedStore {
     /// A store on `backend`'s server, its keys under the backend's
     /// [key prefix](RedisBackend::key_prefix): `<prefix>:fenced:<key>`.
-    pub async fn connect(backend: &RedisBackend) -> Result<Self> {
+    pub async fn from_backend(backend: &RedisBackend) -> Result<Self> {
         let connection = ConnectionManager::new(backend.redis_client())
             .await
             .map_err(|e| LockError::unavailable("redis", e))?;

@@ -57,7 +57,7 @@ static PUT: LazyLock<Script> = LazyLock::new(|| {
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {
 /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
-/// let store = RedisResultStore::connect(&backend).await?;
+/// let store = RedisResultStore::from_backend(&backend).await?;
 /// let cache = Cache::builder(store, backend).namespace("shop").build()?;
 /// # let _ = cache; Ok(()) }
 /// ```
@@ -83,7 +83,7 @@ struct Shared {
 impl RedisResultStore {
     /// A store on `backend`'s server, its keys and channels under the backend's
     /// [key prefix](RedisBackend::key_prefix) (`<prefix>:cache:…`); subscribes for pushes.
-    pub async fn connect(backend: &RedisBackend) -> Result<Self> {
+    pub async fn from_backend(backend: &RedisBackend) -> Result<Self> {
         let prefix = format!("{}:cache", backend.key_prefix());
         let client_id = OwnerToken::random()?.to_hex()[..16].to_owned();
         let channel_prefix = format!("{prefix}:push:");

@@ -126,9 +126,9 @@ pub struct UnprefixedMigration {
 ///     .key_prefix("shop")
 ///     .connect()
 ///     .await?;
-/// let store = RedisStock::new(&backend).with_retention(Duration::from_secs(24 * 60 * 60))?;
+/// let store = RedisStock::from_backend(&backend).with_retention(Duration::from_secs(24 * 60 * 60))?;
 /// assert_eq!(store.redis_key("web:sku-1"), "shop:stock:{#web:sku-1}");
-/// let stock = Stock::new(store).with_namespace("web")?;
+/// let stock = Stock::builder(store).namespace("web").build()?;
 /// stock.restock("sku-1", 100, "delivery-1").await?;
 /// # Ok(()) }
 /// ```
@@ -147,7 +147,7 @@ impl RedisStock {
     /// Stock on `backend`'s server and connection, under the backend's
     /// [key prefix](RedisBackend::key_prefix): `<prefix>:stock:{#<namespace>:<sku>}`.
     #[must_use]
-    pub fn new(backend: &RedisBackend) -> Self {
+    pub fn from_backend(backend: &RedisBackend) -> Self {
         Self {
             connection: backend.connection(),
             breaker: backend.breaker().clone(),

@@ -29,15 +29,16 @@
 //! # Ok(()) }
 //! ```
 
+mod builder;
 mod order_line;
 mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use self::builder::StockBuilder;
 pub use self::order_line::OrderLine;
 pub use self::store::{DynStockStore, StockStore};
-use crate::backend::key::validate_namespace;
 use crate::{LockError, LockKey, Result};
 
 /// The largest quantity one operation accepts.
@@ -190,13 +191,12 @@ impl Stock {
         }
     }
 
-    /// Places every SKU under `namespace` (as [`crate::LockClientBuilder::namespace`]: ASCII
-    /// letters, digits, `-`, `_` and `.`, at most 64 bytes; empty is no namespace).
-    pub fn with_namespace(mut self, namespace: impl Into<String>) -> Result<Self> {
-        let namespace = namespace.into();
-        validate_namespace(&namespace)?;
-        self.namespace = namespace;
-        Ok(self)
+    /// Starts configuring stock operations on `store` (a namespace for every SKU).
+    pub fn builder(store: impl StockStore + 'static) -> StockBuilder {
+        StockBuilder {
+            store: Arc::new(store),
+            namespace: String::new(),
+        }
     }
 
     fn sku(&self, sku: &str) -> Result<LockKey> {

@@ -334,7 +334,7 @@ async fn a_cancelled_computation_hands_over<I: Instances>(i: &I) {
 /// A computation whose lease ran out and was taken over cannot overwrite the newer value.
 async fn a_stale_writer_is_refused<I: Instances>(i: &I) {
     fn short_lease(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
-        builder.compute_lease(LeaseMode::fixed(Duration::from_millis(300)))
+        builder.lease(LeaseMode::fixed(Duration::from_millis(300)))
     }
     let (slow, fast) = (i.instance(short_lease).await, i.instance(plain).await);
     let key = unique("zombie");
@@ -778,7 +778,7 @@ impl Instances for RedisTwoSteps {
     ) -> Cache {
         let leases = self.0.backend().await;
         let values = self.0.backend().await;
-        let store = lock_core::redis::RedisResultStore::connect(&values)
+        let store = lock_core::redis::RedisResultStore::from_backend(&values)
             .await
             .unwrap();
         configure(Cache::builder(store, leases).namespace(NAMESPACE))

@@ -34,7 +34,7 @@ async fn cache(url: &str, lease: LeaseMode) -> Cache {
         .unwrap();
     cache_support::on_redis(backend)
         .await
-        .compute_lease(lease)
+        .lease(lease)
         .build()
         .unwrap()
 }

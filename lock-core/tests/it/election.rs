@@ -142,7 +142,7 @@ async fn candidates_lead_in_order(store: Store) {
     let leader = bystander.leader().await.unwrap().expect("a leads");
     assert_eq!(
         (leader.participant.as_str(), leader.term),
-        ("a", first.term())
+        ("a", first.fencing_token())
     );
 
     let b = tokio::spawn({
@@ -156,14 +156,14 @@ async fn candidates_lead_in_order(store: Store) {
     });
     queued(&instances[3], &name, 2).await;
 
-    let mut terms = vec![first.term()];
+    let mut terms = vec![first.fencing_token()];
     assert!(first.resign().await.unwrap());
     let second = timeout(BOUND, b).await.unwrap().unwrap().unwrap();
-    terms.push(second.term());
+    terms.push(second.fencing_token());
     let leader = bystander.leader().await.unwrap().expect("b leads");
     assert_eq!(
         (leader.participant.as_str(), leader.term),
-        ("b", second.term())
+        ("b", second.fencing_token())
     );
     assert!(
         !c.is_finished(),
@@ -172,7 +172,7 @@ async fn candidates_lead_in_order(store: Store) {
 
     assert!(second.resign().await.unwrap());
     let third = timeout(BOUND, c).await.unwrap().unwrap().unwrap();
-    terms.push(third.term());
+    terms.push(third.fencing_token());
     assert_eq!(bystander.leader().await.unwrap().unwrap().participant, "c");
     assert!(terms.windows(2).all(|w| w[0] < w[1]), "terms {terms:?}");
     third.resign().await.unwrap();
@@ -218,9 +218,9 @@ async fn an_observer_follows_the_leader(store: Store) {
     let (seen, a) = answer_to(&mut watch, a.campaign()).await;
     let a = a.unwrap();
     let seen = seen.expect("a leads");
-    assert_eq!((seen.participant.as_str(), seen.term), ("a", a.term()));
+    assert_eq!((seen.participant.as_str(), seen.term), ("a", a.fencing_token()));
     assert_eq!(watch.current(), Some(&seen));
-    let a_term = a.term();
+    let a_term = a.fencing_token();
     let (seen, resigned) = answer_to(&mut watch, a.resign()).await;
     assert!(resigned.unwrap());
     assert_eq!(seen, None);
@@ -228,8 +228,8 @@ async fn an_observer_follows_the_leader(store: Store) {
     let (seen, b) = answer_to(&mut watch, b.campaign()).await;
     let b = b.unwrap();
     let seen = seen.expect("b leads");
-    assert_eq!((seen.participant.as_str(), seen.term), ("b", b.term()));
-    assert!(b.term() > a_term);
+    assert_eq!((seen.participant.as_str(), seen.term), ("b", b.fencing_token()));
+    assert!(b.fencing_token() > a_term);
     b.resign().await.unwrap();
 }
 
@@ -247,13 +247,13 @@ async fn a_withdrawn_candidacy_leaves_nothing(store: Store) {
     let waited = b.campaign_within(Duration::from_millis(200)).await.unwrap();
     assert!(waited.is_none());
     queued(&instances[0], &name, 0).await;
-    let term = leading.term();
+    let term = leading.fencing_token();
     drop(leading);
     let next = timeout(Duration::from_secs(10), b.campaign())
         .await
         .unwrap()
         .unwrap();
-    assert!(next.term() > term);
+    assert!(next.fencing_token() > term);
     next.resign().await.unwrap();
     assert_eq!(a.leader().await.unwrap(), None);
 }
@@ -345,7 +345,7 @@ mod processes {
         let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap()
             .expect("the fenced resource needs LOCK_TEST_REDIS_URL");
-        RedisFencedStore::connect(&RedisBackend::connect(&url).await.unwrap())
+        RedisFencedStore::from_backend(&RedisBackend::connect(&url).await.unwrap())
             .await
             .unwrap()
     }
@@ -364,11 +364,11 @@ mod processes {
         let leadership = locks
             .election(name)
             .participant("child")
-            .lease_ttl(LEASE)
+            .lease(LeaseMode::watchdog(LEASE))
             .campaign()
             .await
             .unwrap();
-        let term = leadership.term();
+        let term = leadership.fencing_token();
         println!("LEADER {}", term.get());
         let mut lost = false;
         loop {
@@ -422,13 +422,13 @@ mod processes {
             "new leader after {took:?}"
         );
         assert!(
-            leadership.term() > old_term,
+            leadership.fencing_token() > old_term,
             "{:?} after {old_term:?}",
-            leadership.term()
+            leadership.fencing_token()
         );
         let write = resource()
             .await
-            .write(&name, leadership.term(), b"successor")
+            .write(&name, leadership.fencing_token(), b"successor")
             .await;
         assert_eq!(write.unwrap(), FencedWrite::Accepted);
         let mut seen = step(&mut watch).await;
@@ -438,12 +438,12 @@ mod processes {
         let seen = seen.expect("the observer saw the successor");
         assert_eq!(
             (seen.participant.as_str(), seen.term),
-            ("successor", leadership.term())
+            ("successor", leadership.fencing_token())
         );
         eprintln!(
             "{}: new leader {took:?} after the kill, term {} > {}",
             store.name(),
-            leadership.term().get(),
+            leadership.fencing_token().get(),
             old_term.get()
         );
         leadership.resign().await.unwrap();
@@ -463,9 +463,9 @@ mod processes {
         leader.line_with("ACCEPTED").await;
         leader.signal("-STOP");
         let leadership = timeout(BOUND, campaign).await.unwrap().unwrap().unwrap();
-        assert!(leadership.term() > old_term);
+        assert!(leadership.fencing_token() > old_term);
         let resource = resource().await;
-        let write = resource.write(&name, leadership.term(), b"successor").await;
+        let write = resource.write(&name, leadership.fencing_token(), b"successor").await;
         assert_eq!(write.unwrap(), FencedWrite::Accepted);
         leader.signal("-CONT");
         // Every write the resumed leader sends now is refused, up to and past its `LOST`.
@@ -494,7 +494,7 @@ mod processes {
         let (fence, value) = resource.read(&name).await.unwrap().unwrap();
         assert_eq!(
             (fence, value.as_slice()),
-            (leadership.term(), &b"successor"[..])
+            (leadership.fencing_token(), &b"successor"[..])
         );
         assert_eq!(
             stale_accepted, 0,

@@ -30,7 +30,7 @@ async fn redis_refuses_a_stale_token_and_compares_tokens_exactly() {
     };
     bounded(async {
         let backend = RedisBackend::connect(&url).await.unwrap();
-        let store = RedisFencedStore::connect(&backend).await.unwrap();
+        let store = RedisFencedStore::from_backend(&backend).await.unwrap();
         let key = unique("fenced");
         let write = |fence: u64, value: &'static [u8]| {
             let (store, key) = (store.clone(), key.clone());
@@ -69,7 +69,7 @@ async fn redis_refuses_a_stale_token_and_compares_tokens_exactly() {
         let locks = LockClient::new(backend);
         let old = locks
             .lock(&key)
-            .fixed_ttl(Duration::from_millis(100))
+            .lease(LeaseMode::fixed(Duration::from_millis(100)))
             .await
             .unwrap();
         let old_fence = old.fencing_token();

@@ -449,9 +449,9 @@ mod redis_harness {
             let backend = self.backend().await;
             let store = if self.two_steps {
                 let other = self.backend().await;
-                RedisResultStore::connect(&other).await.unwrap()
+                RedisResultStore::from_backend(&other).await.unwrap()
             } else {
-                RedisResultStore::connect(&backend).await.unwrap()
+                RedisResultStore::from_backend(&backend).await.unwrap()
             };
             built(Idempotency::builder(store, backend), lease)
         }
@@ -504,7 +504,7 @@ async fn a_redis_replay_takes_no_lease() {
     };
     timeout(BOUND, async {
         let backend = RedisBackend::connect(&redis.url).await.unwrap();
-        let store = RedisResultStore::connect(&backend).await.unwrap();
+        let store = RedisResultStore::from_backend(&backend).await.unwrap();
         let client = built(
             Idempotency::builder(store.clone(), backend.clone()),
             LeaseMode::default(),
@@ -624,7 +624,7 @@ async fn a_redis_store_that_is_down_fails_closed() {
             .connect()
             .await
             .unwrap();
-        let store = RedisResultStore::connect(&backend).await.unwrap();
+        let store = RedisResultStore::from_backend(&backend).await.unwrap();
         let client = built(
             Idempotency::builder(store, backend),
             LeaseMode::fixed(Duration::from_secs(2)),

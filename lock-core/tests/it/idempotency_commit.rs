@@ -75,7 +75,7 @@ impl Setup {
         }
         let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
         let backend = RedisBackend::connect(&url).await.unwrap();
-        let store = RedisResultStore::connect(&backend).await.unwrap();
+        let store = RedisResultStore::from_backend(&backend).await.unwrap();
         Idempotency::builder(store, backend)
             .namespace(&self.namespace)
             .lease(lease)
@@ -600,7 +600,7 @@ async fn expired_points_are_purged(records: Records) {
     .unwrap();
     let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
     let backend = RedisBackend::connect(&url).await.unwrap();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     let short = Idempotency::builder(store, backend)
         .namespace(&setup.namespace)
         .retention(Duration::from_millis(50))

@@ -36,7 +36,7 @@ struct App {
 }
 
 async fn app(backend: RedisBackend) -> App {
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     App {
         prefix: backend.key_prefix().to_owned(),
         locks: LockClient::builder(backend.clone())
@@ -51,7 +51,7 @@ async fn app(backend: RedisBackend) -> App {
             .namespace("payments")
             .build()
             .unwrap(),
-        fenced: RedisFencedStore::connect(&backend).await.unwrap(),
+        fenced: RedisFencedStore::from_backend(&backend).await.unwrap(),
         backend,
     }
 }
@@ -399,7 +399,7 @@ async fn pay_and_fence(one: &App, two: &App, name: &str) {
 async fn a_fenced_store_on_a_connection_of_its_own_takes_the_prefix() {
     let (acl, backend) = acl_user_backend("svc").await;
     bounded(async {
-        let through_backend = RedisFencedStore::connect(&backend).await.unwrap();
+        let through_backend = RedisFencedStore::from_backend(&backend).await.unwrap();
         let client = redis::Client::open(acl.url()).unwrap();
         let connection = redis::aio::ConnectionManager::new(client).await.unwrap();
         let own = RedisFencedStore::from_connection(connection.clone())
@@ -460,7 +460,7 @@ async fn an_acl_user_limited_to_its_prefix_elects_and_observes() {
         });
         assert_eq!(
             seen.map(|leader| (leader.participant, leader.term)),
-            Some(("a".to_owned(), leading.term()))
+            Some(("a".to_owned(), leading.fencing_token()))
         );
         let (seen, resigned) = tokio::join!(told(&mut watch), async {
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -314,7 +314,7 @@ mod redis_harness {
                 .connect()
                 .await
                 .unwrap();
-            RedisResultStore::connect(&backend).await.unwrap()
+            RedisResultStore::from_backend(&backend).await.unwrap()
         }
     }
 

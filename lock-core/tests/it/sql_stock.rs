@@ -37,12 +37,12 @@ const UNITS: u64 = 100;
 async fn stock_at(db: &str, url: &str, strategy: StockStrategy) -> Stock {
     let stock = match db {
         #[cfg(feature = "postgres")]
-        "postgres" => Stock::new(store::<sqlx::Postgres>(url, strategy).await),
+        "postgres" => Stock::builder(store::<sqlx::Postgres>(url, strategy).await),
         #[cfg(feature = "mysql")]
-        "mysql" => Stock::new(store::<sqlx::MySql>(url, strategy).await),
+        "mysql" => Stock::builder(store::<sqlx::MySql>(url, strategy).await),
         other => panic!("no SQL stock {other}"),
     };
-    stock.with_namespace("sql-stock").unwrap()
+    stock.namespace("sql-stock").build().unwrap()
 }
 
 async fn store<D: StockDialect>(url: &str, strategy: StockStrategy) -> SqlStock<D> {

@@ -430,7 +430,7 @@ macro_rules! stock_suite {
 
 async fn memory(retention: Duration) -> Option<Stock> {
     let store = MemoryStock::with_retention(retention).unwrap();
-    Some(Stock::new(store).with_namespace("test").unwrap())
+    Some(Stock::builder(store).namespace("test").build().unwrap())
 }
 
 stock_suite!(memory_stock, memory);
@@ -439,10 +439,10 @@ stock_suite!(memory_stock, memory);
 async fn redis(retention: Duration) -> Option<Stock> {
     let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let backend = lock_core::RedisBackend::connect(&url).await.unwrap();
-    let store = lock_core::redis::RedisStock::new(&backend)
+    let store = lock_core::redis::RedisStock::from_backend(&backend)
         .with_retention(retention)
         .unwrap();
-    Some(Stock::new(store).with_namespace("test").unwrap())
+    Some(Stock::builder(store).namespace("test").build().unwrap())
 }
 
 #[cfg(feature = "redis")]
@@ -462,7 +462,7 @@ async fn sql<D: lock_core::sql::StockDialect>(
         .connect()
         .await
         .unwrap();
-    Some(Stock::new(store).with_namespace("test").unwrap())
+    Some(Stock::builder(store).namespace("test").build().unwrap())
 }
 
 /// The SQL stock suites of database `$db`, on the server `$url` names, one per strategy.

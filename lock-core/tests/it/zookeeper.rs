@@ -245,7 +245,7 @@ async fn elections_use_curators_leader_latch_layout() {
         .await
         .expect("not leading once the Java latch closed")
         .unwrap();
-    assert!(ours.term() > leader.term);
+    assert!(ours.fencing_token() > leader.term);
     assert_eq!(
         election.leader().await.unwrap().unwrap().participant,
         "rust-1"

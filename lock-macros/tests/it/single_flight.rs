@@ -55,7 +55,7 @@ fn memory_cache() -> Cache {
 async fn redis_cache(namespace: &str) -> Option<Cache> {
     let url = support::redis_url()?;
     let backend = RedisBackend::connect(&url).await.unwrap();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     Some(
         Cache::builder(store, backend)
             .namespace(namespace)

@@ -43,7 +43,7 @@ pub struct IdempotencyLayer {
 
 impl IdempotencyLayer {
     /// The layer's settings, over `idempotency` (its records and claims: memory for one
-    /// process; `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)`
+    /// process; `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)`
     /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); no scope until one is
     /// chosen ([`scope`](HttpIdempotencyBuilder::scope), or
     /// [`shared_scope`](HttpIdempotencyBuilder::shared_scope) for a single-tenant service):

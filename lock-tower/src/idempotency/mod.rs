@@ -39,7 +39,7 @@
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {
-//! // `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across instances.
+//! // `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)` across instances.
 //! let payments = Idempotency::memory("payments")?;
 //! let app: Router = Router::new().route("/payments", post(pay)).layer(
 //!     IdempotencyLayer::builder(payments)

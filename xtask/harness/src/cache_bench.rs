@@ -23,7 +23,7 @@ pub const ORIGIN_TIME: Duration = Duration::from_millis(20);
 /// A cache on Redis, and its store (whose keys the raw reads name).
 async fn cache(url: &str) -> (Cache, RedisResultStore) {
     let backend = RedisBackend::connect(url).await.expect("connect");
-    let store = RedisResultStore::connect(&backend)
+    let store = RedisResultStore::from_backend(&backend)
         .await
         .expect("cache store");
     let cache = Cache::builder(store.clone(), backend)

@@ -91,7 +91,7 @@ pub async fn run(url: &str, iterations: usize) -> Value {
 /// on it (for the layer), and a connection of their own (for the floors).
 pub(crate) async fn connect(url: &str) -> (RedisBackend, RedisResultStore, ConnectionManager) {
     let backend = RedisBackend::connect(url).await.expect("connect");
-    let store = RedisResultStore::connect(&backend)
+    let store = RedisResultStore::from_backend(&backend)
         .await
         .expect("result store");
     let redis = redis::Client::open(url)

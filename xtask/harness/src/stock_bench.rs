@@ -44,7 +44,7 @@ pub async fn run(db: &'static str, url: &str, redis_url: &str) -> Value {
     let backend = RedisBackend::connect(redis_url)
         .await
         .unwrap_or_else(|e| panic!("the stock bench compares with Redis at {redis_url}: {e}"));
-    let redis = Stock::new(RedisStock::new(&backend));
+    let redis = Stock::new(RedisStock::from_backend(&backend));
     let mut rows = Vec::new();
     for buyers in CONCURRENCY {
         for strategy in StockStrategy::ALL {

@@ -151,7 +151,7 @@ impl PaymentsBackend {
                 let backend = lock_core::RedisBackend::connect(redis_url)
                     .await
                     .map_err(|e| format!("cannot reach Redis at {redis_url}: {e}"))?;
-                let store = lock_core::redis::RedisResultStore::connect(&backend)
+                let store = lock_core::redis::RedisResultStore::from_backend(&backend)
                     .await
                     .map_err(|e| format!("cannot reach Redis at {redis_url}: {e}"))?;
                 let ledger = Ledger::connect(postgres_url, namespace)

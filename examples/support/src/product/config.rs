@@ -107,7 +107,7 @@ impl CacheBackend {
                 .build(),
             Self::Redis { url } => {
                 let backend = RedisBackend::connect(url).await?;
-                let store = RedisResultStore::connect(&backend).await?;
+                let store = RedisResultStore::from_backend(&backend).await?;
                 Cache::builder(store, backend)
                     .namespace(namespace)
                     .freshness(freshness)

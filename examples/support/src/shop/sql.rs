@@ -94,7 +94,7 @@ async fn shop<D: StockDialect>(
     let pool = store.pool().clone();
     let shop = SqlShop {
         locks: locks.namespace(&config.namespace).build()?,
-        stock: lock_core::stock::Stock::new(store).with_namespace(&config.namespace)?,
+        stock: lock_core::stock::Stock::builder(store).namespace(&config.namespace).build()?,
         counter: Counter::memory(),
         retried: Arc::new(move || {
             let stats = counters.stats();

@@ -170,7 +170,7 @@ pub struct HttpIdempotencyBuilder<R: ?Sized, T = HttpIdempotency<R>> {
 
 impl<R: ?Sized, T> HttpIdempotencyBuilder<R, T> {
     /// Settings over `idempotency` (its records and claims: memory for one process;
-    /// `Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)` across
+    /// `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)` across
     /// instances), with the [`IdempotencyRules::new`] defaults; the scope is the caller's to
     /// choose ([`scope`](Self::scope) or [`shared_scope`](Self::shared_scope)), and
     /// [`build`](Self::build) refuses settings without that choice.

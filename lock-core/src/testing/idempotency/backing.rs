@@ -61,7 +61,7 @@ impl Backing {
             #[cfg(feature = "redis")]
             Kind::Redis { url } => {
                 let backend = crate::RedisBackend::connect(url).await.unwrap();
-                let store = crate::redis::RedisResultStore::connect(&backend)
+                let store = crate::redis::RedisResultStore::from_backend(&backend)
                     .await
                     .unwrap();
                 Idempotency::builder(store, backend)

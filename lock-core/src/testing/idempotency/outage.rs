@@ -46,7 +46,7 @@ pub async fn the_store_down_answers_503_at_once_and_runs_again_when_back<D: Driv
     let mut server = RedisServer::start(free_port(), dir);
     let backend = RedisBackend::connect(&server.url()).await.unwrap();
     let breaker = backend.breaker().clone();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     let idempotency = Idempotency::builder(store, backend)
         .namespace(unique(&format!("{}-breaker", D::NAME)))
         .build()

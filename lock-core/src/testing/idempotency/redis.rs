@@ -37,7 +37,7 @@ pub async fn the_store_down_answers_503_and_runs_nothing<D: Driver>(tmp: &Path) 
     ));
     let mut server = RedisServer::start(free_port(), dir);
     let backend = RedisBackend::connect(&server.url()).await.unwrap();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     let idempotency = Idempotency::builder(store, backend)
         .namespace(unique(&format!("{}-down", D::NAME)))
         .build()

@@ -31,7 +31,7 @@ const NOTICE: Duration = Duration::from_secs(15);
 async fn cache(url: &str, namespace: &str, on_error: OnBackendError) -> (Cache, Breaker) {
     let backend = RedisBackend::connect(url).await.unwrap();
     let breaker = backend.breaker().clone();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     let cache = Cache::builder(store, backend)
         .namespace(namespace)
         .on_backend_error(on_error)

@@ -18,7 +18,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 
 async fn cache(url: &str, namespace: &str, on_error: OnBackendError) -> Cache {
     let backend = RedisBackend::connect(url).await.unwrap();
-    let store = RedisResultStore::connect(&backend).await.unwrap();
+    let store = RedisResultStore::from_backend(&backend).await.unwrap();
     Cache::builder(store, backend)
         .namespace(namespace)
         .on_backend_error(on_error)

@@ -86,7 +86,7 @@ pub(crate) fn redis_url() -> Option<String> {
 /// A cache on `backend` and a Redis store beside it, in [`NAMESPACE`]: a builder to finish.
 #[cfg(feature = "redis")]
 pub(crate) async fn on_redis(backend: lock_core::RedisBackend) -> lock_core::cache::CacheBuilder {
-    let store = lock_core::redis::RedisResultStore::connect(&backend)
+    let store = lock_core::redis::RedisResultStore::from_backend(&backend)
         .await
         .unwrap();
     Cache::builder(store, backend).namespace(NAMESPACE)

@@ -57,8 +57,9 @@ async fn two_prefixes_keep_their_stock_apart() {
                 .await
                 .unwrap();
             stocks.push(
-                Stock::new(RedisStock::new(&backend))
-                    .with_namespace("shop")
+                Stock::builder(RedisStock::from_backend(&backend))
+                    .namespace("shop")
+                    .build()
                     .unwrap(),
             );
         }
@@ -131,8 +132,9 @@ async fn two_prefixes_keep_their_stock_apart() {
 async fn an_acl_user_limited_to_its_prefix_runs_the_stock_suite() {
     let acl = AclRedis::start("svc").await;
     let backend = acl.backend().await;
-    let stock = Stock::new(RedisStock::new(&backend))
-        .with_namespace("test")
+    let stock = Stock::builder(RedisStock::from_backend(&backend))
+        .namespace("test")
+        .build()
         .unwrap();
     timeout(BOUND * 2, async {
         with_stock_checks!(run_stock_checks!(stock));
@@ -144,8 +146,8 @@ async fn an_acl_user_limited_to_its_prefix_runs_the_stock_suite() {
 
 /// A stock with `retention` on `backend`, namespace `test`, and its store.
 fn stock_with(backend: &RedisBackend, retention: Duration) -> (Stock, RedisStock) {
-    let store = RedisStock::new(backend).with_retention(retention).unwrap();
-    let stock = Stock::new(store.clone()).with_namespace("test").unwrap();
+    let store = RedisStock::from_backend(backend).with_retention(retention).unwrap();
+    let stock = Stock::builder(store.clone()).namespace("test").build().unwrap();
     (stock, store)
 }
 
@@ -303,10 +305,10 @@ async fn a_million_orders_stay_within_the_memory_bound() {
         .connect()
         .await
         .unwrap();
-    let store = RedisStock::new(&backend)
+    let store = RedisStock::from_backend(&backend)
         .with_retention(MEMORY_TEST_RETENTION)
         .unwrap();
-    let stock = Stock::new(store.clone()).with_namespace("memory").unwrap();
+    let stock = Stock::builder(store.clone()).namespace("memory").build().unwrap();
     let mut admin = redis::Client::open(server.url())
         .unwrap()
         .get_multiplexed_async_connection()

@@ -50,7 +50,7 @@ pub(crate) fn memory() -> Rig {
     let namespace = unique_namespace("mem");
     let client = LockClient::builder(backend.clone())
         .namespace(namespace.clone())
-        .default_lease(LeaseMode::watchdog(LEASE))
+        .lease(LeaseMode::watchdog(LEASE))
         .build()
         .unwrap();
     Rig {
@@ -100,7 +100,7 @@ pub(crate) async fn redis_in(namespace: &str) -> Option<Rig> {
     let backend = RedisBackend::connect(&url).await.unwrap();
     let client = LockClient::builder(backend.clone())
         .namespace(namespace)
-        .default_lease(LeaseMode::watchdog(LEASE))
+        .lease(LeaseMode::watchdog(LEASE))
         .build()
         .unwrap();
     Some(Rig {

@@ -29,7 +29,7 @@ pub async fn instance(kind: BackendKind, url: &str, namespace: &str) -> Result<H
             let backend = lock_core::RedisBackend::connect(url)
                 .await
                 .map_err(|e| e.with_causes())?;
-            let store = lock_core::redis::RedisResultStore::connect(&backend)
+            let store = lock_core::redis::RedisResultStore::from_backend(&backend)
                 .await
                 .map_err(|e| e.with_causes())?;
             Cache::builder(store, backend).namespace(namespace).build()

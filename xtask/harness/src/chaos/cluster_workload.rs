@@ -242,7 +242,7 @@ impl Holder {
             let acquired = self
                 .client
                 .lock(&self.key)
-                .lease_ttl(self.plan.ttl)
+                .lease(lock_core::LeaseMode::watchdog(self.plan.ttl))
                 .acquire_within(self.plan.ttl * 2)
                 .await;
             let guard = match acquired {

@@ -62,7 +62,7 @@ async fn serve(url: &str, namespace: &str, no_fail_fast: bool) -> Result<(), Str
         .connect()
         .await
         .map_err(|e| format!("connect: {}", e.with_causes()))?;
-    let store = RedisResultStore::connect(&backend)
+    let store = RedisResultStore::from_backend(&backend)
         .await
         .map_err(|e| format!("result store: {}", e.with_causes()))?;
     let cache = Cache::builder(store.clone(), backend.clone())

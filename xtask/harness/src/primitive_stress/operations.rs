@@ -164,7 +164,7 @@ impl Task {
             .locks
             .semaphore("resource", self.plan.permits)
             .acquire(count)
-            .lease_ttl(FAULT_LEASE)
+            .lease(lock_core::LeaseMode::watchdog(FAULT_LEASE))
             .await;
         // A worker paused mid-command may find the backend's reply timed out: it tries again.
         let Ok(permit) = acquired else {

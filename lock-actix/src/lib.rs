@@ -31,7 +31,7 @@
 //! use lock_core::MemoryBackend;
 //!
 //! async fn buy(lock: HeldLock) -> String {
-//!     format!("sold under fence {}", lock.fence)
+//!     format!("sold under fence {}", lock.fencing_token)
 //! }
 //!
 //! let locks = LockClient::new(MemoryBackend::new());

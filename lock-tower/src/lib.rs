@@ -44,7 +44,7 @@
 //! use lock_tower::{KeySource, KeyedLockLayer, LockClient, LockInfo, WaitPolicy};
 //!
 //! async fn buy(Extension(lock): Extension<LockInfo>) -> String {
-//!     format!("sold under fence {}", lock.fence)
+//!     format!("sold under fence {}", lock.fencing_token)
 //! }
 //!
 //! let locks = LockClient::new(MemoryBackend::new());

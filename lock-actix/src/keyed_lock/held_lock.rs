@@ -20,7 +20,7 @@ use crate::extensions::from_extensions;
 ///
 /// async fn write(lock: HeldLock) -> String {
 ///     // Hand the token to the resource so a stale holder's writes are refused.
-///     format!("UPDATE stock SET fence = {0} WHERE fence <= {0}", lock.fence)
+///     format!("UPDATE stock SET fence = {0} WHERE fence <= {0}", lock.fencing_token)
 /// }
 /// # let _ = write;
 /// ```

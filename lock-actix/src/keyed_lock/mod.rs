@@ -10,7 +10,7 @@
 //! use lock_core::{LockClient, MemoryBackend};
 //!
 //! async fn buy(fence: HeldLock) -> HttpResponse {
-//!     HttpResponse::Ok().body(format!("sold under fence {}", fence.fence))
+//!     HttpResponse::Ok().body(format!("sold under fence {}", fence.fencing_token))
 //! }
 //!
 //! let locks = LockClient::new(MemoryBackend::new());

@@ -38,7 +38,7 @@ fn sku_lock(locks: LockClient) -> KeyedLock {
 }
 
 async fn buy(lock: HeldLock) -> String {
-    format!("{} {}", lock.key, lock.fence)
+    format!("{} {}", lock.key, lock.fencing_token)
 }
 
 #[actix_web::test]
@@ -71,7 +71,7 @@ async fn resource_level_wrap_refuses_the_same_sku_at_once_with_409() {
         async move {
             entered_tx.send(()).unwrap();
             release.wait_for(|done| *done).await.unwrap();
-            format!("{}", lock.fence)
+            format!("{}", lock.fencing_token)
         }
     };
     let app = test::init_service(

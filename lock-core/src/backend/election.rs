@@ -17,7 +17,7 @@ use crate::{FencingToken, LockKey, Result};
 ///
 /// let leader = Leader::new("scheduler-1", FencingToken::new(7));
 /// assert_eq!(leader.participant, "scheduler-1");
-/// assert!(leader.term > FencingToken::new(6));
+/// assert!(leader.fencing_token > FencingToken::new(6));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -25,16 +25,16 @@ pub struct Leader {
     /// The id the leader campaigned with (for a Curator `LeaderLatch` on ZooKeeper, its id).
     pub participant: String,
     /// The leader's term: its lease's fencing token, larger than every earlier leader's.
-    pub term: FencingToken,
+    pub fencing_token: FencingToken,
 }
 
 impl Leader {
     /// A leader read from a store.
     #[must_use]
-    pub fn new(participant: impl Into<String>, term: FencingToken) -> Self {
+    pub fn new(participant: impl Into<String>, fencing_token: FencingToken) -> Self {
         Self {
             participant: participant.into(),
-            term,
+            fencing_token,
         }
     }
 }

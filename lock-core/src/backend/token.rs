@@ -73,7 +73,7 @@ impl std::fmt::Debug for OwnerToken {
 /// ```
 ///
 /// `fence < $token` accepts one write per grant; a holder that writes the row several times
-/// under one grant uses `fence <= $token`, as [`FencedUpdate`](crate::fenced::FencedUpdate)
+/// under one grant uses `fence <= $token`, as `lock_core::sql::FencedUpdate`
 /// builds it (and `RedisFencedStore` checks it for a Redis value).
 ///
 /// **Store it in a 64-bit column** (`BIGINT` in PostgreSQL and MySQL, or any 64-bit integer).

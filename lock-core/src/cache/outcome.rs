@@ -72,7 +72,7 @@ pub struct Cached<V> {
     pub fresh_for: Duration,
     /// The fencing token of the computation that produced it (`None` when computed without
     /// a lease: fail-open, wait timed out).
-    pub fence: Option<FencingToken>,
+    pub fencing_token: Option<FencingToken>,
 }
 
 impl<V> Cached<V> {
@@ -84,7 +84,7 @@ impl<V> Cached<V> {
             stored_at: self.stored_at,
             computed_in: self.computed_in,
             fresh_for: self.fresh_for,
-            fence: self.fence,
+            fencing_token: self.fencing_token,
         }
     }
 }

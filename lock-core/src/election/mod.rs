@@ -18,7 +18,7 @@
 //! let leadership = election.campaign().await?;
 //! let leader = election.leader().await?.expect("someone leads");
 //! assert_eq!(leader.participant, "instance-a");
-//! assert_eq!(leader.term, leadership.fencing_token());
+//! assert_eq!(leader.fencing_token, leadership.fencing_token());
 //!
 //! tokio::select! {
 //!     reason = leadership.lost() => eprintln!("no longer the leader: {reason}"),

@@ -25,7 +25,7 @@ use crate::Result;
 /// assert_eq!(watch.changed().await?, None); // the first answer: nobody leads yet
 /// let leadership = election.clone().participant("a").campaign().await?;
 /// let leader = watch.changed().await?.expect("a leads");
-/// assert_eq!((leader.participant.as_str(), leader.term), ("a", leadership.fencing_token()));
+/// assert_eq!((leader.participant.as_str(), leader.fencing_token), ("a", leadership.fencing_token()));
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]

@@ -4,27 +4,13 @@
 //! has accepted and refuses smaller ones (Martin Kleppmann, "How to do distributed locking").
 //! A token nobody checks protects nothing.
 //!
-//! - [`FencedUpdate`]: the SQL pattern, a conditional `UPDATE` over a 64-bit token column,
-//!   built for PostgreSQL or MySQL from checked identifiers.
+//! - `lock_core::sql::FencedUpdate<D>` (features `postgres`, `mysql`): the SQL pattern, a
+//!   conditional `UPDATE` over a 64-bit token column, built for PostgreSQL or MySQL from
+//!   checked identifiers.
 //! - `RedisFencedStore` (feature `redis`): a Redis value written only if the writer's token is
 //!   at least the largest one seen for it, in one script.
 //!
-//! ```
-//! use lock_core::fenced::{FencedUpdate, SqlDialect};
-//!
-//! let sql = FencedUpdate::new(SqlDialect::Postgres, "stock", "sku", "fence")
-//!     .set("available")
-//!     .build()
-//!     .unwrap();
-//! assert_eq!(
-//!     sql,
-//!     r#"UPDATE "stock" SET "available" = $1, "fence" = $2 WHERE "sku" = $3 AND "fence" <= $2"#
-//! );
-//! ```
-
-mod sql;
-
-pub use self::sql::{FencedUpdate, SqlDialect};
+//! Each answers a write with a [`FencedWrite`].
 
 use crate::FencingToken;
 

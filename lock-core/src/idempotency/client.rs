@@ -297,7 +297,7 @@ impl IdempotencyBuilder {
     ///
     /// # async fn example(pool: sqlx::PgPool, backend: RedisBackend) -> Result<(), lock_core::LockError> {
     /// let payments = Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)
-    ///     .recovery_points(RecoveryPoints::postgres(pool).await?)
+    ///     .recovery_points(RecoveryPoints::from_pool(pool).await?)
     ///     .build()?;
     /// # let _ = payments; Ok(()) }
     /// ```

@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::recovery::RecoveryPoints;
 #[cfg(feature = "postgres")]
 use super::result_store::in_transaction::{Completion, InTransaction};
+use super::Dialect;
 use crate::idempotency::{ClaimInfo, Committed, Completed, Record};
 use crate::results::StoredResponse;
 #[cfg(feature = "postgres")]
@@ -26,9 +27,9 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A transaction [`ClaimInfo::commit_in`] writes the answer in: sqlx's `Transaction` on
-/// PostgreSQL (feature `postgres`) or on MySQL (feature `mysql`), the one the request's effect
-/// is written in. Sealed: implemented for those two only.
+/// A transaction [`ClaimInfo::commit_in`] writes the answer in: sqlx's `Transaction` on a
+/// [`Dialect`], PostgreSQL (feature `postgres`) or MySQL (feature `mysql`), the one the
+/// request's effect is written in. Sealed: implemented for those only.
 ///
 /// ```no_run
 /// # async fn example(pool: sqlx::PgPool, claim: lock_core::idempotency::ClaimInfo) -> Result<(), Box<dyn std::error::Error>> {
@@ -38,51 +39,26 @@ mod sealed {
 /// claim.commit_in(&mut transaction, &StoredResponse::new(204, vec![], vec![])).await?;
 /// # Ok(()) }
 /// ```
-pub trait EffectTransaction<'c>: sealed::Sealed + Send {
-    /// The transaction as lock-core writes in it.
+pub trait EffectTransaction: sealed::Sealed + Send {
+    /// The transaction's database.
     #[doc(hidden)]
-    fn dialect(&mut self) -> Dialect<'_, 'c>;
+    type Database: Dialect;
+
+    /// The transaction's connection, as lock-core writes in it.
+    #[doc(hidden)]
+    fn connection(&mut self) -> &mut <Self::Database as sqlx::Database>::Connection;
 }
 
-/// A transaction by its database (not part of the API: see [`EffectTransaction`]).
-#[doc(hidden)]
-pub enum Dialect<'a, 'c> {
-    /// A PostgreSQL transaction.
-    #[cfg(feature = "postgres")]
-    Postgres(&'a mut sqlx::Transaction<'c, sqlx::Postgres>),
-    /// A MySQL transaction.
-    #[cfg(feature = "mysql")]
-    MySql(&'a mut sqlx::Transaction<'c, sqlx::MySql>),
-}
+impl<D: Dialect> sealed::Sealed for sqlx::Transaction<'_, D> {}
 
-impl Dialect<'_, '_> {
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            #[cfg(feature = "postgres")]
-            Self::Postgres(_) => "postgres",
-            #[cfg(feature = "mysql")]
-            Self::MySql(_) => "mysql",
-        }
-    }
-}
+// Whatever the transaction's lifetime: a trait with a lifetime of its own, implemented for
+// `Transaction<'c, D>` at `'c` only, would make `commit_in`'s future not provably `Send`
+// (the check sees every lifetime as any lifetime, and the impl is not general enough).
+impl<D: Dialect> EffectTransaction for sqlx::Transaction<'_, D> {
+    type Database = D;
 
-#[cfg(feature = "postgres")]
-impl sealed::Sealed for sqlx::Transaction<'_, sqlx::Postgres> {}
-
-#[cfg(feature = "postgres")]
-impl<'c> EffectTransaction<'c> for sqlx::Transaction<'c, sqlx::Postgres> {
-    fn dialect(&mut self) -> Dialect<'_, 'c> {
-        Dialect::Postgres(self)
-    }
-}
-
-#[cfg(feature = "mysql")]
-impl sealed::Sealed for sqlx::Transaction<'_, sqlx::MySql> {}
-
-#[cfg(feature = "mysql")]
-impl<'c> EffectTransaction<'c> for sqlx::Transaction<'c, sqlx::MySql> {
-    fn dialect(&mut self) -> Dialect<'_, 'c> {
-        Dialect::MySql(self)
+    fn connection(&mut self) -> &mut D::Connection {
+        self
     }
 }
 
@@ -122,9 +98,9 @@ impl ClaimInfo {
     /// }
     /// # }
     /// ```
-    pub async fn commit_in<'c>(
+    pub async fn commit_in<T: EffectTransaction>(
         &self,
-        transaction: &mut impl EffectTransaction<'c>,
+        transaction: &mut T,
         response: &StoredResponse,
     ) -> Result<Committed> {
         let Some(commit) = &self.commit else {
@@ -145,13 +121,14 @@ impl ClaimInfo {
         let entry = Record::encode_completed(&commit.fingerprint, &completed);
         // The place is one of this driver's own (`CommitPlace` is sealed): which one.
         let place: &(dyn Any + Send + Sync) = commit.place.as_ref();
+        let connection = transaction.connection();
         let written = match place.downcast_ref::<RecoveryPoints>() {
             Some(points) => {
                 points
-                    .record_in(transaction.dialect(), &commit.key, &entry, commit.retention)
+                    .record_in::<T::Database>(connection, &commit.key, &entry, commit.retention)
                     .await?
             }
-            None => in_table(place, transaction.dialect(), self, &entry).await?,
+            None => in_table::<T::Database>(place, connection, self, &entry).await?,
         };
         let Some(there) = written else {
             return Ok(Committed::Recorded);
@@ -168,32 +145,28 @@ impl ClaimInfo {
 }
 
 /// Completes the claim's in-flight record itself, in the table of a `PostgresResultStore`
-/// (`place`) through `transaction`: `Ok(None)` when it became the completed one, else what is
-/// there now.
+/// (`place`) through `connection` (the application's transaction's): `Ok(None)` when it
+/// became the completed one, else what is there now.
 #[cfg(feature = "postgres")]
-async fn in_table(
+async fn in_table<D: Dialect>(
     place: &(dyn Any + Send + Sync),
-    transaction: Dialect<'_, '_>,
+    connection: &mut D::Connection,
     claim: &ClaimInfo,
     entry: &[u8],
 ) -> Result<Option<Vec<u8>>> {
     let (Some(sql), Some(commit)) = (place.downcast_ref::<InTransaction>(), &claim.commit) else {
         return Err(unknown_place());
     };
-    let transaction = match transaction {
-        Dialect::Postgres(transaction) => transaction,
-        #[cfg(feature = "mysql")]
-        other => {
-            return Err(LockError::InvalidConfig(format!(
-                "the idempotency records are in PostgreSQL, the transaction is on {}: give the \
-                 Idempotency RecoveryPoints in the transaction's database",
-                other.name()
-            )))
-        }
+    let Some(connection) = D::postgres_connection(connection) else {
+        return Err(LockError::InvalidConfig(format!(
+            "the idempotency records are in PostgreSQL, the transaction is on {}: give the \
+             Idempotency RecoveryPoints in the transaction's database",
+            D::BACKEND
+        )));
     };
     let fence = format!("{:0width$}", claim.fence.get(), width = FENCE_DIGITS);
     let done = sql
-        .complete(transaction, &commit.key, &fence, entry, commit.retention)
+        .complete(connection, &commit.key, &fence, entry, commit.retention)
         .await?;
     match done {
         Completion::Completed => Ok(None),
@@ -210,9 +183,9 @@ async fn in_table(
 
 /// Without PostgreSQL, recovery points are the only place.
 #[cfg(not(feature = "postgres"))]
-async fn in_table(
+async fn in_table<D: Dialect>(
     _place: &(dyn Any + Send + Sync),
-    _transaction: Dialect<'_, '_>,
+    _connection: &mut D::Connection,
     _claim: &ClaimInfo,
     _entry: &[u8],
 ) -> Result<Option<Vec<u8>>> {

@@ -1,9 +1,12 @@
 //! What differs between PostgreSQL and MySQL, and nothing else (sqlx's `Database` model, on
-//! sqlx's own database types): each dialect's statements with the order it binds their
+//! sqlx's own database types), for every SQL store: [`Dialect`] and its sealed side, grouped
+//! by store. For the lock table: each dialect's statements with the order it binds their
 //! parameters in, its pool and connection settings, how it creates its schema, wakes waiters
-//! and runs one grant attempt. Everything else (waiting, retries, the breaker, renewal,
+//! and runs one grant attempt; everything else (waiting, retries, the breaker, renewal,
 //! release, the clean-up after an abandoned acquire, sweeps) is written once over [`Dialect`]
-//! (`acquire.rs`, `builder.rs`, `sweep.rs`).
+//! (`acquire.rs`, `builder.rs`, `sweep.rs`). For the stock tables, the recovery points, the
+//! result table and the fenced update: the statements and clauses that differ, written once
+//! each in `postgres.rs` and `mysql.rs`.
 //!
 //! A statement names its parameters by what they are ([`Bind`]); the shared code fills in the
 //! values ([`Values`]) and the dialect's list says which go where, so PostgreSQL's `$n` and
@@ -17,12 +20,32 @@ use sqlx::{Arguments, ColumnIndex, Database, Decode, Encode, Executor, IntoArgum
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::stock::Run;
 use super::waiters::WaiterHub;
 use crate::breaker::Breaker;
 use crate::Result;
 
-/// A SQL database the lock table speaks: `sqlx::Postgres` (feature `postgres`) or `sqlx::MySql`
-/// (feature `mysql`), as in sqlx's own `Pool<DB>`. Sealed: the two are all there are.
+/// A SQL database lock-core speaks: `sqlx::Postgres` (feature `postgres`) or `sqlx::MySql`
+/// (feature `mysql`), as in sqlx's own `Pool<DB>`. Every SQL store is written once over it
+/// and takes its database as a type parameter where it runs on both: the lock table
+/// ([`SqlBackend<D>`](super::SqlBackend)), the stock ([`SqlStock<D>`](super::SqlStock)), the
+/// recovery points ([`RecoveryPoints::from_pool`](super::RecoveryPoints::from_pool)), the
+/// fenced update ([`FencedUpdate<D>`](super::FencedUpdate)) and the transaction a claim
+/// commits in ([`EffectTransaction`](super::EffectTransaction)). Sealed: the two are all
+/// there are, and what differs between them (statements, placeholders, quoting, errors) is
+/// lock-core's own.
+///
+/// ```
+/// # #[cfg(feature = "postgres")] {
+/// use lock_core::sql::{Dialect, FencedUpdate};
+///
+/// /// The fenced write of a stock row, on either database.
+/// fn stock_update<D: Dialect>() -> String {
+///     FencedUpdate::<D>::new("stock", "sku", "fence").set("available").build().unwrap()
+/// }
+/// assert!(stock_update::<sqlx::Postgres>().ends_with(r#"WHERE "sku" = $3 AND "fence" <= $2"#));
+/// # }
+/// ```
 pub trait Dialect: Sealed {}
 
 #[cfg(feature = "postgres")]
@@ -49,13 +72,48 @@ pub(crate) type Options<DB> = <<DB as Database>::Connection as sqlx::Connection>
 
 pub(crate) mod sealed {
     use super::*;
+    use crate::sql::recovery::{Point, PointsStatements};
 
-    /// The dialect's side of the SQL backend (see the [module docs](super)).
-    pub trait Sealed: Exec {
+    /// The dialect's side of every SQL store, by store (see the [module docs](super)); the
+    /// implementations are `postgres.rs` and `mysql.rs`, one per database.
+    pub trait Sealed: Exec + Run + Send + Sync + 'static {
+        // ---- Every store
+
+        /// The database's name in errors and metrics (`"postgres"`, `"mysql"`).
+        const BACKEND: &'static str;
+
+        /// The database chose this transaction as a deadlock or serialization victim.
+        fn is_conflict(error: &sqlx::Error) -> bool;
+
+        /// The `n`th (from 1) parameter of a statement: `$n`, or `?`.
+        fn placeholder(n: usize) -> String;
+
+        /// A statement written with `?` placeholders, as this database numbers them.
+        fn placeholders(sql: &str) -> String;
+
+        /// A checked identifier (letters, digits, `_`), quoted.
+        fn quote(identifier: &str) -> String;
+
+        // ---- Tables of entries by key, with an expiry (the recovery points; the result store)
+
+        /// The live entry of the key (the one parameter) in `table`, by its `key` column.
+        fn live_entry(table: &str, key: &str) -> String;
+
+        /// Deletes one batch ([`SWEEP_BATCH`](crate::sql::sweep::SWEEP_BATCH)) of `table`'s expired
+        /// rows, by its `key` column.
+        fn purge_expired(table: &str, key: &str) -> String;
+
+        /// Runs a store's `migration` (its `CREATE ... IF NOT EXISTS`), serialized with other
+        /// creators where the database needs it.
+        fn create_table<'a>(
+            pool: &'a Pool<Self>,
+            migration: &'a str,
+        ) -> impl Future<Output = std::result::Result<(), sqlx::Error>> + Send + 'a;
+
+        // ---- The lock table (`SqlBackend`)
+
         /// The dialect's own statements for a grant attempt.
         type Grant: Send + Sync + 'static;
-        /// The backend's name in errors and metrics.
-        const BACKEND: &'static str;
         /// The migration creating the default table (`lock_core_locks`); for another table,
         /// its name is replaced throughout.
         const MIGRATION: &'static str;
@@ -92,6 +150,55 @@ pub(crate) mod sealed {
             grant: Arc<Self::Grant>,
             ask: Ask,
         ) -> impl Future<Output = std::result::Result<Outcome, sqlx::Error>> + Send + 'static;
+
+        // ---- The stock tables (`SqlStock`)
+
+        /// The database's clock, in µs since the Unix epoch, as a 64-bit number.
+        const NOW_US: &'static str;
+        /// The migration creating the stock tables for the default prefix
+        /// (`lock-core/migrations/<database>/0002_lock_core_stock.sql`).
+        const STOCK_MIGRATION: &'static str;
+        /// `expr` as a 64-bit number.
+        fn int(expr: &str) -> String;
+        /// Adds a restock to the SKU's row, creating it when missing (`?`: sku, units, units).
+        fn restock(prefix: &str) -> String;
+        /// Removes one batch of the records of SKUs never restocked (`?`: retention µs).
+        fn sweep_unknown(prefix: &str) -> String;
+        /// Removes one batch (at most 1,000) of the orders table's rows that match
+        /// `condition` (on the table's own columns).
+        fn delete_batch(prefix: &str, condition: &str) -> String;
+
+        // ---- The recovery points (`RecoveryPoints`)
+
+        /// The migration creating the default table (`lock_core_recovery_points`).
+        const POINTS_MIGRATION: &'static str;
+        /// The statements on the points table `table`.
+        fn points_statements(table: &str) -> PointsStatements;
+        /// The key a point is stored under (MySQL: SHA-256 past the column's 128 bytes).
+        fn point_key(key: &str) -> std::borrow::Cow<'_, str>;
+        /// The live point stored under `stored_key`, read with `find` on the pool.
+        fn find_point<'a>(
+            pool: &'a Pool<Self>,
+            find: &'a str,
+            stored_key: &'a str,
+        ) -> impl Future<Output = std::result::Result<Option<Vec<u8>>, sqlx::Error>> + Send + 'a;
+        /// Writes `point` on `connection`, in the application's transaction: `Ok(None)`
+        /// when written; otherwise the live point there (committed by another execution), or
+        /// `Some(None)` if it expired between the statements.
+        fn record_point<'a>(
+            sql: &'a PointsStatements,
+            connection: &'a mut Self::Connection,
+            point: Point<'a>,
+        ) -> impl Future<Output = Result<Option<Option<Vec<u8>>>>> + Send + 'a;
+
+        // ---- Completing a claim in the application's transaction (`ClaimInfo::commit_in`)
+
+        /// The application's transaction's connection as a PostgreSQL one, where it is (the
+        /// PostgreSQL result store's records are completed in it).
+        #[cfg(feature = "postgres")]
+        fn postgres_connection(
+            connection: &mut Self::Connection,
+        ) -> Option<&mut sqlx::PgConnection>;
     }
 }
 

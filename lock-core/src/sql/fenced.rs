@@ -1,16 +1,10 @@
-//! The SQL pattern of a fenced resource: a token column and a conditional `UPDATE`.
+//! The SQL pattern of a fenced resource: a token column and a conditional `UPDATE`, on either
+//! database (see [`crate::fenced`] for what fencing is).
 
+use std::marker::PhantomData;
+
+use super::Dialect;
 use crate::{LockError, Result};
-
-/// The SQL dialect to build for (placeholders and identifier quoting differ).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SqlDialect {
-    /// `$n` placeholders, `"quoted"` identifiers.
-    Postgres,
-    /// `?` placeholders, `` `quoted` `` identifiers (MySQL, MariaDB).
-    MySql,
-}
 
 /// Builds the `UPDATE` that applies a write only when the writer's fencing token is at least
 /// the one stored in the row: the row keeps the token of its last write in a 64-bit column
@@ -25,12 +19,15 @@ pub enum SqlDialect {
 ///
 /// Identifiers are checked (letters, digits, `_`, not starting with a digit, at most 63 bytes,
 /// optionally `schema.table`) and quoted, so a name can never inject SQL; values are only ever
-/// placeholders.
+/// placeholders. The database is the type parameter `D`, as in [`SqlBackend<D>`](super::SqlBackend):
+/// `sqlx::Postgres` (`$n` placeholders, `"quoted"` identifiers) or `sqlx::MySql` (`?`
+/// placeholders, `` `quoted` `` identifiers; MariaDB too).
 ///
 /// ```
-/// use lock_core::fenced::{FencedUpdate, SqlDialect};
+/// # #[cfg(all(feature = "postgres", feature = "mysql"))] {
+/// use lock_core::sql::FencedUpdate;
 ///
-/// let sql = FencedUpdate::new(SqlDialect::MySql, "shop.stock", "sku", "fence")
+/// let sql = FencedUpdate::<sqlx::MySql>::new("shop.stock", "sku", "fence")
 ///     .set("available")
 ///     .set("sold")
 ///     .build()
@@ -39,36 +36,73 @@ pub enum SqlDialect {
 ///     sql,
 ///     "UPDATE `shop`.`stock` SET `available` = ?, `sold` = ?, `fence` = ? WHERE `sku` = ? AND `fence` <= ?"
 /// );
-/// assert!(FencedUpdate::new(SqlDialect::Postgres, "stock; DROP TABLE x", "sku", "fence").set("a").build().is_err());
+/// assert!(FencedUpdate::<sqlx::Postgres>::new("stock; DROP TABLE x", "sku", "fence").set("a").build().is_err());
+/// # }
 /// ```
-#[derive(Clone, Debug)]
 #[must_use]
-pub struct FencedUpdate {
-    dialect: SqlDialect,
+pub struct FencedUpdate<D: Dialect> {
     table: String,
     key_column: String,
     fence_column: String,
     columns: Vec<String>,
+    dialect: PhantomData<fn() -> D>,
 }
 
-impl FencedUpdate {
-    /// An update of `table`'s row whose `key_column` matches, fenced by `fence_column`.
+impl<D: Dialect> Clone for FencedUpdate<D> {
+    fn clone(&self) -> Self {
+        Self {
+            table: self.table.clone(),
+            key_column: self.key_column.clone(),
+            fence_column: self.fence_column.clone(),
+            columns: self.columns.clone(),
+            dialect: PhantomData,
+        }
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for FencedUpdate<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FencedUpdate")
+            .field("dialect", &D::BACKEND)
+            .field("table", &self.table)
+            .field("key_column", &self.key_column)
+            .field("fence_column", &self.fence_column)
+            .field("columns", &self.columns)
+            .finish()
+    }
+}
+
+impl<D: Dialect> FencedUpdate<D> {
+    /// An update of `table`'s row whose `key_column` matches, fenced by `fence_column`, in
+    /// database `D`.
+    ///
+    /// ```
+    /// # #[cfg(feature = "postgres")] {
+    /// let update = lock_core::sql::FencedUpdate::<sqlx::Postgres>::new("stock", "sku", "fence");
+    /// # let _ = update; }
+    /// ```
     pub fn new(
-        dialect: SqlDialect,
         table: impl Into<String>,
         key_column: impl Into<String>,
         fence_column: impl Into<String>,
     ) -> Self {
         Self {
-            dialect,
             table: table.into(),
             key_column: key_column.into(),
             fence_column: fence_column.into(),
             columns: Vec::new(),
+            dialect: PhantomData,
         }
     }
 
     /// Adds a column the write sets (bound in the order added).
+    ///
+    /// ```
+    /// # #[cfg(feature = "postgres")] {
+    /// let update = lock_core::sql::FencedUpdate::<sqlx::Postgres>::new("stock", "sku", "fence")
+    ///     .set("available");
+    /// # let _ = update; }
+    /// ```
     pub fn set(mut self, column: impl Into<String>) -> Self {
         self.columns.push(column.into());
         self
@@ -76,6 +110,19 @@ impl FencedUpdate {
 
     /// The statement, or [`LockError::InvalidInput`] naming the first bad identifier (or no
     /// column to set).
+    ///
+    /// ```
+    /// # #[cfg(feature = "postgres")] {
+    /// let sql = lock_core::sql::FencedUpdate::<sqlx::Postgres>::new("stock", "sku", "fence")
+    ///     .set("available")
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(
+    ///     sql,
+    ///     r#"UPDATE "stock" SET "available" = $1, "fence" = $2 WHERE "sku" = $3 AND "fence" <= $2"#
+    /// );
+    /// # }
+    /// ```
     pub fn build(&self) -> Result<String> {
         if self.columns.is_empty() {
             return Err(LockError::InvalidInput {
@@ -91,30 +138,21 @@ impl FencedUpdate {
             assignments.push(format!(
                 "{} = {}",
                 self.quote(column)?,
-                self.placeholder(index + 1)
+                D::placeholder(index + 1)
             ));
         }
         let n = self.columns.len();
-        let (token, key_value, token_again) = match self.dialect {
-            SqlDialect::Postgres => (
-                self.placeholder(n + 1),
-                self.placeholder(n + 2),
-                self.placeholder(n + 1),
-            ),
-            SqlDialect::MySql => ("?".to_owned(), "?".to_owned(), "?".to_owned()),
-        };
+        // `$n` placeholders name the token twice; `?` ones are bound twice.
+        let (token, key_value, token_again) = (
+            D::placeholder(n + 1),
+            D::placeholder(n + 2),
+            D::placeholder(n + 1),
+        );
         assignments.push(format!("{fence} = {token}"));
         Ok(format!(
             "UPDATE {table} SET {} WHERE {key} = {key_value} AND {fence} <= {token_again}",
             assignments.join(", ")
         ))
-    }
-
-    fn placeholder(&self, n: usize) -> String {
-        match self.dialect {
-            SqlDialect::Postgres => format!("${n}"),
-            SqlDialect::MySql => "?".to_owned(),
-        }
     }
 
     fn quote_path(&self, path: &str) -> Result<String> {
@@ -134,10 +172,7 @@ impl FencedUpdate {
         if !valid {
             return Err(bad_identifier(name));
         }
-        Ok(match self.dialect {
-            SqlDialect::Postgres => format!("\"{name}\""),
-            SqlDialect::MySql => format!("`{name}`"),
-        })
+        Ok(D::quote(name))
     }
 }
 

@@ -119,6 +119,7 @@ mod advisory;
 mod builder;
 mod commit;
 mod dialect;
+mod fenced;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -151,6 +152,7 @@ pub use self::commit::EffectTransaction;
 pub use self::dialect::Dialect;
 use self::dialect::Statements;
 pub(crate) use self::dialect::{arguments, Arg, RowsAffected};
+pub use self::fenced::FencedUpdate;
 pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
 #[cfg(feature = "postgres")]
 pub use self::result_store::{PostgresResultStore, PostgresResultStoreBuilder};
@@ -159,10 +161,9 @@ pub use self::stock::MySqlStock;
 #[cfg(feature = "postgres")]
 pub use self::stock::PostgresStock;
 pub use self::stock::{
-    SqlStock, SqlStockBuilder, SqlStockStats, StockDialect, StockStrategy, DEFAULT_PREFIX,
-    SWEEP_EVERY_CALLS,
+    SqlStock, SqlStockBuilder, SqlStockStats, StockStrategy, DEFAULT_PREFIX, SWEEP_EVERY_CALLS,
 };
-pub(crate) use self::sweep::{spawn_sweeper, sweep, SWEEP_BATCH};
+pub(crate) use self::sweep::{spawn_sweeper, sweep};
 pub use self::sweep::{ROW_RETENTION, SWEEP_EVERY};
 #[cfg(feature = "postgres")]
 pub(crate) use self::wait::protocol;

@@ -1,20 +1,67 @@
-//! The MySQL / MariaDB dialect: a short transaction per grant, serialized per name by the name's
-//! fencing-counter row; waiters poll (see the [module docs](super)).
+//! The MySQL / MariaDB dialect, for every SQL store: `?` placeholders and `` `quoted` `` names;
+//! the lock table's short transaction per grant, serialized per name by the name's
+//! fencing-counter row, and waiters that poll (see the [module docs](super)); the stock's
+//! clauses; the recovery points' table and statements.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
-use sqlx::Executor;
+use sqlx::{Executor, MySql, MySqlConnection};
 use tokio::time::Instant;
 
 use super::dialect::{Ask, Bind, Outcome, Sealed, Statement, Statements, Wake};
+use super::recovery::{self, Point, PointsStatements};
 use super::sweep::SWEEP_BATCH;
-use super::{owner_host, owner_pid, to_lock_error, SqlBackend};
+use super::{owner_host, owner_pid, storage_key, to_lock_error, SqlBackend};
 use crate::Result;
 
 impl Sealed for sqlx::MySql {
-    type Grant = MyGrant;
+    // ---- Every store
+
     const BACKEND: &'static str = "mysql";
+
+    fn is_conflict(error: &sqlx::Error) -> bool {
+        let sqlx::Error::Database(db) = error else {
+            return false;
+        };
+        // Deadlock victim, lock wait timeout.
+        db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+            .is_some_and(|my| matches!(my.number(), 1205 | 1213))
+    }
+
+    fn placeholder(_n: usize) -> String {
+        "?".to_owned()
+    }
+
+    fn placeholders(sql: &str) -> String {
+        sql.to_owned()
+    }
+
+    fn quote(identifier: &str) -> String {
+        format!("`{identifier}`")
+    }
+
+    // ---- Tables of entries by key
+
+    fn live_entry(t: &str, key: &str) -> String {
+        format!("SELECT entry FROM {t} WHERE {key} = ? AND expires_at > NOW(6)")
+    }
+
+    fn purge_expired(t: &str, _key: &str) -> String {
+        format!("DELETE FROM {t} WHERE expires_at <= NOW(6) LIMIT {SWEEP_BATCH}")
+    }
+
+    async fn create_table(
+        pool: &MySqlPool,
+        migration: &str,
+    ) -> std::result::Result<(), sqlx::Error> {
+        sqlx::raw_sql(migration).execute(pool).await.map(drop)
+    }
+
+    // ---- The lock table
+
+    type Grant = MyGrant;
     const MIGRATION: &'static str = include_str!("../../migrations/mysql/0001_lock_core.sql");
 
     fn statements(t: &str) -> (Statements, MyGrant) {
@@ -213,6 +260,136 @@ impl Sealed for sqlx::MySql {
             .map_err(|_| sqlx::Error::Protocol(format!("fencing token {fence} past 2^63")))?;
         Ok(Outcome::Granted { fence, sent })
     }
+
+    // ---- The stock tables
+
+    const NOW_US: &'static str = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)";
+
+    const STOCK_MIGRATION: &'static str =
+        include_str!("../../migrations/mysql/0002_lock_core_stock.sql");
+
+    fn int(expr: &str) -> String {
+        format!("CAST({expr} AS SIGNED)")
+    }
+
+    fn restock(prefix: &str) -> String {
+        format!(
+            "INSERT INTO {prefix}_levels (sku, available, reserved, sold, received, version) \
+             VALUES (?, ?, 0, 0, ?, 1) ON DUPLICATE KEY UPDATE \
+             available = available + VALUES(available), \
+             received = received + VALUES(received), version = version + 1"
+        )
+    }
+
+    fn sweep_unknown(prefix: &str) -> String {
+        format!(
+            "DELETE FROM {prefix}_orders WHERE recorded_at < {now} - ? AND NOT EXISTS \
+             (SELECT 1 FROM {prefix}_levels l WHERE l.sku = {prefix}_orders.sku) LIMIT 1000",
+            now = Self::NOW_US
+        )
+    }
+
+    fn delete_batch(prefix: &str, condition: &str) -> String {
+        format!("DELETE FROM {prefix}_orders WHERE {condition} LIMIT 1000")
+    }
+
+    // ---- The recovery points
+
+    const POINTS_MIGRATION: &'static str = "CREATE TABLE IF NOT EXISTS lock_core_recovery_points (
+  point_key  VARBINARY(128) NOT NULL PRIMARY KEY,
+  entry      LONGBLOB NOT NULL,
+  expires_at DATETIME(6) NOT NULL,
+  INDEX lock_core_recovery_points_expires_at (expires_at)
+) ENGINE=InnoDB";
+
+    /// Each statement binds the stored key first (`record`: then the entry and the keep in
+    /// µs); `record` is an `INSERT IGNORE` on the primary key, writing 1 row when no live
+    /// point was there.
+    fn points_statements(t: &str) -> PointsStatements {
+        PointsStatements {
+            find: Self::live_entry(t, "point_key"),
+            clear_expired: Some(format!(
+                "DELETE FROM {t} WHERE point_key = ? AND expires_at <= NOW(6)"
+            )),
+            // InnoDB checks the duplicate under a lock: a second execution's insert waits for
+            // the first one's transaction, then is ignored if it committed, or inserts if it
+            // rolled back.
+            record: format!(
+                "INSERT IGNORE INTO {t} (point_key, entry, expires_at)
+             VALUES (?, ?, NOW(6) + INTERVAL ? MICROSECOND)"
+            ),
+            purge_batch: Statement::new(Self::purge_expired(t, "point_key"), &[]),
+        }
+    }
+
+    /// Keys longer than the column (128 bytes) are stored as their SHA-256, as the lock
+    /// table stores its names ([`storage_key`]).
+    fn point_key(key: &str) -> Cow<'_, str> {
+        Cow::Owned(storage_key(key))
+    }
+
+    async fn find_point(
+        pool: &MySqlPool,
+        find: &str,
+        stored_key: &str,
+    ) -> std::result::Result<Option<Vec<u8>>, sqlx::Error> {
+        recovery::read_point(pool, find, stored_key).await
+    }
+
+    /// The insert comes first. A delete of a key that is not there would take a gap lock
+    /// (InnoDB, repeatable read) that two transactions can both hold, and their inserts then
+    /// wait for each other: a deadlock that rolls back the application's whole transaction,
+    /// effect and all (seen with two payments of different keys committing at once). An
+    /// expired point is cleared only when the insert found one: a lock on that row alone.
+    async fn record_point(
+        sql: &PointsStatements,
+        connection: &mut MySqlConnection,
+        point: Point<'_>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let stored_key = storage_key(point.key);
+        if insert_point(sql, connection, &stored_key, &point).await? {
+            return Ok(None);
+        }
+        if let Some(clear_expired) = &sql.clear_expired {
+            let cleared = sqlx::query(clear_expired)
+                .bind(&stored_key)
+                .execute(&mut *connection)
+                .await
+                .map_err(|e| to_lock_error(Self::BACKEND, e))?
+                .rows_affected();
+            if cleared > 0 && insert_point(sql, connection, &stored_key, &point).await? {
+                return Ok(None);
+            }
+        }
+        let there = recovery::read_point(connection, &sql.find, &stored_key).await;
+        Ok(Some(there.map_err(|e| to_lock_error(Self::BACKEND, e))?))
+    }
+
+    // ---- Completing a claim in the application's transaction
+
+    /// Not one: the PostgreSQL result store's records cannot be completed in it.
+    #[cfg(feature = "postgres")]
+    fn postgres_connection(_connection: &mut MySqlConnection) -> Option<&mut sqlx::PgConnection> {
+        None
+    }
+}
+
+/// A recovery point's `INSERT IGNORE`: whether it wrote the point (no row had its key).
+async fn insert_point(
+    sql: &PointsStatements,
+    connection: &mut MySqlConnection,
+    stored_key: &str,
+    point: &Point<'_>,
+) -> Result<bool> {
+    let written = sqlx::query(&sql.record)
+        .bind(stored_key)
+        .bind(point.entry)
+        .bind(point.keep)
+        .execute(connection)
+        .await
+        .map_err(|e| to_lock_error(<MySql as Sealed>::BACKEND, e))?
+        .rows_affected();
+    Ok(written > 0)
 }
 
 /// MySQL's own statements for a grant transaction. Times are `UTC_TIMESTAMP(6)`, which does not

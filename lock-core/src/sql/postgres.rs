@@ -1,22 +1,82 @@
-//! The PostgreSQL dialect: one upsert per grant attempt, `NOTIFY` on release, one `LISTEN`
-//! connection per backend routing wake-ups to the waiting tasks.
+//! The PostgreSQL dialect, for every SQL store: `$n` placeholders and `"quoted"` names; the
+//! lock table's one upsert per grant attempt, `NOTIFY` on release, one `LISTEN` connection per
+//! backend routing wake-ups to the waiting tasks; the stock's clauses; the recovery points'
+//! table and statements; the tables of entries (recovery points, result store) created under
+//! an advisory lock.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::PgConnection;
 use tokio::time::Instant;
 
 use super::dialect::{Ask, Bind, Outcome, Sealed, Statement, Statements, Wake};
+use super::recovery::{self, Point, PointsStatements};
 use super::sweep::SWEEP_BATCH;
 use super::{owner_host, owner_pid, to_lock_error, SqlBackend};
 use crate::Result;
 
-/// Serializes concurrent schema creation (`CREATE ... IF NOT EXISTS` can still collide).
+/// Serializes concurrent schema creation (`CREATE ... IF NOT EXISTS` can still collide): the
+/// lock table's, the result table's and the recovery points'.
 const SCHEMA_LOCK: i64 = 0x6c6f_636b_636f_7265; // "lockcore"
 
 impl Sealed for sqlx::Postgres {
-    type Grant = PgGrant;
+    // ---- Every store
+
     const BACKEND: &'static str = "postgres";
+
+    fn is_conflict(error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::Database(db)
+            if db.code().is_some_and(|c| c == "40001" || c == "40P01"))
+    }
+
+    fn placeholder(n: usize) -> String {
+        format!("${n}")
+    }
+
+    fn placeholders(sql: &str) -> String {
+        let mut out = String::with_capacity(sql.len() + 8);
+        let mut n = 0;
+        for ch in sql.chars() {
+            if ch == '?' {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            } else {
+                out.push(ch);
+            }
+        }
+        out
+    }
+
+    fn quote(identifier: &str) -> String {
+        format!("\"{identifier}\"")
+    }
+
+    // ---- Tables of entries by key
+
+    fn live_entry(t: &str, key: &str) -> String {
+        format!("SELECT entry FROM {t} WHERE {key} = $1 AND expires_at > now()")
+    }
+
+    fn purge_expired(t: &str, key: &str) -> String {
+        format!(
+            "DELETE FROM {t} WHERE {key} IN (
+               SELECT {key} FROM {t} WHERE expires_at <= now() LIMIT {SWEEP_BATCH}
+               FOR UPDATE SKIP LOCKED)"
+        )
+    }
+
+    async fn create_table(pool: &PgPool, migration: &str) -> std::result::Result<(), sqlx::Error> {
+        let batch = format!("SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {migration};");
+        // One simple-protocol batch: one transaction, holding the advisory lock.
+        sqlx::raw_sql(&batch).execute(pool).await.map(drop)
+    }
+
+    // ---- The lock table
+
+    type Grant = PgGrant;
     const MIGRATION: &'static str = include_str!("../../migrations/postgres/0001_lock_core.sql");
 
     fn statements(t: &str) -> (Statements, PgGrant) {
@@ -182,6 +242,111 @@ impl Sealed for sqlx::Postgres {
             Some(fence) => Outcome::Granted { fence, sent },
             None => Outcome::Busy(left),
         })
+    }
+
+    // ---- The stock tables
+
+    const NOW_US: &'static str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)";
+
+    const STOCK_MIGRATION: &'static str =
+        include_str!("../../migrations/postgres/0002_lock_core_stock.sql");
+
+    fn int(expr: &str) -> String {
+        format!("CAST({expr} AS BIGINT)")
+    }
+
+    fn restock(prefix: &str) -> String {
+        format!(
+            "INSERT INTO {prefix}_levels (sku, available, reserved, sold, received, version) \
+             VALUES (?, ?, 0, 0, ?, 1) ON CONFLICT (sku) DO UPDATE SET \
+             available = {prefix}_levels.available + EXCLUDED.available, \
+             received = {prefix}_levels.received + EXCLUDED.received, \
+             version = {prefix}_levels.version + 1"
+        )
+    }
+
+    fn sweep_unknown(prefix: &str) -> String {
+        format!(
+            "DELETE FROM {prefix}_orders WHERE ctid IN (SELECT o.ctid FROM {prefix}_orders o \
+             WHERE o.recorded_at < {now} - ? AND NOT EXISTS \
+             (SELECT 1 FROM {prefix}_levels l WHERE l.sku = o.sku) LIMIT 1000)",
+            now = Self::NOW_US
+        )
+    }
+
+    fn delete_batch(prefix: &str, condition: &str) -> String {
+        format!(
+            "DELETE FROM {prefix}_orders WHERE ctid IN (SELECT ctid FROM {prefix}_orders \
+             WHERE {condition} LIMIT 1000)"
+        )
+    }
+
+    // ---- The recovery points
+
+    const POINTS_MIGRATION: &'static str = "CREATE TABLE IF NOT EXISTS lock_core_recovery_points (
+  key        text COLLATE \"C\" PRIMARY KEY,
+  entry      bytea NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lock_core_recovery_points_expires_at ON lock_core_recovery_points (expires_at)";
+
+    /// `find` and `record` bind the key (`record`: then the entry and the keep in µs) and
+    /// `record` returns a row when it wrote.
+    fn points_statements(t: &str) -> PointsStatements {
+        PointsStatements {
+            find: Self::live_entry(t, "key"),
+            // The insert's conflict clause takes an expired point's place.
+            clear_expired: None,
+            // An insert on the primary key: a second execution's insert waits for the first
+            // one's transaction, then finds its row (and writes nothing) if it committed, or
+            // writes its own if it rolled back. An expired point gives way.
+            record: format!(
+                "INSERT INTO {t} AS r (key, entry, expires_at)
+             VALUES ($1, $2, now() + $3::float8 * interval '1 microsecond')
+             ON CONFLICT (key) DO UPDATE SET entry = EXCLUDED.entry, expires_at = EXCLUDED.expires_at
+             WHERE r.expires_at <= now()
+             RETURNING 1"
+            ),
+            purge_batch: Statement::new(Self::purge_expired(t, "key"), &[]),
+        }
+    }
+
+    fn point_key(key: &str) -> Cow<'_, str> {
+        Cow::Borrowed(key)
+    }
+
+    async fn find_point(
+        pool: &PgPool,
+        find: &str,
+        stored_key: &str,
+    ) -> std::result::Result<Option<Vec<u8>>, sqlx::Error> {
+        recovery::read_point(pool, find, stored_key).await
+    }
+
+    /// `Ok(Some(None))` if the point there expired between the two statements.
+    async fn record_point(
+        sql: &PointsStatements,
+        connection: &mut PgConnection,
+        point: Point<'_>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let written: Option<i32> = sqlx::query_scalar(&sql.record)
+            .bind(point.key)
+            .bind(point.entry)
+            .bind(point.keep)
+            .fetch_optional(&mut *connection)
+            .await
+            .map_err(|e| to_lock_error(Self::BACKEND, e))?;
+        if written.is_some() {
+            return Ok(None);
+        }
+        let there = recovery::read_point(connection, &sql.find, point.key).await;
+        Ok(Some(there.map_err(|e| to_lock_error(Self::BACKEND, e))?))
+    }
+
+    // ---- Completing a claim in the application's transaction
+
+    fn postgres_connection(connection: &mut PgConnection) -> Option<&mut PgConnection> {
+        Some(connection)
     }
 }
 

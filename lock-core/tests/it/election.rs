@@ -141,7 +141,7 @@ async fn candidates_lead_in_order(store: Store) {
     let first = candidates[0].campaign().await.unwrap();
     let leader = bystander.leader().await.unwrap().expect("a leads");
     assert_eq!(
-        (leader.participant.as_str(), leader.term),
+        (leader.participant.as_str(), leader.fencing_token),
         ("a", first.fencing_token())
     );
 
@@ -162,7 +162,7 @@ async fn candidates_lead_in_order(store: Store) {
     terms.push(second.fencing_token());
     let leader = bystander.leader().await.unwrap().expect("b leads");
     assert_eq!(
-        (leader.participant.as_str(), leader.term),
+        (leader.participant.as_str(), leader.fencing_token),
         ("b", second.fencing_token())
     );
     assert!(
@@ -218,7 +218,7 @@ async fn an_observer_follows_the_leader(store: Store) {
     let (seen, a) = answer_to(&mut watch, a.campaign()).await;
     let a = a.unwrap();
     let seen = seen.expect("a leads");
-    assert_eq!((seen.participant.as_str(), seen.term), ("a", a.fencing_token()));
+    assert_eq!((seen.participant.as_str(), seen.fencing_token), ("a", a.fencing_token()));
     assert_eq!(watch.current(), Some(&seen));
     let a_term = a.fencing_token();
     let (seen, resigned) = answer_to(&mut watch, a.resign()).await;
@@ -228,7 +228,7 @@ async fn an_observer_follows_the_leader(store: Store) {
     let (seen, b) = answer_to(&mut watch, b.campaign()).await;
     let b = b.unwrap();
     let seen = seen.expect("b leads");
-    assert_eq!((seen.participant.as_str(), seen.term), ("b", b.fencing_token()));
+    assert_eq!((seen.participant.as_str(), seen.fencing_token), ("b", b.fencing_token()));
     assert!(b.fencing_token() > a_term);
     b.resign().await.unwrap();
 }
@@ -364,7 +364,7 @@ mod processes {
         let leadership = locks
             .election(name)
             .participant("child")
-            .lease(LeaseMode::watchdog(LEASE))
+            .lease(lock_core::LeaseMode::watchdog(LEASE))
             .campaign()
             .await
             .unwrap();
@@ -437,7 +437,7 @@ mod processes {
         }
         let seen = seen.expect("the observer saw the successor");
         assert_eq!(
-            (seen.participant.as_str(), seen.term),
+            (seen.participant.as_str(), seen.fencing_token),
             ("successor", leadership.fencing_token())
         );
         eprintln!(

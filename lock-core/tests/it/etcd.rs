@@ -151,7 +151,7 @@ async fn waiter_outlives_its_lease_ttl() {
         let key = key.clone();
         async move {
             b.lock(&key)
-                .lease(LeaseMode::watchdog(Duration::from_millis(500)))
+                .lease(lock_core::LeaseMode::watchdog(Duration::from_millis(500)))
                 .await
                 .unwrap()
         }

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use lock_core::fenced::{FencedUpdate, FencedWrite, SqlDialect};
+use lock_core::fenced::FencedWrite;
 use lock_core::redis::RedisFencedStore;
+use lock_core::sql::FencedUpdate;
 use lock_core::testing::server_url;
 use lock_core::{FencingToken, LockClient, RedisBackend};
 use sqlx::{Connection, Executor};
@@ -69,7 +70,7 @@ async fn redis_refuses_a_stale_token_and_compares_tokens_exactly() {
         let locks = LockClient::new(backend);
         let old = locks
             .lock(&key)
-            .lease(LeaseMode::fixed(Duration::from_millis(100)))
+            .lease(lock_core::LeaseMode::fixed(Duration::from_millis(100)))
             .await
             .unwrap();
         let old_fence = old.fencing_token();
@@ -112,7 +113,7 @@ async fn postgres_runs_the_fenced_update() {
         conn.execute(&*format!("INSERT INTO {table} VALUES ('sku-1', 0, 0)"))
             .await
             .unwrap();
-        let sql = FencedUpdate::new(SqlDialect::Postgres, &table, "sku", "fence")
+        let sql = FencedUpdate::<sqlx::Postgres>::new(&table, "sku", "fence")
             .set("available")
             .build()
             .unwrap();
@@ -151,7 +152,7 @@ async fn mysql_runs_the_fenced_update() {
             .await
             .unwrap();
         conn.execute(&*format!("INSERT INTO {table} VALUES ('sku-1', 0, 0)")).await.unwrap();
-        let sql = FencedUpdate::new(SqlDialect::MySql, &table, "sku", "fence").set("available").build().unwrap();
+        let sql = FencedUpdate::<sqlx::MySql>::new(&table, "sku", "fence").set("available").build().unwrap();
         let mut affected = Vec::new();
         for (fence, available) in [(5i64, 10i64), (3, 99), (5, 9), (7, 8)] {
             let done = sqlx::query(&sql).bind(available).bind(fence).bind("sku-1").bind(fence).execute(&mut conn).await.unwrap();

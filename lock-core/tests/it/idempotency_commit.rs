@@ -591,12 +591,15 @@ async fn expired_points_are_purged(records: Records) {
     };
     let table = unique("points").replace('-', "_");
     let points = match &setup.effects {
-        Effects::Postgres(pool) => RecoveryPoints::postgres_builder(pool.clone()),
-        Effects::MySql(pool) => RecoveryPoints::mysql_builder(pool.clone()),
+        Effects::Postgres(pool) => {
+            let builder = RecoveryPoints::builder_from_pool(pool.clone());
+            builder.table(&table).connect().await
+        }
+        Effects::MySql(pool) => {
+            let builder = RecoveryPoints::builder_from_pool(pool.clone());
+            builder.table(&table).connect().await
+        }
     }
-    .table(&table)
-    .build()
-    .await
     .unwrap();
     let url = server_url("LOCK_TEST_REDIS_URL").unwrap().unwrap();
     let backend = RedisBackend::connect(&url).await.unwrap();

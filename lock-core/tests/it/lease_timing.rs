@@ -86,7 +86,7 @@ async fn watchdog_renews_every_third_of_the_ttl_for_hours() {
     let backend = Faulty::default();
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
-    let guard = locks.lock("k").lease(LeaseMode::watchdog(ttl)).await.unwrap();
+    let guard = locks.lock("k").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
     // Ten simulated minutes, well past 3 × TTL.
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert!(!guard.is_lost());
@@ -113,7 +113,7 @@ async fn failed_renewals_fire_lost_before_the_lease_ends_not_after() {
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
     let start = Instant::now();
-    let guard = locks.lock("k").lease(LeaseMode::watchdog(ttl)).await.unwrap();
+    let guard = locks.lock("k").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
     backend.renew_fails.store(true, Ordering::SeqCst);
     let reason = guard.lost().await;
     let fired_after = start.elapsed();
@@ -136,7 +136,7 @@ async fn a_renewal_that_recovers_keeps_the_lease() {
     let backend = Faulty::default();
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
-    let guard = locks.lock("k").lease(LeaseMode::watchdog(ttl)).await.unwrap();
+    let guard = locks.lock("k").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
     backend.renew_fails.store(true, Ordering::SeqCst);
     advance(Duration::from_secs(15)).await;
     backend.renew_fails.store(false, Ordering::SeqCst);
@@ -150,7 +150,7 @@ async fn fixed_leases_are_not_renewed_and_end_with_expired() {
     let locks = client(&backend);
     let ttl = Duration::from_secs(9);
     let start = Instant::now();
-    let guard = locks.lock("k").lease(LeaseMode::fixed(ttl)).await.unwrap();
+    let guard = locks.lock("k").lease(lock_core::LeaseMode::fixed(ttl)).await.unwrap();
     assert_eq!(guard.lost().await, LostReason::Expired);
     assert_eq!(start.elapsed(), ttl - drift_margin(ttl));
     // Ownership was checked meanwhile, but never extended.
@@ -170,7 +170,7 @@ async fn extend_moves_a_fixed_lease_and_its_loss() {
     let start = Instant::now();
     let guard = locks
         .lock("k")
-        .lease(LeaseMode::fixed(Duration::from_secs(10)))
+        .lease(lock_core::LeaseMode::fixed(Duration::from_secs(10)))
         .await
         .unwrap();
     advance(Duration::from_secs(5)).await;
@@ -190,7 +190,7 @@ async fn a_reply_delayed_past_the_lease_is_not_a_grant() {
     *backend.reply_delay.lock().unwrap() = Duration::from_secs(31);
     let outcome = locks
         .lock("k")
-        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
+        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(30)))
         .try_acquire()
         .await
         .unwrap();
@@ -215,7 +215,7 @@ async fn a_slow_reply_shortens_the_lease() {
     *backend.reply_delay.lock().unwrap() = Duration::from_secs(4);
     let guard = locks
         .lock("k")
-        .lease(LeaseMode::watchdog(ttl))
+        .lease(lock_core::LeaseMode::watchdog(ttl))
         .try_acquire()
         .await
         .unwrap()
@@ -233,9 +233,9 @@ async fn a_slow_reply_shortens_the_lease() {
 async fn a_holder_paused_past_its_lease_sees_it_lost_at_once() {
     let locks = LockClient::new(MemoryBackend::new());
     let ttl = Duration::from_millis(100);
-    let checked = locks.lock("paused:ensure").lease(LeaseMode::watchdog(ttl)).await.unwrap();
-    let asked = locks.lock("paused:is-lost").lease(LeaseMode::watchdog(ttl)).await.unwrap();
-    let awaited = locks.lock("paused:lost").lease(LeaseMode::watchdog(ttl)).await.unwrap();
+    let checked = locks.lock("paused:ensure").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+    let asked = locks.lock("paused:is-lost").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+    let awaited = locks.lock("paused:lost").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
     let lost = awaited.lost();
     std::thread::sleep(ttl * 3);
     let err = checked.ensure_held().unwrap_err();
@@ -266,7 +266,7 @@ async fn a_failed_acquire_releases_what_the_store_granted() {
     let locks = client(&backend);
     let err = locks
         .lock("k")
-        .lease(LeaseMode::watchdog(Duration::from_secs(60)))
+        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(60)))
         .try_acquire()
         .await
         .unwrap_err();
@@ -284,7 +284,7 @@ async fn a_dropped_release_still_releases() {
     let locks = client(&backend);
     let guard = locks
         .lock("k")
-        .lease(LeaseMode::watchdog(Duration::from_secs(60)))
+        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(60)))
         .await
         .unwrap();
     let cut_short = tokio::time::timeout(Duration::from_millis(10), guard.release()).await;
@@ -316,7 +316,7 @@ async fn a_claim_window_grant_is_extended_to_the_full_lease() {
     let locks = client(&backend);
     let guard = locks
         .lock("k")
-        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
+        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(30)))
         .await
         .unwrap();
     assert!(guard.remaining() <= Duration::from_millis(200));
@@ -327,7 +327,7 @@ async fn a_claim_window_grant_is_extended_to_the_full_lease() {
 
     let fixed = locks
         .lock("k")
-        .lease(LeaseMode::fixed(Duration::from_secs(30)))
+        .lease(lock_core::LeaseMode::fixed(Duration::from_secs(30)))
         .await
         .unwrap();
     assert!(fixed.remaining() > Duration::from_secs(29));

@@ -127,7 +127,7 @@ async fn opposite_orders_never_deadlock() {
 async fn lost_when_any_part_is() {
     let (a, b) = (memory(), memory());
     let (x, y) = (unique_key("lost-x"), unique_key("lost-y"));
-    let guard = MultiLock::new([a.lock(&x), b.lock(&y).lease(LeaseMode::fixed(Duration::from_millis(150)))])
+    let guard = MultiLock::new([a.lock(&x), b.lock(&y).lease(lock_core::LeaseMode::fixed(Duration::from_millis(150)))])
         .try_acquire()
         .await
         .unwrap()

@@ -172,7 +172,7 @@ async fn child_holder() {
     .unwrap();
     let guard = locks
         .lock(&key)
-        .lease(LeaseMode::watchdog(Duration::from_millis(1500)))
+        .lease(lock_core::LeaseMode::watchdog(Duration::from_millis(1500)))
         .await
         .unwrap();
     announce_and_wait(guard).await;

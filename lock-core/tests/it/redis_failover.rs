@@ -35,24 +35,24 @@ async fn grant(locks: &LockClient, kind: Kind, owner: &LockOwner, on: &str) -> L
             locks
                 .lock("failover")
                 .owner(owner)
-                .lease(LeaseMode::watchdog(ttl))
+                .lease(lock_core::LeaseMode::watchdog(ttl))
                 .try_acquire()
                 .await
         }
         Kind::Fair => {
             let request = locks.fair_lock("failover-fair").owner(owner);
-            request.lease(LeaseMode::watchdog(ttl)).try_acquire().await
+            request.lease(lock_core::LeaseMode::watchdog(ttl)).try_acquire().await
         }
         Kind::Write => {
             let lock = locks.read_write_lock("failover-rw");
-            lock.write().owner(owner).lease(LeaseMode::watchdog(ttl)).try_acquire().await
+            lock.write().owner(owner).lease(lock_core::LeaseMode::watchdog(ttl)).try_acquire().await
         }
         Kind::Permit => {
             let semaphore = locks.semaphore("failover-sem", 1);
             semaphore
                 .acquire(1)
                 .owner(owner)
-                .lease(LeaseMode::watchdog(ttl))
+                .lease(lock_core::LeaseMode::watchdog(ttl))
                 .try_acquire()
                 .await
         }

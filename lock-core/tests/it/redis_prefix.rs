@@ -459,7 +459,7 @@ async fn an_acl_user_limited_to_its_prefix_elects_and_observes() {
             candidate.campaign().await.unwrap()
         });
         assert_eq!(
-            seen.map(|leader| (leader.participant, leader.term)),
+            seen.map(|leader| (leader.participant, leader.fencing_token)),
             Some(("a".to_owned(), leading.fencing_token()))
         );
         let (seen, resigned) = tokio::join!(told(&mut watch), async {

@@ -154,7 +154,7 @@ async fn fair_hands_over_in_fifo_order_without_an_acquire_round_trip() {
             waiters.push(tokio::spawn(async move {
                 let guard = client
                     .fair_lock(&task_key)
-                    .lease(LeaseMode::fixed(Duration::from_secs(60)))
+                    .lease(lock_core::LeaseMode::fixed(Duration::from_secs(60)))
                     .await
                     .unwrap();
                 let spent = backend
@@ -230,7 +230,7 @@ async fn fair_waiter_wakes_holding_the_lock() {
             async move {
                 waiter_client
                     .fair_lock(&key)
-                    .lease(LeaseMode::fixed(Duration::from_secs(60)))
+                    .lease(lock_core::LeaseMode::fixed(Duration::from_secs(60)))
                     .await
                     .unwrap()
             }
@@ -563,7 +563,7 @@ async fn rw_crashed_reader_frees_only_its_share() {
         let crashed = a
             .read_write_lock(&key)
             .read()
-            .lease(LeaseMode::watchdog(Duration::from_millis(300)))
+            .lease(lock_core::LeaseMode::watchdog(Duration::from_millis(300)))
             .await
             .unwrap();
         let alive = b.read_write_lock(&key).read().await.unwrap();

@@ -23,7 +23,7 @@ async fn a_restart_is_survived_and_reported() {
             .unwrap();
         let locks = LockClient::new(backend);
         let ttl = Duration::from_millis(900);
-        let holder = locks.lock("restart").lease(LeaseMode::watchdog(ttl)).await.unwrap();
+        let holder = locks.lock("restart").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
         let fence_before = holder.fencing_token();
 
         server.kill();
@@ -35,7 +35,7 @@ async fn a_restart_is_survived_and_reported() {
                 loop {
                     match locks
                         .lock("restart")
-                        .lease(LeaseMode::watchdog(ttl))
+                        .lease(lock_core::LeaseMode::watchdog(ttl))
                         .acquire_within(Duration::from_secs(20))
                         .await
                     {

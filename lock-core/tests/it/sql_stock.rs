@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::sql::{SqlStock, StockDialect, StockStrategy};
+use lock_core::sql::{Dialect, SqlStock, StockStrategy};
 use lock_core::stock::{DeductOutcome, Stock};
 use lock_core::testing::{free_port, unique, SqlKind, SqlServer};
 use tokio::sync::Notify;
@@ -45,7 +45,7 @@ async fn stock_at(db: &str, url: &str, strategy: StockStrategy) -> Stock {
     stock.namespace("sql-stock").build().unwrap()
 }
 
-async fn store<D: StockDialect>(url: &str, strategy: StockStrategy) -> SqlStock<D> {
+async fn store<D: Dialect>(url: &str, strategy: StockStrategy) -> SqlStock<D> {
     SqlStock::<D>::builder(url)
         .strategy(strategy)
         .connect()

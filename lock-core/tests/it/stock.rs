@@ -450,7 +450,7 @@ stock_suite!(redis_stock, redis);
 
 /// The SQL stock with `strategy` and `retention`, on the server `variable` names.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-async fn sql<D: lock_core::sql::StockDialect>(
+async fn sql<D: lock_core::sql::Dialect>(
     variable: &str,
     strategy: lock_core::sql::StockStrategy,
     retention: Duration,

@@ -228,7 +228,7 @@ async fn elections_use_curators_leader_latch_layout() {
         .unwrap()
         .expect("the Java latch leads");
     assert_eq!(leader.participant, "java-1");
-    assert_eq!(leader.term.get(), u64::try_from(stat.czxid).unwrap());
+    assert_eq!(leader.fencing_token.get(), u64::try_from(stat.czxid).unwrap());
     assert!(election.try_campaign().await.unwrap().is_none());
     let waiting = tokio::spawn({
         let election = election.clone();
@@ -245,7 +245,7 @@ async fn elections_use_curators_leader_latch_layout() {
         .await
         .expect("not leading once the Java latch closed")
         .unwrap();
-    assert!(ours.fencing_token() > leader.term);
+    assert!(ours.fencing_token() > leader.fencing_token);
     assert_eq!(
         election.leader().await.unwrap().unwrap().participant,
         "rust-1"

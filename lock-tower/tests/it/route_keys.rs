@@ -45,7 +45,7 @@ fn sku_lock(locks: LockClient) -> KeyedLockLayer<KeySource> {
 }
 
 async fn buy(lock: HeldLock) -> String {
-    format!("{} {}", lock.key, lock.fence)
+    format!("{} {}", lock.key, lock.fencing_token)
 }
 
 /// The same routes with the layer on the nested router (`layer`, `route_layer`) and on the
@@ -117,7 +117,7 @@ async fn the_same_sku_at_once_is_refused_with_409() {
         async move {
             entered_tx.send(()).unwrap();
             release.wait_for(|done| *done).await.unwrap();
-            format!("{}", lock.fence)
+            format!("{}", lock.fencing_token)
         }
     };
     let app = Router::new().nest(

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::redis::RedisStock;
-use lock_core::sql::{SqlStock, StockDialect, StockStrategy};
+use lock_core::sql::{Dialect, SqlStock, StockStrategy};
 use lock_core::stock::Stock;
 use lock_core::RedisBackend;
 use serde_json::{json, Value};
@@ -76,7 +76,7 @@ pub async fn run(db: &'static str, url: &str, redis_url: &str) -> Value {
 }
 
 /// The row of `strategy` with `buyers` on the database `db` at `url`.
-async fn sql<D: StockDialect>(
+async fn sql<D: Dialect>(
     db: &'static str,
     url: &str,
     strategy: StockStrategy,

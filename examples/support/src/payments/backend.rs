@@ -163,7 +163,7 @@ impl PaymentsBackend {
                     .pool()
                     .cloned()
                     .ok_or("a PostgreSQL ledger has a pool")?;
-                let points = lock_core::sql::RecoveryPoints::postgres(pool)
+                let points = lock_core::sql::RecoveryPoints::from_pool(pool)
                     .await
                     .map_err(|e| format!("recovery points at {postgres_url}: {e}"))?;
                 let idempotency = built(
@@ -193,7 +193,7 @@ impl PaymentsBackend {
                 // The store shares the backend's pool, so it shares its breaker too: one
                 // outage of the database opens one breaker.
                 let store =
-                    lock_core::sql::PostgresResultStore::builder_with_pool(backend.pool().clone())
+                    lock_core::sql::PostgresResultStore::builder_from_pool(backend.pool().clone())
                         .breaker(backend.breaker().clone())
                         .connect()
                         .await

@@ -275,7 +275,7 @@ impl Shop {
     /// The lock strategy's handler body, run under the middleware's lock on `sku:{sku}`:
     /// read the counter, check it, write it back fenced with the lock's token.
     pub async fn buy_locked(&self, sku: &str, order: &str, lock: &LockInfo) -> BuyOutcome {
-        let fence = lock.fence.get();
+        let fence = lock.fencing_token.get();
         let outcome = async {
             let read = self.counter.read(sku, order).await?;
             if let Some(fence) = read.sold_with {

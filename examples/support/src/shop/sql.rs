@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lock_core::sql::{SqlStock, StockDialect, StockStrategy};
+use lock_core::sql::{Dialect, SqlStock, StockStrategy};
 use lock_core::{LockClient, LockError};
 
 use super::sql_counter::SqlCounter;
@@ -79,7 +79,7 @@ async fn with_counter(
 }
 
 /// The shop's locks and stock on database `D`, and the stock's pool.
-async fn shop<D: StockDialect>(
+async fn shop<D: Dialect>(
     config: &ShopConfig,
     locks: lock_core::LockClientBuilder,
     url: &str,

@@ -1,6 +1,6 @@
 //! The lock strategy's plain counter on PostgreSQL or MySQL (features `postgres`, `mysql`): a
 //! separate read and a fenced write (`UPDATE ... WHERE fence <= $token`, the pattern of
-//! `lock_core::fenced::FencedUpdate`), so that only the lock keeps concurrent buyers from
+//! `lock_core::sql::FencedUpdate`), so that only the lock keeps concurrent buyers from
 //! overwriting each other's deductions, as with the memory and Redis counters.
 //!
 //! Tables `flash_counter` (a row per SKU: count, received, the largest fence written) and

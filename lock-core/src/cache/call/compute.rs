@@ -262,7 +262,7 @@ fn own(value: Vec<u8>, status: CacheStatus, computed_in: Duration) -> Cached<Vec
         stored_at: SystemTime::now(),
         computed_in,
         fresh_for: Duration::ZERO,
-        fence: None,
+        fencing_token: None,
     }
 }
 

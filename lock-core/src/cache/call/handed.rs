@@ -53,7 +53,7 @@ pub(in crate::cache) fn cached(
         stored_at: entry.stored_at,
         computed_in: entry.computed_in,
         fresh_for: entry.fresh_until().duration_since(now).unwrap_or_default(),
-        fence: Some(entry.fence),
+        fencing_token: Some(entry.fence),
     }
 }
 
@@ -83,7 +83,7 @@ pub(super) fn own_landing(status: CacheStatus) -> Cached<Vec<u8>> {
         stored_at: SystemTime::now(),
         computed_in: Duration::ZERO,
         fresh_for: Duration::ZERO,
-        fence: None,
+        fencing_token: None,
     }
 }
 

@@ -30,7 +30,7 @@
 //! assert!(options.applies(head.method(), head.path()));
 //! let source = KeySource::path_param("/buy/{sku}", "sku");
 //! let key = source.extract(&head).expect("the path has a sku");
-//! let handler = |info: LockInfo| async move { format!("sold under fence {}", info.fence) };
+//! let handler = |info: LockInfo| async move { format!("sold under fence {}", info.fencing_token) };
 //! // The status the handler answered with, for the metrics (an adapter reads its response's).
 //! let answer = run_locked(&locks, &key, &options, handler, |_| Some(200)).await;
 //! assert_eq!(answer.unwrap(), "sold under fence 1");

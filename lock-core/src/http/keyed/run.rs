@@ -16,7 +16,7 @@ use crate::{race_lost, FencingToken, LockClient, LockError, LockGuard, LockOwner
 /// use lock_core::FencingToken;
 ///
 /// let info = LockInfo::new("sku:1", FencingToken::new(7));
-/// assert_eq!((info.key.as_str(), info.fence.get()), ("sku:1", 7));
+/// assert_eq!((info.key.as_str(), info.fencing_token.get()), ("sku:1", 7));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -24,7 +24,7 @@ pub struct LockInfo {
     /// The lock key (with the options' prefix, without the client's namespace).
     pub key: String,
     /// The fencing token of this grant: pass it to the resource with every write.
-    pub fence: FencingToken,
+    pub fencing_token: FencingToken,
     /// When the lock was granted, for measuring how long it is held.
     pub acquired_at: std::time::Instant,
 }
@@ -35,7 +35,7 @@ impl LockInfo {
     pub fn new(key: impl Into<String>, fence: FencingToken) -> Self {
         Self {
             key: key.into(),
-            fence,
+            fencing_token: fence,
             acquired_at: std::time::Instant::now(),
         }
     }
@@ -69,7 +69,7 @@ impl LockInfo {
 /// assert_eq!(busy.unwrap_err().kind, RejectionKind::Busy);
 /// held.release().await.unwrap();
 /// // A handler's output as an adapter has it: a response, or the error of a failed handler.
-/// let sold = |info: lock_core::http::keyed::LockInfo| async move { Ok::<_, ()>(info.fence.get()) };
+/// let sold = |info: lock_core::http::keyed::LockInfo| async move { Ok::<_, ()>(info.fencing_token.get()) };
 /// let status_of = |output: &Result<u64, ()>| output.is_ok().then_some(201);
 /// let done = run_locked(&locks, "sku:1", &options, sold, status_of).await;
 /// assert_eq!(done.unwrap(), Ok(2));
@@ -103,7 +103,7 @@ where
 /// let options = KeyedLockOptions::new().key_prefix("sku:");
 /// let lock = RequestLock::acquire(&locks, "1", &options).await.unwrap();
 /// assert_eq!(lock.info().key, "sku:1");
-/// let fence = lock.info().fence;
+/// let fence = lock.info().fencing_token;
 /// let ran = lock.run(async move { fence.get() }, &options, |_| Some(200));
 /// assert_eq!(ran.await.unwrap(), 1);
 /// # }
@@ -171,7 +171,7 @@ impl RequestLock {
             OnLost::Cancel => race_lost(work, guard.lost()).await,
             OnLost::Continue => Ok(work.await),
         };
-        let (key, fence) = (info.key, info.fence);
+        let (key, fence) = (info.key, info.fencing_token);
         if outcome.is_ok() {
             // Released before answering, so the client's next request finds the key free.
             match guard.release().await {

@@ -2,47 +2,41 @@
 
 use std::time::Duration;
 
-use super::{Db, RecoveryPoints};
+use sqlx::Pool;
+
+use super::{Points, RecoveryPoints};
 use crate::breaker::{Breaker, BreakerOptions};
-use crate::sql::validate_table;
+use crate::sql::{validate_table, Dialect};
 use crate::{LockError, Result};
 
-/// The database the points go to.
-pub(super) enum Source {
-    #[cfg(feature = "postgres")]
-    Postgres(sqlx::PgPool),
-    #[cfg(feature = "mysql")]
-    MySql(sqlx::MySqlPool),
-}
-
-/// Settings of [`RecoveryPoints`]; start from [`RecoveryPoints::postgres_builder`] or
-/// [`RecoveryPoints::mysql_builder`].
+/// Settings of [`RecoveryPoints`] in database `D` (`sqlx::Postgres` or `sqlx::MySql`); start
+/// from [`RecoveryPoints::builder_from_pool`].
 ///
 /// ```no_run
 /// use std::time::Duration;
 /// use lock_core::sql::RecoveryPoints;
 ///
 /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-/// let points = RecoveryPoints::postgres_builder(pool)
+/// let points = RecoveryPoints::builder_from_pool(pool)
 ///     .table("payments_recovery")
 ///     .response_timeout(Duration::from_secs(1))
-///     .build()
+///     .connect()
 ///     .await?;
 /// # let _ = points; Ok(()) }
 /// ```
 #[must_use]
-pub struct RecoveryPointsBuilder {
-    source: Source,
+pub struct RecoveryPointsBuilder<D: Dialect> {
+    pool: Pool<D>,
     table: String,
     create_table: bool,
     response_timeout: Duration,
     breaker: Option<Breaker>,
 }
 
-impl RecoveryPointsBuilder {
-    pub(super) fn new(source: Source) -> Self {
+impl<D: Dialect> RecoveryPointsBuilder<D> {
+    pub(super) fn new(pool: Pool<D>) -> Self {
         Self {
-            source,
+            pool,
             table: RecoveryPoints::DEFAULT_TABLE.to_owned(),
             create_table: true,
             response_timeout: Duration::from_secs(2),
@@ -59,9 +53,9 @@ impl RecoveryPointsBuilder {
     /// use lock_core::PostgresBackend;
     ///
     /// # async fn example(backend: PostgresBackend) -> Result<(), lock_core::LockError> {
-    /// let points = RecoveryPoints::postgres_builder(backend.pool().clone())
+    /// let points = RecoveryPoints::builder_from_pool(backend.pool().clone())
     ///     .breaker(backend.breaker().clone())
-    ///     .build()
+    ///     .connect()
     ///     .await?;
     /// # let _ = points; Ok(()) }
     /// ```
@@ -75,7 +69,7 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
-    /// let builder = lock_core::sql::RecoveryPoints::postgres_builder(pool).table("payments_recovery");
+    /// let builder = lock_core::sql::RecoveryPoints::builder_from_pool(pool).table("payments_recovery");
     /// # let _ = builder; }
     /// ```
     pub fn table(mut self, table: impl Into<String>) -> Self {
@@ -83,12 +77,12 @@ impl RecoveryPointsBuilder {
         self
     }
 
-    /// Whether `build` creates the table when it is missing (default true). Turn it off when
+    /// Whether `connect` creates the table when it is missing (default true). Turn it off when
     /// migrations create it.
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
-    /// let builder = lock_core::sql::RecoveryPoints::postgres_builder(pool).create_table(false);
+    /// let builder = lock_core::sql::RecoveryPoints::builder_from_pool(pool).create_table(false);
     /// # let _ = builder; }
     /// ```
     pub fn create_table(mut self, create: bool) -> Self {
@@ -102,7 +96,7 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # fn example(pool: sqlx::PgPool) {
-    /// let builder = lock_core::sql::RecoveryPoints::postgres_builder(pool)
+    /// let builder = lock_core::sql::RecoveryPoints::builder_from_pool(pool)
     ///     .response_timeout(std::time::Duration::from_millis(500));
     /// # let _ = builder; }
     /// ```
@@ -116,33 +110,25 @@ impl RecoveryPointsBuilder {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::sql::RecoveryPoints::postgres_builder(pool).build().await?;
+    /// let points = lock_core::sql::RecoveryPoints::builder_from_pool(pool).connect().await?;
     /// # let _ = points; Ok(()) }
     /// ```
-    pub async fn build(self) -> Result<RecoveryPoints> {
+    pub async fn connect(self) -> Result<RecoveryPoints> {
         validate_table(&self.table)?;
         if self.response_timeout.is_zero() {
             return Err(LockError::InvalidConfig(
                 "the recovery points' response timeout must be positive".into(),
             ));
         }
-        let db = match self.source {
-            #[cfg(feature = "postgres")]
-            Source::Postgres(pool) => Db::Postgres {
-                pool,
-                sql: super::postgres::statements(&self.table),
-            },
-            #[cfg(feature = "mysql")]
-            Source::MySql(pool) => Db::MySql {
-                pool,
-                sql: super::mysql::statements(&self.table),
-            },
+        let db = Points {
+            pool: self.pool,
+            sql: D::points_statements(&self.table),
         };
         let breaker = self
             .breaker
-            .unwrap_or_else(|| Breaker::new(db.name(), BreakerOptions::new()));
+            .unwrap_or_else(|| Breaker::new(D::BACKEND, BreakerOptions::new()));
         RecoveryPoints::start(
-            db,
+            Box::new(db),
             self.table,
             self.create_table,
             self.response_timeout,
@@ -152,9 +138,10 @@ impl RecoveryPointsBuilder {
     }
 }
 
-impl std::fmt::Debug for RecoveryPointsBuilder {
+impl<D: Dialect> std::fmt::Debug for RecoveryPointsBuilder<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecoveryPointsBuilder")
+            .field("database", &D::BACKEND)
             .field("table", &self.table)
             .field("create_table", &self.create_table)
             .field("response_timeout", &self.response_timeout)

@@ -3,22 +3,20 @@
 //! [`RecoveryPoints`].
 
 mod builder;
-#[cfg(feature = "mysql")]
-mod mysql;
-#[cfg(feature = "postgres")]
-mod postgres;
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Pool;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use self::builder::RecoveryPointsBuilder;
-use super::commit::Dialect;
+use super::dialect::{Exec, Statement, Values};
 use crate::backend::BoxFuture;
 use crate::breaker::Breaker;
 use crate::results::{CommitPlace, CommitPlaceSealed};
-use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table, RowsAffected};
+use crate::sql::{is_unreachable, sweep, to_lock_error, validate_table, Dialect};
 use crate::{LockError, Result};
 
 /// The default table.
@@ -49,9 +47,9 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
 /// // `pool` is the database the handlers write their effects to.
 /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
-/// let payments = Idempotency::builder(RedisResultStore::connect(&backend).await?, backend)
+/// let payments = Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)
 ///     .namespace("payments")
-///     .recovery_points(RecoveryPoints::postgres(pool).await?)
+///     .recovery_points(RecoveryPoints::from_pool(pool).await?)
 ///     .build()?;
 /// # let _ = payments; Ok(()) }
 /// ```
@@ -59,9 +57,8 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// # The table
 /// `lock_core_recovery_points` by default, created when missing unless
 /// [`create_table(false)`](RecoveryPointsBuilder::create_table); its migration
-/// ([`MIGRATION`](Self::MIGRATION) / [`MYSQL_MIGRATION`](Self::MYSQL_MIGRATION), or
-/// [`migration`](Self::migration) for another name) is there for teams that create tables in
-/// migrations.
+/// ([`migration::<D>(table)`](Self::migration), `D` the database) is there for teams that
+/// create tables in migrations.
 ///
 /// | column | meaning |
 /// |---|---|
@@ -87,7 +84,7 @@ impl CommitPlace for RecoveryPoints {
 }
 
 struct Shared {
-    db: Db,
+    db: Box<dyn Db>,
     table: String,
     timeout: Duration,
     /// Reads and purges go through it (the writes run on the application's transaction).
@@ -95,49 +92,75 @@ struct Shared {
     _stop: DropGuard,
 }
 
-/// The database and its statements.
-enum Db {
-    #[cfg(feature = "postgres")]
-    Postgres { pool: sqlx::PgPool, sql: Statements },
-    #[cfg(feature = "mysql")]
-    MySql {
-        pool: sqlx::MySqlPool,
-        sql: Statements,
-    },
+/// The points' database, whichever it is: its pool and statements.
+trait Db: Any + Send + Sync {
+    /// `"postgres"` or `"mysql"`.
+    fn name(&self) -> &'static str;
+    /// Creates the table `table` if missing.
+    fn create<'a>(&'a self, table: &'a str) -> BoxFuture<'a, Result<(), sqlx::Error>>;
+    /// The live point of `key` (the record's full key), if any.
+    fn find<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, sqlx::Error>>;
+    /// Deletes one batch of expired points: how many.
+    fn purge_batch(&self) -> BoxFuture<'_, Result<u64, sqlx::Error>>;
+}
+
+/// The points in database `D`.
+struct Points<D: Dialect> {
+    pool: Pool<D>,
+    sql: PointsStatements,
+}
+
+impl<D: Dialect> Db for Points<D> {
+    fn name(&self) -> &'static str {
+        D::BACKEND
+    }
+
+    fn create<'a>(&'a self, table: &'a str) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+        Box::pin(async move { D::create_table(&self.pool, &migration::<D>(table)).await })
+    }
+
+    fn find<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, sqlx::Error>> {
+        Box::pin(async move {
+            let stored_key = D::point_key(key);
+            D::find_point(&self.pool, &self.sql.find, &stored_key).await
+        })
+    }
+
+    fn purge_batch(&self) -> BoxFuture<'_, Result<u64, sqlx::Error>> {
+        Box::pin(<D as Exec>::rows(
+            &self.pool,
+            &self.sql.purge_batch,
+            Values::default(),
+        ))
+    }
 }
 
 /// One point to write: the record's full key, its entry, and how long to keep it (µs).
 #[derive(Clone, Copy, Debug)]
-struct Point<'a> {
-    key: &'a str,
-    entry: &'a [u8],
-    keep: i64,
+pub struct Point<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) entry: &'a [u8],
+    pub(crate) keep: i64,
 }
 
 /// One dialect's statements on the points table, with its name put in once.
 #[derive(Debug)]
-struct Statements {
+pub struct PointsStatements {
     /// The stored key → the live entry, if any.
-    find: String,
+    pub(crate) find: String,
     /// Before `record`, where the dialect needs it (MySQL): deletes the key's point if it
     /// expired, so that the insert after it can take its place.
     #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
-    clear_expired: Option<String>,
+    pub(crate) clear_expired: Option<String>,
     /// Writes the point unless a live one is there.
-    record: String,
-    /// Deletes up to [`SWEEP_BATCH`](crate::sql::SWEEP_BATCH) expired rows.
-    purge_batch: String,
+    pub(crate) record: String,
+    /// Deletes up to [`SWEEP_BATCH`](crate::sql::sweep::SWEEP_BATCH) expired rows.
+    pub(crate) purge_batch: Statement,
 }
 
-impl Db {
-    fn name(&self) -> &'static str {
-        match self {
-            #[cfg(feature = "postgres")]
-            Self::Postgres { .. } => "postgres",
-            #[cfg(feature = "mysql")]
-            Self::MySql { .. } => "mysql",
-        }
-    }
+/// The migration of a points table named `table` (checked beforehand) in database `D`.
+fn migration<D: Dialect>(table: &str) -> String {
+    D::POINTS_MIGRATION.replace(DEFAULT_TABLE, table)
 }
 
 impl RecoveryPoints {
@@ -150,116 +173,54 @@ impl RecoveryPoints {
     /// ```
     pub const DEFAULT_TABLE: &'static str = DEFAULT_TABLE;
 
-    /// The PostgreSQL `CREATE TABLE IF NOT EXISTS` (and its index) of the default table, for
-    /// migrations.
-    ///
-    /// ```
-    /// use lock_core::sql::RecoveryPoints;
-    ///
-    /// assert!(RecoveryPoints::MIGRATION.starts_with("CREATE TABLE IF NOT EXISTS lock_core_recovery_points ("));
-    /// ```
-    #[cfg(feature = "postgres")]
-    pub const MIGRATION: &'static str = postgres::MIGRATION;
-
-    /// The MySQL `CREATE TABLE IF NOT EXISTS` of the default table, for migrations.
-    ///
-    /// ```
-    /// use lock_core::sql::RecoveryPoints;
-    ///
-    /// assert!(RecoveryPoints::MYSQL_MIGRATION.contains("point_key  VARBINARY(128) NOT NULL PRIMARY KEY"));
-    /// ```
-    #[cfg(feature = "mysql")]
-    pub const MYSQL_MIGRATION: &'static str = mysql::MIGRATION;
-
-    /// Recovery points in the default table of `pool`'s PostgreSQL database, created when
-    /// missing.
+    /// Recovery points in the default table of `pool`'s database (PostgreSQL or MySQL /
+    /// MariaDB), created when missing.
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::sql::RecoveryPoints::postgres(pool).await?;
+    /// let points = lock_core::sql::RecoveryPoints::from_pool(pool).await?;
     /// # let _ = points; Ok(()) }
     /// ```
-    #[cfg(feature = "postgres")]
-    pub async fn postgres(pool: sqlx::PgPool) -> Result<Self> {
-        Self::postgres_builder(pool).build().await
+    pub async fn from_pool<D: Dialect>(pool: Pool<D>) -> Result<Self> {
+        Self::builder_from_pool(pool).connect().await
     }
 
-    /// Starts configuring recovery points in `pool`'s PostgreSQL database.
+    /// Starts configuring recovery points in `pool`'s database (PostgreSQL or MySQL /
+    /// MariaDB).
     ///
     /// ```no_run
-    /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::sql::RecoveryPoints::postgres_builder(pool)
+    /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
+    /// let points = lock_core::sql::RecoveryPoints::builder_from_pool(pool)
     ///     .table("payments_recovery")
     ///     .create_table(false)
-    ///     .build()
+    ///     .connect()
     ///     .await?;
     /// # let _ = points; Ok(()) }
     /// ```
-    #[cfg(feature = "postgres")]
-    pub fn postgres_builder(pool: sqlx::PgPool) -> RecoveryPointsBuilder {
-        RecoveryPointsBuilder::new(builder::Source::Postgres(pool))
+    pub fn builder_from_pool<D: Dialect>(pool: Pool<D>) -> RecoveryPointsBuilder<D> {
+        RecoveryPointsBuilder::new(pool)
     }
 
-    /// Recovery points in the default table of `pool`'s MySQL (or MariaDB) database, created
-    /// when missing.
-    ///
-    /// ```no_run
-    /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::sql::RecoveryPoints::mysql(pool).await?;
-    /// # let _ = points; Ok(()) }
-    /// ```
-    #[cfg(feature = "mysql")]
-    pub async fn mysql(pool: sqlx::MySqlPool) -> Result<Self> {
-        Self::mysql_builder(pool).build().await
-    }
-
-    /// Starts configuring recovery points in `pool`'s MySQL (or MariaDB) database.
-    ///
-    /// ```no_run
-    /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
-    /// let points = lock_core::sql::RecoveryPoints::mysql_builder(pool)
-    ///     .table("payments_recovery")
-    ///     .build()
-    ///     .await?;
-    /// # let _ = points; Ok(()) }
-    /// ```
-    #[cfg(feature = "mysql")]
-    pub fn mysql_builder(pool: sqlx::MySqlPool) -> RecoveryPointsBuilder {
-        RecoveryPointsBuilder::new(builder::Source::MySql(pool))
-    }
-
-    /// The PostgreSQL migration of a recovery-point table named `table`; an error when
-    /// `table` is not a plain identifier (ASCII letters, digits and `_`, not starting with a
-    /// digit, at most 48 bytes).
+    /// The migration (`CREATE TABLE IF NOT EXISTS`, and its index) of a recovery-point table
+    /// named `table` in database `D` (`sqlx::Postgres` or `sqlx::MySql`), for teams that
+    /// create tables in migrations; an error when `table` is not a plain identifier (ASCII
+    /// letters, digits and `_`, not starting with a digit, at most 48 bytes).
     ///
     /// ```
+    /// # #[cfg(all(feature = "postgres", feature = "mysql"))] {
     /// use lock_core::sql::RecoveryPoints;
     ///
-    /// let sql = RecoveryPoints::migration("payments_recovery")?;
+    /// let sql = RecoveryPoints::migration::<sqlx::Postgres>("payments_recovery")?;
     /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS payments_recovery ("));
-    /// assert!(RecoveryPoints::migration("x; DROP TABLE y").is_err());
+    /// let default = RecoveryPoints::migration::<sqlx::MySql>(RecoveryPoints::DEFAULT_TABLE)?;
+    /// assert!(default.contains("point_key  VARBINARY(128) NOT NULL PRIMARY KEY"));
+    /// assert!(RecoveryPoints::migration::<sqlx::Postgres>("x; DROP TABLE y").is_err());
+    /// # }
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    #[cfg(feature = "postgres")]
-    pub fn migration(table: &str) -> Result<String> {
+    pub fn migration<D: Dialect>(table: &str) -> Result<String> {
         validate_table(table)?;
-        Ok(postgres::migration(table))
-    }
-
-    /// The MySQL migration of a recovery-point table named `table` (checked as
-    /// [`migration`](Self::migration) checks it).
-    ///
-    /// ```
-    /// use lock_core::sql::RecoveryPoints;
-    ///
-    /// let sql = RecoveryPoints::mysql_migration("payments_recovery")?;
-    /// assert!(sql.starts_with("CREATE TABLE IF NOT EXISTS payments_recovery ("));
-    /// # Ok::<(), lock_core::LockError>(())
-    /// ```
-    #[cfg(feature = "mysql")]
-    pub fn mysql_migration(table: &str) -> Result<String> {
-        validate_table(table)?;
-        Ok(mysql::migration(table))
+        Ok(migration::<D>(table))
     }
 
     /// Deletes the expired points (in batches of 1,000) and returns how many.
@@ -313,21 +274,14 @@ impl RecoveryPoints {
 
     /// Creates the table if asked and starts the hourly purge.
     async fn start(
-        db: Db,
+        db: Box<dyn Db>,
         table: String,
         create: bool,
         timeout: Duration,
         breaker: Breaker,
     ) -> Result<Self> {
         if create {
-            let created = async {
-                match &db {
-                    #[cfg(feature = "postgres")]
-                    Db::Postgres { pool, .. } => postgres::create(pool, &table).await,
-                    #[cfg(feature = "mysql")]
-                    Db::MySql { pool, .. } => mysql::create(pool, &table).await,
-                }
-            };
+            let created = db.create(&table);
             through(&breaker, timeout, db.name(), "create table", created).await?;
         }
         let stop = CancellationToken::new();
@@ -352,14 +306,7 @@ impl RecoveryPoints {
     /// The live point of `key` (the record's full key), if any.
     pub(crate) async fn find(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let shared = &self.shared;
-        let found = async {
-            match &shared.db {
-                #[cfg(feature = "postgres")]
-                Db::Postgres { pool, sql } => postgres::find(sql, pool, key).await,
-                #[cfg(feature = "mysql")]
-                Db::MySql { pool, sql } => mysql::find(sql, pool, key).await,
-            }
-        };
+        let found = shared.db.find(key);
         let name = shared.db.name();
         through(
             &shared.breaker,
@@ -371,13 +318,13 @@ impl RecoveryPoints {
         .await
     }
 
-    /// Writes `entry` as the point of `key` inside `transaction`; `Ok(None)` when written,
+    /// Writes `entry` as the point of `key` on `connection`, in the application's transaction; `Ok(None)` when written,
     /// `Ok(Some(there))` when another execution's point is there (committed), in which case
     /// the transaction must not commit this execution's effect. No time limit of its own: the
     /// statements run on the application's transaction, under the application's timeouts.
-    pub(crate) async fn record_in(
+    pub(crate) async fn record_in<D: Dialect>(
         &self,
-        transaction: Dialect<'_, '_>,
+        connection: &mut D::Connection,
         key: &str,
         entry: &[u8],
         keep: Duration,
@@ -387,25 +334,16 @@ impl RecoveryPoints {
             entry,
             keep: crate::sql::micros(keep.min(MAX_KEEP)),
         };
-        let there = match (&self.shared.db, transaction) {
-            #[cfg(feature = "postgres")]
-            (Db::Postgres { sql, .. }, Dialect::Postgres(transaction)) => {
-                postgres::record_in(sql, transaction, point).await?
-            }
-            #[cfg(feature = "mysql")]
-            (Db::MySql { sql, .. }, Dialect::MySql(transaction)) => {
-                mysql::record_in(sql, transaction, point).await?
-            }
-            #[allow(unreachable_patterns)] // with one SQL feature, the only pair
-            (db, transaction) => {
-                return Err(LockError::InvalidConfig(format!(
-                    "the recovery points are in {}, the transaction is on {}: they must be in \
-                     the database the effect is written to",
-                    db.name(),
-                    transaction.name()
-                )))
-            }
+        let db: &dyn Any = self.shared.db.as_ref();
+        let Some(points) = db.downcast_ref::<Points<D>>() else {
+            return Err(LockError::InvalidConfig(format!(
+                "the recovery points are in {}, the transaction is on {}: they must be in the \
+                 database the effect is written to",
+                self.shared.db.name(),
+                D::BACKEND
+            )));
         };
+        let there = D::record_point(&points.sql, connection, point).await?;
         match there {
             None => Ok(None),
             Some(Some(point)) => Ok(Some(point)),
@@ -432,14 +370,7 @@ impl std::fmt::Debug for RecoveryPoints {
 /// Deletes expired points in bounded batches.
 async fn purge(shared: Arc<Shared>) -> Result<u64> {
     sweep(|| async {
-        let batch = async {
-            match &shared.db {
-                #[cfg(feature = "postgres")]
-                Db::Postgres { pool, sql } => purge_rows(pool, &sql.purge_batch).await,
-                #[cfg(feature = "mysql")]
-                Db::MySql { pool, sql } => purge_rows(pool, &sql.purge_batch).await,
-            }
-        };
+        let batch = shared.db.purge_batch();
         // A purge is a batch of deletes, not a request: it gets the time it needs.
         let generous = shared.timeout.max(Duration::from_secs(60));
         through(&shared.breaker, generous, shared.db.name(), "purge", batch).await
@@ -449,7 +380,7 @@ async fn purge(shared: Arc<Shared>) -> Result<u64> {
 
 /// The live point a dialect's `find` statement (one parameter: the stored key) reads, on the
 /// pool or in the application's transaction.
-async fn read_point<'a, DB, E>(
+pub(crate) async fn read_point<'a, DB, E>(
     executor: E,
     find: &'a str,
     stored_key: &'a str,
@@ -466,17 +397,6 @@ where
         .bind(stored_key)
         .fetch_optional(executor)
         .await
-}
-
-/// Runs a dialect's purge statement (one bounded batch): the rows deleted.
-async fn purge_rows<DB>(pool: &sqlx::Pool<DB>, purge: &str) -> Result<u64, sqlx::Error>
-where
-    DB: sqlx::Database,
-    DB::QueryResult: RowsAffected,
-    for<'q> DB::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'c> &'c sqlx::Pool<DB>: sqlx::Executor<'c, Database = DB>,
-{
-    Ok(sqlx::query(purge).execute(pool).await?.rows())
 }
 
 /// Runs `statement` through `breaker` (refused at once while the database is known to be
@@ -510,31 +430,32 @@ async fn through<T>(
 
 #[cfg(test)]
 mod tests {
-    /// The migration of the default table is the constant, and another table's names that
+    use super::{RecoveryPoints, DEFAULT_TABLE};
+    use crate::sql::Dialect;
+
+    /// The migration of the default table is the dialect's, and another table's names that
     /// table throughout (`index`: how its index is declared).
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    fn the_migration_names_its_table(migration: fn(&str) -> String, constant: &str, index: &str) {
-        assert_eq!(migration(super::DEFAULT_TABLE), constant);
-        let other = migration("points");
+    fn the_migration_names_its_table<D: Dialect>(index: &str) {
+        assert_eq!(
+            RecoveryPoints::migration::<D>(DEFAULT_TABLE).unwrap(),
+            D::POINTS_MIGRATION
+        );
+        let other = RecoveryPoints::migration::<D>("points").unwrap();
         assert!(other.starts_with("CREATE TABLE IF NOT EXISTS points ("));
         assert!(other.contains(index), "{other}");
+        assert!(RecoveryPoints::migration::<D>("x; DROP TABLE y").is_err());
     }
 
     #[cfg(feature = "postgres")]
     #[test]
-    fn the_postgres_migration_of_the_default_table_is_the_constant() {
-        use super::postgres::{migration, MIGRATION};
-        the_migration_names_its_table(
-            migration,
-            MIGRATION,
-            "points_expires_at ON points (expires_at)",
-        );
+    fn the_postgres_migration_names_its_table() {
+        the_migration_names_its_table::<sqlx::Postgres>("points_expires_at ON points (expires_at)");
     }
 
     #[cfg(feature = "mysql")]
     #[test]
-    fn the_mysql_migration_of_the_default_table_is_the_constant() {
-        use super::mysql::{migration, MIGRATION};
-        the_migration_names_its_table(migration, MIGRATION, "INDEX points_expires_at (expires_at)");
+    fn the_mysql_migration_names_its_table() {
+        the_migration_names_its_table::<sqlx::MySql>("INDEX points_expires_at (expires_at)");
     }
 }

@@ -16,7 +16,7 @@ pub(super) enum Source {
 }
 
 /// Settings of a [`PostgresResultStore`]; start from [`PostgresResultStore::builder`] or
-/// [`PostgresResultStore::builder_with_pool`].
+/// [`PostgresResultStore::builder_from_pool`].
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -64,7 +64,7 @@ impl PostgresResultStoreBuilder {
     ///
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
     /// let backend = PostgresBackend::from_pool(pool.clone()).await?;
-    /// let store = PostgresResultStore::builder_with_pool(pool)
+    /// let store = PostgresResultStore::builder_from_pool(pool)
     ///     .breaker(backend.breaker().clone())
     ///     .connect()
     ///     .await?;

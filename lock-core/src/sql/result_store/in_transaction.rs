@@ -7,11 +7,12 @@
 
 use std::time::Duration;
 
-use sqlx::{Postgres, Transaction};
+use sqlx::{PgConnection, Postgres};
 
 use super::{push, MAX_KEEP, STORE};
 use crate::backend::BoxFuture;
 use crate::results::{CommitPlace, CommitPlaceSealed};
+use crate::sql::dialect::Sealed;
 use crate::sql::{micros, to_lock_error};
 use crate::Result;
 
@@ -63,16 +64,17 @@ impl InTransaction {
         );
         Self {
             complete,
-            read: format!("SELECT entry FROM {table} WHERE key = $1 AND expires_at > now()"),
+            read: <Postgres as Sealed>::live_entry(table, "key"),
             channel: table.to_ascii_lowercase(),
         }
     }
 
     /// Replaces the in-flight record of `key` written under `fence_digits` by `entry` (kept
-    /// for `keep`), inside `transaction`; otherwise reads what is there.
+    /// for `keep`), on `connection`, in the application's transaction; otherwise reads what is
+    /// there.
     pub(crate) async fn complete(
         &self,
-        transaction: &mut Transaction<'_, Postgres>,
+        connection: &mut PgConnection,
         key: &str,
         fence_digits: &str,
         entry: &[u8],
@@ -89,7 +91,7 @@ impl InTransaction {
             .bind(micros(keep.min(MAX_KEEP)))
             .bind(&self.channel)
             .bind(payload)
-            .fetch_one(&mut **transaction)
+            .fetch_one(&mut *connection)
             .await
             .map_err(|e| to_lock_error(STORE, e))?;
         if completed > 0 {
@@ -97,7 +99,7 @@ impl InTransaction {
         }
         let there = sqlx::query_scalar(&self.read)
             .bind(key)
-            .fetch_optional(&mut **transaction)
+            .fetch_optional(connection)
             .await
             .map_err(|e| to_lock_error(STORE, e))?;
         Ok(Completion::NotInFlight(there))

@@ -17,14 +17,11 @@ pub use self::builder::PostgresResultStoreBuilder;
 use self::statements::Statements;
 use crate::breaker::Breaker;
 use crate::results::{PutEntry, Replace, ResultStore, ValueWatch, Watchers};
+use crate::sql::dialect::Sealed;
 use crate::sql::{is_unreachable, micros, to_lock_error, validate_table};
 use crate::{LockError, LockKey, Result};
 
 const STORE: &str = "postgres";
-
-/// Serializes concurrent table creation (`CREATE ... IF NOT EXISTS` can still collide); the
-/// lock backend's schema creation takes the same lock.
-pub(crate) const SCHEMA_LOCK: i64 = 0x6c6f_636b_636f_7265; // "lockcore"
 
 /// The longest an entry is kept (a century); a longer `keep` is cut to it, as the database's
 /// timestamps end in the year 294276.
@@ -189,7 +186,7 @@ impl PostgresResultStore {
     /// # let _ = store; Ok(()) }
     /// ```
     pub async fn from_pool(pool: PgPool) -> Result<Self> {
-        Self::builder_with_pool(pool).connect().await
+        Self::builder_from_pool(pool).connect().await
     }
 
     /// Starts configuring a store that connects to `url`.
@@ -211,13 +208,13 @@ impl PostgresResultStore {
     ///
     /// ```no_run
     /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
-    /// let store = lock_core::sql::PostgresResultStore::builder_with_pool(pool)
+    /// let store = lock_core::sql::PostgresResultStore::builder_from_pool(pool)
     ///     .table("shop_results")
     ///     .connect()
     ///     .await?;
     /// # let _ = store; Ok(()) }
     /// ```
-    pub fn builder_with_pool(pool: PgPool) -> PostgresResultStoreBuilder {
+    pub fn builder_from_pool(pool: PgPool) -> PostgresResultStoreBuilder {
         PostgresResultStoreBuilder::new(builder::Source::Pool(pool))
     }
 
@@ -290,13 +287,10 @@ impl PostgresResultStore {
             breaker,
         };
         if create {
-            let batch = format!(
-                "SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {};",
-                statements::migration(&table)
-            );
-            // One simple-protocol batch: one transaction, holding the advisory lock.
-            db.timed("create table", sqlx::raw_sql(&batch).execute(&db.pool))
-                .await?;
+            // Under the lock the other stores' schema creation takes.
+            let migration = statements::migration(&table);
+            let created = <sqlx::Postgres as Sealed>::create_table(&db.pool, &migration);
+            db.timed("create table", created).await?;
         }
         let channel = table.to_ascii_lowercase();
         let listener = db

@@ -1,7 +1,9 @@
 //! The result table's SQL, with the table's name put in once.
 
+use sqlx::Postgres;
+
 use crate::results::{FENCE_AT, FENCE_DIGITS, FINAL_KIND, KIND_AT};
-use crate::sql::SWEEP_BATCH;
+use crate::sql::dialect::Sealed;
 
 /// The default table's `CREATE TABLE` (also the channel its pushes go on).
 pub(super) const DEFAULT_TABLE: &str = "lock_core_results";
@@ -29,7 +31,7 @@ pub(super) struct Statements {
     pub(super) put: String,
     /// `$1` key.
     pub(super) remove: String,
-    /// Deletes up to [`SWEEP_BATCH`] expired rows.
+    /// Deletes up to [`SWEEP_BATCH`](crate::sql::sweep::SWEEP_BATCH) expired rows.
     pub(super) purge_batch: String,
 }
 
@@ -71,14 +73,10 @@ impl Statements {
                        LATERAL (SELECT pg_notify($8, $9) WHERE $9 IS NOT NULL) AS push) AS pushed"
         );
         Self {
-            get: format!("SELECT entry FROM {t} WHERE key = $1 AND expires_at > now()"),
+            get: Postgres::live_entry(t, "key"),
             put,
             remove: format!("DELETE FROM {t} WHERE key = $1"),
-            purge_batch: format!(
-                "DELETE FROM {t} WHERE key IN (
-                   SELECT key FROM {t} WHERE expires_at <= now() LIMIT {SWEEP_BATCH}
-                   FOR UPDATE SKIP LOCKED)"
-            ),
+            purge_batch: Postgres::purge_expired(t, "key"),
         }
     }
 }

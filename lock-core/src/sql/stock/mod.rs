@@ -13,10 +13,10 @@ use std::time::Duration;
 use sqlx::pool::PoolOptions;
 use sqlx::Pool;
 
-pub use self::dialect::StockDialect;
+pub(crate) use self::dialect::Run;
 use self::statements::Statements;
 pub use self::strategy::StockStrategy;
-use crate::sql::{to_lock_error, validate_table};
+use crate::sql::{to_lock_error, validate_table, Dialect};
 use crate::{LockError, Result};
 
 /// The default table prefix: the tables `lock_core_stock_levels` and `lock_core_stock_orders`.
@@ -47,7 +47,7 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///     .strategy(StockStrategy::ForUpdate)
 ///     .connect()
 ///     .await?;
-/// let stock = Stock::new(store).with_namespace("shop")?;
+/// let stock = Stock::builder(store).namespace("shop").build()?;
 /// stock.restock("sku-1", 100, "delivery-1").await?; // a retry of delivery-1 adds nothing
 /// let sale = stock.deduct("sku-1", 1, "order-42").await?; // a retry of order-42 deducts nothing
 /// assert!(stock.audit("sku-1").await?.is_balanced());
@@ -85,11 +85,11 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 ///   (up to [`SqlStockBuilder::attempts`] times); the count is in [`SqlStock::stats`].
 ///
 /// Cheap to clone: clones share the pool and the counters.
-pub struct SqlStock<D: StockDialect> {
+pub struct SqlStock<D: Dialect> {
     shared: Arc<Shared<D>>,
 }
 
-impl<D: StockDialect> Clone for SqlStock<D> {
+impl<D: Dialect> Clone for SqlStock<D> {
     fn clone(&self) -> Self {
         Self {
             shared: self.shared.clone(),
@@ -105,7 +105,7 @@ pub type PostgresStock = SqlStock<sqlx::Postgres>;
 #[cfg(feature = "mysql")]
 pub type MySqlStock = SqlStock<sqlx::MySql>;
 
-struct Shared<D: StockDialect> {
+struct Shared<D: Dialect> {
     pool: Pool<D>,
     statements: Statements,
     strategy: StockStrategy,
@@ -137,7 +137,7 @@ pub struct SqlStockStats {
 }
 
 /// Settings of a [`SqlStock`] before it connects.
-pub struct SqlStockBuilder<D: StockDialect> {
+pub struct SqlStockBuilder<D: Dialect> {
     source: Source<D>,
     prefix: String,
     strategy: StockStrategy,
@@ -147,34 +147,78 @@ pub struct SqlStockBuilder<D: StockDialect> {
     retention: Duration,
 }
 
-enum Source<D: StockDialect> {
+enum Source<D: Dialect> {
     Url(String),
     Pool(Pool<D>),
 }
 
-impl<D: StockDialect> SqlStock<D> {
+impl<D: Dialect> SqlStock<D> {
     /// A builder for stock in the database at `url`.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "mysql")]
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// use lock_core::sql::{MySqlStock, StockStrategy};
+    ///
+    /// let store = MySqlStock::builder("mysql://app@127.0.0.1/app")
+    ///     .strategy(StockStrategy::ForUpdate)
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
     #[must_use]
     pub fn builder(url: &str) -> SqlStockBuilder<D> {
         SqlStockBuilder::new(Source::Url(url.to_owned()))
     }
 
     /// A builder for stock on a pool you already have (it keeps its own size and timeouts).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
+    /// use lock_core::sql::PostgresStock;
+    ///
+    /// let store = PostgresStock::builder_from_pool(pool)
+    ///     .table_prefix("shop_stock")
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
     #[must_use]
     pub fn builder_from_pool(pool: Pool<D>) -> SqlStockBuilder<D> {
         SqlStockBuilder::new(Source::Pool(pool))
     }
 
     /// Stock in the database at `url`, default settings (conditional updates).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let store = lock_core::sql::PostgresStock::connect("postgres://app@127.0.0.1/app").await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
     pub async fn connect(url: &str) -> Result<Self> {
         Self::builder(url).connect().await
+    }
+
+    /// Stock on a pool you already have, default settings (see
+    /// [`builder_from_pool`](Self::builder_from_pool)).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn example(pool: sqlx::PgPool) -> Result<(), lock_core::LockError> {
+    /// let store = lock_core::sql::PostgresStock::from_pool(pool).await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub async fn from_pool(pool: Pool<D>) -> Result<Self> {
+        Self::builder_from_pool(pool).connect().await
     }
 
     /// The migration creating the tables for the default prefix ([`DEFAULT_PREFIX`]), the
     /// text of `lock-core/migrations/<database>/0002_lock_core_stock.sql`: for `sqlx migrate`
     /// or any other migration tool (then connect with
     /// [`create_schema(false)`](SqlStockBuilder::create_schema)).
-    pub const MIGRATION: &'static str = D::MIGRATION;
+    pub const MIGRATION: &'static str = D::STOCK_MIGRATION;
 
     /// The statements creating the tables under `prefix` (a plain identifier), for your own
     /// migrations.
@@ -226,7 +270,7 @@ impl<D: StockDialect> SqlStock<D> {
     }
 }
 
-impl<D: StockDialect> SqlStockBuilder<D> {
+impl<D: Dialect> SqlStockBuilder<D> {
     fn new(source: Source<D>) -> Self {
         Self {
             source,

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::dialect::{first_number, Arg, StockDialect};
+use super::dialect::{first_number, Arg};
 use super::statements::{CANCELLED, CONFIRMED, EXPIRED, LIVE, NOTHING_HELD, RESTOCK};
 use super::{SqlStock, SWEEP_EVERY_CALLS, SWEEP_INTERVAL_MAX};
+use crate::sql::Dialect;
 use crate::stock::{restock_reused, OrderLine, Restock, StockLevel, UNKNOWN_SKU_RETENTION};
 use crate::{LockError, Result};
 
@@ -39,7 +40,7 @@ pub(super) enum Found {
     Nothing,
 }
 
-impl<D: StockDialect> SqlStock<D> {
+impl<D: Dialect> SqlStock<D> {
     /// Adds the line's units to its SKU (creating its row) and records the restock id in the
     /// same transaction, once: a restock id recorded before adds nothing and answers the level
     /// now.

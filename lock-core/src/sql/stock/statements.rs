@@ -11,7 +11,8 @@
 //! reservation when it was settled, for a deduction its `recorded_at`), and `recorded_at`. A
 //! row is swept once it has been final for the retention (`sweep_final`).
 
-use super::dialect::{schema, StockDialect};
+use super::dialect::schema;
+use crate::sql::Dialect;
 
 /// An order row's kind: a deduction.
 pub(super) const DEDUCTION: i64 = 1;
@@ -83,7 +84,7 @@ pub(super) struct Statements {
 }
 
 impl Statements {
-    pub(super) fn new<D: StockDialect>(prefix: &str) -> Self {
+    pub(super) fn new<D: Dialect>(prefix: &str) -> Self {
         let sql = |text: String| D::placeholders(&text);
         let now = D::NOW_US;
         let levels = format!("{prefix}_levels");

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::dialect::{first_number, Arg, StockDialect};
+use super::dialect::{first_number, Arg};
 use super::settle::{Found, Settle};
 use super::statements::{DEDUCTION, LIVE, NOTHING_HELD, RESERVATION};
 use super::{SqlStock, StockStrategy};
 use crate::jitter::jitter;
+use crate::sql::Dialect;
 use crate::stock::{
     order_reused, CancelOutcome, ConfirmOutcome, DeductOutcome, Deduction, OrderLine, Reservation,
     ReserveOutcome, Restock, StockLevel, StockStore,
@@ -57,7 +58,7 @@ enum Try {
     ExpireFirst,
 }
 
-impl<D: StockDialect> SqlStock<D> {
+impl<D: Dialect> SqlStock<D> {
     /// Takes the line's units for `purpose` (or records that there were too few), once per
     /// order id and kind.
     pub(super) async fn take(&self, line: OrderLine<'_>, purpose: Purpose) -> Result<Took> {
@@ -303,7 +304,7 @@ fn quantity_of(line: OrderLine<'_>) -> i64 {
     i64::try_from(line.quantity).unwrap_or(i64::MAX)
 }
 
-impl<D: StockDialect> StockStore for SqlStock<D> {
+impl<D: Dialect> StockStore for SqlStock<D> {
     async fn restock(&self, line: OrderLine<'_>) -> Result<Restock> {
         self.add(line).await
     }

@@ -69,7 +69,7 @@ impl Handler {
         }
         run.answered();
         match call.lock {
-            Some(lock) => format!("{} {}", lock.key, lock.fence),
+            Some(lock) => format!("{} {}", lock.key, lock.fencing_token),
             None => "unlocked".to_owned(),
         }
     }

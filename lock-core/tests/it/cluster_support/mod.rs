@@ -123,7 +123,7 @@ pub(crate) fn spawn_workload(
                     let wait = until.saturating_duration_since(Instant::now());
                     let guard = match client
                         .lock(&key)
-                        .lease(LeaseMode::watchdog(Duration::from_secs(3)))
+                        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(3)))
                         .acquire_within(wait.min(Duration::from_secs(5)))
                         .await
                     {

@@ -61,8 +61,8 @@ impl Effects {
     /// Recovery points in this database.
     pub(crate) async fn recovery_points(&self) -> RecoveryPoints {
         match self {
-            Self::Postgres(pool) => RecoveryPoints::postgres(pool.clone()).await.unwrap(),
-            Self::MySql(pool) => RecoveryPoints::mysql(pool.clone()).await.unwrap(),
+            Self::Postgres(pool) => RecoveryPoints::from_pool(pool.clone()).await.unwrap(),
+            Self::MySql(pool) => RecoveryPoints::from_pool(pool.clone()).await.unwrap(),
         }
     }
 

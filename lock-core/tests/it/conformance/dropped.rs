@@ -56,7 +56,7 @@ async fn drop_at_random(client: &LockClient, key: &str, dice: &mut Dice) -> bool
         async move {
             let guard = client
                 .lock(&key)
-                .lease(LeaseMode::watchdog(ORPHAN_TTL))
+                .lease(lock_core::LeaseMode::watchdog(ORPHAN_TTL))
                 .acquire_within(Duration::from_secs(10))
                 .await;
             match guard {
@@ -149,7 +149,7 @@ pub(crate) async fn dropped_releases_still_release<H: Harness>(h: &H) {
         let mut blocked = Vec::new();
         for round in 0..ROUNDS / 2 {
             let key = unique_key("dropped-release");
-            let guard = holder.lock(&key).lease(LeaseMode::watchdog(ORPHAN_TTL)).await.unwrap();
+            let guard = holder.lock(&key).lease(lock_core::LeaseMode::watchdog(ORPHAN_TTL)).await.unwrap();
             let turns = dice.below(64);
             let release = async move { guard.release().await.is_ok() };
             match dice.below(3) {

@@ -186,7 +186,7 @@ pub(crate) async fn fair_crashed_holder_expires<H: Harness>(h: &H) {
         let b = h.client().await;
         let crashed = a
             .fair_lock(&key)
-            .lease(LeaseMode::watchdog(Duration::from_millis(500)))
+            .lease(lock_core::LeaseMode::watchdog(Duration::from_millis(500)))
             .await
             .unwrap();
         let lost = crashed.lost();

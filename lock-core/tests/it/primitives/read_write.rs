@@ -201,7 +201,7 @@ pub(crate) async fn rw_crashed_reader_frees_its_share_only<H: Harness>(h: &H) {
         let crashed = a
             .read_write_lock(&key)
             .read()
-            .lease(LeaseMode::watchdog(Duration::from_millis(400)))
+            .lease(lock_core::LeaseMode::watchdog(Duration::from_millis(400)))
             .await
             .unwrap();
         let lost = crashed.lost();

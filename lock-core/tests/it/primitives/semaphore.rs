@@ -180,7 +180,7 @@ pub(crate) async fn semaphore_crashed_holder_frees_its_permits<H: Harness>(h: &H
         let crashed = a
             .semaphore(&key, 2)
             .acquire(2)
-            .lease(LeaseMode::watchdog(Duration::from_millis(400)))
+            .lease(lock_core::LeaseMode::watchdog(Duration::from_millis(400)))
             .await
             .unwrap();
         let token = crashed.owner_token();

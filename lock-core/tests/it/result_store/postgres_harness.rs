@@ -103,7 +103,7 @@ async fn a_table_from_the_migration_with_a_shared_pool() {
         .await
         .unwrap();
     // A second store on the same pool, pushed to by the first.
-    let waiter = PostgresResultStore::builder_with_pool(store.pool().clone())
+    let waiter = PostgresResultStore::builder_from_pool(store.pool().clone())
         .table(&table)
         .create_table(false)
         .connect()

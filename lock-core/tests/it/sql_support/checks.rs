@@ -78,7 +78,7 @@ pub(crate) async fn fencing_survives_expiry_and_deletion<H: SqlHarness>(h: &H) {
     let a = h.client().await;
     let first = a
         .lock(&key)
-        .lease(LeaseMode::fixed(Duration::from_millis(100)))
+        .lease(lock_core::LeaseMode::fixed(Duration::from_millis(100)))
         .await
         .unwrap();
     let before = first.fencing_token();

@@ -11,6 +11,11 @@
 #[doc = include_str!("../../../README.md")]
 struct MainReadme;
 
+/// The architecture map: its naming table's names, compiled.
+#[cfg(doctest)]
+#[doc = include_str!("../../../ARCHITECTURE.md")]
+struct Architecture;
+
 /// lock-macros' README.
 #[cfg(doctest)]
 #[doc = include_str!("../../../lock-macros/README.md")]

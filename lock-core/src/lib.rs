@@ -82,8 +82,6 @@ pub mod stock;
 mod sync;
 #[cfg(test)]
 mod test_input;
-#[cfg(feature = "test-support")]
-pub mod testing;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 

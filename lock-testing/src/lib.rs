@@ -1,4 +1,5 @@
-//! Support for test suites that need a real server.
+//! Test support of the distributed-locks workspace (**not a stable API**: it changes with the
+//! suites that use it, and is not published): support for test suites that need a real server.
 //!
 //! Integration suites read a server's address from an environment variable that
 //! `cargo xtask test` sets. When it is missing they must not pass silently: under
@@ -14,8 +15,9 @@
 //! [`cluster`]: 3-member etcd and ZooKeeper clusters on loopback whose members a test kills.
 //! `metrics` (with the `metrics` feature): a recorder of the test's own thread, read back.
 //!
-//! The whole module is behind the feature `test-support`, so it stays out of an application's
-//! namespace; a crate's tests enable it in `[dev-dependencies]`.
+//! A crate of its own, so that nothing of it is in lock-core's API or namespace: a crate's tests
+//! take it in `[dev-dependencies]`, with the features of the servers they use (`redis`, `etcd`,
+//! `zookeeper`, `metrics`).
 
 pub mod cluster;
 pub mod idempotency;
@@ -41,8 +43,8 @@ pub const REQUIRE_SERVERS_ENV: &str = "LOCK_TEST_REQUIRE_SERVERS";
 ///
 /// ```
 /// // Without either variable (as in this doctest, unless it runs under CI) a suite may skip.
-/// # if std::env::var(lock_core::testing::REQUIRE_SERVERS_ENV).is_err() && std::env::var("CI").is_err() {
-/// assert!(!lock_core::testing::servers_required());
+/// # if std::env::var(lock_testing::REQUIRE_SERVERS_ENV).is_err() && std::env::var("CI").is_err() {
+/// assert!(!lock_testing::servers_required());
 /// # }
 /// ```
 #[must_use]
@@ -57,8 +59,8 @@ pub fn servers_required() -> bool {
 /// ```
 /// // Unset, and this doctest runs without CI variables: a loud skip.
 /// # std::env::remove_var("LOCK_TEST_NOTHING_URL");
-/// # if std::env::var(lock_core::testing::REQUIRE_SERVERS_ENV).is_err() && std::env::var("CI").is_err() {
-/// assert_eq!(lock_core::testing::server_url("LOCK_TEST_NOTHING_URL"), Ok(None));
+/// # if std::env::var(lock_testing::REQUIRE_SERVERS_ENV).is_err() && std::env::var("CI").is_err() {
+/// assert_eq!(lock_testing::server_url("LOCK_TEST_NOTHING_URL"), Ok(None));
 /// # }
 /// ```
 pub fn server_url(var: &str) -> Result<Option<String>, String> {
@@ -80,7 +82,7 @@ pub fn server_url(var: &str) -> Result<Option<String>, String> {
 /// that suites sharing a server do not meet.
 ///
 /// ```
-/// let (a, b) = (lock_core::testing::unique("sku"), lock_core::testing::unique("sku"));
+/// let (a, b) = (lock_testing::unique("sku"), lock_testing::unique("sku"));
 /// assert!(a.starts_with("sku-") && a != b);
 /// ```
 #[must_use]
@@ -90,4 +92,12 @@ pub fn unique(name: &str) -> String {
         .unwrap_or_default()
         .as_nanos();
     format!("{name}-{}-{nanos}", std::process::id())
+}
+
+/// Locks a std mutex, recovering from poisoning (a failed assertion in another test thread
+/// must not turn into a panic here).
+fn sync_lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -14,7 +14,7 @@ use tracing::{Event, Level, Metadata, Subscriber};
 /// once per process (it is a global subscriber, hence the `&'static`).
 ///
 /// ```
-/// use lock_core::testing::LogLines;
+/// use lock_testing::LogLines;
 ///
 /// let lines: &'static LogLines = Box::leak(Box::new(LogLines::new()));
 /// tracing::subscriber::with_default(lines, || {
@@ -49,7 +49,7 @@ impl LogLines {
 
     /// The lines kept since the last call.
     pub fn take(&self) -> Vec<(Level, String)> {
-        std::mem::take(&mut *crate::sync::lock(&self.seen))
+        std::mem::take(&mut *crate::sync_lock(&self.seen))
     }
 }
 
@@ -85,7 +85,7 @@ impl Subscriber for &'static LogLines {
         if let Some(sink) = self.sink {
             sink(level, &line);
         }
-        crate::sync::lock(&self.seen).push((level, line));
+        crate::sync_lock(&self.seen).push((level, line));
     }
 
     fn enter(&self, _: &Id) {}

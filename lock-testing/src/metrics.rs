@@ -9,7 +9,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use lock_core::metrics::HTTP_RESPONSES_TOTAL;
-//! use lock_core::testing::metrics::{http_response_series, local_recorder};
+//! use lock_testing::metrics::{http_response_series, local_recorder};
 //!
 //! let (snapshotter, _recording) = local_recorder();
 //! metrics::counter!(HTTP_RESPONSES_TOTAL, "layer" => "keyed_lock", "status" => "201", "outcome" => "ran")
@@ -23,7 +23,7 @@ use metrics::{LocalRecorderGuard, SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::CompositeKey;
 
-use crate::metrics::HTTP_RESPONSES_TOTAL;
+use lock_core::metrics::HTTP_RESPONSES_TOTAL;
 
 /// A snapshot of the recorder, as `Snapshotter::snapshot().into_vec()` gives it.
 pub type Metrics = Vec<(CompositeKey, Option<Unit>, Option<SharedString>, DebugValue)>;

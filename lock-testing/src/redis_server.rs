@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// keeps nothing on disk (`--save ""`, no AOF) apart from its working directory.
 ///
 /// ```no_run
-/// use lock_core::testing::{free_port, RedisServer};
+/// use lock_testing::{free_port, RedisServer};
 ///
 /// let mut server = RedisServer::start(free_port(), std::env::temp_dir().join("outage-test"));
 /// let url = server.url(); // redis://127.0.0.1:<port>/
@@ -84,7 +84,7 @@ impl RedisServer {
     /// The server's port, to check that an answer does not name it.
     ///
     /// ```no_run
-    /// use lock_core::testing::{free_port, RedisServer};
+    /// use lock_testing::{free_port, RedisServer};
     ///
     /// let port = free_port();
     /// let server = RedisServer::start(port, std::env::temp_dir().join("port-test"));

@@ -14,7 +14,7 @@ use tokio::sync::{watch, Semaphore};
 /// that [held](Run::hold) runs wait at until the test [opens](Self::open) it.
 ///
 /// ```
-/// use lock_core::testing::Runs;
+/// use lock_testing::Runs;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let runs: Runs = Runs::new();
@@ -195,7 +195,7 @@ impl<T> Drop for Run<'_, T> {
 /// [`idempotency::Handler`](super::idempotency::Handler)); its counts are the [`Runs`]'.
 ///
 /// ```
-/// use lock_core::testing::SuiteHandler;
+/// use lock_testing::SuiteHandler;
 ///
 /// let handler: SuiteHandler<&str> = SuiteHandler::new();
 /// let clone = handler.clone();

@@ -24,7 +24,7 @@ pub enum SqlKind {
 /// `postgres` user its package creates.
 ///
 /// ```no_run
-/// use lock_core::testing::{free_port, SqlKind, SqlServer};
+/// use lock_testing::{free_port, SqlKind, SqlServer};
 ///
 /// let dir = std::env::temp_dir().join("restart-test");
 /// let mut server = SqlServer::start(SqlKind::Postgres, free_port(), dir);

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use axum_driver::idempotency::AxumIdempotency;
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
-use lock_core::testing::idempotency::{send, Driver, Handler, Request};
+use lock_testing::idempotency::{send, Driver, Handler, Request};
 
 #[tokio::test]
 async fn the_span_records_each_outcome() {

@@ -55,7 +55,7 @@ async fn memory_rows_are_fenced_not_deduplicated() {
 mod postgres {
     use lock_core::idempotency::{Begin, Claim, Fingerprint, Idempotency, InFlight};
     use lock_core::sql::PostgresResultStore;
-    use lock_core::testing::{server_url, unique};
+    use lock_testing::{server_url, unique};
     use lock_core::{LeaseMode, PostgresBackend};
     use sqlx::PgPool;
 

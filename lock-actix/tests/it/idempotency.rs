@@ -1,5 +1,5 @@
 //! The idempotency middleware on an actix-web app, on memory: the adapters' conformance suite
-//! (`lock_core::testing::idempotency`: the statuses of the Idempotency-Key draft, replays,
+//! (`lock_testing::idempotency`: the statuses of the Idempotency-Key draft, replays,
 //! scopes, kept and not kept responses, body limits, a lost claim), the same answers as
 //! lock-tower's layer; then what is the middleware's own: the payload put back for the
 //! handler, a resource-level `wrap`, the extractor outside the middleware, refused settings.
@@ -9,8 +9,8 @@ use actix_web::dev::Service;
 use actix_web::{web, App, HttpResponse};
 use lock_actix::{HeldClaim, Idempotent};
 use lock_core::idempotency::{Idempotency, InFlight};
-use lock_core::testing::idempotency::{self as suite, Handler, Request, Store, LIMIT};
-use lock_core::testing::keyed_lock::assert_problem;
+use lock_testing::idempotency::{self as suite, Handler, Request, Store, LIMIT};
+use lock_testing::keyed_lock::assert_problem;
 use tokio::time::timeout;
 
 #[actix_web::test]

@@ -1,5 +1,5 @@
 //! The idempotency middleware on a real Redis, through the adapters' conformance suite
-//! (`lock_core::testing::idempotency`): two instances (two clients on their own connections)
+//! (`lock_testing::idempotency`): two instances (two clients on their own connections)
 //! share records and claims; with Redis stopped, requests are answered a generic 503 and
 //! nothing runs.
 //!
@@ -7,7 +7,7 @@
 //! `redis-server` of its own.
 
 use crate::actix_driver::idempotency::ActixIdempotency;
-use lock_core::testing::idempotency::{self as suite, Store};
+use lock_testing::idempotency::{self as suite, Store};
 
 #[actix_web::test]
 async fn a_duplicate_gets_the_first_response_replayed() {

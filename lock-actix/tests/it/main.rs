@@ -1,5 +1,5 @@
 //! lock-actix's integration tests, one binary: the adapters' conformance suites of
-//! `lock_core::testing` (keyed lock, response cache, idempotency) driven through actix-web,
+//! `lock_testing` (keyed lock, response cache, idempotency) driven through actix-web,
 //! and what is the middleware's own.
 
 mod actix_driver;

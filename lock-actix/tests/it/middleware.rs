@@ -1,5 +1,5 @@
 //! The keyed-lock middleware on an actix-web app: the adapters' conformance suite
-//! (`lock_core::testing::keyed_lock`: exclusion per key counted by the handler, the fence in
+//! (`lock_testing::keyed_lock`: exclusion per key counted by the handler, the fence in
 //! the handler, busy and unavailable answers with their bodies, a missing key, request
 //! selection, a lost lease, refused settings, a dead Redis), the same answers as lock-tower's
 //! layer; then what is the middleware's own: the `HeldLock` extractor outside it, app-wide
@@ -14,7 +14,7 @@ use actix_web::{web, App};
 use lock_actix::{
     BusyStatus, HeldLock, KeySource, KeyedLock, KeyedLockOptions, LockRejection, OnLost,
 };
-use lock_core::testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
+use lock_testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_core::{LockClient, LockError, MemoryBackend};
 
 #[actix_web::test]

@@ -1,5 +1,5 @@
 //! The response cache middleware on an actix-web app, on the memory cache: the adapters'
-//! conformance suite (`lock_core::testing::response_cache`: `Cache-Control` semantics over
+//! conformance suite (`lock_testing::response_cache`: `Cache-Control` semantics over
 //! HTTP, collapsing of cold misses, large bodies passed through whole, `Set-Cookie`, `HEAD`,
 //! bypasses, responses not shared with waiters, the request that starts a refresh served
 //! stale), the same answers as lock-tower's layer; then what is the middleware's own: the
@@ -16,10 +16,10 @@ use actix_web::test::{self, TestRequest};
 use actix_web::{web, App, HttpServer};
 use lock_actix::ResponseCache;
 use lock_core::cache::{Cache, Freshness};
-use lock_core::testing::response_cache::{
+use lock_testing::response_cache::{
     self as suite, http_cache, send, Adapter, Calls, Gate, Origin, Request,
 };
-use lock_core::testing::response_cache::{HIT, LIMIT, MISS_STORED};
+use lock_testing::response_cache::{HIT, LIMIT, MISS_STORED};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;

@@ -10,7 +10,7 @@
 //! [`acl_user_backend`]. The stock store's suites can take either the same way, and end with
 //! [`AclRedis::assert_no_refusals`].
 
-use lock_core::testing::{free_port, RedisServer};
+use lock_testing::{free_port, RedisServer};
 use lock_core::RedisBackend;
 
 /// The ACL user's name and password.
@@ -29,7 +29,7 @@ impl AclRedis {
     /// `+@all -@dangerous`.
     pub(crate) async fn start(prefix: &str) -> Self {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(lock_core::testing::unique("redis-acl"));
+            .join(lock_testing::unique("redis-acl"));
         let server = RedisServer::start(free_port(), dir);
         let acl = Self {
             server,

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheStatus};
-use lock_core::testing::{free_port, RedisServer};
+use lock_testing::{free_port, RedisServer};
 use lock_core::{LeaseMode, RedisBackend};
 use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
@@ -203,7 +203,7 @@ impl Store {
             Self::Redis => "LOCK_TEST_REDIS_URL",
             Self::Postgres => "LOCK_TEST_POSTGRES_URL",
         };
-        lock_core::testing::server_url(var).expect("test server")
+        lock_testing::server_url(var).expect("test server")
     }
 
     /// A cache with the default settings on this store, and its waiter count.

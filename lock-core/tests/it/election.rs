@@ -68,7 +68,7 @@ impl Store {
             #[cfg(feature = "etcd")]
             Self::Etcd => "LOCK_TEST_ETCD_URL",
         };
-        lock_core::testing::server_url(variable)
+        lock_testing::server_url(variable)
             .unwrap_or_else(|e| panic!("{e}"))
             .map(Some)
     }
@@ -342,7 +342,7 @@ mod processes {
 
     /// The fenced resource every leader writes to: a Redis value that refuses older terms.
     async fn resource() -> RedisFencedStore {
-        let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
+        let url = lock_testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap()
             .expect("the fenced resource needs LOCK_TEST_REDIS_URL");
         RedisFencedStore::from_backend(&RedisBackend::connect(&url).await.unwrap())

@@ -26,7 +26,7 @@ pub(crate) struct Etcd {
 }
 
 fn server_url() -> Option<String> {
-    lock_core::testing::server_url("LOCK_TEST_ETCD_URL").unwrap_or_else(|e| panic!("{e}"))
+    lock_testing::server_url("LOCK_TEST_ETCD_URL").unwrap_or_else(|e| panic!("{e}"))
 }
 
 async fn etcd() -> Option<Etcd> {

@@ -1,14 +1,14 @@
 //! A 3-member etcd cluster on loopback losing a follower, then its leader, under a contended
 //! lock workload: no overlaps, fencing tokens increasing, progress after each kill.
 //!
-//! The test runs its own cluster (`lock_core::testing::cluster::EtcdCluster`: the `etcd` binary
+//! The test runs its own cluster (`lock_testing::cluster::EtcdCluster`: the `etcd` binary
 //! of `etcd-server`, as `cargo xtask stack up` does) on free loopback ports, since it must kill
 //! members. Without it it fails when `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` is set, and
 //! otherwise skips loudly. The scenario is in `cluster_support::failover`.
 
 use std::time::Duration;
 
-use lock_core::testing::cluster::EtcdCluster;
+use lock_testing::cluster::EtcdCluster;
 use lock_core::EtcdBackend;
 
 use crate::cluster_support::{data_dir, failover, require};

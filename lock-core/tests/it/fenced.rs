@@ -6,7 +6,7 @@ use std::time::Duration;
 use lock_core::fenced::FencedWrite;
 use lock_core::redis::RedisFencedStore;
 use lock_core::sql::FencedUpdate;
-use lock_core::testing::server_url;
+use lock_testing::server_url;
 use lock_core::{FencingToken, LockClient, RedisBackend};
 use sqlx::{Connection, Executor};
 

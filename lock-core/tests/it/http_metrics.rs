@@ -94,7 +94,7 @@ async fn the_http_layers_count_their_answers() {
 /// Every `lock_http_responses_total` series has the same label set.
 fn every_series_has_layer_status_and_outcome(metrics: &crate::metrics_support::Metrics) {
     // It panics on a series without one of the three.
-    let series = lock_core::testing::metrics::http_response_series(metrics);
+    let series = lock_testing::metrics::http_response_series(metrics);
     assert!(
         !series.is_empty(),
         "no lock_http_responses_total series to check"

@@ -459,7 +459,7 @@ mod redis_harness {
 
     /// The stack's Redis; `two_steps` as in [`Redis`].
     pub(crate) async fn redis(two_steps: bool) -> Option<Redis> {
-        lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
+        lock_testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap()
             .map(|url| Redis {
                 url,
@@ -597,7 +597,7 @@ mod postgres_harness {
     }
 
     pub(crate) async fn postgres() -> Option<Postgres> {
-        lock_core::testing::server_url("LOCK_TEST_POSTGRES_URL")
+        lock_testing::server_url("LOCK_TEST_POSTGRES_URL")
             .unwrap()
             .map(Postgres)
     }
@@ -612,7 +612,7 @@ idempotency_suite!(postgres_store, postgres_harness::postgres());
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_store_that_is_down_fails_closed() {
     use lock_core::redis::RedisResultStore;
-    use lock_core::testing::{free_port, RedisServer};
+    use lock_testing::{free_port, RedisServer};
     use lock_core::RedisBackend;
 
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))

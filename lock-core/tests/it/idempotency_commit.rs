@@ -23,7 +23,7 @@ use lock_core::redis::RedisResultStore;
 use lock_core::results::StoredResponse;
 use lock_core::sql::PostgresResultStore;
 use lock_core::sql::RecoveryPoints;
-use lock_core::testing::{server_url, unique};
+use lock_testing::{server_url, unique};
 use lock_core::{FencingToken, LeaseMode, LockError, PostgresBackend, RedisBackend};
 use tokio::time::timeout;
 

@@ -220,7 +220,7 @@ async fn a_dropped_acquisition_releases_what_it_took() {
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn parts_on_two_backends() {
-    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
     else {
         return;
     };

@@ -19,7 +19,7 @@ struct Redis {
 }
 
 async fn redis() -> Option<Redis> {
-    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    let url = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let admin = redis::Client::open(url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()
@@ -294,7 +294,7 @@ async fn tls_url_to_a_plain_text_server_says_tls_did_not_complete() {
 #[cfg(feature = "redis-tls")]
 #[tokio::test]
 async fn tls_server_with_a_private_ca() {
-    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_TLS_URL").expect("test server");
+    let url = lock_testing::server_url("LOCK_TEST_REDIS_TLS_URL").expect("test server");
     let Some(url) = url else { return };
     let ca_file = std::env::var("LOCK_TEST_REDIS_TLS_CA").expect("the CA's file beside the URL");
     let ca = std::fs::read(&ca_file).unwrap_or_else(|e| panic!("{ca_file}: {e}"));

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use lock_core::testing::{free_port, RedisServer};
+use lock_testing::{free_port, RedisServer};
 use lock_core::{FencingToken, LockClient, LockGuard, LockOwner, RedisBackend};
 use tokio::time::{timeout, Instant};
 

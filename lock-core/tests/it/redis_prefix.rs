@@ -177,14 +177,14 @@ async fn channels_under(
 /// other's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prefixes_on_one_server_keep_apart() {
-    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
     else {
         return;
     };
     bounded(async {
         let prefixes = [
-            lock_core::testing::unique("app-a"),
-            lock_core::testing::unique("app-b"),
+            lock_testing::unique("app-a"),
+            lock_testing::unique("app-b"),
         ];
         let mut apps = Vec::new();
         for prefix in &prefixes {
@@ -195,7 +195,7 @@ async fn two_prefixes_on_one_server_keep_apart() {
                 .unwrap();
             apps.push(app(backend).await);
         }
-        let name = lock_core::testing::unique("shared-name");
+        let name = lock_testing::unique("shared-name");
         // The second application writes its fenced value with the smaller token: refused if
         // the two shared the value.
         use_every_store(&apps[0], &name, "from a", 1_000).await;
@@ -287,7 +287,7 @@ async fn an_acl_user_limited_to_its_prefix_uses_every_store() {
             app(acl.backend().await).await,
             app(acl.backend().await).await,
         );
-        let name = lock_core::testing::unique("acl");
+        let name = lock_testing::unique("acl");
 
         // A lock, waited for: the release wakes the waiter by pub/sub.
         let held = one.locks.lock(&name).await.unwrap();
@@ -447,7 +447,7 @@ async fn an_acl_user_limited_to_its_prefix_elects_and_observes() {
             LockClient::new(acl.backend().await),
             LockClient::new(acl.backend().await),
         ];
-        let name = lock_core::testing::unique("elected");
+        let name = lock_testing::unique("elected");
         let mut watch = locks[0]
             .election(&name)
             .observe_every(Duration::from_secs(60))

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_core::testing::{free_port, RedisServer};
+use lock_testing::{free_port, RedisServer};
 use lock_core::{LockClient, LostReason, RedisBackend};
 use tokio::time::{timeout, Instant};
 

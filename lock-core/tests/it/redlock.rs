@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lock_core::testing::{free_port, RedisServer};
+use lock_testing::{free_port, RedisServer};
 use lock_core::{LockClient, LockError, RedLock, RedisBackend};
 use tokio::time::{timeout, Instant};
 
@@ -17,7 +17,7 @@ fn servers(count: usize, name: &str) -> Vec<RedisServer> {
             let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
                 "redlock-{name}-{}-{i}-{}",
                 std::process::id(),
-                lock_core::testing::unique("n")
+                lock_testing::unique("n")
             ));
             RedisServer::start(free_port(), dir)
         })

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lock_core::memory::MemoryResultStore;
 use lock_core::results::{PutEntry, Replace, ResultStore};
-use lock_core::testing::unique;
+use lock_testing::unique;
 use lock_core::LockKey;
 use tokio::time::{timeout, Instant};
 
@@ -319,7 +319,7 @@ mod redis_harness {
     }
 
     pub(crate) async fn redis() -> Option<Redis> {
-        lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
+        lock_testing::server_url("LOCK_TEST_REDIS_URL")
             .unwrap_or_else(|e| panic!("{e}"))
             .map(|url| Redis {
                 url,

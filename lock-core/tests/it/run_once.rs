@@ -17,7 +17,7 @@ async fn instances(redis: bool) -> Option<Vec<LockClient>> {
         let memory = MemoryBackend::new();
         return Some((0..3).map(|_| LockClient::new(memory.clone())).collect());
     }
-    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    let url = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let mut all = Vec::new();
     for _ in 0..3 {
         all.push(LockClient::new(RedisBackend::connect(&url).await.unwrap()));

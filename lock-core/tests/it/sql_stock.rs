@@ -5,7 +5,7 @@
 //!
 //! The two-process test starts this test binary again as the second seller
 //! (`LOCK_TEST_SQL_STOCK_CHILD` set), as the cache and SQL kill tests do. The crash test runs a
-//! database server of its own (`lock_core::testing::SqlServer`): the stack's are shared by the
+//! database server of its own (`lock_testing::SqlServer`): the stack's are shared by the
 //! tests running beside it.
 
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use lock_core::sql::{Dialect, SqlStock, StockStrategy};
 use lock_core::stock::{DeductOutcome, Stock};
-use lock_core::testing::{free_port, unique, SqlKind, SqlServer};
+use lock_testing::{free_port, unique, SqlKind, SqlServer};
 use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
 
@@ -59,7 +59,7 @@ fn stack_url(db: &str) -> Option<String> {
         "postgres" => "LOCK_TEST_POSTGRES_URL",
         _ => "LOCK_TEST_MYSQL_URL",
     };
-    lock_core::testing::server_url(variable).expect("test server")
+    lock_testing::server_url(variable).expect("test server")
 }
 
 /// Sells `ORDERS` order ids of `sku` from `TASKS` tasks: each order's outcome (taken?) and

@@ -7,7 +7,7 @@ use lock_core::memory::MemoryStock;
 use lock_core::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Restock, Stock, DEFAULT_RETENTION,
 };
-use lock_core::testing::unique;
+use lock_testing::unique;
 use lock_core::LockError;
 use tokio::time::{timeout, Instant};
 
@@ -437,7 +437,7 @@ stock_suite!(memory_stock, memory);
 
 #[cfg(feature = "redis")]
 async fn redis(retention: Duration) -> Option<Stock> {
-    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    let url = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let backend = lock_core::RedisBackend::connect(&url).await.unwrap();
     let store = lock_core::redis::RedisStock::from_backend(&backend)
         .with_retention(retention)
@@ -455,7 +455,7 @@ async fn sql<D: lock_core::sql::Dialect>(
     strategy: lock_core::sql::StockStrategy,
     retention: Duration,
 ) -> Option<Stock> {
-    let url = lock_core::testing::server_url(variable).expect("test server")?;
+    let url = lock_testing::server_url(variable).expect("test server")?;
     let store = lock_core::sql::SqlStock::<D>::builder(&url)
         .strategy(strategy)
         .retention(retention)
@@ -504,7 +504,7 @@ mod mysql_stock {
 /// The Redis stock, and a connection of its own to read the stock's keys.
 #[cfg(feature = "redis")]
 async fn redis_and_admin() -> Option<(Stock, redis::aio::MultiplexedConnection)> {
-    let url = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
+    let url = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
     let admin = redis::Client::open(url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()

@@ -1,14 +1,14 @@
 //! A 3-member ZooKeeper ensemble on loopback losing a follower, then its leader, under a
 //! contended lock workload: no overlaps, fencing tokens increasing, progress after each kill.
 //!
-//! The test runs its own ensemble (`lock_core::testing::cluster::ZooKeeperEnsemble`: `java`
+//! The test runs its own ensemble (`lock_testing::cluster::ZooKeeperEnsemble`: `java`
 //! with the jar `zookeeperd` installs, as `cargo xtask stack up` does) on free loopback ports,
 //! since it must kill members. Without them it fails when `LOCK_TEST_REQUIRE_SERVERS=1` or
 //! `CI` is set, and otherwise skips loudly. The scenario is in `cluster_support::failover`.
 
 use std::time::Duration;
 
-use lock_core::testing::cluster::{ZooKeeperEnsemble, ZOOKEEPER_JAR};
+use lock_testing::cluster::{ZooKeeperEnsemble, ZOOKEEPER_JAR};
 use lock_core::ZooKeeperBackend;
 
 use crate::cluster_support::{data_dir, failover, require};

@@ -30,7 +30,7 @@ pub(crate) struct ZooKeeper {
 }
 
 fn server_url() -> Option<String> {
-    lock_core::testing::server_url("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|e| panic!("{e}"))
+    lock_testing::server_url("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|e| panic!("{e}"))
 }
 
 async fn zookeeper() -> Option<ZooKeeper> {

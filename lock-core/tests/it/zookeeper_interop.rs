@@ -36,7 +36,7 @@ const SCRIPT: &str = concat!(
 );
 
 fn server_url() -> Option<String> {
-    lock_core::testing::server_url("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|e| panic!("{e}"))
+    lock_testing::server_url("LOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Whether `python3` imports kazoo; a failure when servers are required, a loud skip otherwise.
@@ -51,7 +51,7 @@ fn kazoo_available() -> bool {
         return true;
     }
     assert!(
-        !lock_core::testing::servers_required(),
+        !lock_testing::servers_required(),
         "`{PYTHON}` cannot import kazoo but test servers are required; \
          `cargo xtask stack up --with zookeeper` installs it (`{PYTHON} -m pip install kazoo`)"
     );

@@ -31,7 +31,7 @@ struct TlsServer {
 /// The server's settings from the environment; `None` (after saying so) when the suite may
 /// skip.
 fn tls_server() -> Option<TlsServer> {
-    let url = lock_core::testing::server_url("LOCK_TEST_ZOOKEEPER_TLS_URL")
+    let url = lock_testing::server_url("LOCK_TEST_ZOOKEEPER_TLS_URL")
         .unwrap_or_else(|e| panic!("{e}"))?;
     let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} beside the URL"));
     let read = |name: &str| {

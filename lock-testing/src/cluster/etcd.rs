@@ -7,7 +7,7 @@ use std::time::Duration;
 use etcd_client as etcd;
 
 use super::{tcp_request_async, Cluster, Member};
-use crate::testing::free_port;
+use crate::free_port;
 
 /// Three `etcd` members (the binary of `etcd-server`, on `PATH`) on free loopback ports, with
 /// a 100 ms heartbeat and a 1 s election timeout, so that a leader's loss is noticed in about a
@@ -16,7 +16,7 @@ use crate::testing::free_port;
 /// ```no_run
 /// # async fn demo() -> Result<(), String> {
 /// use std::time::Duration;
-/// use lock_core::testing::cluster::{data_dir, try_wait_for_quorum, Cluster, EtcdCluster};
+/// use lock_testing::cluster::{data_dir, try_wait_for_quorum, Cluster, EtcdCluster};
 ///
 /// let mut cluster = EtcdCluster::start(data_dir(&std::env::temp_dir(), "etcd-cluster")?)?;
 /// let leader = try_wait_for_quorum(&mut cluster, Duration::from_secs(25)).await?;

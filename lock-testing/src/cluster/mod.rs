@@ -10,7 +10,7 @@
 //! # #[cfg(feature = "etcd")]
 //! # async fn demo() -> Result<(), String> {
 //! use std::time::Duration;
-//! use lock_core::testing::cluster::{data_dir, try_wait_for_quorum, Cluster, EtcdCluster};
+//! use lock_testing::cluster::{data_dir, try_wait_for_quorum, Cluster, EtcdCluster};
 //!
 //! let dir = data_dir(&std::env::temp_dir(), "etcd-demo")?;
 //! let mut cluster = EtcdCluster::start(dir.clone())?;
@@ -45,7 +45,7 @@ pub use zookeeper::{ZooKeeperEnsemble, ZOOKEEPER_JAR};
 /// Whether `program` is on `PATH`.
 ///
 /// ```
-/// assert!(!lock_core::testing::cluster::on_path("no-such-program-here"));
+/// assert!(!lock_testing::cluster::on_path("no-such-program-here"));
 /// ```
 #[must_use]
 pub fn on_path(program: &str) -> bool {
@@ -56,7 +56,7 @@ pub fn on_path(program: &str) -> bool {
 /// A fresh, empty directory `base/name` (whatever was there before is removed).
 ///
 /// ```
-/// let dir = lock_core::testing::cluster::data_dir(&std::env::temp_dir(), "cluster-doc").unwrap();
+/// let dir = lock_testing::cluster::data_dir(&std::env::temp_dir(), "cluster-doc").unwrap();
 /// assert!(dir.is_dir() && std::fs::read_dir(&dir).unwrap().next().is_none());
 /// std::fs::remove_dir_all(dir).unwrap();
 /// ```

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{tcp_request_async, Cluster, Member};
-use crate::testing::free_port;
+use crate::free_port;
 
 /// The ZooKeeper jar the `zookeeperd` package installs.
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -19,7 +19,7 @@ const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
 /// ```no_run
 /// # async fn demo() -> Result<(), String> {
 /// use std::time::Duration;
-/// use lock_core::testing::cluster::{data_dir, try_wait_for_quorum, Cluster, ZooKeeperEnsemble};
+/// use lock_testing::cluster::{data_dir, try_wait_for_quorum, Cluster, ZooKeeperEnsemble};
 ///
 /// let dir = data_dir(&std::env::temp_dir(), "zk-ensemble")?;
 /// let mut ensemble = ZooKeeperEnsemble::start(dir)?;

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use super::Store;
-use crate::idempotency::Idempotency;
-use crate::memory::MemoryResultStore;
-use crate::testing::unique;
-use crate::MemoryBackend;
+use lock_core::idempotency::Idempotency;
+use lock_core::memory::MemoryResultStore;
+use crate::unique;
+use lock_core::MemoryBackend;
 
 /// One scenario's store: every [`instance`](Self::instance) shares its records and claims.
 pub(super) struct Backing {
@@ -35,7 +35,7 @@ impl Backing {
             Store::Memory => Kind::memory(&namespace),
             #[cfg(feature = "redis")]
             Store::Redis => Kind::Redis {
-                url: crate::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?,
+                url: crate::server_url("LOCK_TEST_REDIS_URL").expect("test server")?,
             },
         };
         Some(Self { namespace, kind })
@@ -60,8 +60,8 @@ impl Backing {
             Kind::Memory { idempotency, .. } => idempotency.clone(),
             #[cfg(feature = "redis")]
             Kind::Redis { url } => {
-                let backend = crate::RedisBackend::connect(url).await.unwrap();
-                let store = crate::redis::RedisResultStore::from_backend(&backend)
+                let backend = lock_core::RedisBackend::connect(url).await.unwrap();
+                let store = lock_core::redis::RedisResultStore::from_backend(&backend)
                     .await
                     .unwrap();
                 Idempotency::builder(store, backend)
@@ -138,7 +138,7 @@ impl<'a> Waiters<'a> {
             Kind::Memory { backend, .. } => Self::Memory(backend, lock_key),
             #[cfg(feature = "redis")]
             Kind::Redis { url } => {
-                let names = crate::RedisBackend::connect(url).await.unwrap();
+                let names = lock_core::RedisBackend::connect(url).await.unwrap();
                 let connection = redis::Client::open(url.as_str())
                     .unwrap()
                     .get_multiplexed_async_connection()

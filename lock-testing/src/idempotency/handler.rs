@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
-use crate::idempotency::ClaimInfo;
-use crate::testing::SuiteHandler;
+use lock_core::idempotency::ClaimInfo;
+use crate::SuiteHandler;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]
@@ -37,13 +37,13 @@ pub struct Reply {
 ///
 /// - `/status/{code}`: that status, body `status {code}, run {n}`;
 /// - `/large/{bytes}`: 201 with a body of that many `x`;
-/// - `/block`: counts as [entered](crate::testing::Runs::entered), then waits for a permit
-///   ([`open`](crate::testing::Runs::open)) before answering as any other path;
+/// - `/block`: counts as [entered](crate::Runs::entered), then waits for a permit
+///   ([`open`](crate::Runs::open)) before answering as any other path;
 /// - any other path: 201, `content-type: text/plain`, `x-run: {n}`, body
 ///   `run {n}: {method} {path} {body}`.
 ///
 /// `n` counts the runs (every path), from 1. A run dropped before it answers (the layer
-/// cancelled it) is counted as [cancelled](crate::testing::Runs::cancelled).
+/// cancelled it) is counted as [cancelled](crate::Runs::cancelled).
 pub type Handler = SuiteHandler<Option<ClaimInfo>>;
 
 impl Handler {

@@ -13,7 +13,7 @@
 //! use std::future::Future;
 //! use lock_core::http::idempotency::IdempotencyRules;
 //! use lock_core::idempotency::Idempotency;
-//! use lock_core::testing::idempotency::{self as suite, Answer, Driver, Handler, Request, Store};
+//! use lock_testing::idempotency::{self as suite, Answer, Driver, Handler, Request, Store};
 //!
 //! /// A framework whose "application" is the handler itself, with no layer in front.
 //! struct Bare;
@@ -55,8 +55,8 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
-use crate::http::idempotency::IdempotencyRules;
-use crate::idempotency::Idempotency;
+use lock_core::http::idempotency::IdempotencyRules;
+use lock_core::idempotency::Idempotency;
 
 pub use handler::{Call, Handler, Reply};
 #[cfg(feature = "redis")]

@@ -6,12 +6,12 @@ use std::time::Duration;
 use tokio::time::timeout;
 
 use super::{Driver, Handler, Request};
-use crate::http::idempotency::IdempotencyRules;
-use crate::http::PROBLEM_JSON;
-use crate::idempotency::Idempotency;
-use crate::redis::RedisResultStore;
-use crate::testing::{free_port, server_url, unique, RedisServer};
-use crate::RedisBackend;
+use lock_core::http::idempotency::IdempotencyRules;
+use lock_core::http::PROBLEM_JSON;
+use lock_core::idempotency::Idempotency;
+use lock_core::redis::RedisResultStore;
+use crate::{free_port, server_url, unique, RedisServer};
+use lock_core::RedisBackend;
 
 /// How long a request may take to fail against the killed server.
 const LIMIT: Duration = Duration::from_secs(30);

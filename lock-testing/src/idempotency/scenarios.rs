@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use super::backing::Backing;
 use super::{send, Answer, Driver, Handler, Request, Store, GUEST};
-use crate::http::idempotency::IdempotencyRules;
-use crate::http::PROBLEM_JSON;
-use crate::idempotency::InFlight;
+use lock_core::http::idempotency::IdempotencyRules;
+use lock_core::http::PROBLEM_JSON;
+use lock_core::idempotency::InFlight;
 
 /// The rules of most scenarios: the defaults, with a `Retry-After` of 3 s (to tell it from
 /// the default).

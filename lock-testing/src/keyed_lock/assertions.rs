@@ -2,7 +2,7 @@
 //! share.
 
 use super::Answer;
-use crate::http::PROBLEM_JSON;
+use lock_core::http::PROBLEM_JSON;
 
 /// Asserts an `application/problem+json` answer with `status` and the problem type `urn`.
 ///
@@ -10,7 +10,7 @@ use crate::http::PROBLEM_JSON;
 /// When it is not that.
 ///
 /// ```
-/// use lock_core::testing::keyed_lock::{assert_problem, Answer};
+/// use lock_testing::keyed_lock::{assert_problem, Answer};
 ///
 /// let busy = Answer {
 ///     status: 409,

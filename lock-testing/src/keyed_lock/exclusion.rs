@@ -4,8 +4,8 @@
 
 use super::assertions::{assert_locked, assert_problem, assert_ran};
 use super::{app, send, Answer, Driver, Handler, Request, LIMIT};
-use crate::http::keyed::{KeySource, KeyedLockOptions, OnLost};
-use crate::{LockClient, MemoryBackend, WaitPolicy};
+use lock_core::http::keyed::{KeySource, KeyedLockOptions, OnLost};
+use lock_core::{LockClient, MemoryBackend, WaitPolicy};
 
 /// Options that wait for a busy key as long as a scenario may take.
 fn waiting() -> KeyedLockOptions {

@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
-use crate::http::keyed::LockInfo;
-use crate::testing::SuiteHandler;
+use lock_core::http::keyed::LockInfo;
+use crate::SuiteHandler;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]
@@ -21,16 +21,16 @@ pub struct Call {
 /// and `text/plain` body `{key} {fence}` of the lock it runs under (`unlocked` without one).
 /// Cheap to clone; clones are the same application.
 ///
-/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](crate::testing::Runs::entered), then
-/// waits for a permit ([`open`](crate::testing::Runs::open)) before answering. A run dropped before it
-/// answers (the middleware cancelled it) is counted as [cancelled](crate::testing::Runs::cancelled).
+/// A path whose first segment is `hold` (`/hold/a`) counts as [entered](crate::Runs::entered), then
+/// waits for a permit ([`open`](crate::Runs::open)) before answering. A run dropped before it
+/// answers (the middleware cancelled it) is counted as [cancelled](crate::Runs::cancelled).
 ///
-/// Exclusion is counted, not assumed: [`most_inside`](crate::testing::Runs::most_inside) is the largest
+/// Exclusion is counted, not assumed: [`most_inside`](crate::Runs::most_inside) is the largest
 /// number of runs that were inside the handler at the same moment.
 ///
 /// ```
 /// use lock_core::http::keyed::LockInfo;
-/// use lock_core::testing::keyed_lock::{Call, Handler};
+/// use lock_testing::keyed_lock::{Call, Handler};
 /// use lock_core::FencingToken;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

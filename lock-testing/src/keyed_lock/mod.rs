@@ -14,7 +14,7 @@
 //! ```no_run
 //! use std::future::Future;
 //! use lock_core::http::keyed::{KeySource, KeyedLockOptions};
-//! use lock_core::testing::keyed_lock::{self as suite, Answer, Driver, Handler, Request};
+//! use lock_testing::keyed_lock::{self as suite, Answer, Driver, Handler, Request};
 //! use lock_core::{LockClient, LockError};
 //!
 //! /// A framework whose "application" is the handler itself, with no middleware in front.
@@ -66,8 +66,8 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
-use crate::http::keyed::{KeySource, KeyedLockOptions};
-use crate::{LockClient, LockError};
+use lock_core::http::keyed::{KeySource, KeyedLockOptions};
+use lock_core::{LockClient, LockError};
 
 pub use super::idempotency::{Answer, Request};
 pub use assertions::assert_problem;

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use super::assertions::{assert_locked, assert_problem};
 use super::{app, send, Driver, Handler, Request};
-use crate::http::keyed::{KeySource, KeyedLockOptions};
-use crate::testing::{free_port, RedisServer};
-use crate::{LockClient, RedisBackend};
+use lock_core::http::keyed::{KeySource, KeyedLockOptions};
+use crate::{free_port, RedisServer};
+use lock_core::{LockClient, RedisBackend};
 
 /// With its own `redis-server` (working in a directory under `tmp`) killed after one request
 /// ran: the next is answered a 503 `unavailable` problem that names neither Redis, its

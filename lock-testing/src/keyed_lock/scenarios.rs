@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::assertions::{assert_locked, assert_problem, assert_ran};
 use super::{app, send, Driver, Handler, Request, Unreachable};
-use crate::http::keyed::{BusyStatus, KeySource, KeyedLockOptions};
-use crate::{LeaseMode, LockClient, MemoryBackend, WaitPolicy};
+use lock_core::http::keyed::{BusyStatus, KeySource, KeyedLockOptions};
+use lock_core::{LeaseMode, LockClient, MemoryBackend, WaitPolicy};
 
 /// The key source of most scenarios: `/buy/{sku}`.
 fn sku() -> KeySource {

@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend};
-use crate::{LockError, Result};
+use lock_core::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend};
+use lock_core::{LockError, Result};
 
 /// A backend whose server cannot be reached: every call fails with
 /// [`unavailable`](LockError::unavailable)`("unreachable", "connection refused")`, at once.
 ///
 /// ```
-/// use lock_core::testing::keyed_lock::Unreachable;
+/// use lock_testing::keyed_lock::Unreachable;
 /// use lock_core::{LockClient, LockError};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

@@ -7,10 +7,10 @@ use tokio::time::timeout;
 use super::origin::{Calls, Feeds, Gate, Origin};
 use super::table::rows;
 use super::{concurrent, http_cache, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
-use crate::cache::Cache;
-use crate::http::cache::{HttpCache, Plan, RequestParts};
-use crate::memory::MemoryResultStore;
-use crate::{LockClient, MemoryBackend};
+use lock_core::cache::Cache;
+use lock_core::http::cache::{HttpCache, Plan, RequestParts};
+use lock_core::memory::MemoryResultStore;
+use lock_core::{LockClient, MemoryBackend};
 
 /// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.
 async fn app<A: Adapter>(name: &str, origin: Origin) -> A::App {

@@ -13,7 +13,7 @@
 //! ```no_run
 //! use std::future::Future;
 //! use lock_core::http::cache::HttpCache;
-//! use lock_core::testing::response_cache::{self as suite, Adapter, Origin, Request, Response};
+//! use lock_testing::response_cache::{self as suite, Adapter, Origin, Request, Response};
 //!
 //! /// A framework whose "application" is the origin itself, with no cache in front.
 //! struct Bare;
@@ -59,8 +59,8 @@ use std::time::Duration;
 
 use tokio::time::timeout;
 
-use crate::cache::Cache;
-use crate::http::cache::HttpCache;
+use lock_core::cache::Cache;
+use lock_core::http::cache::HttpCache;
 
 pub use memory::{
     a_failing_origin_is_called_once_and_its_answer_shared,

@@ -8,11 +8,11 @@ use tokio::time::Instant;
 
 use super::origin::{Calls, Origin};
 use super::{http_cache, send, together, Adapter, Answer, Request};
-use crate::breaker::{Breaker, BreakerState};
-use crate::cache::{Cache, OnBackendError};
-use crate::redis::RedisResultStore;
-use crate::testing::{free_port, server_url, unique, RedisServer};
-use crate::RedisBackend;
+use lock_core::breaker::{Breaker, BreakerState};
+use lock_core::cache::{Cache, OnBackendError};
+use lock_core::redis::RedisResultStore;
+use crate::{free_port, server_url, unique, RedisServer};
+use lock_core::RedisBackend;
 
 /// How long the origin takes to answer.
 const ORIGIN: Duration = Duration::from_millis(50);

@@ -8,10 +8,10 @@ use tokio::time::timeout;
 
 use super::origin::{Calls, Origin};
 use super::{http_cache, together, Adapter, Answer, Request};
-use crate::cache::{Cache, OnBackendError};
-use crate::redis::RedisResultStore;
-use crate::testing::{free_port, server_url, unique, RedisServer};
-use crate::RedisBackend;
+use lock_core::cache::{Cache, OnBackendError};
+use lock_core::redis::RedisResultStore;
+use crate::{free_port, server_url, unique, RedisServer};
+use lock_core::RedisBackend;
 
 /// How long the Redis scenarios wait for an answer's head.
 const LIMIT: Duration = Duration::from_secs(30);

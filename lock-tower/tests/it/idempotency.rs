@@ -1,5 +1,5 @@
 //! The idempotency layer on an axum router, on memory: the adapters' conformance suite
-//! (`lock_core::testing::idempotency`: the statuses of the Idempotency-Key draft, replays,
+//! (`lock_testing::idempotency`: the statuses of the Idempotency-Key draft, replays,
 //! scopes, kept and not kept responses, body limits, a lost claim), then what is the layer's
 //! own: `route_layer`, the `HeldClaim` extractor outside the layer, refused settings (and, in
 //! `idempotency_span.rs`, the tracing span's outcome).
@@ -8,7 +8,7 @@ use crate::axum_driver::idempotency::{handle, AxumIdempotency};
 use axum::routing::post;
 use axum::Router;
 use lock_core::idempotency::{Idempotency, InFlight};
-use lock_core::testing::idempotency::{self as suite, send, Handler, Request, Store};
+use lock_testing::idempotency::{self as suite, send, Handler, Request, Store};
 use lock_tower::IdempotencyLayer;
 
 #[tokio::test]
@@ -105,7 +105,7 @@ async fn route_layer_handles_matched_routes_only() {
 #[cfg(feature = "axum")]
 #[tokio::test]
 async fn the_claim_extractor_outside_the_layer_is_a_500_problem() {
-    use lock_core::testing::keyed_lock::assert_problem;
+    use lock_testing::keyed_lock::assert_problem;
     use lock_tower::HeldClaim;
 
     let app = Router::new()

@@ -1,5 +1,5 @@
 //! lock-tower's integration tests, one binary: the adapters' conformance suites of
-//! `lock_core::testing` (keyed lock, response cache, idempotency) driven through axum, and what
+//! `lock_testing` (keyed lock, response cache, idempotency) driven through axum, and what
 //! is the layers' own. The idempotency span's test is a binary of its own
 //! (`tests/idempotency_span.rs`): it sets a tracing subscriber, which would race the callsite
 //! caches the other tests fill.

@@ -9,7 +9,7 @@ use http::{Request, Response};
 use lock_core::cache::{Cache, Freshness};
 use lock_core::idempotency::Idempotency;
 use lock_core::metrics::NO_STATUS;
-use lock_core::testing::metrics::{http_response_series, local_recorder};
+use lock_testing::metrics::{http_response_series, local_recorder};
 use lock_core::{LockClient, MemoryBackend};
 use lock_tower::idempotency::IdempotencyBody;
 use lock_tower::{IdempotencyLayer, KeySource, KeyedLockLayer, ResponseCacheLayer};

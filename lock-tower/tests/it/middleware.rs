@@ -1,5 +1,5 @@
 //! The keyed-lock layer on an axum router: the adapters' conformance suite
-//! (`lock_core::testing::keyed_lock`: exclusion per key counted by the handler, the fence in
+//! (`lock_testing::keyed_lock`: exclusion per key counted by the handler, the fence in
 //! the handler, busy and unavailable answers with their bodies, a missing key, request
 //! selection, a lost lease, refused settings, a dead Redis), then what is the layer's own:
 //! the inner service's errors and `Infallible`, merged routers and `route_layer`, the
@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
 use http::Response;
-use lock_core::testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
+use lock_testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_core::{LockClient, LockError, MemoryBackend};
 use lock_tower::{
     BusyStatus, KeySource, KeyedLockLayer, KeyedLockOptions, LockRejection, OnLost, ResponseFuture,

@@ -1,5 +1,5 @@
 //! The response cache layer on an axum router, on the memory cache: the adapters' conformance
-//! suite (`lock_core::testing::response_cache`: `Cache-Control` semantics over HTTP,
+//! suite (`lock_testing::response_cache`: `Cache-Control` semantics over HTTP,
 //! collapsing of cold misses, large bodies passed through whole, `Set-Cookie`, `HEAD`,
 //! bypasses, responses not shared with waiters, the request that starts a refresh served
 //! stale), then what is the layer's own: `route_layer`, refused settings.
@@ -10,8 +10,8 @@ use crate::axum_driver::{serve, Axum};
 use axum::routing::any;
 use axum::Router;
 use lock_core::cache::{Cache, Freshness};
-use lock_core::testing::response_cache::{self as suite, send, Calls, Origin, Request};
-use lock_core::testing::response_cache::{HIT, MISS_STORED};
+use lock_testing::response_cache::{self as suite, send, Calls, Origin, Request};
+use lock_testing::response_cache::{HIT, MISS_STORED};
 use lock_tower::ResponseCacheLayer;
 
 #[tokio::test]

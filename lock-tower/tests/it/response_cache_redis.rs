@@ -1,5 +1,5 @@
 //! The response cache layer on a real Redis, through the adapters' conformance suite
-//! (`lock_core::testing::response_cache`): two instances (two caches on two connections)
+//! (`lock_testing::response_cache`): two instances (two caches on two connections)
 //! call the handler once for a crowd of cold requests, and once for a failing one; with Redis stopped, requests are
 //! answered fail-open (or a generic 503 when the cache fails closed).
 //!
@@ -7,7 +7,7 @@
 //! `redis-server` of its own.
 
 use crate::axum_driver::Axum;
-use lock_core::testing::response_cache as suite;
+use lock_testing::response_cache as suite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_call_the_handler_once() {

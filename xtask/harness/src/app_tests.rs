@@ -104,7 +104,7 @@ macro_rules! flash_sale_app_tests {
         /// configured Redis it does nothing, unless the servers are required
         /// (`LOCK_TEST_REQUIRE_SERVERS`, as `cargo xtask test` sets): then it fails.
         async fn two_processes(strategy: ::example_support::shop::Strategy) {
-            let Some(url) = ::lock_core::testing::server_url("LOCK_TEST_REDIS_URL").unwrap() else {
+            let Some(url) = ::lock_testing::server_url("LOCK_TEST_REDIS_URL").unwrap() else {
                 return;
             };
             let app = ::std::path::PathBuf::from($binary);
@@ -118,7 +118,7 @@ macro_rules! flash_sale_app_tests {
 
         /// Two processes of the app while a Redis of the test's own is killed and restarted.
         async fn redis_dropped(strategy: ::example_support::shop::Strategy) {
-            if ::lock_core::testing::server_url("LOCK_TEST_REDIS_URL")
+            if ::lock_testing::server_url("LOCK_TEST_REDIS_URL")
                 .unwrap()
                 .is_none()
             {
@@ -146,7 +146,7 @@ macro_rules! flash_sale_app_tests {
             } else {
                 "LOCK_TEST_MYSQL_URL"
             };
-            if ::lock_core::testing::server_url(variable)
+            if ::lock_testing::server_url(variable)
                 .unwrap()
                 .is_none()
             {

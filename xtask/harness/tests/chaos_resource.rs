@@ -3,7 +3,7 @@
 //! scenario's verdict can fail.
 
 #![cfg(feature = "servers")]
-use lock_core::testing::{server_url, unique};
+use lock_testing::{server_url, unique};
 use lock_core::FencingToken;
 use lock_harness::chaos::resource::{Counts, Resource, Written};
 

@@ -28,7 +28,7 @@ fn violations(report: &str) -> u64 {
 }
 
 fn redis_url() -> Option<String> {
-    lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
 }
 
 #[test]

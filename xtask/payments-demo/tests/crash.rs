@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lock_core::testing::{server_url, unique};
+use lock_testing::{server_url, unique};
 use lock_harness::payments::checks::AppCommand;
 use lock_harness::payments::crash::{proxied, sweep, CrashSetup, Records};
 

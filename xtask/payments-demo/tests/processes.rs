@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use example_support::payments::Ledger;
-use lock_core::testing::{server_url, unique};
+use lock_testing::{server_url, unique};
 use lock_harness::payments::checks::{concurrent_duplicates, killed_mid_request, AppCommand};
 
 fn app(framework: &str) -> AppCommand {

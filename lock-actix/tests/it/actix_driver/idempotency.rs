@@ -1,4 +1,4 @@
-//! How the idempotency suite (`lock_core::testing::idempotency`) talks to actix-web: its
+//! How the idempotency suite (`lock_testing::idempotency`) talks to actix-web: its
 //! handler behind [`Idempotent`] in a test service (the scope read from the user header),
 //! requests sent with `call`.
 
@@ -15,7 +15,7 @@ use actix_web::{App, HttpRequest, HttpResponse};
 use lock_actix::{HeldClaim, Idempotent};
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
-use lock_core::testing::idempotency::{Answer, Call, Driver, Handler, Request, USER_HEADER};
+use lock_testing::idempotency::{Answer, Call, Driver, Handler, Request, USER_HEADER};
 
 /// The suite's driver for lock-actix.
 pub struct ActixIdempotency;

@@ -1,4 +1,4 @@
-//! How the keyed-lock suite (`lock_core::testing::keyed_lock`) talks to actix-web: its
+//! How the keyed-lock suite (`lock_testing::keyed_lock`) talks to actix-web: its
 //! handler behind [`KeyedLock`] wrapped around a test service, the lock read with the
 //! [`HeldLock`] extractor, requests sent with `call`.
 
@@ -7,7 +7,7 @@ use std::future::Future;
 use actix_web::{web, App, HttpRequest};
 use lock_actix::{HeldLock, KeyedLock};
 use lock_core::http::keyed::{KeySource, KeyedLockOptions};
-use lock_core::testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
+use lock_testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
 use lock_core::{LockClient, LockError};
 
 use super::idempotency::{send_fn, SendFn};

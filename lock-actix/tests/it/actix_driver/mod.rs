@@ -1,4 +1,4 @@
-//! How the response cache suite (`lock_core::testing::response_cache`) talks to actix-web: its
+//! How the response cache suite (`lock_testing::response_cache`) talks to actix-web: its
 //! origin behind [`ResponseCache`] in a test service, requests sent with `call`; and the
 //! idempotency and keyed-lock suites' drivers, in [`idempotency`] and [`keyed_lock`].
 
@@ -21,8 +21,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpRequest, HttpResponse};
 use lock_actix::ResponseCache;
 use lock_core::http::cache::HttpCache;
-use lock_core::testing::response_cache::{Adapter, Headers, Origin, Reply, ReplyBody};
-use lock_core::testing::response_cache::{Request, Response};
+use lock_testing::response_cache::{Adapter, Headers, Origin, Reply, ReplyBody};
+use lock_testing::response_cache::{Request, Response};
 use tokio::sync::mpsc;
 
 /// The suite's adapter for lock-actix.

@@ -80,7 +80,7 @@ where
 /// The Redis server of `LOCK_TEST_REDIS_URL`; `None` (a loud skip) when unset and not required.
 #[cfg(feature = "redis")]
 pub(crate) fn redis_url() -> Option<String> {
-    lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
 }
 
 /// A cache on `backend` and a Redis store beside it, in [`NAMESPACE`]: a builder to finish.

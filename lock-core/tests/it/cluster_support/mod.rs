@@ -1,7 +1,7 @@
 //! Shared pieces of the multi-member failover tests (`zk_ensemble.rs`, `etcd_cluster.rs`):
 //! the server-requirement check and a contended lock workload that counts overlaps, fencing
 //! order, losses and errors while members die. The clusters themselves (member processes on
-//! free loopback ports) are `lock_core::testing::cluster`'s.
+//! free loopback ports) are `lock_testing::cluster`'s.
 //!
 //! The failover scenario ([`failover`]) keeps a quorum (2 of 3) at every moment:
 //! 1. once the cluster has a leader, member **A** is chosen among the *followers* and one
@@ -19,17 +19,17 @@ use std::time::Duration;
 use lock_core::{LockClient, LockError};
 use tokio::time::Instant;
 
-use lock_core::testing::cluster::{wait_for_quorum, Cluster};
+use lock_testing::cluster::{wait_for_quorum, Cluster};
 
 /// Whether the servers a test needs are installed: `Some(())` when they are; when not, a
 /// failure under `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` (like
-/// [`lock_core::testing::server_url`]) and otherwise `None` after a loud `SKIPPED`.
+/// [`lock_testing::server_url`]) and otherwise `None` after a loud `SKIPPED`.
 pub(crate) fn require(what: &str, installed: bool) -> Option<()> {
     if installed {
         return Some(());
     }
     assert!(
-        !lock_core::testing::servers_required(),
+        !lock_testing::servers_required(),
         "{what} is not installed but test servers are required; run `cargo xtask test`"
     );
     eprintln!("SKIPPED: {what} is not installed; `cargo xtask test` installs it");
@@ -39,7 +39,7 @@ pub(crate) fn require(what: &str, installed: bool) -> Option<()> {
 /// A fresh directory for this test's data under `CARGO_TARGET_TMPDIR`.
 pub(crate) fn data_dir(name: &str) -> PathBuf {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    lock_core::testing::cluster::data_dir(&base, &format!("{name}-{}", std::process::id())).unwrap()
+    lock_testing::cluster::data_dir(&base, &format!("{name}-{}", std::process::id())).unwrap()
 }
 
 /// What the workload saw.

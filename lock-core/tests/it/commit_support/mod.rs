@@ -4,7 +4,7 @@
 use lock_core::idempotency::{ClaimInfo, Committed};
 use lock_core::results::StoredResponse;
 use lock_core::sql::RecoveryPoints;
-use lock_core::testing::server_url;
+use lock_testing::server_url;
 use lock_core::Result as LockResult;
 use sqlx::{MySqlPool, PgPool};
 

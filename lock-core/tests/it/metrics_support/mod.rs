@@ -1,11 +1,11 @@
 //! Reading metrics back from the recorder of the test's own thread
-//! (`lock_core::testing::metrics`), for the metrics suites (`metrics.rs`, `http_metrics.rs`,
+//! (`lock_testing::metrics`), for the metrics suites (`metrics.rs`, `http_metrics.rs`,
 //! `cache_metrics.rs`): counters, histograms and gauges by name and labels.
 
 use metrics_util::debugging::DebugValue;
 use metrics_util::{CompositeKey, MetricKind};
 
-pub(crate) use lock_core::testing::metrics::{local_recorder, Metrics};
+pub(crate) use lock_testing::metrics::{local_recorder, Metrics};
 
 /// Whether `key` is the metric `name` of `kind` with all of `labels`.
 fn matches(key: &CompositeKey, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> bool {

@@ -22,7 +22,7 @@ impl Harness for Postgres {
 }
 
 pub(crate) async fn postgres() -> Option<Postgres> {
-    lock_core::testing::server_url("LOCK_TEST_POSTGRES_URL")
+    lock_testing::server_url("LOCK_TEST_POSTGRES_URL")
         .unwrap_or_else(|e| panic!("{e}"))
         .map(Postgres)
 }

@@ -91,7 +91,7 @@ pub(crate) async fn announce_and_wait(guard: LockGuard) {
 /// The server URL from `var`; `None` (after saying so) when it is unset and servers are not
 /// required, a failure when they are.
 pub(crate) fn server_url(var: &str) -> Option<String> {
-    lock_core::testing::server_url(var).unwrap_or_else(|e| panic!("{e}"))
+    lock_testing::server_url(var).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Three locks for a retention check: one released, one abandoned as a crashed holder leaves

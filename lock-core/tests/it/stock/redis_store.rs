@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lock_core::redis::RedisStock;
 use lock_core::stock::{CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Stock};
-use lock_core::testing::unique;
+use lock_testing::unique;
 use lock_core::RedisBackend;
 use tokio::time::timeout;
 
@@ -43,7 +43,7 @@ async fn keys_naming(
 /// naming the SKU is under one of the prefixes, each prefix holding its SKU's level.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prefixes_keep_their_stock_apart() {
-    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
     else {
         return;
     };
@@ -187,7 +187,7 @@ async fn pttl(admin: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
 /// stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_past_the_retention_leave_redis() {
-    let Some(url) = lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
     else {
         return;
     };
@@ -298,7 +298,7 @@ async fn used_memory(admin: &mut redis::aio::MultiplexedConnection) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_orders_stay_within_the_memory_bound() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique("stock-memory"));
-    let server = lock_core::testing::RedisServer::start(lock_core::testing::free_port(), dir);
+    let server = lock_testing::RedisServer::start(lock_testing::free_port(), dir);
     // A script call of `BATCH` orders may wait for others on a busy machine.
     let backend = RedisBackend::builder(server.url())
         .response_timeout(Duration::from_secs(20))
@@ -392,7 +392,7 @@ async fn hset(admin: &mut redis::aio::MultiplexedConnection, key: &str, fields: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stock_of_the_unprefixed_layout_is_carried_over() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique("stock-migrate"));
-    let server = lock_core::testing::RedisServer::start(lock_core::testing::free_port(), dir);
+    let server = lock_testing::RedisServer::start(lock_testing::free_port(), dir);
     let backend = RedisBackend::builder(server.url())
         .key_prefix("shop")
         .connect()

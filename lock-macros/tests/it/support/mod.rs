@@ -67,7 +67,7 @@ pub(crate) fn redis_url() -> Option<String> {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
             assert!(
-                !lock_core::testing::servers_required(),
+                !lock_testing::servers_required(),
                 "LOCK_TEST_REDIS_URL is not set but servers are required; run `cargo xtask test`"
             );
             // Straight to stderr, past the test harness's capture, once per test binary.

@@ -1,4 +1,4 @@
-//! How the idempotency suite (`lock_core::testing::idempotency`) talks to axum: its handler
+//! How the idempotency suite (`lock_testing::idempotency`) talks to axum: its handler
 //! behind [`IdempotencyLayer`] on a router, the scope put in the extensions by an outer
 //! "authentication" layer, the claim taken with the `HeldClaim` extractor (read from the
 //! extensions without the `axum` feature), requests sent with `oneshot`.
@@ -15,7 +15,7 @@ use http::HeaderValue;
 use http_body_util::BodyExt;
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::{ClaimInfo, Idempotency};
-use lock_core::testing::idempotency::{Answer, Call, Driver, Handler, USER_HEADER};
+use lock_testing::idempotency::{Answer, Call, Driver, Handler, USER_HEADER};
 use lock_tower::IdempotencyLayer;
 use tower::util::MapRequestLayer;
 use tower::ServiceExt;
@@ -46,7 +46,7 @@ impl Driver for AxumIdempotency {
 
     fn send(
         app: &Router,
-        request: lock_core::testing::idempotency::Request,
+        request: lock_testing::idempotency::Request,
     ) -> impl Future<Output = Answer> {
         // On a task of its own, as a server would run it.
         let response = tokio::spawn(app.clone().oneshot(to_request(request)));
@@ -55,7 +55,7 @@ impl Driver for AxumIdempotency {
 }
 
 /// The suite's request as an axum request.
-pub fn to_request(request: lock_core::testing::idempotency::Request) -> Request {
+pub fn to_request(request: lock_testing::idempotency::Request) -> Request {
     let mut builder = http::Request::builder()
         .method(request.method)
         .uri(request.path);

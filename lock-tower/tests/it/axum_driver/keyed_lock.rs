@@ -1,4 +1,4 @@
-//! How the keyed-lock suite (`lock_core::testing::keyed_lock`) talks to axum: its handler
+//! How the keyed-lock suite (`lock_testing::keyed_lock`) talks to axum: its handler
 //! behind [`KeyedLockLayer`] on a router, the lock taken with the `HeldLock` extractor (read
 //! from the request's extensions without the `axum` feature), requests sent with `oneshot`.
 
@@ -9,7 +9,7 @@ use axum::routing::any;
 use axum::Router;
 use http::request::Parts;
 use lock_core::http::keyed::{KeySource, KeyedLockOptions, LockInfo};
-use lock_core::testing::keyed_lock::{Answer, Call, Driver, Handler};
+use lock_testing::keyed_lock::{Answer, Call, Driver, Handler};
 use lock_core::{LockClient, LockError};
 use lock_tower::KeyedLockLayer;
 use tower::ServiceExt;
@@ -44,7 +44,7 @@ impl Driver for AxumKeyedLock {
 
     fn send(
         app: &Router,
-        request: lock_core::testing::keyed_lock::Request,
+        request: lock_testing::keyed_lock::Request,
     ) -> impl Future<Output = Answer> {
         // On a task of its own, as a server would run it.
         let response = tokio::spawn(app.clone().oneshot(to_request(request)));

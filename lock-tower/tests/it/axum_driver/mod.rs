@@ -1,4 +1,4 @@
-//! How the response cache suite (`lock_core::testing::response_cache`) talks to axum: its
+//! How the response cache suite (`lock_testing::response_cache`) talks to axum: its
 //! origin behind [`ResponseCacheLayer`] on a router, requests sent with `oneshot`; and the
 //! idempotency and keyed-lock suites' drivers, in [`idempotency`] and [`keyed_lock`].
 
@@ -22,8 +22,8 @@ use http::{Method, Uri};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use lock_core::http::cache::HttpCache;
-use lock_core::testing::response_cache::{Adapter, Headers, Origin, Reply, ReplyBody};
-use lock_core::testing::response_cache::{Request, Response};
+use lock_testing::response_cache::{Adapter, Headers, Origin, Reply, ReplyBody};
+use lock_testing::response_cache::{Request, Response};
 use lock_tower::ResponseCacheLayer;
 use tokio::sync::mpsc;
 use tower::ServiceExt;

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use example_support::backend::{postgres_url, redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
-use lock_core::testing::{free_port, unique, RedisServer};
+use lock_testing::{free_port, unique, RedisServer};
 use lock_harness::chaos::report::{table, Outcome, Row};
 use lock_harness::chaos::scenarios::{Chaos, Settings, CATALOGUE};
 use lock_harness::chaos::target::Target;

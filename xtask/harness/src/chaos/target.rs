@@ -242,12 +242,12 @@ impl Target {
     }
 
     /// Sends `request` over a fresh TCP connection to the server and reads to EOF (the
-    /// cluster launchers' [`tcp_request`](lock_core::testing::cluster::tcp_request)).
+    /// cluster launchers' [`tcp_request`](lock_testing::cluster::tcp_request)).
     async fn plain_request(&self, request: &[u8]) -> Result<String, String> {
         let addr = self.upstream()?;
         let request = request.to_vec();
         tokio::task::spawn_blocking(move || {
-            lock_core::testing::cluster::tcp_request(addr.port(), &request)
+            lock_testing::cluster::tcp_request(addr.port(), &request)
         })
         .await
         .ok()

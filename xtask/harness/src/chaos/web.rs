@@ -10,7 +10,7 @@
 //! - `POST /orders/{id}`: behind the keyed lock on `{id}` (fails closed).
 //!
 //! Prints `EV ready <µs> <port>` once it serves, and `EV log <µs> <LEVEL> <message>` for every
-//! INFO, WARN or ERROR line of lock-core (`lock_core::testing::LogLines`); runs until killed.
+//! INFO, WARN or ERROR line of lock-core (`lock_testing::LogLines`); runs until killed.
 
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use lock_core::breaker::BreakerOptions;
 use lock_core::cache::{Cache, Freshness, OnBackendError};
 use lock_core::idempotency::Idempotency;
 use lock_core::redis::RedisResultStore;
-use lock_core::testing::LogLines;
+use lock_testing::LogLines;
 use lock_core::{LockClient, RedisBackend};
 use lock_tower::{IdempotencyLayer, KeySource, KeyedLockLayer, ResponseCacheLayer};
 use tracing::Level;

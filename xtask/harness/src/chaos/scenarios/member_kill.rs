@@ -1,5 +1,5 @@
 //! Scenario 12, cluster member or leader killed (ZooKeeper and etcd). Each round starts a
-//! fresh 3-member cluster of the backend (`lock_core::testing::cluster`, data under
+//! fresh 3-member cluster of the backend (`lock_testing::cluster`, data under
 //! `target/chaos/cluster-<pid>-<round>`, removed afterwards) and runs the in-process
 //! [`Workload`] on it: client A pinned to one follower, two clients given every member, three
 //! tasks each. Two faults:
@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use example_support::backend::BackendKind;
-use lock_core::testing::cluster::{
+use lock_testing::cluster::{
     data_dir, try_wait_for_quorum, Cluster, EtcdCluster, ZooKeeperEnsemble,
 };
 use lock_core::LockClient;

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use example_support::backend::BackendKind;
-use lock_core::testing::RedisServer;
+use lock_testing::RedisServer;
 
 use super::cache_app;
 use super::process::{Event, Worker};

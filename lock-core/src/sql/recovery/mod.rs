@@ -40,7 +40,8 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// second one's insert waits for the first one's transaction and then finds its row.
 ///
 /// ```no_run
-/// use lock_core::idempotency::{Idempotency, RecoveryPoints};
+/// use lock_core::idempotency::Idempotency;
+/// use lock_core::sql::RecoveryPoints;
 /// use lock_core::redis::RedisResultStore;
 /// use lock_core::RedisBackend;
 ///
@@ -189,6 +190,7 @@ impl RecoveryPoints {
     /// MariaDB).
     ///
     /// ```no_run
+    /// # #[cfg(feature = "mysql")]
     /// # async fn example(pool: sqlx::MySqlPool) -> Result<(), lock_core::LockError> {
     /// let points = lock_core::sql::RecoveryPoints::builder_from_pool(pool)
     ///     .table("payments_recovery")

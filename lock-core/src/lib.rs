@@ -57,6 +57,7 @@ pub mod backend;
 pub mod breaker;
 pub mod cache;
 pub mod election;
+mod erased;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -112,9 +113,9 @@ pub use primitives::latch::CountDownLatch;
 pub use primitives::read_write::ReadWriteLock;
 pub use primitives::semaphore::Semaphore;
 #[cfg(feature = "redis")]
-pub use redis::redlock::{RedLock, RedLockBuilder};
+pub use crate::redis::redlock::{RedLock, RedLockBuilder};
 #[cfg(feature = "redis")]
-pub use redis::RedisBackend;
+pub use crate::redis::RedisBackend;
 #[cfg(feature = "mysql")]
 pub use sql::{MySqlBackend, MySqlBackendBuilder};
 #[cfg(feature = "postgres")]

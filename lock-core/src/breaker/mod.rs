@@ -35,7 +35,7 @@
 //! - `PostgresBackend`, `PostgresAdvisoryBackend`, `MySqlBackend`: one per backend (its pool).
 //!   A `PostgresResultStore` has one of its own unless it is given the backend's
 //!   (`PostgresResultStore::builder_from_pool(pool).breaker(backend.breaker().clone())`):
-//!   a sqlx pool has no place to hang one on, and matching pools by identity in a global table
+//!   an SQL pool has no place to hang one on, and matching pools by identity in a global table
 //!   would be the hidden process-wide state this design avoids.
 //! - `ZooKeeperBackend`: one per backend (its session, renewed when one expires).
 //! - `EtcdBackend`: one per backend (its gRPC channel).

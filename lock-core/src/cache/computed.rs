@@ -2,14 +2,13 @@
 //! failure and what to hand on of it), and what a call ends with before it reaches its
 //! caller: a failure handed over from another caller keeps its bytes here, so the response
 //! cache can replay a failing response; [`CacheError::Elsewhere`] carries its text, and
-//! [`CacheError::Shared`] the error itself when it was shared in this process ([`Typed`]).
+//! [`CacheError::Shared`] the error itself when it was shared in this process ([`Typed`](crate::erased::Typed)).
 
-use std::any::Any;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{CacheError, CacheStatus, Cached, Freshness};
 use crate::backend::BoxFuture;
+pub(crate) use crate::erased::{AnyError, Typed};
 use crate::LockError;
 
 /// A computation, boxed so the algorithm is written once for every value type.
@@ -80,37 +79,10 @@ pub(crate) struct SharedFailure {
     /// How long it is remembered from then.
     pub(crate) negative: Duration,
     /// The error itself, when the computation this caller waited on in this process failed
-    /// and its caller shares errors typed ([`Typed`]).
+    /// and its caller shares errors typed ([`Typed`](crate::erased::Typed)).
     pub(crate) typed: Option<AnyError>,
 }
 
-/// A computation's error, shared across the callers of one flight whatever its type.
-pub(crate) type AnyError = Arc<dyn Any + Send + Sync>;
-
-/// How a call shares its computation's error with the callers of its flight, as
-/// [`CacheError::Shared`]: the flight carries it as an [`AnyError`] (callers of one key may
-/// differ in error type: one whose type is not the error's gets its message).
-pub(crate) struct Typed<E> {
-    pub(crate) erase: fn(Arc<E>) -> AnyError,
-    pub(crate) recover: fn(AnyError) -> Option<Arc<E>>,
-}
-
-impl<E: Send + Sync + 'static> Typed<E> {
-    pub(crate) fn new() -> Self {
-        Self {
-            erase: |error| error,
-            recover: |error| error.downcast().ok(),
-        }
-    }
-}
-
-impl<E> Clone for Typed<E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<E> Copy for Typed<E> {}
 
 impl SharedFailure {
     /// How long it is still remembered at `now`.

@@ -22,7 +22,7 @@ const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let locks = LockClient::new(MemoryBackend::new());
-/// let a = locks.election("compactor").participant("a").lease(crate::LeaseMode::watchdog(Duration::from_secs(10)));
+/// let a = locks.election("compactor").participant("a").lease(lock_core::LeaseMode::watchdog(Duration::from_secs(10)));
 /// let b = locks.election("compactor").participant("b");
 ///
 /// let leading = a.campaign().await?;

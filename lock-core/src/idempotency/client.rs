@@ -291,7 +291,8 @@ impl IdempotencyBuilder {
     /// effect then.
     ///
     /// ```no_run
-    /// use lock_core::idempotency::{Idempotency, RecoveryPoints};
+    /// use lock_core::idempotency::Idempotency;
+    /// use lock_core::sql::RecoveryPoints;
     /// use lock_core::redis::RedisResultStore;
     /// use lock_core::RedisBackend;
     ///

@@ -42,7 +42,7 @@ static GLOBAL: OnceLock<LockClient> = OnceLock::new();
 /// // Wait up to 3 s, on a fixed 10 s lease the watchdog does not renew:
 /// let guard = locks
 ///     .lock("sku:42")
-///     .lease(crate::LeaseMode::fixed(Duration::from_secs(10)))
+///     .lease(lock_core::LeaseMode::fixed(Duration::from_secs(10)))
 ///     .acquire_within(Duration::from_secs(3))
 ///     .await?
 ///     .expect("free again");

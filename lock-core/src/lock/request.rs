@@ -44,7 +44,7 @@ pub(crate) struct RequestPlace {
 /// let locks = LockClient::new(MemoryBackend::new());
 /// let guard = locks
 ///     .lock("invoice:9")
-///     .lease(crate::LeaseMode::watchdog(Duration::from_secs(5))) // renewed every ~1.7 s while held
+///     .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(5))) // renewed every ~1.7 s while held
 ///     .acquire_with(WaitPolicy::Within(Duration::from_millis(200)))
 ///     .await?;
 /// assert!(guard.is_some());

@@ -32,7 +32,8 @@ use crate::Result;
 /// `RedisStock` (feature `redis`) instead. Clones see the same stock:
 ///
 /// ```
-/// use lock_core::stock::{DeductOutcome, MemoryStock, Stock};
+/// use lock_core::stock::{DeductOutcome, Stock};
+/// use lock_core::memory::MemoryStock;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let shared = MemoryStock::new();

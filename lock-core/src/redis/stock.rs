@@ -118,7 +118,8 @@ pub struct UnprefixedMigration {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use lock_core::stock::{RedisStock, Stock};
+/// use lock_core::stock::Stock;
+/// use lock_core::redis::RedisStock;
 /// use lock_core::RedisBackend;
 ///
 /// # #[tokio::main] async fn main() -> Result<(), lock_core::LockError> {

@@ -9,7 +9,8 @@ use super::Replace;
 ///
 /// ```
 /// use std::time::Duration;
-/// use lock_core::results::{MemoryResultStore, PutEntry, Replace, ResultStore};
+/// use lock_core::results::{PutEntry, Replace, ResultStore};
+/// use lock_core::memory::MemoryResultStore;
 /// use lock_core::LockKey;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {

@@ -12,7 +12,8 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use lock_core::stock::{DeductOutcome, MemoryStock, Stock};
+//! use lock_core::stock::{DeductOutcome, Stock};
+//! use lock_core::memory::MemoryStock;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 //! let stock = Stock::new(MemoryStock::new());

@@ -7,7 +7,8 @@
 /// retry return its first outcome.
 ///
 /// ```
-/// use lock_core::stock::{MemoryStock, OrderLine, StockStore};
+/// use lock_core::stock::{OrderLine, StockStore};
+/// use lock_core::memory::MemoryStock;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
 /// let store = MemoryStock::new();

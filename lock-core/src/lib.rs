@@ -86,6 +86,10 @@ mod test_input;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
+#[cfg(feature = "redis")]
+pub use crate::redis::redlock::{RedLock, RedLockBuilder};
+#[cfg(feature = "redis")]
+pub use crate::redis::RedisBackend;
 pub use backend::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use backend::loss_signal::LossSignal;
 pub use backend::token::{FencingToken, OwnerToken};
@@ -112,10 +116,6 @@ pub use memory::{MemoryBackend, MemoryLease};
 pub use primitives::latch::CountDownLatch;
 pub use primitives::read_write::ReadWriteLock;
 pub use primitives::semaphore::Semaphore;
-#[cfg(feature = "redis")]
-pub use crate::redis::redlock::{RedLock, RedLockBuilder};
-#[cfg(feature = "redis")]
-pub use crate::redis::RedisBackend;
 #[cfg(feature = "mysql")]
 pub use sql::{MySqlBackend, MySqlBackendBuilder};
 #[cfg(feature = "postgres")]

@@ -18,8 +18,8 @@ use lock_core::http::keyed::{KeyedLockOptions, RequestLock};
 use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
 use lock_core::redis::RedisResultStore;
 use lock_core::results::StoredResponse;
-use lock_testing::{free_port, server_url, unique, LogLines, RedisServer};
 use lock_core::{LockClient, RedisBackend};
+use lock_testing::{free_port, server_url, unique, LogLines, RedisServer};
 use tokio::time::{timeout, Instant};
 use tracing::Level;
 

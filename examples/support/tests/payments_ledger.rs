@@ -55,8 +55,8 @@ async fn memory_rows_are_fenced_not_deduplicated() {
 mod postgres {
     use lock_core::idempotency::{Begin, Claim, Fingerprint, Idempotency, InFlight};
     use lock_core::sql::PostgresResultStore;
-    use lock_testing::{server_url, unique};
     use lock_core::{LeaseMode, PostgresBackend};
+    use lock_testing::{server_url, unique};
     use sqlx::PgPool;
 
     use super::*;
@@ -108,11 +108,14 @@ mod postgres {
             let stale = claim(&paused, "k-1", InFlight::Conflict).await;
             let newer = claim(&live, "k-1", InFlight::Wait(Duration::from_secs(10))).await;
             let first = made(ledger.record(newer.info(), &payment).await);
-            assert_eq!((first.fence, first.cents), (newer.info().fence.get(), 250));
+            assert_eq!(
+                (first.fence, first.cents),
+                (newer.info().fencing_token.get(), 250)
+            );
             assert_eq!(
                 ledger.record(stale.info(), &payment).await,
                 Err(LedgerError::Superseded {
-                    newer: newer.info().fence.get()
+                    newer: newer.info().fencing_token.get()
                 })
             );
             // The same claim once more (a second execution of it): nothing is paid, the

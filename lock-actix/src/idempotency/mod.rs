@@ -36,7 +36,7 @@
 //! async fn pay(claim: HeldClaim, body: String) -> HttpResponse {
 //!     // Write the payment and this answer in one transaction (`claim.commit_in`, lock-core's
 //!     // `postgres` feature): a crash after the payment then replays it, never pays twice.
-//!     HttpResponse::Created().body(format!("paid {body} under fence {}", claim.fence))
+//!     HttpResponse::Created().body(format!("paid {body} under fence {}", claim.fencing_token))
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {

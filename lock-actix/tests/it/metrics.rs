@@ -10,8 +10,8 @@ use actix_web::{test, web, App, HttpResponse};
 use lock_actix::{Idempotent, KeySource, KeyedLock, ResponseCache};
 use lock_core::cache::{Cache, Freshness};
 use lock_core::idempotency::Idempotency;
-use lock_testing::metrics::{http_response_series, local_recorder};
 use lock_core::{LockClient, MemoryBackend};
+use lock_testing::metrics::{http_response_series, local_recorder};
 
 async fn created() -> HttpResponse {
     HttpResponse::Created().body("done")

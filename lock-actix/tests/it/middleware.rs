@@ -14,8 +14,8 @@ use actix_web::{web, App};
 use lock_actix::{
     BusyStatus, HeldLock, KeySource, KeyedLock, KeyedLockOptions, LockRejection, OnLost,
 };
-use lock_testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_core::{LockClient, LockError, MemoryBackend};
+use lock_testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 
 #[actix_web::test]
 async fn one_key_runs_one_request_at_a_time() {

@@ -102,7 +102,7 @@ pub struct Grant<L> {
     /// Whatever the backend needs to renew and release this lease later.
     pub lease: L,
     /// This grant's fencing token: larger than every earlier grant of the same key.
-    pub fence: FencingToken,
+    pub fencing_token: FencingToken,
     /// When the command that won the lease was sent; the lease is trusted from here, not from
     /// the reply, so a delayed reply shortens it instead of stretching it.
     pub sent_at: Instant,
@@ -123,7 +123,7 @@ impl<L> Grant<L> {
     pub fn new(lease: L, fence: FencingToken, sent_at: Instant) -> Self {
         Self {
             lease,
-            fence,
+            fencing_token: fence,
             sent_at,
             loss: None,
             ttl: None,
@@ -147,7 +147,7 @@ impl<L> Grant<L> {
     pub(super) fn map<M>(self, f: impl FnOnce(L) -> M) -> Grant<M> {
         Grant {
             lease: f(self.lease),
-            fence: self.fence,
+            fencing_token: self.fencing_token,
             sent_at: self.sent_at,
             loss: self.loss,
             ttl: self.ttl,

@@ -83,7 +83,6 @@ pub(crate) struct SharedFailure {
     pub(crate) typed: Option<AnyError>,
 }
 
-
 impl SharedFailure {
     /// How long it is still remembered at `now`.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]

@@ -122,7 +122,7 @@ impl Claim {
             guard,
             info,
         } = self;
-        let completed = Completed::new(info.fence, response);
+        let completed = Completed::new(info.fencing_token, response);
         let entry = Record::encode_completed(&fingerprint, &completed);
         let (stored, guard) =
             end_record(&idempotency, &key, guard, &entry, Replace::OlderOrSame).await;
@@ -140,11 +140,14 @@ impl Claim {
                 };
                 // Completed under this very claim: by the handler, in its own transaction
                 // (`ClaimInfo::commit_in`), together with its effect.
-                if let Some(mine) = there.as_ref().filter(|there| there.fence == info.fence) {
+                if let Some(mine) = there
+                    .as_ref()
+                    .filter(|there| there.fencing_token == info.fencing_token)
+                {
                     return Ok(Completion::Stored(mine.clone()));
                 }
                 Counters::add(&idempotency.inner.counters.superseded);
-                tracing::warn!(key = %key, fence = %info.fence, "a newer claim took the key over; this response is discarded");
+                tracing::warn!(key = %key, fence = %info.fencing_token, "a newer claim took the key over; this response is discarded");
                 Ok(Completion::Superseded(there))
             }
             Err(error) => {
@@ -152,9 +155,9 @@ impl Claim {
                 // The backend's breaker reports an outage once (and `store_failed` counts
                 // this); anything else is an error of its own.
                 if error.is_unavailable() {
-                    tracing::debug!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
+                    tracing::debug!(key = %key, fence = %info.fencing_token, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
                 } else {
-                    tracing::error!(key = %key, fence = %info.fence, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
+                    tracing::error!(key = %key, fence = %info.fencing_token, error = %error.with_causes(), "the completed response could not be stored; the claim is left to expire");
                 }
                 if let Some(guard) = guard {
                     guard.abandon();
@@ -175,7 +178,7 @@ impl Claim {
             info,
             ..
         } = self;
-        let entry = Record::encode_abandoned(info.fence);
+        let entry = Record::encode_abandoned(info.fencing_token);
         let (marked, guard) =
             end_record(&idempotency, &key, guard, &entry, Replace::OlderOrSame).await;
         // Released before answering, so that an immediate retry finds the key free.
@@ -211,10 +214,15 @@ impl Claim {
             self.release().await?;
             return Ok(Begin::Mismatch);
         }
-        tracing::info!(key = %self.key, fence = %completed.fence, "replaying the answer an earlier execution committed with its effect (recovery point)");
+        tracing::info!(key = %self.key, fence = %completed.fencing_token, "replaying the answer an earlier execution committed with its effect (recovery point)");
         let entry = Record::encode_completed(&theirs, &completed);
         let stored = inner
-            .put_record(&self.key, self.info.fence, &entry, Replace::OlderOrSame)
+            .put_record(
+                &self.key,
+                self.info.fencing_token,
+                &entry,
+                Replace::OlderOrSame,
+            )
             .await;
         match stored {
             Ok(_) => {}
@@ -259,7 +267,7 @@ impl std::fmt::Debug for Claim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Claim")
             .field("key", &self.key)
-            .field("fence", &self.info.fence)
+            .field("fence", &self.info.fencing_token)
             .finish_non_exhaustive()
     }
 }

@@ -13,7 +13,7 @@ use crate::FencingToken;
 /// use lock_core::FencingToken;
 ///
 /// let info = ClaimInfo::new("alice", "key-1", FencingToken::new(9));
-/// assert_eq!((info.scope.as_str(), info.key.as_str(), info.fence.get()), ("alice", "key-1", 9));
+/// assert_eq!((info.scope.as_str(), info.key.as_str(), info.fencing_token.get()), ("alice", "key-1", 9));
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
@@ -23,7 +23,7 @@ pub struct ClaimInfo {
     /// The idempotency key, as the client sent it.
     pub key: String,
     /// The claim's fencing token: strictly larger than any earlier claim's on this key.
-    pub fence: FencingToken,
+    pub fencing_token: FencingToken,
     /// What [`commit_in`](Self::commit_in) needs; `None` for an info made by hand, or when the
     /// idempotency's records cannot be completed in a transaction.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -37,7 +37,7 @@ impl ClaimInfo {
         Self {
             scope: scope.into(),
             key: key.into(),
-            fence,
+            fencing_token: fence,
             #[cfg(any(feature = "postgres", feature = "mysql"))]
             commit: None,
         }
@@ -47,7 +47,8 @@ impl ClaimInfo {
 /// Two infos are equal when they name the same claim (scope, key, fencing token).
 impl PartialEq for ClaimInfo {
     fn eq(&self, other: &Self) -> bool {
-        (&self.scope, &self.key, self.fence) == (&other.scope, &other.key, other.fence)
+        (&self.scope, &self.key, self.fencing_token)
+            == (&other.scope, &other.key, other.fencing_token)
     }
 }
 
@@ -58,7 +59,7 @@ impl std::fmt::Debug for ClaimInfo {
         f.debug_struct("ClaimInfo")
             .field("scope", &self.scope)
             .field("key", &self.key)
-            .field("fence", &self.fence)
+            .field("fence", &self.fencing_token)
             .finish_non_exhaustive()
     }
 }

@@ -296,9 +296,10 @@ impl IdempotencyBuilder {
     /// use lock_core::redis::RedisResultStore;
     /// use lock_core::RedisBackend;
     ///
-    /// # async fn example(pool: sqlx::PgPool, backend: RedisBackend) -> Result<(), lock_core::LockError> {
+    /// # async fn example(backend: RedisBackend, points: RecoveryPoints) -> Result<(), lock_core::LockError> {
+    /// // `points`: `RecoveryPoints::from_pool(pool).await?` on the effects' database.
     /// let payments = Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)
-    ///     .recovery_points(RecoveryPoints::from_pool(pool).await?)
+    ///     .recovery_points(points)
     ///     .build()?;
     /// # let _ = payments; Ok(()) }
     /// ```

@@ -38,7 +38,7 @@ use crate::{FencingToken, LockError};
 #[non_exhaustive]
 pub struct Completed {
     /// The fencing token of the claim whose handler produced it.
-    pub fence: FencingToken,
+    pub fencing_token: FencingToken,
     /// When it was stored (wall clock, ms precision).
     pub completed_at: SystemTime,
     /// Status, replayable headers and body (`initial_age` and `fresh` are unused here).
@@ -50,7 +50,7 @@ impl Completed {
     #[must_use]
     pub fn new(fence: FencingToken, response: StoredResponse) -> Self {
         Self {
-            fence,
+            fencing_token: fence,
             completed_at: SystemTime::now(),
             response,
         }
@@ -88,7 +88,7 @@ impl Record {
     pub(crate) fn encode_completed(fingerprint: &Fingerprint, completed: &Completed) -> Vec<u8> {
         let mut bytes = format!(
             "{VERSION} C {:0width$} {} {}\n",
-            completed.fence.get(),
+            completed.fencing_token.get(),
             fingerprint.to_hex(),
             millis_since_epoch(completed.completed_at),
             width = FENCE_DIGITS
@@ -153,7 +153,7 @@ impl Record {
                 Ok(Self::Completed {
                     fingerprint,
                     completed: Completed {
-                        fence,
+                        fencing_token: fence,
                         completed_at,
                         response,
                     },

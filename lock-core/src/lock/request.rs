@@ -271,7 +271,7 @@ impl<'a> LockRequest<'a> {
                 key,
                 kind,
                 token,
-                fence: grant.fence,
+                fence: grant.fencing_token,
                 backend,
                 lease: grant.lease,
                 // A backend that pushes losses fires the same signal the guard exposes.

@@ -117,7 +117,7 @@ impl ClaimInfo {
             fresh: Duration::ZERO,
             ..response.clone()
         };
-        let completed = Completed::new(self.fence, response);
+        let completed = Completed::new(self.fencing_token, response);
         let entry = Record::encode_completed(&commit.fingerprint, &completed);
         // The place is one of this driver's own (`CommitPlace` is sealed): which one.
         let place: &(dyn Any + Send + Sync) = commit.place.as_ref();
@@ -164,7 +164,11 @@ async fn in_table<D: Dialect>(
             D::BACKEND
         )));
     };
-    let fence = format!("{:0width$}", claim.fence.get(), width = FENCE_DIGITS);
+    let fence = format!(
+        "{:0width$}",
+        claim.fencing_token.get(),
+        width = FENCE_DIGITS
+    );
     let done = sql
         .complete(connection, &commit.key, &fence, entry, commit.retention)
         .await?;

@@ -10,8 +10,8 @@
 //! [`acl_user_backend`]. The stock store's suites can take either the same way, and end with
 //! [`AclRedis::assert_no_refusals`].
 
-use lock_testing::{free_port, RedisServer};
 use lock_core::RedisBackend;
+use lock_testing::{free_port, RedisServer};
 
 /// The ACL user's name and password.
 const USER: &str = "svc";

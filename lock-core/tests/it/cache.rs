@@ -1004,8 +1004,7 @@ async fn a_cache_keys_fencing_counter_lives_as_long_as_its_entry() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cache_keys_lock_row_is_swept_soon_after_its_lease() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_POSTGRES_URL").expect("test server")
-    else {
+    let Some(url) = lock_testing::server_url("LOCK_TEST_POSTGRES_URL").expect("test server") else {
         return;
     };
     let backend = lock_core::PostgresBackend::connect(&url).await.unwrap();

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use lock_core::cache::{Cache, CacheStatus};
-use lock_testing::{free_port, RedisServer};
 use lock_core::{LeaseMode, RedisBackend};
+use lock_testing::{free_port, RedisServer};
 use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
 

@@ -218,7 +218,10 @@ async fn an_observer_follows_the_leader(store: Store) {
     let (seen, a) = answer_to(&mut watch, a.campaign()).await;
     let a = a.unwrap();
     let seen = seen.expect("a leads");
-    assert_eq!((seen.participant.as_str(), seen.fencing_token), ("a", a.fencing_token()));
+    assert_eq!(
+        (seen.participant.as_str(), seen.fencing_token),
+        ("a", a.fencing_token())
+    );
     assert_eq!(watch.current(), Some(&seen));
     let a_term = a.fencing_token();
     let (seen, resigned) = answer_to(&mut watch, a.resign()).await;
@@ -228,7 +231,10 @@ async fn an_observer_follows_the_leader(store: Store) {
     let (seen, b) = answer_to(&mut watch, b.campaign()).await;
     let b = b.unwrap();
     let seen = seen.expect("b leads");
-    assert_eq!((seen.participant.as_str(), seen.fencing_token), ("b", b.fencing_token()));
+    assert_eq!(
+        (seen.participant.as_str(), seen.fencing_token),
+        ("b", b.fencing_token())
+    );
     assert!(b.fencing_token() > a_term);
     b.resign().await.unwrap();
 }
@@ -465,7 +471,9 @@ mod processes {
         let leadership = timeout(BOUND, campaign).await.unwrap().unwrap().unwrap();
         assert!(leadership.fencing_token() > old_term);
         let resource = resource().await;
-        let write = resource.write(&name, leadership.fencing_token(), b"successor").await;
+        let write = resource
+            .write(&name, leadership.fencing_token(), b"successor")
+            .await;
         assert_eq!(write.unwrap(), FencedWrite::Accepted);
         leader.signal("-CONT");
         // Every write the resumed leader sends now is refused, up to and past its `LOST`.

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use lock_testing::cluster::EtcdCluster;
 use lock_core::EtcdBackend;
+use lock_testing::cluster::EtcdCluster;
 
 use crate::cluster_support::{data_dir, failover, require};
 

@@ -30,8 +30,8 @@ struct TlsServer {
 /// The member's settings from the environment; `None` (after saying so) when the suite may
 /// skip.
 fn tls_server() -> Option<TlsServer> {
-    let url = lock_testing::server_url("LOCK_TEST_ETCD_TLS_URL")
-        .unwrap_or_else(|e| panic!("{e}"))?;
+    let url =
+        lock_testing::server_url("LOCK_TEST_ETCD_TLS_URL").unwrap_or_else(|e| panic!("{e}"))?;
     let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} beside the URL"));
     let read = |name: &str| {
         let path = var(name);

@@ -6,8 +6,8 @@ use std::time::Duration;
 use lock_core::fenced::FencedWrite;
 use lock_core::redis::RedisFencedStore;
 use lock_core::sql::FencedUpdate;
-use lock_testing::server_url;
 use lock_core::{FencingToken, LockClient, RedisBackend};
+use lock_testing::server_url;
 use sqlx::{Connection, Executor};
 
 fn unique(name: &str) -> String {

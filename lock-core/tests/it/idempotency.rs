@@ -130,7 +130,7 @@ async fn one_run_then_replays(h: &impl Harness) {
     let (a, b) = two(h).await;
     let key = unique("once");
     let claim = runs(&a, "u", &key, 100, InFlight::Conflict).await;
-    assert!(claim.info().fence.get() > 0);
+    assert!(claim.info().fencing_token.get() > 0);
     assert_eq!(claim.info().key, key);
     assert!(matches!(
         b.begin("u", &key, pay(100), InFlight::Conflict)
@@ -262,7 +262,7 @@ async fn a_dropped_claim_lets_the_next_request_run(h: &impl Harness) {
     let a = h.instance(LeaseMode::default()).await;
     let key = unique("dropped");
     let claim = runs(&a, "u", &key, 3, InFlight::Conflict).await;
-    let first_fence = claim.info().fence;
+    let first_fence = claim.info().fencing_token;
     // A cancelled or panicking handler drops its claim: the lease goes at once, and a retry
     // that waits for it (pushed) takes the key over with a larger fence.
     drop(claim);
@@ -272,7 +272,7 @@ async fn a_dropped_claim_lets_the_next_request_run(h: &impl Harness) {
         .unwrap()
     {
         Begin::Run(retry) => {
-            assert!(retry.info().fence > first_fence);
+            assert!(retry.info().fencing_token > first_fence);
             retry.complete(response("retried")).await.unwrap();
         }
         other => panic!("the retry runs, got {other:?}"),
@@ -387,7 +387,7 @@ async fn a_zombie_completion_is_refused(h: &impl Harness) {
         zombie,
         retry,
     } = Takeover::of(h, "zombie", 8).await;
-    assert!(retry.info().fence > zombie.info().fence);
+    assert!(retry.info().fencing_token > zombie.info().fencing_token);
     assert_eq!(
         zombie.complete(response("zombie")).await.unwrap(),
         Completion::Superseded(None)
@@ -532,7 +532,7 @@ async fn a_redis_replay_takes_no_lease() {
         let fence_key = format!("{lock_key}:fence");
 
         let claim = runs(&client, "u", &key, 100, InFlight::Conflict).await;
-        let fence = claim.info().fence.get();
+        let fence = claim.info().fencing_token.get();
         let record = get(record_key).await.expect("a record");
         let header = String::from_utf8_lossy(&record).into_owned();
         assert!(
@@ -612,8 +612,8 @@ idempotency_suite!(postgres_store, postgres_harness::postgres());
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_store_that_is_down_fails_closed() {
     use lock_core::redis::RedisResultStore;
-    use lock_testing::{free_port, RedisServer};
     use lock_core::RedisBackend;
+    use lock_testing::{free_port, RedisServer};
 
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("redis-idempotency-{}", std::process::id()));

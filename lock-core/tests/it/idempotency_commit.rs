@@ -23,8 +23,8 @@ use lock_core::redis::RedisResultStore;
 use lock_core::results::StoredResponse;
 use lock_core::sql::PostgresResultStore;
 use lock_core::sql::RecoveryPoints;
-use lock_testing::{server_url, unique};
 use lock_core::{FencingToken, LeaseMode, LockError, PostgresBackend, RedisBackend};
+use lock_testing::{server_url, unique};
 use tokio::time::timeout;
 
 use crate::commit_support::Effects;
@@ -89,7 +89,7 @@ impl Setup {
     async fn pay(&self, claim: &ClaimInfo, body: &str) -> Committed {
         let mut transaction = self.effects.begin().await;
         transaction
-            .insert_effect(&self.effect_key(&claim.key), claim.fence.get())
+            .insert_effect(&self.effect_key(&claim.key), claim.fencing_token.get())
             .await;
         let committed = transaction.commit_in(claim, &receipt(body)).await.unwrap();
         if committed == Committed::Recorded {
@@ -266,7 +266,7 @@ async fn overlapping_executions_commit_once(setup: Setup, paused_commits_first: 
     else {
         panic!("the retry takes over once the paused holder's lease ran out");
     };
-    assert!(retry.info().fence > zombie.info().fence);
+    assert!(retry.info().fencing_token > zombie.info().fencing_token);
     let (first, second) = if paused_commits_first {
         (&zombie, &retry)
     } else {
@@ -376,7 +376,7 @@ async fn payments_of_different_keys_commit_at_once(setup: Setup) {
                 tokio::spawn(async move {
                     let mut transaction = setup.effects.begin().await;
                     transaction
-                        .insert_effect(&setup.effect_key(&info.key), info.fence.get())
+                        .insert_effect(&setup.effect_key(&info.key), info.fencing_token.get())
                         .await;
                     barrier.wait().await;
                     let committed = transaction.commit_in(&info, &receipt("paid")).await;

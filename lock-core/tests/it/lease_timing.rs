@@ -86,7 +86,11 @@ async fn watchdog_renews_every_third_of_the_ttl_for_hours() {
     let backend = Faulty::default();
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
-    let guard = locks.lock("k").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+    let guard = locks
+        .lock("k")
+        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .await
+        .unwrap();
     // Ten simulated minutes, well past 3 × TTL.
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert!(!guard.is_lost());
@@ -113,7 +117,11 @@ async fn failed_renewals_fire_lost_before_the_lease_ends_not_after() {
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
     let start = Instant::now();
-    let guard = locks.lock("k").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+    let guard = locks
+        .lock("k")
+        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .await
+        .unwrap();
     backend.renew_fails.store(true, Ordering::SeqCst);
     let reason = guard.lost().await;
     let fired_after = start.elapsed();
@@ -136,7 +144,11 @@ async fn a_renewal_that_recovers_keeps_the_lease() {
     let backend = Faulty::default();
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
-    let guard = locks.lock("k").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+    let guard = locks
+        .lock("k")
+        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .await
+        .unwrap();
     backend.renew_fails.store(true, Ordering::SeqCst);
     advance(Duration::from_secs(15)).await;
     backend.renew_fails.store(false, Ordering::SeqCst);
@@ -150,7 +162,11 @@ async fn fixed_leases_are_not_renewed_and_end_with_expired() {
     let locks = client(&backend);
     let ttl = Duration::from_secs(9);
     let start = Instant::now();
-    let guard = locks.lock("k").lease(lock_core::LeaseMode::fixed(ttl)).await.unwrap();
+    let guard = locks
+        .lock("k")
+        .lease(lock_core::LeaseMode::fixed(ttl))
+        .await
+        .unwrap();
     assert_eq!(guard.lost().await, LostReason::Expired);
     assert_eq!(start.elapsed(), ttl - drift_margin(ttl));
     // Ownership was checked meanwhile, but never extended.
@@ -233,9 +249,21 @@ async fn a_slow_reply_shortens_the_lease() {
 async fn a_holder_paused_past_its_lease_sees_it_lost_at_once() {
     let locks = LockClient::new(MemoryBackend::new());
     let ttl = Duration::from_millis(100);
-    let checked = locks.lock("paused:ensure").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
-    let asked = locks.lock("paused:is-lost").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
-    let awaited = locks.lock("paused:lost").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+    let checked = locks
+        .lock("paused:ensure")
+        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .await
+        .unwrap();
+    let asked = locks
+        .lock("paused:is-lost")
+        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .await
+        .unwrap();
+    let awaited = locks
+        .lock("paused:lost")
+        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .await
+        .unwrap();
     let lost = awaited.lost();
     std::thread::sleep(ttl * 3);
     let err = checked.ensure_held().unwrap_err();

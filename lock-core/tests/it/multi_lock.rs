@@ -127,11 +127,15 @@ async fn opposite_orders_never_deadlock() {
 async fn lost_when_any_part_is() {
     let (a, b) = (memory(), memory());
     let (x, y) = (unique_key("lost-x"), unique_key("lost-y"));
-    let guard = MultiLock::new([a.lock(&x), b.lock(&y).lease(lock_core::LeaseMode::fixed(Duration::from_millis(150)))])
-        .try_acquire()
-        .await
-        .unwrap()
-        .expect("free");
+    let guard = MultiLock::new([
+        a.lock(&x),
+        b.lock(&y)
+            .lease(lock_core::LeaseMode::fixed(Duration::from_millis(150))),
+    ])
+    .try_acquire()
+    .await
+    .unwrap()
+    .expect("free");
     assert!(!guard.is_lost());
     guard.ensure_held().unwrap();
     let lost = bounded(guard.lost()).await;
@@ -220,8 +224,7 @@ async fn a_dropped_acquisition_releases_what_it_took() {
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn parts_on_two_backends() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
         return;
     };
     let backend = lock_core::RedisBackend::connect(&url).await.unwrap();

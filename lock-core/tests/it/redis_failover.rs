@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use lock_testing::{free_port, RedisServer};
 use lock_core::{FencingToken, LockClient, LockGuard, LockOwner, RedisBackend};
+use lock_testing::{free_port, RedisServer};
 use tokio::time::{timeout, Instant};
 
 use crate::proxy_support::Proxy;
@@ -41,11 +41,18 @@ async fn grant(locks: &LockClient, kind: Kind, owner: &LockOwner, on: &str) -> L
         }
         Kind::Fair => {
             let request = locks.fair_lock("failover-fair").owner(owner);
-            request.lease(lock_core::LeaseMode::watchdog(ttl)).try_acquire().await
+            request
+                .lease(lock_core::LeaseMode::watchdog(ttl))
+                .try_acquire()
+                .await
         }
         Kind::Write => {
             let lock = locks.read_write_lock("failover-rw");
-            lock.write().owner(owner).lease(lock_core::LeaseMode::watchdog(ttl)).try_acquire().await
+            lock.write()
+                .owner(owner)
+                .lease(lock_core::LeaseMode::watchdog(ttl))
+                .try_acquire()
+                .await
         }
         Kind::Permit => {
             let semaphore = locks.semaphore("failover-sem", 1);

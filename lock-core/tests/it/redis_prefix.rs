@@ -177,15 +177,11 @@ async fn channels_under(
 /// other's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prefixes_on_one_server_keep_apart() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
         return;
     };
     bounded(async {
-        let prefixes = [
-            lock_testing::unique("app-a"),
-            lock_testing::unique("app-b"),
-        ];
+        let prefixes = [lock_testing::unique("app-a"), lock_testing::unique("app-b")];
         let mut apps = Vec::new();
         for prefix in &prefixes {
             let backend = RedisBackend::builder(url.as_str())

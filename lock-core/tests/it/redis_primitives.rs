@@ -18,8 +18,7 @@ const BOUND: Duration = Duration::from_secs(30);
 /// Runs `check` on the Redis server's URL, bounded; does nothing when there is no server (and
 /// may be none).
 async fn on_redis<F: Future<Output = ()>>(check: impl FnOnce(String) -> F) {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
         return;
     };
     timeout(BOUND, check(url)).await.expect("bounded");

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use lock_testing::{free_port, RedisServer};
 use lock_core::{LockClient, LostReason, RedisBackend};
+use lock_testing::{free_port, RedisServer};
 use tokio::time::{timeout, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,7 +23,11 @@ async fn a_restart_is_survived_and_reported() {
             .unwrap();
         let locks = LockClient::new(backend);
         let ttl = Duration::from_millis(900);
-        let holder = locks.lock("restart").lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let holder = locks
+            .lock("restart")
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         let fence_before = holder.fencing_token();
 
         server.kill();

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use lock_testing::{free_port, RedisServer};
 use lock_core::{LockClient, LockError, RedLock, RedisBackend};
+use lock_testing::{free_port, RedisServer};
 use tokio::time::{timeout, Instant};
 
 use crate::conformance::{self, unique_key, Harness};
@@ -335,7 +335,11 @@ async fn a_late_grant_is_renewed_with_the_others() {
         let ttl = Duration::from_millis(600);
         // Node 3 answers after nodes 1 and 2 granted: the grant does not wait for it.
         signal(&servers[2], "-STOP");
-        let guard = locks.lock(&key).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let guard = locks
+            .lock(&key)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         signal(&servers[2], "-CONT");
         // Node 3's grant lands; then node 1 goes quiet for two leases.
         while lock_keys(&servers[2]).await.is_empty() {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use lock_core::memory::MemoryResultStore;
 use lock_core::results::{PutEntry, Replace, ResultStore};
-use lock_testing::unique;
 use lock_core::LockKey;
+use lock_testing::unique;
 use tokio::time::{timeout, Instant};
 
 /// How long a push may take to arrive.

@@ -7,8 +7,8 @@ use lock_core::memory::MemoryStock;
 use lock_core::stock::{
     CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Restock, Stock, DEFAULT_RETENTION,
 };
-use lock_testing::unique;
 use lock_core::LockError;
+use lock_testing::unique;
 use tokio::time::{timeout, Instant};
 
 /// Every check ends within this, pass or fail.

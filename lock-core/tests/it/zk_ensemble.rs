@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use lock_testing::cluster::{ZooKeeperEnsemble, ZOOKEEPER_JAR};
 use lock_core::ZooKeeperBackend;
+use lock_testing::cluster::{ZooKeeperEnsemble, ZOOKEEPER_JAR};
 
 use crate::cluster_support::{data_dir, failover, require};
 

@@ -228,7 +228,10 @@ async fn elections_use_curators_leader_latch_layout() {
         .unwrap()
         .expect("the Java latch leads");
     assert_eq!(leader.participant, "java-1");
-    assert_eq!(leader.fencing_token.get(), u64::try_from(stat.czxid).unwrap());
+    assert_eq!(
+        leader.fencing_token.get(),
+        u64::try_from(stat.czxid).unwrap()
+    );
     assert!(election.try_campaign().await.unwrap().is_none());
     let waiting = tokio::spawn({
         let election = election.clone();

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use super::Store;
+use crate::unique;
 use lock_core::idempotency::Idempotency;
 use lock_core::memory::MemoryResultStore;
-use crate::unique;
 use lock_core::MemoryBackend;
 
 /// One scenario's store: every [`instance`](Self::instance) shares its records and claims.

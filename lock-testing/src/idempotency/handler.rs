@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
-use lock_core::idempotency::ClaimInfo;
 use crate::SuiteHandler;
+use lock_core::idempotency::ClaimInfo;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]

@@ -8,11 +8,11 @@ use std::time::Duration;
 use tokio::time::{timeout, Instant};
 
 use super::{Driver, Handler, Request};
+use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::breaker::BreakerState;
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
 use lock_core::redis::RedisResultStore;
-use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::RedisBackend;
 
 /// How long one request may take.

@@ -6,11 +6,11 @@ use std::time::Duration;
 use tokio::time::timeout;
 
 use super::{Driver, Handler, Request};
+use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::http::PROBLEM_JSON;
 use lock_core::idempotency::Idempotency;
 use lock_core::redis::RedisResultStore;
-use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::RedisBackend;
 
 /// How long a request may take to fail against the killed server.

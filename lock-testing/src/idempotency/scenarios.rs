@@ -150,7 +150,7 @@ pub async fn the_handler_sees_its_claim<D: Driver>() {
         (guest.scope.as_str(), guest.key.as_str()),
         (GUEST, "claim-2")
     );
-    assert!(alice.fence.get() > 0 && guest.fence.get() > 0);
+    assert!(alice.fencing_token.get() > 0 && guest.fencing_token.get() > 0);
 }
 
 /// The first `POST` runs (201); its duplicates, on this instance and another, get the same

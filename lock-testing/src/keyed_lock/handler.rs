@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
-use lock_core::http::keyed::LockInfo;
 use crate::SuiteHandler;
+use lock_core::http::keyed::LockInfo;
 
 /// What the application receives, as the adapter's driver hands it to the [`Handler`].
 #[derive(Debug, Clone)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::assertions::{assert_locked, assert_problem};
 use super::{app, send, Driver, Handler, Request};
-use lock_core::http::keyed::{KeySource, KeyedLockOptions};
 use crate::{free_port, RedisServer};
+use lock_core::http::keyed::{KeySource, KeyedLockOptions};
 use lock_core::{LockClient, RedisBackend};
 
 /// With its own `redis-server` (working in a directory under `tmp`) killed after one request

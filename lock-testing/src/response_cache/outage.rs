@@ -8,10 +8,10 @@ use tokio::time::Instant;
 
 use super::origin::{Calls, Origin};
 use super::{http_cache, send, together, Adapter, Answer, Request};
+use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::breaker::{Breaker, BreakerState};
 use lock_core::cache::{Cache, OnBackendError};
 use lock_core::redis::RedisResultStore;
-use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::RedisBackend;
 
 /// How long the origin takes to answer.

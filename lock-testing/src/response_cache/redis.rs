@@ -8,9 +8,9 @@ use tokio::time::timeout;
 
 use super::origin::{Calls, Origin};
 use super::{http_cache, together, Adapter, Answer, Request};
+use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::cache::{Cache, OnBackendError};
 use lock_core::redis::RedisResultStore;
-use crate::{free_port, server_url, unique, RedisServer};
 use lock_core::RedisBackend;
 
 /// How long the Redis scenarios wait for an answer's head.

@@ -25,7 +25,7 @@ use crate::extensions::{from_extensions, missing_layer};
 ///     // Write the payment and its answer in one transaction with `claim.commit_in` (lock-core's
 ///     // `postgres` feature), so that a crash after the payment replays it instead of paying
 ///     // again.
-///     format!("paid under key {:?}, fence {}", claim.key, claim.fence)
+///     format!("paid under key {:?}, fence {}", claim.key, claim.fencing_token)
 /// }
 /// # let _ = pay;
 /// ```

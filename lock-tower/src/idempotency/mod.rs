@@ -35,7 +35,7 @@
 //! async fn pay(Extension(claim): Extension<ClaimInfo>, body: String) -> (http::StatusCode, String) {
 //!     // Write the payment and this answer in one transaction (`claim.commit_in`, lock-core's
 //!     // `postgres` feature): a crash after the payment then replays it, never pays twice.
-//!     (http::StatusCode::CREATED, format!("paid {body} under fence {}", claim.fence))
+//!     (http::StatusCode::CREATED, format!("paid {body} under fence {}", claim.fencing_token))
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {

@@ -40,7 +40,7 @@ use crate::ResponseFuture;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let inner = service_fn(|request: Request<IdempotencyBody<String>>| async move {
 ///     let claim = request.extensions().get::<ClaimInfo>().unwrap().clone();
-///     let body = format!("paid under fence {}", claim.fence);
+///     let body = format!("paid under fence {}", claim.fencing_token);
 ///     Ok::<_, Infallible>(Response::builder().status(201).body(body).unwrap())
 /// });
 /// let payments = Idempotency::memory("doc").unwrap();

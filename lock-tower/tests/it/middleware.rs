@@ -13,8 +13,8 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Router;
 use http::Response;
-use lock_testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_core::{LockClient, LockError, MemoryBackend};
+use lock_testing::keyed_lock::{self as suite, send, Driver, Handler, Request, Unreachable};
 use lock_tower::{
     BusyStatus, KeySource, KeyedLockLayer, KeyedLockOptions, LockRejection, OnLost, ResponseFuture,
     WaitPolicy,

@@ -146,10 +146,7 @@ macro_rules! flash_sale_app_tests {
             } else {
                 "LOCK_TEST_MYSQL_URL"
             };
-            if ::lock_testing::server_url(variable)
-                .unwrap()
-                .is_none()
-            {
+            if ::lock_testing::server_url(variable).unwrap().is_none() {
                 return;
             }
             let backend = ::example_support::backend::BackendKind::parse(db).unwrap();

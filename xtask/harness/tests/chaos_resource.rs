@@ -3,9 +3,9 @@
 //! scenario's verdict can fail.
 
 #![cfg(feature = "servers")]
-use lock_testing::{server_url, unique};
 use lock_core::FencingToken;
 use lock_harness::chaos::resource::{Counts, Resource, Written};
+use lock_testing::{server_url, unique};
 
 #[tokio::test]
 async fn the_fence_refuses_what_the_unfenced_write_lets_in() {

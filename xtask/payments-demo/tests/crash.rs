@@ -14,9 +14,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lock_testing::{server_url, unique};
 use lock_harness::payments::checks::AppCommand;
 use lock_harness::payments::crash::{proxied, sweep, CrashSetup, Records};
+use lock_testing::{server_url, unique};
 
 fn app(framework: &str) -> AppCommand {
     AppCommand {

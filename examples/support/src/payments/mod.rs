@@ -175,7 +175,7 @@ impl PaymentService {
                 "handling {} {} fence {}",
                 claim.scope,
                 claim.key,
-                claim.fence.get()
+                claim.fencing_token.get()
             );
         }
         let payment = match Payment::parse(body) {
@@ -196,7 +196,7 @@ impl PaymentService {
             // the answer (the same bytes a replay gets).
             Ok(Recorded::Earlier(receipt)) => PaymentAnswer::receipt(&receipt),
             Err(LedgerError::Superseded { newer }) => {
-                PaymentAnswer::superseded(claim.fence.get(), newer)
+                PaymentAnswer::superseded(claim.fencing_token.get(), newer)
             }
             Err(LedgerError::InProgress) => PaymentAnswer::in_progress(),
             Err(LedgerError::KeyReused) => PaymentAnswer::key_reused(),

@@ -88,7 +88,9 @@ impl Shop {
                 locks: LockClient::builder(MemoryBackend::new())
                     .namespace(namespace)
                     .build()?,
-                stock: Stock::builder(MemoryStock::new()).namespace(namespace).build()?,
+                stock: Stock::builder(MemoryStock::new())
+                    .namespace(namespace)
+                    .build()?,
                 counter: Counter::memory(),
                 retried: None,
                 config,
@@ -99,7 +101,9 @@ impl Shop {
                     locks: LockClient::builder(backend.clone())
                         .namespace(namespace)
                         .build()?,
-                    stock: Stock::builder(RedisStock::from_backend(&backend)).namespace(namespace).build()?,
+                    stock: Stock::builder(RedisStock::from_backend(&backend))
+                        .namespace(namespace)
+                        .build()?,
                     counter: Counter::redis(&config.redis_url, namespace).await?,
                     retried: None,
                     config,

@@ -94,7 +94,9 @@ async fn shop<D: Dialect>(
     let pool = store.pool().clone();
     let shop = SqlShop {
         locks: locks.namespace(&config.namespace).build()?,
-        stock: lock_core::stock::Stock::builder(store).namespace(&config.namespace).build()?,
+        stock: lock_core::stock::Stock::builder(store)
+            .namespace(&config.namespace)
+            .build()?,
         counter: Counter::memory(),
         retried: Arc::new(move || {
             let stats = counters.stats();

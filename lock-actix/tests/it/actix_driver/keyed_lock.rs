@@ -7,8 +7,8 @@ use std::future::Future;
 use actix_web::{web, App, HttpRequest};
 use lock_actix::{HeldLock, KeyedLock};
 use lock_core::http::keyed::{KeySource, KeyedLockOptions};
-use lock_testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
 use lock_core::{LockClient, LockError};
+use lock_testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
 
 use super::idempotency::{send_fn, SendFn};
 

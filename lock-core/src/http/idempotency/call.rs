@@ -177,7 +177,7 @@ impl<'a> IdempotencyCall<'a> {
         let fingerprint = self.rules.fingerprint(head, &body);
         match begin(self.idempotency, self.rules, scope, &self.key, fingerprint).await {
             Started::Run(claim) => {
-                tracing::Span::current().record("fence", claim.info().fence.get());
+                tracing::Span::current().record("fence", claim.info().fencing_token.get());
                 let running = Running {
                     claim,
                     rules: self.rules,

@@ -361,7 +361,7 @@ pub fn response_not_sent(outcome: Outcome) -> Reply {
 /// handler): 503; the key is given back in the background.
 #[must_use]
 pub fn lost(claim: Claim, rules: &IdempotencyRules, reason: LostReason) -> Reply {
-    tracing::warn!(fence = %claim.info().fence, %reason, "idempotency claim lost while the handler ran; cancelled it");
+    tracing::warn!(fence = %claim.info().fencing_token, %reason, "idempotency claim lost while the handler ran; cancelled it");
     Counters::add(&claim.idempotency().inner.counters.lost);
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {

@@ -85,7 +85,7 @@ impl RedLock {
         let inner = &*self.inner;
         let counters: Vec<Option<u64>> = granted
             .iter()
-            .map(|g| g.as_ref().map(|g| g.fence.get()))
+            .map(|g| g.as_ref().map(|g| g.fencing_token.get()))
             .collect();
         let top = counters.iter().flatten().copied().max()?;
         let first = counters.iter().position(|c| *c == Some(top))?;

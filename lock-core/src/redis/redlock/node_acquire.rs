@@ -71,22 +71,29 @@ mod tests {
         let Ok(url) = std::env::var("LOCK_TEST_REDIS_URL") else {
             let required = std::env::var_os("LOCK_TEST_REQUIRE_SERVERS").is_some()
                 || std::env::var_os("CI").is_some();
-            assert!(!required, "LOCK_TEST_REDIS_URL is not set and servers are required");
+            assert!(
+                !required,
+                "LOCK_TEST_REDIS_URL is not set and servers are required"
+            );
             eprintln!("skipped: LOCK_TEST_REDIS_URL is not set");
             return;
         };
         let node = RedisBackend::connect(&url).await.unwrap();
-        let key = LockKey::new("redlock-unit", &format!("fresh-{}", OwnerToken::random().unwrap().hex())).unwrap();
+        let key = LockKey::new(
+            "redlock-unit",
+            &format!("fresh-{}", OwnerToken::random().unwrap().hex()),
+        )
+        .unwrap();
         let owner = OwnerToken::random().unwrap();
         let (ttl, retention) = (Duration::from_secs(10), Duration::from_secs(60));
         let acquire = |owner| node.node_acquire(&key, owner, ttl, retention, Instant::now());
         let first = acquire(owner).await.unwrap().expect("granted");
         let again = acquire(owner).await.unwrap().expect("granted again");
         assert!(
-            again.fence > first.fence,
+            again.fencing_token > first.fencing_token,
             "{} then {}",
-            first.fence,
-            again.fence
+            first.fencing_token,
+            again.fencing_token
         );
         let other = OwnerToken::random().unwrap();
         assert!(

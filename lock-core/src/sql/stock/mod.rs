@@ -41,7 +41,8 @@ const DEFAULT_ATTEMPTS: u32 = 64;
 /// ```no_run
 /// # #[cfg(feature = "postgres")]
 /// # async fn example() -> Result<(), lock_core::LockError> {
-/// use lock_core::stock::{PostgresStock, Stock, StockStrategy};
+/// use lock_core::stock::Stock;
+/// use lock_core::sql::{PostgresStock, StockStrategy};
 ///
 /// let store = PostgresStock::builder("postgres://app@127.0.0.1/app")
 ///     .strategy(StockStrategy::ForUpdate)

@@ -4,8 +4,8 @@
 use lock_core::idempotency::{ClaimInfo, Committed};
 use lock_core::results::StoredResponse;
 use lock_core::sql::RecoveryPoints;
-use lock_testing::server_url;
 use lock_core::Result as LockResult;
+use lock_testing::server_url;
 use sqlx::{MySqlPool, PgPool};
 
 const EFFECTS: &str = "idempotency_commit_effect_rows";

@@ -149,7 +149,11 @@ pub(crate) async fn dropped_releases_still_release<H: Harness>(h: &H) {
         let mut blocked = Vec::new();
         for round in 0..ROUNDS / 2 {
             let key = unique_key("dropped-release");
-            let guard = holder.lock(&key).lease(lock_core::LeaseMode::watchdog(ORPHAN_TTL)).await.unwrap();
+            let guard = holder
+                .lock(&key)
+                .lease(lock_core::LeaseMode::watchdog(ORPHAN_TTL))
+                .await
+                .unwrap();
             let turns = dice.below(64);
             let release = async move { guard.release().await.is_ok() };
             match dice.below(3) {

@@ -252,7 +252,11 @@ pub(crate) async fn crashed_holder_expires<H: Harness>(h: &H) {
         let key = unique_key("crash");
         let (a, b) = (h.client().await, h.client().await);
         let ttl = Duration::from_millis(400);
-        let guard = a.lock(&key).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let guard = a
+            .lock(&key)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         let crashed_at = Instant::now();
         guard.abandon();
         assert!(
@@ -280,7 +284,11 @@ pub(crate) async fn watchdog_holds_past_ttl<H: Harness>(h: &H) {
         let key = unique_key("watchdog");
         let (a, b) = (h.client().await, h.client().await);
         let ttl = Duration::from_millis(300);
-        let guard = a.lock(&key).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let guard = a
+            .lock(&key)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         // Time passing is what is tested here.
         let held_until = Instant::now() + ttl * 4;
         while Instant::now() < held_until {
@@ -302,7 +310,11 @@ pub(crate) async fn lost_fires_on_delete<H: Harness>(h: &H) {
         let key = unique_key("lost");
         let a = h.client().await;
         let ttl = Duration::from_millis(600);
-        let guard = a.lock(&key).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let guard = a
+            .lock(&key)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         h.delete_behind(guard.key().full()).await;
         let reason = timeout(ttl, guard.lost())
             .await

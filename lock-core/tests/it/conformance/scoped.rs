@@ -69,10 +69,22 @@ pub(crate) async fn shutdown_releases_every_lease<H: Harness>(h: &H) {
         let (k1, k2) = (unique_key("shutdown-1"), unique_key("shutdown-2"));
         let (a, b) = (h.client().await, h.client().await);
         let ttl = Duration::from_secs(20);
-        let outer = a.lock(&k1).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
-        let inner = a.lock(&k1).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let outer = a
+            .lock(&k1)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
+        let inner = a
+            .lock(&k1)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         assert_eq!(inner.hold_count(), 2);
-        let other = a.lock(&k2).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap();
+        let other = a
+            .lock(&k2)
+            .lease(lock_core::LeaseMode::watchdog(ttl))
+            .await
+            .unwrap();
         let permits = a
             .capabilities()
             .primitives
@@ -80,7 +92,11 @@ pub(crate) async fn shutdown_releases_every_lease<H: Harness>(h: &H) {
         let permit = if permits {
             let semaphore = a.semaphore(unique_key("shutdown-sem"), 1);
             Some((
-                semaphore.acquire(1).lease(lock_core::LeaseMode::watchdog(ttl)).await.unwrap(),
+                semaphore
+                    .acquire(1)
+                    .lease(lock_core::LeaseMode::watchdog(ttl))
+                    .await
+                    .unwrap(),
                 semaphore,
             ))
         } else {

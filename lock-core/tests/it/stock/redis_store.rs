@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use lock_core::redis::RedisStock;
 use lock_core::stock::{CancelOutcome, ConfirmOutcome, DeductOutcome, ReserveOutcome, Stock};
-use lock_testing::unique;
 use lock_core::RedisBackend;
+use lock_testing::unique;
 use tokio::time::timeout;
 
 use super::*;
@@ -43,8 +43,7 @@ async fn keys_naming(
 /// naming the SKU is under one of the prefixes, each prefix holding its SKU's level.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prefixes_keep_their_stock_apart() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
         return;
     };
     timeout(BOUND, async {
@@ -146,8 +145,13 @@ async fn an_acl_user_limited_to_its_prefix_runs_the_stock_suite() {
 
 /// A stock with `retention` on `backend`, namespace `test`, and its store.
 fn stock_with(backend: &RedisBackend, retention: Duration) -> (Stock, RedisStock) {
-    let store = RedisStock::from_backend(backend).with_retention(retention).unwrap();
-    let stock = Stock::builder(store.clone()).namespace("test").build().unwrap();
+    let store = RedisStock::from_backend(backend)
+        .with_retention(retention)
+        .unwrap();
+    let stock = Stock::builder(store.clone())
+        .namespace("test")
+        .build()
+        .unwrap();
     (stock, store)
 }
 
@@ -187,8 +191,7 @@ async fn pttl(admin: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
 /// stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_past_the_retention_leave_redis() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
-    else {
+    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
         return;
     };
     let retention = Duration::from_secs(2);
@@ -308,7 +311,10 @@ async fn a_million_orders_stay_within_the_memory_bound() {
     let store = RedisStock::from_backend(&backend)
         .with_retention(MEMORY_TEST_RETENTION)
         .unwrap();
-    let stock = Stock::builder(store.clone()).namespace("memory").build().unwrap();
+    let stock = Stock::builder(store.clone())
+        .namespace("memory")
+        .build()
+        .unwrap();
     let mut admin = redis::Client::open(server.url())
         .unwrap()
         .get_multiplexed_async_connection()

@@ -9,8 +9,8 @@ use axum::routing::any;
 use axum::Router;
 use http::request::Parts;
 use lock_core::http::keyed::{KeySource, KeyedLockOptions, LockInfo};
-use lock_testing::keyed_lock::{Answer, Call, Driver, Handler};
 use lock_core::{LockClient, LockError};
+use lock_testing::keyed_lock::{Answer, Call, Driver, Handler};
 use lock_tower::KeyedLockLayer;
 use tower::ServiceExt;
 

@@ -4,12 +4,12 @@ use std::time::{Duration, Instant};
 
 use example_support::backend::{postgres_url, redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
-use lock_testing::{free_port, unique, RedisServer};
 use lock_harness::chaos::report::{table, Outcome, Row};
 use lock_harness::chaos::scenarios::{Chaos, Settings, CATALOGUE};
 use lock_harness::chaos::target::Target;
 use lock_harness::chaos::{cache_worker, starve, web, worker};
 use lock_harness::{etcd_url, mysql_url, zookeeper_url};
+use lock_testing::{free_port, unique, RedisServer};
 
 /// RedLock's nodes in a chaos run: 3, so one node is a minority and two a majority.
 const REDLOCK_NODES: usize = 3;

@@ -21,8 +21,8 @@ use lock_core::breaker::BreakerOptions;
 use lock_core::cache::{Cache, Freshness, OnBackendError};
 use lock_core::idempotency::Idempotency;
 use lock_core::redis::RedisResultStore;
-use lock_testing::LogLines;
 use lock_core::{LockClient, RedisBackend};
+use lock_testing::LogLines;
 use lock_tower::{IdempotencyLayer, KeySource, KeyedLockLayer, ResponseCacheLayer};
 use tracing::Level;
 

@@ -28,7 +28,7 @@ pub(super) fn record(
         .filter(|row| row.scope == claim.scope && row.key == claim.key)
         .map(|row| row.fence)
         .max();
-    if let Some(newer) = newest.filter(|newer| *newer > claim.fence.get()) {
+    if let Some(newer) = newest.filter(|newer| *newer > claim.fencing_token.get()) {
         return Err(LedgerError::Superseded { newer });
     }
     let cents = i64::try_from(payment.cents)
@@ -37,7 +37,7 @@ pub(super) fn record(
         id: books.rows.len() as u64 + 1,
         scope: claim.scope.clone(),
         key: claim.key.clone(),
-        fence: claim.fence.get(),
+        fence: claim.fencing_token.get(),
         from: payment.from.clone(),
         to: payment.to.clone(),
         cents: payment.cents,

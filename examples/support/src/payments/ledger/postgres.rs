@@ -56,7 +56,7 @@ pub(super) async fn record(
     payment: &Payment,
     answer_with_payment: bool,
 ) -> Result<Recorded, LedgerError> {
-    let fence = i64::try_from(claim.fence.get())
+    let fence = i64::try_from(claim.fencing_token.get())
         .map_err(|_| LedgerError::Unavailable("fence out of range".into()))?;
     let cents = i64::try_from(payment.cents)
         .map_err(|_| LedgerError::Unavailable("amount out of range".into()))?;
@@ -111,7 +111,7 @@ pub(super) async fn record(
         id: row.try_get::<i64, _>("id").map_err(unavailable)? as u64,
         scope: claim.scope.clone(),
         key: claim.key.clone(),
-        fence: claim.fence.get(),
+        fence: claim.fencing_token.get(),
         from: payment.from.clone(),
         to: payment.to.clone(),
         cents: payment.cents,

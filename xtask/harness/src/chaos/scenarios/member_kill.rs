@@ -21,10 +21,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use example_support::backend::BackendKind;
+use lock_core::LockClient;
 use lock_testing::cluster::{
     data_dir, try_wait_for_quorum, Cluster, EtcdCluster, ZooKeeperEnsemble,
 };
-use lock_core::LockClient;
 use tokio::time::{sleep, Instant};
 
 use super::{rounds, Chaos};

@@ -6,37 +6,18 @@
 
 pub mod app_tests;
 pub mod bad_input;
-pub mod busy_cores;
-// The bench's floors speak to every server (feature `servers`).
-#[cfg(feature = "servers")]
-pub mod cache_bench;
+pub mod bench;
 pub mod chaos;
 pub mod checks;
-#[cfg(feature = "servers")]
-pub mod etcd_contention_bench;
-pub mod fair_bench;
-#[cfg(feature = "servers")]
-pub mod floor;
-#[cfg(feature = "servers")]
-pub mod idempotency_bench;
 pub mod inventory;
 pub mod leader_demo;
 pub mod load;
-#[cfg(feature = "servers")]
-pub mod middleware_bench;
-pub mod overhead;
 pub mod payments;
 pub mod primitive_stress;
 mod process;
 pub mod progress;
-#[cfg(all(feature = "servers", feature = "compare"))]
-pub mod redlock_bench;
-#[cfg(all(feature = "servers", feature = "compare"))]
-pub mod rslock_compare;
 pub mod scrape;
 pub mod stampede;
-#[cfg(feature = "servers")]
-pub mod stock_bench;
 pub mod test_redis;
 pub mod worker_reports;
 

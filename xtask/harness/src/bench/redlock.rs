@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::floor::Summary;
+use crate::bench::floor::Summary;
 use crate::micros;
 
 /// Rounds of the single-node vs 3-node comparison.
@@ -47,10 +47,10 @@ pub async fn run(urls: &[String], iterations: usize) -> Value {
         .expect("client");
     cycles(&single, 200).await;
     cycles(&three, 200).await;
-    let rslock_single = crate::rslock_compare::manager(&urls[0]);
+    let rslock_single = crate::bench::rslock_compare::manager(&urls[0]);
     let rslock_three = rslock::LockManager::new(urls[..3].to_vec());
-    crate::rslock_compare::warm_up(&rslock_single).await;
-    crate::rslock_compare::warm_up(&rslock_three).await;
+    crate::bench::rslock_compare::warm_up(&rslock_single).await;
+    crate::bench::rslock_compare::warm_up(&rslock_three).await;
 
     let per_round = (iterations / ROUNDS).max(1);
     let (mut singles, mut threes) = (Vec::new(), Vec::new());
@@ -59,11 +59,11 @@ pub async fn run(urls: &[String], iterations: usize) -> Value {
         if round % 2 == 0 {
             singles.push(cycles(&single, per_round).await);
             threes.push(cycles(&three, per_round).await);
-            rs_singles.push(crate::rslock_compare::cycles(&rslock_single, per_round).await);
-            rs_threes.push(crate::rslock_compare::cycles(&rslock_three, per_round).await);
+            rs_singles.push(crate::bench::rslock_compare::cycles(&rslock_single, per_round).await);
+            rs_threes.push(crate::bench::rslock_compare::cycles(&rslock_three, per_round).await);
         } else {
-            rs_threes.push(crate::rslock_compare::cycles(&rslock_three, per_round).await);
-            rs_singles.push(crate::rslock_compare::cycles(&rslock_single, per_round).await);
+            rs_threes.push(crate::bench::rslock_compare::cycles(&rslock_three, per_round).await);
+            rs_singles.push(crate::bench::rslock_compare::cycles(&rslock_single, per_round).await);
             threes.push(cycles(&three, per_round).await);
             singles.push(cycles(&single, per_round).await);
         }

@@ -30,9 +30,9 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
-use crate::floor::Summary;
+use crate::bench::floor::Summary;
+use crate::bench::middleware::{connect, PlainGetLayer};
 use crate::micros;
-use crate::middleware_bench::{connect, PlainGetLayer};
 
 /// The handler every stack wraps: a payment receipt of 128 bytes, status 201.
 async fn pay() -> (axum::http::StatusCode, Vec<u8>) {

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::floor::Summary;
+use crate::bench::floor::Summary;
 use crate::micros;
 
 /// The handler both stacks wrap: a fixed 512-byte body.

@@ -16,7 +16,7 @@ use lock_core::{EtcdBackend, LockClient};
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::floor::{EtcdFloor, Floor, Summary};
+use crate::bench::floor::{EtcdFloor, Floor, Summary};
 use crate::{etcd_url, micros, Percentiles};
 
 /// Tasks contending, each on its own client.

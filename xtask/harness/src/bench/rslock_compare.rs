@@ -9,7 +9,7 @@ use std::time::Duration;
 use rslock::LockManager;
 use tokio::time::Instant;
 
-use crate::floor::Summary;
+use crate::bench::floor::Summary;
 
 /// rslock's lock manager on `url` (one Redis).
 pub fn manager(url: &str) -> LockManager {

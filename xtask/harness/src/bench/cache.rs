@@ -12,7 +12,7 @@ use lock_core::RedisBackend;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::floor::Summary;
+use crate::bench::floor::Summary;
 use crate::micros;
 
 /// Waiters on one cold key in the collapsed-miss figure.

@@ -270,7 +270,7 @@ async fn rslock_clients(url: &str) -> Vec<Contender> {
     {
         let mut managers = Vec::with_capacity(TASKS);
         for _ in 0..TASKS {
-            let manager = Contender::Rslock(Arc::new(crate::rslock_compare::manager(url)));
+            let manager = Contender::Rslock(Arc::new(crate::bench::rslock_compare::manager(url)));
             for i in 0..20 {
                 manager
                     .acquire(&format!("rslock-warm-{i}"))

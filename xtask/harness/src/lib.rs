@@ -13,13 +13,12 @@ pub mod inventory;
 pub mod leader_demo;
 pub mod load;
 pub mod payments;
-pub mod primitive_stress;
 mod process;
 pub mod progress;
 pub mod scrape;
 pub mod stampede;
+pub mod stress;
 pub mod test_redis;
-pub mod worker_reports;
 
 use std::time::Duration;
 

@@ -16,7 +16,7 @@ use tokio::process::Command;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let mut worker = Command::new("echo");
 /// worker.arg(r#"{"sections": 3}"#);
-/// let reports = lock_harness::worker_reports::worker_reports(vec![worker]).await;
+/// let reports = lock_harness::stress::worker_reports::worker_reports(vec![worker]).await;
 /// assert_eq!(reports[0]["sections"], 3);
 /// # }
 /// ```

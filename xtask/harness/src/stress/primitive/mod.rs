@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use example_support::backend::BackendKind;
 use example_support::flags::{usage_error, Flags};
 
-use crate::worker_reports::worker_reports;
+use crate::stress::worker_reports::worker_reports;
 use lock_core::{LockClient, MemoryBackend};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncCommands;

@@ -11,8 +11,8 @@ use example_support::shop::Strategy;
 use tokio::time::timeout;
 
 use crate::inventory::{fetch_level, unique, Instance, Outcome, Scenario};
-use crate::load::{self, classify, Load, Progress, ReplyKind, Report};
 use crate::scrape::assert_page_after;
+use crate::shared::load::{self, classify, Load, Progress, ReplyKind, Report};
 use crate::test_redis::TestRedis;
 
 /// How long any one scenario may take.

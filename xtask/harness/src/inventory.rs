@@ -9,8 +9,8 @@ use example_support::shop::{Retried, Strategy};
 use lock_core::stock::StockLevel;
 use tokio::process::Child;
 
-use crate::load::{self, Load, Progress, Report};
 use crate::process::launch;
+use crate::shared::load::{self, Load, Progress, Report};
 
 /// A running app process; killed when dropped.
 #[derive(Debug)]

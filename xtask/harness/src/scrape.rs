@@ -16,7 +16,7 @@ use std::time::Duration;
 use example_support::prometheus::{CONTENT_TYPE, PATH};
 use tokio::time::timeout;
 
-use crate::load::{client, exchange};
+use crate::shared::load::{client, exchange};
 
 /// `GET {base}/metrics` (`base`: `http://127.0.0.1:port`), for the apps' tests: the page, or
 /// why there is none (transport error, not 200, not the text format; within 30 s).
@@ -73,7 +73,7 @@ pub type Series<'a> = (&'a str, &'a [(&'a str, &'a str)]);
 /// bounded by 30 s.
 ///
 /// ```no_run
-/// use lock_harness::load::{client, send};
+/// use lock_harness::shared::load::{client, send};
 /// use lock_harness::scrape::assert_page_after;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

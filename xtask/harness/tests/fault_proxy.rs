@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_harness::chaos::proxy::{Direction, Fault, FaultProxy};
+use lock_harness::shared::proxy::{Direction, Fault, FaultProxy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, Instant};

@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use lock_harness::chaos::proxy::{Direction, Fault, FaultProxy};
+//! use lock_harness::shared::proxy::{Direction, Fault, FaultProxy};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> std::io::Result<()> {

@@ -10,8 +10,8 @@ use lock_core::http::PROBLEM_JSON;
 
 use super::fire::{burst, get};
 use crate::inventory::unique;
-use crate::load;
 use crate::scrape::assert_page_after;
+use crate::shared::load;
 
 /// `GET /stats` from `base`, as JSON.
 pub async fn stats(base: &str) -> Result<serde_json::Value, String> {

@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::cache_status::{outcome_of, CACHE_STATUS_HEADER};
-use crate::load::{exchange, HttpClient};
 use crate::progress::Live;
+use crate::shared::load::{exchange, HttpClient};
 
 /// One timed `GET`.
 #[derive(Clone, Debug)]

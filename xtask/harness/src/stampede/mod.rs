@@ -25,7 +25,7 @@ use std::time::Duration;
 use example_support::product::{Origin, ProductPolicy};
 
 use crate::inventory::unique;
-use crate::load;
+use crate::shared::load;
 
 pub use self::cache_status::{outcome_of, CACHE_STATUS_HEADER};
 pub use self::checks::{

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use super::{ms, ms_between, rounds, Chaos, START};
-use crate::chaos::proxy::{Direction, Fault};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
+use crate::shared::proxy::{Direction, Fault};
 
 /// Runs the scenario's rounds.
 pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {

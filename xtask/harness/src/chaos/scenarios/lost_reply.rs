@@ -13,9 +13,9 @@ use std::time::Duration;
 use tokio::time::sleep;
 
 use super::{ms, ms_between, rounds, Chaos, START};
-use crate::chaos::proxy::{Direction, Fault};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
+use crate::shared::proxy::{Direction, Fault};
 
 /// How long the request has to reach the server before its reply is dropped.
 const APPLY: Duration = Duration::from_millis(200);

@@ -11,9 +11,9 @@ use tokio::time::timeout;
 use super::sweep::{answered, user};
 use super::verify::{KeyVerdict, Tally};
 use super::{CrashSetup, Records};
-use crate::chaos::proxy::{Direction, Fault, FaultProxy};
 use crate::payments::checks::body;
 use crate::payments::client::{client, post_payment};
+use crate::shared::proxy::{Direction, Fault, FaultProxy};
 
 /// Runs the case `attempts` times on `setup` (a fresh process each time; the survivor is of
 /// the other framework); the counts of every key.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use example_support::payments::Ledger;
 use lock_core::testing::{server_url, unique};
-use lock_harness::payments::checks::{concurrent_duplicates, killed_mid_request, AppCommand};
+use lock_harness::demo::payments::checks::{concurrent_duplicates, killed_mid_request, AppCommand};
 
 fn app(framework: &str) -> AppCommand {
     AppCommand {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::process::launch;
+use crate::demo::process::launch;
 
 /// What one demo run is.
 pub struct LeaderDemo<'a> {

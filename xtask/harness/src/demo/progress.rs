@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use lock_harness::progress::{Live, ProgressLine};
+//! use lock_harness::demo::progress::{Live, ProgressLine};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let live = Arc::new(Live::default());

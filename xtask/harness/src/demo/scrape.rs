@@ -2,7 +2,7 @@
 //! on it.
 //!
 //! ```no_run
-//! use lock_harness::scrape::{has_sample, scrape};
+//! use lock_harness::demo::scrape::{has_sample, scrape};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let page = scrape("http://127.0.0.1:8080").await.unwrap();
@@ -44,8 +44,8 @@ pub async fn scrape(base: &str) -> Result<String, String> {
 /// ```
 /// let page = "# TYPE lock_acquire_total counter\nlock_acquire_total{backend=\"memory\",outcome=\"acquired\"} 3\n";
 /// let acquired = [("backend", "memory"), ("outcome", "acquired")];
-/// assert!(lock_harness::scrape::has_sample(page, "lock_acquire_total", &acquired));
-/// assert!(!lock_harness::scrape::has_sample(page, "lock_acquire_total", &[("outcome", "busy")]));
+/// assert!(lock_harness::demo::scrape::has_sample(page, "lock_acquire_total", &acquired));
+/// assert!(!lock_harness::demo::scrape::has_sample(page, "lock_acquire_total", &[("outcome", "busy")]));
 /// ```
 #[must_use]
 pub fn has_sample(page: &str, name: &str, labels: &[(&str, &str)]) -> bool {
@@ -74,7 +74,7 @@ pub type Series<'a> = (&'a str, &'a [(&'a str, &'a str)]);
 ///
 /// ```no_run
 /// use lock_harness::shared::load::{client, send};
-/// use lock_harness::scrape::assert_page_after;
+/// use lock_harness::demo::scrape::assert_page_after;
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let base = "http://127.0.0.1:8080";

@@ -10,10 +10,10 @@ use example_support::backend::BackendKind;
 use example_support::shop::Strategy;
 use tokio::time::timeout;
 
-use crate::inventory::{fetch_level, unique, Instance, Outcome, Scenario};
-use crate::scrape::assert_page_after;
+use crate::demo::inventory::test_redis::TestRedis;
+use crate::demo::inventory::{fetch_level, unique, Instance, Outcome, Scenario};
+use crate::demo::scrape::assert_page_after;
 use crate::shared::load::{self, classify, Load, Progress, ReplyKind, Report};
-use crate::test_redis::TestRedis;
 
 /// How long any one scenario may take.
 pub const LIMIT: Duration = Duration::from_secs(120);

@@ -1,5 +1,11 @@
 //! The inventory scenario: start app instances, fire the buyers, audit the stock, print the
-//! table. Used by `cargo xtask demo inventory` and by the example apps' tests.
+//! table. Used by `cargo xtask demo inventory` and by the example apps' tests, with the
+//! flash-sale [`checks`] and the [`bad_input`] table they run, and a [`test_redis`] of a test's
+//! own.
+
+pub mod bad_input;
+pub mod checks;
+pub mod test_redis;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +15,7 @@ use example_support::shop::{Retried, Strategy};
 use lock_core::stock::StockLevel;
 use tokio::process::Child;
 
-use crate::process::launch;
+use crate::demo::process::launch;
 use crate::shared::load::{self, Load, Progress, Report};
 
 /// A running app process; killed when dropped.

@@ -14,8 +14,8 @@ use tokio::time::{timeout, Instant};
 
 use super::client::{client, get, post_payment, PaymentClient, Posted};
 use super::AppProcess;
-use crate::inventory::unique;
-use crate::scrape::assert_page_after;
+use crate::demo::inventory::unique;
+use crate::demo::scrape::assert_page_after;
 
 /// How long any one check may take.
 pub const LIMIT: Duration = Duration::from_secs(120);

@@ -4,7 +4,7 @@
 //! service the apps serve is `example_support::payments`.
 //!
 //! ```no_run
-//! use lock_harness::payments::{client, post_payment};
+//! use lock_harness::demo::payments::{client, post_payment};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let body = r#"{"from":"acct-a","to":"acct-b","cents":100}"#;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 
-use crate::process::{launch, Listening};
+use crate::demo::process::{launch, Listening};
 
 /// A running app process.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! pages: one short name per way of answering, for the stampede's samples and table.
 //!
 //! ```
-//! use lock_harness::stampede::{outcome_of, CACHE_STATUS_HEADER};
+//! use lock_harness::demo::stampede::{outcome_of, CACHE_STATUS_HEADER};
 //!
 //! // A response's `cache-status` header, as the layer in front of the product route wrote it.
 //! let (name, value) = (CACHE_STATUS_HEADER, "lock-core; hit; ttl=12");
@@ -21,7 +21,7 @@ pub const CACHE_STATUS_HEADER: &str = "cache-status";
 /// `wait-timed-out`, `pass` (a pass-through key), or `uncacheable`.
 ///
 /// ```
-/// use lock_harness::stampede::outcome_of;
+/// use lock_harness::demo::stampede::outcome_of;
 ///
 /// assert_eq!(outcome_of("lock-core; fwd=miss; fwd-status=200; stored"), "computed");
 /// assert_eq!(outcome_of("lock-core; hit; ttl=-1; detail=stale-while-revalidate"), "stale");

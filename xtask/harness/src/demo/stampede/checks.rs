@@ -9,8 +9,8 @@ use example_support::product::{BAD_INPUT, MAX_ID_LEN};
 use lock_core::http::PROBLEM_JSON;
 
 use super::fire::{burst, get};
-use crate::inventory::unique;
-use crate::scrape::assert_page_after;
+use crate::demo::inventory::unique;
+use crate::demo::scrape::assert_page_after;
 use crate::shared::load;
 
 /// `GET /stats` from `base`, as JSON.

@@ -1,5 +1,5 @@
 //! The stampede's load: `GET`s timed one by one, fired all at once (a burst) or at a steady
-//! rate, each answer counted for the [progress line](crate::progress).
+//! rate, each answer counted for the [progress line](crate::demo::progress).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::cache_status::{outcome_of, CACHE_STATUS_HEADER};
-use crate::progress::Live;
+use crate::demo::progress::Live;
 use crate::shared::load::{exchange, HttpClient};
 
 /// One timed `GET`.

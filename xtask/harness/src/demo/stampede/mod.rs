@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use example_support::product::{Origin, ProductPolicy};
 
-use crate::inventory::unique;
+use crate::demo::inventory::unique;
 use crate::shared::load;
 
 pub use self::cache_status::{outcome_of, CACHE_STATUS_HEADER};
@@ -34,7 +34,7 @@ pub use self::checks::{
 };
 pub use self::fire::{burst, get, steady, Sample};
 pub use self::report::{print_table, table_header, table_row, PhaseReport};
-pub use crate::progress::{Live, ProgressLine};
+pub use crate::demo::progress::{Live, ProgressLine};
 
 /// Running instances and what the phases need to know about them.
 #[derive(Clone, Debug)]

@@ -11,8 +11,8 @@ use tokio::time::timeout;
 use super::sweep::{answered, user};
 use super::verify::{KeyVerdict, Tally};
 use super::{CrashSetup, Records};
-use crate::payments::checks::body;
-use crate::payments::client::{client, post_payment};
+use crate::demo::payments::checks::body;
+use crate::demo::payments::client::{client, post_payment};
 use crate::shared::proxy::{Direction, Fault, FaultProxy};
 
 /// Runs the case `attempts` times on `setup` (a fresh process each time; the survivor is of
@@ -95,7 +95,10 @@ async fn cases(setup: &CrashSetup, attempts: usize) -> Result<Tally, String> {
 }
 
 /// The next line of `app` starts with `prefix`.
-async fn expect_line(app: &mut crate::payments::AppProcess, prefix: &str) -> Result<(), String> {
+async fn expect_line(
+    app: &mut crate::demo::payments::AppProcess,
+    prefix: &str,
+) -> Result<(), String> {
     let line = app.next_line(Duration::from_secs(30)).await?;
     if line.starts_with(prefix) {
         Ok(())

@@ -6,8 +6,8 @@ use tokio::time::{sleep_until, timeout, Instant};
 
 use super::verify::{KeyVerdict, Tally};
 use super::CrashSetup;
-use crate::payments::checks::body;
-use crate::payments::client::{client, post_payment, PaymentClient, Posted};
+use crate::demo::payments::checks::body;
+use crate::demo::payments::client::{client, post_payment, PaymentClient, Posted};
 
 /// The user every sweep payment belongs to.
 const USER: &str = "sweeper";
@@ -122,7 +122,7 @@ async fn rounds(setup: &CrashSetup, sweep: Sweep) -> Result<Tally, String> {
 async fn warm_up(
     client: &PaymentClient,
     connections: usize,
-    victim: &mut crate::payments::AppProcess,
+    victim: &mut crate::demo::payments::AppProcess,
 ) -> Result<(), String> {
     let base = victim.base.clone();
     let base = base.as_str();
@@ -130,13 +130,13 @@ async fn warm_up(
     let opened: Vec<_> = (0..connections)
         .map(|_| {
             let (client, stats) = (client.clone(), stats.clone());
-            tokio::spawn(async move { crate::payments::get(&client, &stats).await })
+            tokio::spawn(async move { crate::demo::payments::get(&client, &stats).await })
         })
         .collect();
     for open in opened {
         open.await.map_err(|e| e.to_string())?;
     }
-    let key = crate::inventory::unique("warm-up");
+    let key = crate::demo::inventory::unique("warm-up");
     let paid = post_payment(client, base, Some(USER), Some(&key), &body("warm", "up", 1)).await;
     if paid.status != 201 {
         return Err(format!(

@@ -1,6 +1,6 @@
 //! The demo's clients: payments sent with at most C in flight, a 409 retried after its
 //! `Retry-After` as a well-behaved client does, each answer counted for the
-//! [progress line](crate::progress).
+//! [progress line](crate::demo::progress).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::payments::client::{post_payment, PaymentClient, Posted};
-use crate::progress::Live;
+use crate::demo::payments::client::{post_payment, PaymentClient, Posted};
+use crate::demo::progress::Live;
 
 /// How long a client waits before retrying a 409: the layer's `Retry-After`.
 const RETRY_AFTER: Duration = Duration::from_secs(1);

@@ -28,8 +28,8 @@ use tokio::sync::Semaphore;
 pub use self::fire::{fire, Request, Sent};
 pub use self::report::{print_report, table_header, table_row, PhaseRow, Verdict};
 use super::client::client;
-use crate::inventory::unique;
-pub use crate::progress::{Live, ProgressLine};
+use crate::demo::inventory::unique;
+pub use crate::demo::progress::{Live, ProgressLine};
 
 /// How many users the keys are spread over (each key belongs to one).
 const USERS: usize = 8;

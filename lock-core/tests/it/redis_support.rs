@@ -3,6 +3,8 @@
 
 use lock_core::RedisBackend;
 
+use crate::acl_support::AclRedis;
+
 /// The stack's Redis (`LOCK_TEST_REDIS_URL`); `None` (after saying so) when the suite may skip.
 pub(crate) fn redis_url() -> Option<String> {
     lock_core::testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")
@@ -76,5 +78,42 @@ impl BehindTheBack {
             .query_async(&mut self.admin.clone())
             .await
             .unwrap()
+    }
+}
+
+/// The Redis server a suite's instances share, each on connections of its own: the stack's
+/// (key prefix `lock`), or a server of the test's own as an ACL user limited to its key prefix
+/// (`~svc:*`, `&svc:*`; see `acl_support.rs`).
+pub(crate) struct SharedRedis {
+    pub(crate) url: String,
+    /// The backends' key prefix.
+    prefix: String,
+    /// The server, when it is the test's own (an ACL user's): kept until the test ends.
+    _acl: Option<AclRedis>,
+}
+
+impl SharedRedis {
+    /// The stack's Redis; `None` (after saying so) when the suite may skip.
+    pub(crate) fn stack() -> Option<Self> {
+        redis_url().map(|url| Self {
+            url,
+            prefix: "lock".to_owned(),
+            _acl: None,
+        })
+    }
+
+    /// A server of the test's own, as the ACL user `svc` limited to its key prefix.
+    pub(crate) async fn acl_user() -> Self {
+        let acl = AclRedis::start("svc").await;
+        Self {
+            url: acl.url(),
+            prefix: acl.prefix().to_owned(),
+            _acl: Some(acl),
+        }
+    }
+
+    /// A backend on a connection of its own, with the key prefix.
+    pub(crate) async fn backend(&self) -> RedisBackend {
+        prefixed_backend(&self.url, &self.prefix).await
     }
 }

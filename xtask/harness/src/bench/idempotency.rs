@@ -22,16 +22,14 @@ use axum::body::Body;
 use axum::http::Request;
 use axum::routing::post;
 use axum::Router;
-use http_body_util::BodyExt;
 use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
 use lock_core::results::StoredResponse;
 use lock_tower::IdempotencyLayer;
 use serde_json::{json, Value};
 use tokio::time::Instant;
-use tower::ServiceExt;
 
 use crate::bench::floor::Summary;
-use crate::bench::middleware::{connect, PlainGetLayer};
+use crate::bench::middleware::{connect, send, PlainGetLayer};
 use crate::micros;
 
 /// The handler every stack wraps: a payment receipt of 128 bytes, status 201.
@@ -211,18 +209,7 @@ async fn call(app: &Router, key: Option<&str>) -> u16 {
     if let Some(key) = key {
         request = request.header("idempotency-key", key);
     }
-    let response = app
-        .clone()
-        .oneshot(request.body(Body::from(BODY)).expect("request"))
-        .await
-        .expect("infallible");
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
+    let (head, body) = send(app, request.body(Body::from(BODY)).expect("request")).await;
     assert!(!body.is_empty());
-    status
+    head.status.as_u16()
 }

@@ -10,9 +10,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::http::response::Parts;
 use axum::http::{Request, Response};
 use axum::routing::get;
 use axum::Router;
+use bytes::Bytes;
 use http_body_util::BodyExt;
 use lock_core::cache::{Cache, Freshness};
 use lock_core::results::RedisResultStore;
@@ -104,25 +106,25 @@ pub(crate) async fn connect(url: &str) -> (RedisBackend, RedisResultStore, Conne
 
 /// One `GET /p` through `app`, body read whole; returns the `Cache-Status` header (if any).
 async fn call(app: &Router) -> String {
-    let response = app
-        .clone()
-        .oneshot(Request::get("/p").body(Body::empty()).expect("request"))
-        .await
-        .expect("infallible");
-    let status = response
-        .headers()
+    let (head, body) = send(
+        app,
+        Request::get("/p").body(Body::empty()).expect("request"),
+    )
+    .await;
+    assert_eq!(body.len(), 512);
+    head.headers
         .get("cache-status")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
-        .to_owned();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    assert_eq!(body.len(), 512);
-    status
+        .to_owned()
+}
+
+/// `request` through `app`, the response's body read whole: its head and body (the
+/// idempotency figures' calls too).
+pub(crate) async fn send(app: &Router, request: Request<Body>) -> (Parts, Bytes) {
+    let response = app.clone().oneshot(request).await.expect("infallible");
+    let (head, body) = response.into_parts();
+    (head, body.collect().await.expect("body").to_bytes())
 }
 
 /// The floor: a layer as one would write it by hand, `GET prefix+path` and answer its bytes,

@@ -323,110 +323,103 @@ pub async fn killed_mid_request(
     ledger: &Ledger,
     lease: Duration,
 ) -> Result<(), String> {
-    timeout(LIMIT, killed(doomed, survivor, shared, ledger, lease))
-        .await
-        .map_err(|_| "the check did not finish in time".to_owned())?
-}
+    let check = async {
+        let with = |extra: &[&str]| -> Vec<String> {
+            let lease_ms = lease.as_millis().to_string();
+            shared
+                .iter()
+                .cloned()
+                .chain(["--lease-ms".to_owned(), lease_ms])
+                .chain(extra.iter().map(|s| (*s).to_owned()))
+                .collect()
+        };
+        let mut first = doomed
+            .launch(&with(&["--announce", "--handler-ms", "60000"]))
+            .await?;
+        let second = survivor.launch(&with(&["--handler-ms", "20"])).await?;
+        let client = client(2);
+        let key = unique("killed");
+        let paid = body("acct-a", "acct-b", 700);
 
-async fn killed(
-    doomed: &AppCommand,
-    survivor: &AppCommand,
-    shared: &[String],
-    ledger: &Ledger,
-    lease: Duration,
-) -> Result<(), String> {
-    let with = |extra: &[&str]| -> Vec<String> {
-        let lease_ms = lease.as_millis().to_string();
-        shared
-            .iter()
-            .cloned()
-            .chain(["--lease-ms".to_owned(), lease_ms])
-            .chain(extra.iter().map(|s| (*s).to_owned()))
-            .collect()
-    };
-    let mut first = doomed
-        .launch(&with(&["--announce", "--handler-ms", "60000"]))
-        .await?;
-    let second = survivor.launch(&with(&["--handler-ms", "20"])).await?;
-    let client = client(2);
-    let key = unique("killed");
-    let paid = body("acct-a", "acct-b", 700);
-
-    let pending = {
-        let (client, base, key, paid) = (
-            client.clone(),
-            first.base.clone(),
-            key.clone(),
-            paid.clone(),
-        );
-        tokio::spawn(
-            async move { post_payment(&client, &base, Some("alice"), Some(&key), &paid).await },
-        )
-    };
-    // The handler announces its claim once it runs: kill the process then, mid-handler.
-    let line = first.next_line(Duration::from_secs(30)).await?;
-    let expected = format!("handling alice {key} fence ");
-    let killed_fence: u64 = line
-        .strip_prefix(&expected)
-        .and_then(|fence| fence.parse().ok())
-        .ok_or_else(|| format!("unexpected line from the app: {line:?}"))?;
-    first.kill().await?;
-    let lost = pending.await.map_err(|e| e.to_string())?;
-    if lost.status != 0 {
-        return Err(format!(
-            "the killed process answered: {} {}",
-            lost.status, lost.body
-        ));
-    }
-    let rows = effects(ledger, "alice", &key).await?;
-    if !rows.is_empty() {
-        return Err(format!("the killed handler recorded a payment: {rows:?}"));
-    }
-
-    // The client retries on the other process; while the dead claim's lease lasts the key
-    // is in flight (409, as the protocol says), then the retry runs.
-    let started = Instant::now();
-    let mut conflicts = 0;
-    let retried = loop {
-        let retry = post_payment(&client, &second.base, Some("alice"), Some(&key), &paid).await;
-        if retry.status != 409 {
-            break retry;
-        }
-        conflicts += 1;
-        if started.elapsed() > lease * 10 + Duration::from_secs(10) {
+        let pending = {
+            let (client, base, key, paid) = (
+                client.clone(),
+                first.base.clone(),
+                key.clone(),
+                paid.clone(),
+            );
+            tokio::spawn(async move {
+                post_payment(&client, &base, Some("alice"), Some(&key), &paid).await
+            })
+        };
+        // The handler announces its claim once it runs: kill the process then, mid-handler.
+        let line = first.next_line(Duration::from_secs(30)).await?;
+        let expected = format!("handling alice {key} fence ");
+        let killed_fence: u64 = line
+            .strip_prefix(&expected)
+            .and_then(|fence| fence.parse().ok())
+            .ok_or_else(|| format!("unexpected line from the app: {line:?}"))?;
+        first.kill().await?;
+        let lost = pending.await.map_err(|e| e.to_string())?;
+        if lost.status != 0 {
             return Err(format!(
-                "still 409 {:?} after the lease of {lease:?} ran out",
-                started.elapsed()
+                "the killed process answered: {} {}",
+                lost.status, lost.body
             ));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let rows = effects(ledger, "alice", &key).await?;
+        if !rows.is_empty() {
+            return Err(format!("the killed handler recorded a payment: {rows:?}"));
+        }
+
+        // The client retries on the other process; while the dead claim's lease lasts the key
+        // is in flight (409, as the protocol says), then the retry runs.
+        let started = Instant::now();
+        let mut conflicts = 0;
+        let retried = loop {
+            let retry = post_payment(&client, &second.base, Some("alice"), Some(&key), &paid).await;
+            if retry.status != 409 {
+                break retry;
+            }
+            conflicts += 1;
+            if started.elapsed() > lease * 10 + Duration::from_secs(10) {
+                return Err(format!(
+                    "still 409 {:?} after the lease of {lease:?} ran out",
+                    started.elapsed()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        expect(&retried, 201, false, "the retry after the lease")?;
+        let paid_receipt = receipt(&retried)?;
+        if paid_receipt.fence <= killed_fence {
+            return Err(format!(
+                "the retry ran under fence {}, not newer than the killed claim's {killed_fence}",
+                paid_receipt.fence
+            ));
+        }
+        let replay = post_payment(&client, &second.base, Some("alice"), Some(&key), &paid).await;
+        expect(&replay, 201, true, "a duplicate of the retry")?;
+        let ran = executions(&client, std::slice::from_ref(&second.base)).await?;
+        let rows = effects(ledger, "alice", &key).await?;
+        eprintln!(
+            "killed under fence {killed_fence}; the retry got {conflicts} × 409 over {:?}, then ran \
+             under fence {}; ledger rows: {}",
+            started.elapsed(),
+            paid_receipt.fence,
+            rows.len()
+        );
+        if ran != 1 {
+            return Err(format!("the survivor's handler ran {ran} times, not once"));
+        }
+        match &rows[..] {
+            [row] if row.fence == paid_receipt.fence && row.cents == 700 => Ok(()),
+            _ => Err(format!(
+                "the ledger holds {rows:?}, not the retry's one payment"
+            )),
+        }
     };
-    expect(&retried, 201, false, "the retry after the lease")?;
-    let paid_receipt = receipt(&retried)?;
-    if paid_receipt.fence <= killed_fence {
-        return Err(format!(
-            "the retry ran under fence {}, not newer than the killed claim's {killed_fence}",
-            paid_receipt.fence
-        ));
-    }
-    let replay = post_payment(&client, &second.base, Some("alice"), Some(&key), &paid).await;
-    expect(&replay, 201, true, "a duplicate of the retry")?;
-    let ran = executions(&client, std::slice::from_ref(&second.base)).await?;
-    let rows = effects(ledger, "alice", &key).await?;
-    eprintln!(
-        "killed under fence {killed_fence}; the retry got {conflicts} × 409 over {:?}, then ran \
-         under fence {}; ledger rows: {}",
-        started.elapsed(),
-        paid_receipt.fence,
-        rows.len()
-    );
-    if ran != 1 {
-        return Err(format!("the survivor's handler ran {ran} times, not once"));
-    }
-    match &rows[..] {
-        [row] if row.fence == paid_receipt.fence && row.cents == 700 => Ok(()),
-        _ => Err(format!(
-            "the ledger holds {rows:?}, not the retry's one payment"
-        )),
-    }
+    timeout(LIMIT, check)
+        .await
+        .map_err(|_| "the check did not finish in time".to_owned())?
 }

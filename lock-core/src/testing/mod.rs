@@ -17,6 +17,7 @@
 //! The whole module is behind the feature `test-support`, so it stays out of an application's
 //! namespace; a crate's tests enable it in `[dev-dependencies]`.
 
+pub mod adapter_tests;
 pub mod cluster;
 pub mod idempotency;
 pub mod keyed_lock;

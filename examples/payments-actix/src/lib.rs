@@ -11,7 +11,7 @@
 //! retries and duplicates. Routes:
 //!
 //! - `POST /payments`: a payment, once per (user, `Idempotency-Key`) across every instance
-//!   sharing the backend: lock-actix's [`Idempotent`] middleware (key required) in front of
+//!   sharing the backend: lock-actix's [`Idempotency`] middleware (key required) in front of
 //!   [`PaymentService::pay`], which takes its claim with the [`HeldClaim`] extractor;
 //!   an authentication middleware in front of both (`Authorization: Bearer <user>`, else 401)
 //!   puts the [`User`] the idempotency scope is read from.
@@ -44,13 +44,13 @@ use example_support::payments::{
     scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
 };
 use example_support::prometheus;
-use lock_actix::{HeldClaim, Idempotent};
+use lock_actix::{HeldClaim, Idempotency};
 use lock_core::LockError;
 
 /// The idempotency middleware of `service` (build it once, clone it into every worker's app);
 /// an error if its settings are refused.
-pub fn idempotent(service: &PaymentService) -> Result<Idempotent, LockError> {
-    Idempotent::builder(service.idempotency().clone())
+pub fn idempotent(service: &PaymentService) -> Result<Idempotency, LockError> {
+    Idempotency::builder(service.idempotency().clone())
         .scope(|request: &ServiceRequest| scope(request.extensions().get::<User>()))
         .build()
 }
@@ -58,7 +58,7 @@ pub fn idempotent(service: &PaymentService) -> Result<Idempotent, LockError> {
 /// Registers the app's routes for `service` behind `idempotent` (for `App::configure`).
 pub fn routes(
     service: PaymentService,
-    idempotent: Idempotent,
+    idempotent: Idempotency,
 ) -> impl FnOnce(&mut web::ServiceConfig) {
     prometheus::install();
     move |config| {

@@ -1,12 +1,14 @@
 //! What lock-tower's and lock-actix's own tests share beside the suites: the keyed lock their
-//! route-key tests put on `/buy/{sku}` and what its handler answers, the key their body-key
-//! tests find in a JSON order, and the idempotency middleware their suite drivers build.
+//! route-key tests put on `/buy/{sku}`, what its handlers answer (at once, or held at a
+//! [`Gate`]), the key their body-key tests find in a JSON order, and the idempotency
+//! middleware their suite drivers build.
 //! Test support, not a stable API.
 
 use crate::http::idempotency::{HttpIdempotency, HttpIdempotencyBuilder, IdempotencyRules};
 use crate::http::keyed::{KeyedLockOptions, LockInfo};
 use crate::idempotency::Idempotency;
 use crate::WaitPolicy;
+use tokio::sync::{mpsc, watch};
 
 /// The options of the route-key tests' lock on a sku: refuse a busy sku at once (409), keys
 /// prefixed `sku:`.
@@ -78,4 +80,74 @@ pub fn idempotency_middleware<R: ?Sized, T: From<HttpIdempotency<R>>>(
         .scope(scope)
         .build()
         .expect("the suite's settings are valid")
+}
+
+/// A gate handlers are held at: each says it entered, then waits until the test opens the
+/// gate with its [`Opener`]. Clone it into the handler.
+///
+/// ```
+/// use lock_core::testing::adapter_tests::gate;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let (gate, mut opener) = gate();
+/// let held = tokio::spawn(async move { gate.pass().await });
+/// opener.entered().await;
+/// opener.open();
+/// held.await.unwrap();
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Gate {
+    entered: mpsc::UnboundedSender<()>,
+    open: watch::Receiver<bool>,
+}
+
+/// The test's side of a [`Gate`].
+#[derive(Debug)]
+pub struct Opener {
+    entered: mpsc::UnboundedReceiver<()>,
+    open: watch::Sender<bool>,
+}
+
+/// A closed gate and its opener.
+#[must_use]
+pub fn gate() -> (Gate, Opener) {
+    let (entered_tx, entered) = mpsc::unbounded_channel();
+    let (open_tx, open) = watch::channel(false);
+    let gate = Gate {
+        entered: entered_tx,
+        open,
+    };
+    let opener = Opener {
+        entered,
+        open: open_tx,
+    };
+    (gate, opener)
+}
+
+impl Gate {
+    /// Says this handler entered, then waits until the gate is open.
+    pub async fn pass(&self) {
+        self.entered.send(()).ok();
+        let mut open = self.open.clone();
+        open.wait_for(|open| *open).await.ok();
+    }
+
+    /// [`pass`](Self::pass), then the answer of a handler that holds `lock`: its fencing token.
+    pub async fn hold(&self, lock: &LockInfo) -> String {
+        self.pass().await;
+        lock.fence.to_string()
+    }
+}
+
+impl Opener {
+    /// Waits until a handler entered the gate (bound it in time with a timeout).
+    pub async fn entered(&mut self) {
+        self.entered.recv().await;
+    }
+
+    /// Opens the gate: every handler held at it goes on.
+    pub fn open(&self) {
+        self.open.send(true).ok();
+    }
 }

@@ -6,13 +6,14 @@ use http::header::{HeaderName, CONTENT_LENGTH, VARY};
 use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use http_body::Body;
 use lock_core::http::cache::{
-    Answer, ForwardAs, FromOrigin, HeaderPairs, HttpCache, Plan, Served, CACHE_STATUS,
+    Answer, ForwardAs, FromOrigin, HttpCache, Plan, Served, CACHE_STATUS,
 };
+use lock_core::http::HeaderLines;
 use tower_service::Service;
 use tracing::Instrument;
 
 use super::ResponseCacheBody;
-use crate::head::Head;
+use crate::head::{head, Headers};
 use crate::origin::Origin;
 use crate::response::from_plain;
 use crate::ResponseFuture;
@@ -83,7 +84,8 @@ where
         // The service that was polled ready is the one to call; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        match self.cache.plan(&Head(&request)) {
+        let plan = self.cache.plan(&head(&request));
+        match plan {
             Plan::Bypass(bypass) => {
                 let response = inner.call(request);
                 ResponseFuture::new(
@@ -94,7 +96,7 @@ where
                         let value = bypass.cache_status_value(existing(&parts.headers).as_deref());
                         tracing::Span::current().record("cache_status", value.as_str());
                         set_cache_status(&mut parts.headers, &value);
-                        let vary = bypass.vary_value(&Headers(&parts.headers));
+                        let vary = bypass.vary_value(&HeaderLines(Headers(&parts.headers)));
                         set_vary(&mut parts.headers, vary.as_deref());
                         Ok(Response::from_parts(
                             parts,
@@ -123,25 +125,6 @@ where
                     .instrument(span),
                 )
             }
-        }
-    }
-}
-
-impl<B> HeaderPairs for Head<'_, B> {
-    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
-        for (name, value) in self.0.headers() {
-            each(name.as_str(), value.as_bytes());
-        }
-    }
-}
-
-/// A response's header lines, as the cache reads them.
-struct Headers<'a>(&'a HeaderMap);
-
-impl HeaderPairs for Headers<'_> {
-    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
-        for (name, value) in self.0 {
-            each(name.as_str(), value.as_bytes());
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The tooling behind `cargo xtask demo|stress|bench|chaos` and the example apps' tests, one
 //! folder per tool, each driven by its binaries in `src/bin`:
 //!
-//! - [`bench`]: the lock figures and their raw floors (`bench`, `allocations`);
+//! - [`bench`](mod@bench): the lock figures and their raw floors (`bench`, `allocations`);
 //! - [`chaos`]: the fault catalogue (`chaos`);
 //! - [`stress`]: processes × tasks hammering a lock or primitive (`stress`);
 //! - [`demo`]: the demos' scenarios and the checks the example apps' tests share (`demo`,

@@ -1,6 +1,6 @@
 //! The lock server under test, per backend: where it is, how to reach it through a
-//! [`FaultProxy`](crate::shared::proxy::FaultProxy), and the operator's hand on its keys (expire a
-//! lock behind its holder's back, count what a lock left behind).
+//! [`FaultProxy`], and the operator's hand on its keys (expire a lock behind its holder's
+//! back, count what a lock left behind).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;

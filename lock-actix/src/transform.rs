@@ -5,15 +5,16 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
+pub(crate) use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::Error;
 
 /// The future of a middleware's answer (actix-web's futures are not `Send`).
 pub(crate) type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
 /// The rest of the chain a middleware wraps: a service of `ServiceRequest`s answering
-/// `ServiceResponse<B>`.
-pub trait Chain<B>:
+/// `ServiceResponse<B>` (the bound of each middleware's `handle`; the public impls spell it
+/// out).
+pub(crate) trait Chain<B>:
     Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static
 {
 }
@@ -39,13 +40,11 @@ macro_rules! middleware {
             transform: $transform,
         }
 
-        impl<S, B: $($body_bound)+ $(, $k: $bound)?>
-            actix_web::dev::Transform<S, actix_web::dev::ServiceRequest> for $transform
-        where
-            S: $crate::transform::Chain<B, Response = actix_web::dev::ServiceResponse<B>>,
+        impl<S, B: $($body_bound)+ $(, $k: $bound)?> $crate::transform::Transform<S, $crate::transform::ServiceRequest> for $transform
+        where S: $crate::transform::Service<$crate::transform::ServiceRequest, Response = $crate::transform::ServiceResponse<B>, Error = actix_web::Error> + 'static,
         {
             type Transform = $middleware<S $(, $k)?>;
-            type Response = actix_web::dev::ServiceResponse<$body<B>>;
+            type Response = $crate::transform::ServiceResponse<$body<B>>;
             type Error = actix_web::Error;
             type InitError = ();
             type Future = std::future::Ready<Result<Self::Transform, ()>>;
@@ -56,18 +55,16 @@ macro_rules! middleware {
             }
         }
 
-        impl<S, B: $($body_bound)+ $(, $k: $bound)?>
-            actix_web::dev::Service<actix_web::dev::ServiceRequest> for $middleware<S $(, $k)?>
-        where
-            S: $crate::transform::Chain<B, Response = actix_web::dev::ServiceResponse<B>>,
+        impl<S, B: $($body_bound)+ $(, $k: $bound)?> $crate::transform::Service<$crate::transform::ServiceRequest> for $middleware<S $(, $k)?>
+        where S: $crate::transform::Service<$crate::transform::ServiceRequest, Response = $crate::transform::ServiceResponse<B>, Error = actix_web::Error> + 'static,
         {
-            type Response = actix_web::dev::ServiceResponse<$body<B>>;
+            type Response = $crate::transform::ServiceResponse<$body<B>>;
             type Error = actix_web::Error;
             type Future = $crate::transform::LocalBoxFuture<Result<Self::Response, Self::Error>>;
 
             actix_web::dev::forward_ready!(service);
 
-            fn call(&self, request: actix_web::dev::ServiceRequest) -> Self::Future {
+            fn call(&self, request: $crate::transform::ServiceRequest) -> Self::Future {
                 self.transform.handle(&self.service, request)
             }
         }

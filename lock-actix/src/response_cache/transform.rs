@@ -7,7 +7,9 @@ use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, VARY};
 use actix_web::{Error, HttpResponse};
 use lock_core::cache::Cache;
-use lock_core::http::cache::{Answer, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS};
+use lock_core::http::cache::{
+    existing_cache_status, Answer, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS,
+};
 use lock_core::http::{HeaderLines, PlainResponse};
 use tracing::Instrument;
 
@@ -125,11 +127,7 @@ pub(crate) fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
 
 /// The response's own `Cache-Status` lines, joined.
 pub(crate) fn existing(headers: &HeaderMap) -> Option<String> {
-    let lines: Vec<&str> = headers
-        .get_all(CACHE_STATUS)
-        .filter_map(|value| value.to_str().ok())
-        .collect();
-    (!lines.is_empty()).then(|| lines.join(", "))
+    existing_cache_status(&HeaderLines(Headers(headers)))
 }
 
 pub(crate) fn set_cache_status(headers: &mut HeaderMap, value: &str) {

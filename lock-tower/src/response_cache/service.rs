@@ -6,7 +6,7 @@ use http::header::{HeaderName, CONTENT_LENGTH, VARY};
 use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use http_body::Body;
 use lock_core::http::cache::{
-    Answer, ForwardAs, FromOrigin, HttpCache, Plan, Served, CACHE_STATUS,
+    existing_cache_status, Answer, ForwardAs, FromOrigin, HttpCache, Plan, Served, CACHE_STATUS,
 };
 use lock_core::http::HeaderLines;
 use tower_service::Service;
@@ -139,12 +139,7 @@ fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
 
 /// The response's own `Cache-Status` lines, joined.
 fn existing(headers: &HeaderMap) -> Option<String> {
-    let lines: Vec<&str> = headers
-        .get_all(CACHE_STATUS)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .collect();
-    (!lines.is_empty()).then(|| lines.join(", "))
+    existing_cache_status(&HeaderLines(Headers(headers)))
 }
 
 fn set_cache_status(headers: &mut HeaderMap, value: &str) {

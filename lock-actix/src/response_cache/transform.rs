@@ -99,11 +99,9 @@ impl ResponseCache {
                         let answer = response.await;
                         bypass.record(crate::status::status_of(&answer));
                         let mut response = answer?;
-                        let value =
-                            bypass.cache_status_value(existing(response.headers()).as_deref());
-                        tracing::Span::current().record("cache_status", value.as_str());
-                        set_cache_status(response.headers_mut(), &value);
-                        let vary = bypass.vary_value(&HeaderLines(Headers(response.headers())));
+                        let headers = HeaderLines(Headers(response.headers()));
+                        let (cache_status, vary) = bypass.answer_headers(&headers);
+                        set_cache_status(response.headers_mut(), &cache_status);
                         set_vary(response.headers_mut(), vary.as_deref());
                         Ok(response.map_body(|_, body| ResponseCacheBody::untouched(body)))
                     }

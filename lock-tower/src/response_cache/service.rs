@@ -93,10 +93,9 @@ where
                         let answer = response.await;
                         bypass.record(crate::status::status_of(&answer));
                         let (mut parts, body) = answer?.into_parts();
-                        let value = bypass.cache_status_value(existing(&parts.headers).as_deref());
-                        tracing::Span::current().record("cache_status", value.as_str());
-                        set_cache_status(&mut parts.headers, &value);
-                        let vary = bypass.vary_value(&HeaderLines(Headers(&parts.headers)));
+                        let headers = HeaderLines(Headers(&parts.headers));
+                        let (cache_status, vary) = bypass.answer_headers(&headers);
+                        set_cache_status(&mut parts.headers, &cache_status);
                         set_vary(&mut parts.headers, vary.as_deref());
                         Ok(Response::from_parts(
                             parts,

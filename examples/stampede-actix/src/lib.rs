@@ -89,7 +89,7 @@ fn respond(answer: ProductAnswer) -> HttpResponse {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.content_type(answer.content_type);
-    for header in answer.headers() {
+    for header in answer.headers {
         response.insert_header(header);
     }
     response.body(answer.body)

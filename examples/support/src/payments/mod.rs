@@ -180,7 +180,7 @@ impl PaymentService {
         }
         let payment = match Payment::parse(body) {
             Ok(payment) => payment,
-            Err(bad) => return PaymentAnswer::bad_input(&bad),
+            Err(bad) => return PaymentAnswer::bad_input(BAD_INPUT, bad.input, &bad.detail),
         };
         tokio::time::sleep(self.inner.handler_delay).await;
         match self.inner.ledger.record(claim, &payment).await {

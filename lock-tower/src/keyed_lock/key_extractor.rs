@@ -25,7 +25,9 @@ pub type KeyFound<B> = Result<(Request<B>, String), Rejection>;
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
 /// `Fn(&Request<B>) -> Option<String>`; `None` answers 400. Keys that need the request by
 /// value and awaiting override [`key`](Self::key): [`BodyKey`](crate::BodyKey) (the body),
-/// [`AsyncKey`](crate::AsyncKey) (any async closure).
+/// [`AsyncKey`](crate::AsyncKey) (any async closure). The methods are those of lock-actix's
+/// `KeyExtractor`, with the same meaning, over `http::Request` (which `key` takes by value, to
+/// read its body and give it back).
 ///
 /// ```
 /// use http::Request;

@@ -37,15 +37,18 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{header, StatusCode};
+use actix_web::http::header;
 use actix_web::middleware::{from_fn, Next};
-use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
-use example_support::payments::{
-    scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
-};
+use actix_web::{web, Error, HttpMessage, HttpResponse};
+use example_support::payments::{scope, PaymentService, User, PAYMENTS_PATH, STATS_PATH};
 use example_support::prometheus;
 use lock_actix::{HeldClaim, Idempotency};
 use lock_core::LockError;
+
+#[path = "../../support/actix/app.rs"]
+mod actix_app;
+
+use actix_app::{metrics, respond};
 
 /// The idempotency middleware of `service` (build it once, clone it into every worker's app);
 /// an error if its settings are refused.
@@ -80,21 +83,11 @@ pub fn routes(
     }
 }
 
-/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
-async fn metrics() -> HttpResponse {
-    let page = prometheus::render();
-    HttpResponse::Ok()
-        .content_type(prometheus::CONTENT_TYPE)
-        .body(page)
-}
-
 /// Serves `service` on a free loopback port with `workers` worker threads, the server
 /// driven by a task of the current tokio runtime; returns `http://127.0.0.1:port`.
 pub fn spawn(service: PaymentService, workers: usize) -> std::io::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let base = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(server(listener, service, workers)?);
-    Ok(base)
+    let idempotent = idempotent(&service).map_err(std::io::Error::other)?;
+    actix_app::spawn(move || routes(service.clone(), idempotent.clone()), workers)
 }
 
 /// The server of `service` on `listener` with `workers` worker threads, to run or await.
@@ -104,12 +97,10 @@ pub fn server(
     workers: usize,
 ) -> std::io::Result<actix_web::dev::Server> {
     let idempotent = idempotent(&service).map_err(std::io::Error::other)?;
-    Ok(
-        HttpServer::new(move || App::new().configure(routes(service.clone(), idempotent.clone())))
-            .workers(workers)
-            .disable_signals()
-            .listen(listener)?
-            .run(),
+    actix_app::server(
+        listener,
+        move || routes(service.clone(), idempotent.clone()),
+        workers,
     )
 }
 
@@ -142,14 +133,4 @@ async fn pay(
 
 async fn stats(service: web::Data<PaymentService>) -> HttpResponse {
     respond(service.stats())
-}
-
-fn respond(answer: PaymentAnswer) -> HttpResponse {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::build(status);
-    response.content_type(answer.content_type);
-    for header in answer.headers {
-        response.insert_header(header);
-    }
-    response.body(answer.body)
 }

@@ -1,38 +1,41 @@
-//! A `ServiceRequest` as lock-core's HTTP layer reads it.
+//! A `ServiceRequest`, and actix-web's header maps, as lock-core's HTTP layer reads them.
 
 use actix_web::dev::ServiceRequest;
-use lock_core::http::{MatchedRoute, RequestHead};
+use actix_web::http::header::HeaderMap;
+use lock_core::http::cache::FullRequestHead;
+use lock_core::http::{HeaderMapView, MatchedRoute, RequestView};
 
-/// A `ServiceRequest` seen through lock-core's [`RequestHead`].
-pub(crate) struct Head<'a>(pub(crate) &'a ServiceRequest);
+/// An actix-web header map through lock-core's [`HeaderMapView`].
+#[derive(Clone, Copy)]
+pub(crate) struct Headers<'a>(pub(crate) &'a HeaderMap);
 
-impl RequestHead for Head<'_> {
-    fn method(&self) -> &str {
-        self.0.method().as_str()
+impl HeaderMapView for Headers<'_> {
+    fn lines_of<'s>(&'s self, name: &str) -> impl Iterator<Item = &'s [u8]> {
+        self.0.get_all(name).map(|value| value.as_bytes())
     }
 
-    fn path(&self) -> &str {
-        self.0.uri().path()
+    fn for_each_line(&self, each: &mut dyn FnMut(&str, &[u8])) {
+        self.0
+            .iter()
+            .for_each(|(name, value)| each(name.as_str(), value.as_bytes()));
     }
+}
 
-    fn query(&self) -> Option<&str> {
-        self.0.uri().query()
-    }
-
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.0.headers().get(name).map(|value| value.as_bytes())
-    }
-
-    fn header_count(&self, name: &str) -> usize {
-        self.0.headers().get_all(name).count()
-    }
-
-    /// actix computes the pattern from the app's resource map, so it is known in app-level
-    /// `wrap` too (scope prefixes included); no resource matched: a 404 on its way.
-    fn matched_route(&self) -> MatchedRoute<'_> {
-        match self.0.match_pattern() {
-            Some(pattern) => MatchedRoute::Route(pattern.into()),
-            None => MatchedRoute::NoMatch,
-        }
+/// `request` as lock-core reads it. actix computes the route pattern from the app's resource
+/// map, so it is known in app-level `wrap` too (scope prefixes included); no resource
+/// matched: a 404 on its way.
+pub(crate) fn head(request: &ServiceRequest) -> impl FullRequestHead + '_ {
+    RequestView {
+        method: request.method().as_str(),
+        path: request.uri().path(),
+        query: request.uri().query(),
+        headers: Headers(request.headers()),
+        route: || {
+            request
+                .match_pattern()
+                .map_or(MatchedRoute::NoMatch, |pattern| {
+                    MatchedRoute::Route(pattern.into())
+                })
+        },
     }
 }

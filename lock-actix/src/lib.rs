@@ -12,7 +12,7 @@
 //! only adapts them to actix-web types.
 //!
 //! Also here: [`ResponseCache`] (a response cache for `GET`/`HEAD` collapsing concurrent
-//! misses across instances, see [`response_cache`]) and [`Idempotent`] (idempotent endpoints
+//! misses across instances, see [`response_cache`]) and [`Idempotency`] (idempotent endpoints
 //! keyed by `Idempotency-Key`, see [`idempotency`]).
 //!
 //! Keys from the router and the body: [`KeySource::route_param`] (`"sku"`) takes the
@@ -54,9 +54,8 @@
 //!
 //! ```no_run
 //! use actix_web::{web, App, HttpServer};
-//! use lock_actix::{Idempotent, KeySource, KeyedLock, LockClient, ResponseCache};
+//! use lock_actix::{Idempotency, KeySource, KeyedLock, LockClient, ResponseCache};
 //! use lock_core::cache::Cache;
-//! use lock_core::idempotency::Idempotency;
 //! use lock_core::MemoryBackend;
 //!
 //! #[actix_web::main]
@@ -68,8 +67,8 @@
 //!     let cached = ResponseCache::builder(Cache::memory("pages").map_err(std::io::Error::other)?)
 //!         .build()
 //!         .map_err(std::io::Error::other)?;
-//!     let payments = Idempotency::memory("payments").map_err(std::io::Error::other)?;
-//!     let idempotent = Idempotent::builder(payments)
+//!     let payments = lock_core::idempotency::Idempotency::memory("payments").map_err(std::io::Error::other)?;
+//!     let idempotent = Idempotency::builder(payments)
 //!         .scope(|req: &actix_web::dev::ServiceRequest| {
 //!             Some(req.headers().get("x-user")?.to_str().ok()?.to_owned())
 //!         })
@@ -96,8 +95,9 @@ pub mod keyed_lock;
 mod response;
 pub mod response_cache;
 mod status;
+mod transform;
 
-pub use idempotency::{HeldClaim, Idempotent, IdempotentMiddleware};
+pub use idempotency::{HeldClaim, Idempotency, IdempotencyMiddleware};
 pub use keyed_lock::{
     BodyKey, HeldLock, KeyExtractor, KeyedLock, KeyedLockMiddleware, LockRejection,
 };
@@ -118,7 +118,7 @@ mod tests {
         fn shared<T: Send + Sync + Clone + 'static>() {}
         shared::<crate::KeyedLock>();
         shared::<crate::KeyedLock<crate::BodyKey<fn(&[u8]) -> Option<String>>>>();
-        shared::<crate::Idempotent>();
+        shared::<crate::Idempotency>();
         shared::<crate::ResponseCache>();
     }
 }

@@ -10,17 +10,19 @@ use lock_core::http::PlainResponse;
 /// its body type: the status (500 should it not be one), every header line in order, the
 /// body.
 pub(crate) fn from_plain(plain: PlainResponse) -> HttpResponse<Vec<u8>> {
-    let status = StatusCode::from_u16(plain.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::with_body(status, plain.body);
-    let headers = response.headers_mut();
-    for (name, value) in plain.headers {
-        // Kept from a valid response, or made by lock-core: always valid.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
-        ) {
-            headers.append(name, value);
-        }
+    let mut response = HttpResponse::with_body(status(plain.status), plain.body);
+    // Kept from a valid response, or made by lock-core: always valid.
+    let lines = plain.headers.into_iter().filter_map(|(name, value)| {
+        let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
+        Some((name, HeaderValue::from_bytes(&value).ok()?))
+    });
+    for (name, value) in lines {
+        response.headers_mut().append(name, value);
     }
     response
+}
+
+/// `code` as a status, 500 should it not be one.
+pub(crate) fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }

@@ -1,13 +1,80 @@
-//! What every attribute requires of the fn it wraps (`async`, returning a `Result`), and the
-//! hint that lets the body's `?` see the fn's error type once the body is inside a closure.
+//! What every attribute requires of the fn it wraps (`async`, returning a `Result`), what
+//! each builds from its arguments before the body (the crate's paths, the key), the hint that
+//! lets the body's `?` see the fn's error type once the body is inside a closure, and the fn
+//! re-emitted around its new body.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
-use syn::{ItemFn, ReturnType, Type};
+use syn::{ItemFn, LitStr, Path, ReturnType, Stmt, Type};
 
-use crate::args::Errors;
+use crate::args::{Errors, Key};
+use crate::key;
+
+/// What an attribute builds from its arguments before the body.
+pub(crate) struct Prepared<'f> {
+    /// The crate the generated code names (`crate = ...`, or `::lock_core`).
+    pub(crate) krate: Path,
+    /// Its `macro_support` module.
+    pub(crate) support: TokenStream,
+    /// The key, an expression of the fn's arguments.
+    pub(crate) key: TokenStream,
+    /// The fn's return type.
+    pub(crate) return_type: &'f Type,
+}
+
+/// The crate's paths and the key of `func` (from `key` and `name`): `Err` with every error
+/// found (`errors` and the key's), `Ok(None)` when there is nothing to wrap (a missing key or
+/// no return type, which the arguments' and the contract's checks refuse; the caller emits the
+/// fn unchanged anyway).
+pub(crate) fn prepare<'f>(
+    krate: &Option<Path>,
+    key: &Option<Key>,
+    name: &Option<LitStr>,
+    func: &'f ItemFn,
+    mut errors: Errors,
+) -> Result<Option<Prepared<'f>>, syn::Error> {
+    let krate = krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::lock_core));
+    let support = quote!(#krate::macro_support);
+    let key = key
+        .as_ref()
+        .and_then(|key| key::expr(key, name.as_ref(), func, &support, &mut errors));
+    if let Some(errors) = errors.0 {
+        return Err(errors);
+    }
+    let (Some(key), ReturnType::Type(_, return_type)) = (key, &func.sig.output) else {
+        return Ok(None);
+    };
+    Ok(Some(Prepared {
+        krate,
+        support,
+        key,
+        return_type,
+    }))
+}
+
+/// `func` with the body that `body` makes of the fn's inner attributes (`#![allow(...)]`, kept
+/// at the top of the new body) and statements; its outer attributes, visibility and signature
+/// as they were. The body's statements, not its block: re-emitted as a block in tail position,
+/// a one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
+pub(crate) fn with_body(
+    func: &ItemFn,
+    body: impl FnOnce(TokenStream, &[Stmt]) -> TokenStream,
+) -> TokenStream {
+    let (inner, outer): (Vec<_>, Vec<_>) = func
+        .attrs
+        .iter()
+        .partition(|attr| matches!(attr.style, syn::AttrStyle::Inner(_)));
+    let body = body(quote!(#(#inner)*), &func.block.stmts);
+    let ItemFn { vis, sig, .. } = func;
+    quote! {
+        #(#outer)*
+        #vis #sig #body
+    }
+}
 
 /// Refuses a fn that is not `async` or does not return a `Result`, with `not_async` and
 /// `not_result` as the reasons.

@@ -5,12 +5,11 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{ItemFn, ReturnType};
+use syn::ItemFn;
 
 use crate::args::{Args, Errors, OnBusy, OnLost};
-use crate::contract::{self, failure_fn, return_hint};
+use crate::contract::{self, failure_fn, prepare, return_hint};
 use crate::duration::{self, Wait};
-use crate::key;
 
 /// The fn with its body wrapped in the lock, or every error found (the caller re-emits the
 /// fn unchanged beside them).
@@ -24,26 +23,12 @@ pub(crate) fn expand(
         args.attribute.unwrap_or("distributed_lock"),
         &mut errors,
     );
-    let krate = args
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::lock_core));
-    let support = quote!(#krate::macro_support);
-    let key = args
-        .key
-        .as_ref()
-        .and_then(|key| key::expr(key, args.name.as_ref(), func, &support, &mut errors));
-    if let Some(errors) = errors.0 {
-        return Err(errors);
-    }
-    let Some(key) = key else {
-        // `args` reports a missing key, so this is unreachable; emit the fn unchanged anyway.
+    let Some(p) = prepare(&args.krate, &args.key, &args.name, func, errors)? else {
+        // `args` reports a missing key and `check_contract` a fn without a return type; emit
+        // the fn unchanged anyway.
         return Ok(func.to_token_stream());
     };
-    let ReturnType::Type(_, return_type) = &func.sig.output else {
-        // `check_contract` refuses fns without a return type; emit the fn unchanged anyway.
-        return Ok(func.to_token_stream());
-    };
+    let (krate, support, key, return_type) = (p.krate, p.support, p.key, p.return_type);
 
     let client = match &args.client {
         Some(client) => quote_spanned! {client.span()=>
@@ -102,44 +87,32 @@ pub(crate) fn expand(
     // Other unmet bounds (`T: Default` for skip) are reported once, on the attribute, naming
     // the type: spans mixed from several places would report them twice.
     let run_locked = quote!(#support::run_locked);
-    // The body's statements, not its block: re-emitted as a block in tail position, a
-    // one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
-    let body_stmts = &func.block.stmts;
-    // A body's inner attributes (`#![allow(...)]`) stay at the top of the fn's body.
-    let (inner, outer): (Vec<_>, Vec<_>) = func
-        .attrs
-        .iter()
-        .partition(|attr| matches!(attr.style, syn::AttrStyle::Inner(_)));
-    let body = quote! {
-        {
-            #(#inner)*
-            let #key_var: ::std::string::String = #key;
-            #run_locked(
-                #client,
-                #key_var,
-                #support::Options {
-                    lease: #lease,
-                    wait: #wait,
-                    cancel_on_lost: #cancel_on_lost,
-                    hold_at_least: #hold_at_least,
-                },
-                move |#fence_var: #krate::FencingToken| async move {
-                    #hint
-                    #fence
-                    #(#body_stmts)*
-                },
-                #busy,
-                #fail,
-            )
-            .await
+    Ok(contract::with_body(func, |inner, body_stmts| {
+        quote! {
+            {
+                #inner
+                let #key_var: ::std::string::String = #key;
+                #run_locked(
+                    #client,
+                    #key_var,
+                    #support::Options {
+                        lease: #lease,
+                        wait: #wait,
+                        cancel_on_lost: #cancel_on_lost,
+                        hold_at_least: #hold_at_least,
+                    },
+                    move |#fence_var: #krate::FencingToken| async move {
+                        #hint
+                        #fence
+                        #(#body_stmts)*
+                    },
+                    #busy,
+                    #fail,
+                )
+                .await
+            }
         }
-    };
-
-    let ItemFn { vis, sig, .. } = func;
-    Ok(quote! {
-        #(#outer)*
-        #vis #sig #body
-    })
+    }))
 }
 
 /// `async fn` returning a `Result`: refuses anything else, with the reason.

@@ -19,6 +19,7 @@
 //! take it in `[dev-dependencies]`, with the features of the servers they use (`redis`, `etcd`,
 //! `zookeeper`, `metrics`).
 
+pub mod adapter_tests;
 pub mod cluster;
 pub mod idempotency;
 pub mod keyed_lock;

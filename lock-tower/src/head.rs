@@ -1,34 +1,50 @@
-//! An `http::Request` as lock-core's HTTP layer reads it.
+//! An `http::Request` (or its `Parts`), and `http`'s header maps, as lock-core's HTTP layer
+//! reads them.
 
-use http::Request;
-use lock_core::http::{MatchedRoute, RequestHead};
+use http::request::Parts;
+use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Uri};
+use lock_core::http::cache::FullRequestHead;
+use lock_core::http::{HeaderMapView, MatchedRoute, RequestView};
 
-/// An `http::Request` seen through lock-core's [`RequestHead`].
-pub(crate) struct Head<'a, B>(pub(crate) &'a Request<B>);
+/// An `http` header map through lock-core's [`HeaderMapView`].
+#[derive(Clone, Copy)]
+pub(crate) struct Headers<'a>(pub(crate) &'a HeaderMap);
 
-impl<B> RequestHead for Head<'_, B> {
-    fn method(&self) -> &str {
-        self.0.method().as_str()
+impl HeaderMapView for Headers<'_> {
+    fn lines_of<'s>(&'s self, name: &str) -> impl Iterator<Item = &'s [u8]> {
+        self.0.get_all(name).iter().map(HeaderValue::as_bytes)
     }
 
-    fn path(&self) -> &str {
-        self.0.uri().path()
+    fn for_each_line(&self, each: &mut dyn FnMut(&str, &[u8])) {
+        for (name, value) in self.0 {
+            each(name.as_str(), value.as_bytes());
+        }
     }
+}
 
-    fn query(&self) -> Option<&str> {
-        self.0.uri().query()
-    }
+/// `request`'s head as lock-core reads it.
+pub(crate) fn head<B>(request: &Request<B>) -> impl FullRequestHead + '_ {
+    let (method, uri) = (request.method(), request.uri());
+    view(method, uri, request.headers(), request.extensions())
+}
 
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.0.headers().get(name).map(|value| value.as_bytes())
-    }
+/// A request head without its body, as lock-core reads it.
+pub(crate) fn parts_head(parts: &Parts) -> impl FullRequestHead + '_ {
+    view(&parts.method, &parts.uri, &parts.headers, &parts.extensions)
+}
 
-    fn header_count(&self, name: &str) -> usize {
-        self.0.headers().get_all(name).iter().count()
-    }
-
-    fn matched_route(&self) -> MatchedRoute<'_> {
-        matched_route(self.0.extensions())
+fn view<'a>(
+    method: &'a Method,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+    extensions: &'a Extensions,
+) -> impl FullRequestHead + 'a {
+    RequestView {
+        method: method.as_str(),
+        path: uri.path(),
+        query: uri.query(),
+        headers: Headers(headers),
+        route: move || matched_route(extensions),
     }
 }
 
@@ -38,7 +54,7 @@ impl<B> RequestHead for Head<'_, B> {
 /// know the route (fail closed). Inside a nested router the path was stripped of the nest
 /// prefix (`NestedPath`), so the template is too.
 #[cfg(feature = "axum")]
-pub(crate) fn matched_route(extensions: &http::Extensions) -> MatchedRoute<'_> {
+pub(crate) fn matched_route(extensions: &Extensions) -> MatchedRoute<'_> {
     use axum::extract::{MatchedPath, NestedPath, OriginalUri};
 
     let Some(matched) = extensions.get::<MatchedPath>() else {
@@ -62,7 +78,7 @@ pub(crate) fn matched_route(extensions: &http::Extensions) -> MatchedRoute<'_> {
 
 /// Without axum, no router is visible: route parameters fail closed.
 #[cfg(not(feature = "axum"))]
-pub(crate) fn matched_route(extensions: &http::Extensions) -> MatchedRoute<'_> {
+pub(crate) fn matched_route(extensions: &Extensions) -> MatchedRoute<'_> {
     let _ = extensions;
     MatchedRoute::Unknown
 }

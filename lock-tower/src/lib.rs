@@ -84,7 +84,7 @@ pub use idempotency::HeldClaim;
 pub use idempotency::{IdempotencyBody, IdempotencyLayer, IdempotencyService};
 #[cfg(feature = "axum")]
 pub use keyed_lock::HeldLock;
-pub use keyed_lock::{AsyncKey, BodyKey, KeyExtractor, KeyedLockLayer, KeyedLockService};
+pub use keyed_lock::{AsyncKey, BodyKey, KeyExtractor, KeyFound, KeyedLockLayer, KeyedLockService};
 pub use lock_core::http::keyed::{
     AppliesTo, BodyLimit, BusyStatus, KeySource, KeyedLockOptions, LockInfo, OnLost,
 };

@@ -6,8 +6,9 @@ use std::pin::pin;
 
 use bytes::{Buf, Bytes};
 use http::header::CONTENT_LENGTH;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 use http_body::Body;
+use lock_core::http::declares_over;
 
 /// A body read up to the limit.
 pub(crate) enum Read {
@@ -19,15 +20,10 @@ pub(crate) enum Read {
     Failed,
 }
 
-/// The `Content-Length` a head declares.
-pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
-}
-
-/// Reads `body` whole unless it is (or says it is) longer than `limit`.
-pub(crate) async fn read<B: Body>(body: B, declared: Option<u64>, limit: usize) -> Read {
-    let limit_u64 = limit as u64;
-    if declared.is_some_and(|length| length > limit_u64) || body.size_hint().lower() > limit_u64 {
+/// Reads `body` whole unless it is (or its head, `headers`, says it is) longer than `limit`.
+pub(crate) async fn read<B: Body>(body: B, headers: &HeaderMap, limit: usize) -> Read {
+    let declared = headers.get(CONTENT_LENGTH).map(HeaderValue::as_bytes);
+    if declares_over(declared, limit) || body.size_hint().lower() > limit as u64 {
         return Read::TooLarge;
     }
     let mut body = pin!(body);

@@ -40,6 +40,18 @@ use crate::response::from_plain;
 pub struct LockRejection(Rejection);
 
 impl LockRejection {
+    /// The response (its `application/problem+json` body is UTF-8 text).
+    #[must_use]
+    pub fn into_response<B: From<String>>(self) -> Response<B> {
+        from_plain(self.0.response).map(|body| B::from(String::from_utf8_lossy(&body).into_owned()))
+    }
+
+    /// Why, and the response as lock-core made it.
+    #[must_use]
+    pub fn rejection(&self) -> &Rejection {
+        &self.0
+    }
+
     /// Wraps a rejection made by lock-core.
     #[must_use]
     pub fn new(rejection: Rejection) -> Self {
@@ -53,17 +65,11 @@ impl LockRejection {
     pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
         Self(Rejection::from_error(error, options))
     }
+}
 
-    /// Why, and the response as lock-core made it.
-    #[must_use]
-    pub fn rejection(&self) -> &Rejection {
-        &self.0
-    }
-
-    /// The response (its `application/problem+json` body is UTF-8 text).
-    #[must_use]
-    pub fn into_response<B: From<String>>(self) -> Response<B> {
-        from_plain(self.0.response).map(|body| B::from(String::from_utf8_lossy(&body).into_owned()))
+impl<B: From<String>> From<LockRejection> for Response<B> {
+    fn from(rejection: LockRejection) -> Self {
+        rejection.into_response()
     }
 }
 
@@ -79,19 +85,10 @@ impl From<Rejection> for LockRejection {
     }
 }
 
-impl<B: From<String>> From<LockRejection> for Response<B> {
-    fn from(rejection: LockRejection) -> Self {
-        rejection.into_response()
-    }
-}
-
+/// lock-core's [`Rejection`] display: why, and the status.
 impl fmt::Display for LockRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "lock rejection ({:?}, {})",
-            self.0.kind, self.0.response.status
-        )
+        self.0.fmt(f)
     }
 }
 

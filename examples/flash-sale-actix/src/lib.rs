@@ -29,12 +29,16 @@
 use actix_web::body::{to_bytes_limited, BodyStream, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::CONTENT_LENGTH;
-use actix_web::http::StatusCode;
 use actix_web::middleware::{from_fn, Next};
-use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
+use actix_web::{web, Error, HttpMessage, HttpResponse};
 use example_support::prometheus;
-use example_support::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
+use example_support::shop::{RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
 use lock_actix::{HeldLock, KeySource, KeyedLock};
+
+#[path = "../../support/actix/app.rs"]
+mod actix_app;
+
+use actix_app::{metrics, respond};
 
 /// Registers the app's routes for `shop` (for `App::configure`).
 pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
@@ -69,23 +73,7 @@ pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
 /// Serves `shop` on a free loopback port with `workers` worker threads, the server driven by
 /// a task of the current tokio runtime; returns `http://127.0.0.1:port`.
 pub fn spawn(shop: Shop, workers: usize) -> std::io::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let server = HttpServer::new(move || App::new().configure(routes(shop.clone())))
-        .workers(workers)
-        .disable_signals()
-        .listen(listener)?
-        .run();
-    tokio::spawn(server);
-    Ok(base)
-}
-
-/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
-async fn metrics() -> HttpResponse {
-    let page = prometheus::render();
-    HttpResponse::Ok()
-        .content_type(prometheus::CONTENT_TYPE)
-        .body(page)
+    actix_app::spawn(move || routes(shop.clone()), workers)
 }
 
 async fn check(
@@ -113,7 +101,7 @@ async fn check(
             Ok(next.call(request).await?.map_into_left_body())
         }
         Err(bad) => Ok(request
-            .into_response(respond(bad.answer()))
+            .into_response(respond(bad.answer().into()))
             .map_into_right_body()),
     }
 }
@@ -140,15 +128,5 @@ async fn handle(
     input: web::ReqData<ShopInput>,
     lock: Option<HeldLock>,
 ) -> HttpResponse {
-    respond(shop.serve(&input, lock.as_deref()).await)
-}
-
-fn respond(answer: Answer) -> HttpResponse {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::build(status);
-    response.content_type(answer.content_type);
-    if let Some(secs) = answer.retry_after {
-        response.insert_header(("retry-after", secs));
-    }
-    response.body(answer.body)
+    respond(shop.serve(&input, lock.as_deref()).await.into())
 }

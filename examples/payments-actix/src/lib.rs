@@ -11,7 +11,7 @@
 //! retries and duplicates. Routes:
 //!
 //! - `POST /payments`: a payment, once per (user, `Idempotency-Key`) across every instance
-//!   sharing the backend: lock-actix's [`Idempotent`] middleware (key required) in front of
+//!   sharing the backend: lock-actix's [`Idempotency`] middleware (key required) in front of
 //!   [`PaymentService::pay`], which takes its claim with the [`HeldClaim`] extractor;
 //!   an authentication middleware in front of both (`Authorization: Bearer <user>`, else 401)
 //!   puts the [`User`] the idempotency scope is read from.
@@ -37,20 +37,23 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{header, StatusCode};
+use actix_web::http::header;
 use actix_web::middleware::{from_fn, Next};
-use actix_web::{web, App, Error, HttpMessage, HttpResponse, HttpServer};
-use example_support::payments::{
-    scope, PaymentAnswer, PaymentService, User, PAYMENTS_PATH, STATS_PATH,
-};
+use actix_web::{web, Error, HttpMessage, HttpResponse};
+use example_support::payments::{scope, PaymentService, User, PAYMENTS_PATH, STATS_PATH};
 use example_support::prometheus;
-use lock_actix::{HeldClaim, Idempotent};
+use lock_actix::{HeldClaim, Idempotency};
 use lock_core::LockError;
+
+#[path = "../../support/actix/app.rs"]
+mod actix_app;
+
+use actix_app::{metrics, respond};
 
 /// The idempotency middleware of `service` (build it once, clone it into every worker's app);
 /// an error if its settings are refused.
-pub fn idempotent(service: &PaymentService) -> Result<Idempotent, LockError> {
-    Idempotent::builder(service.idempotency().clone())
+pub fn idempotent(service: &PaymentService) -> Result<Idempotency, LockError> {
+    Idempotency::builder(service.idempotency().clone())
         .scope(|request: &ServiceRequest| scope(request.extensions().get::<User>()))
         .build()
 }
@@ -58,7 +61,7 @@ pub fn idempotent(service: &PaymentService) -> Result<Idempotent, LockError> {
 /// Registers the app's routes for `service` behind `idempotent` (for `App::configure`).
 pub fn routes(
     service: PaymentService,
-    idempotent: Idempotent,
+    idempotent: Idempotency,
 ) -> impl FnOnce(&mut web::ServiceConfig) {
     prometheus::install();
     move |config| {
@@ -80,21 +83,11 @@ pub fn routes(
     }
 }
 
-/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
-async fn metrics() -> HttpResponse {
-    let page = prometheus::render();
-    HttpResponse::Ok()
-        .content_type(prometheus::CONTENT_TYPE)
-        .body(page)
-}
-
 /// Serves `service` on a free loopback port with `workers` worker threads, the server
 /// driven by a task of the current tokio runtime; returns `http://127.0.0.1:port`.
 pub fn spawn(service: PaymentService, workers: usize) -> std::io::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let base = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(server(listener, service, workers)?);
-    Ok(base)
+    let idempotent = idempotent(&service).map_err(std::io::Error::other)?;
+    actix_app::spawn(move || routes(service.clone(), idempotent.clone()), workers)
 }
 
 /// The server of `service` on `listener` with `workers` worker threads, to run or await.
@@ -104,12 +97,10 @@ pub fn server(
     workers: usize,
 ) -> std::io::Result<actix_web::dev::Server> {
     let idempotent = idempotent(&service).map_err(std::io::Error::other)?;
-    Ok(
-        HttpServer::new(move || App::new().configure(routes(service.clone(), idempotent.clone())))
-            .workers(workers)
-            .disable_signals()
-            .listen(listener)?
-            .run(),
+    actix_app::server(
+        listener,
+        move || routes(service.clone(), idempotent.clone()),
+        workers,
     )
 }
 
@@ -142,14 +133,4 @@ async fn pay(
 
 async fn stats(service: web::Data<PaymentService>) -> HttpResponse {
     respond(service.stats())
-}
-
-fn respond(answer: PaymentAnswer) -> HttpResponse {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::build(status);
-    response.content_type(answer.content_type);
-    for header in answer.headers {
-        response.insert_header(header);
-    }
-    response.body(answer.body)
 }

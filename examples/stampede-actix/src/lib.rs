@@ -25,11 +25,15 @@
 //! # }
 //! ```
 
-use actix_web::http::StatusCode;
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
-use example_support::product::{ProductAnswer, ProductRoute, ProductService};
+use actix_web::{web, HttpRequest, HttpResponse};
+use example_support::product::{ProductRoute, ProductService};
 use example_support::prometheus;
 use lock_actix::ResponseCache;
+
+#[path = "../../support/actix/app.rs"]
+mod actix_app;
+
+use actix_app::{metrics, respond};
 
 /// Registers the app's routes for `service` (for `App::configure`).
 pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
@@ -54,26 +58,10 @@ pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
     }
 }
 
-/// `GET /metrics`: lock-core's metrics in the Prometheus text format.
-async fn metrics() -> HttpResponse {
-    let page = prometheus::render();
-    HttpResponse::Ok()
-        .content_type(prometheus::CONTENT_TYPE)
-        .body(page)
-}
-
 /// Serves `service` on a free loopback port with `workers` worker threads, the server
 /// driven by a task of the current tokio runtime; returns `http://127.0.0.1:port`.
 pub fn spawn(service: ProductService, workers: usize) -> std::io::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let server = HttpServer::new(move || App::new().configure(routes(service.clone())))
-        .workers(workers)
-        .disable_signals()
-        .listen(listener)?
-        .run();
-    tokio::spawn(server);
-    Ok(base)
+    actix_app::spawn(move || routes(service.clone()), workers)
 }
 
 async fn handle(
@@ -83,14 +71,4 @@ async fn handle(
 ) -> HttpResponse {
     let uri = request.uri();
     respond(service.handle(route, uri.path(), uri.query()).await)
-}
-
-fn respond(answer: ProductAnswer) -> HttpResponse {
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::build(status);
-    response.content_type(answer.content_type);
-    for header in answer.headers() {
-        response.insert_header(header);
-    }
-    response.body(answer.body)
 }

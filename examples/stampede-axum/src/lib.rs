@@ -84,7 +84,7 @@ fn respond(answer: ProductAnswer) -> Response<Body> {
     let mut response = Response::builder()
         .status(answer.status)
         .header("content-type", answer.content_type);
-    for (name, value) in answer.headers() {
+    for (name, value) in answer.headers {
         response = response.header(name, value);
     }
     response

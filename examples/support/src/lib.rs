@@ -15,6 +15,7 @@
 //! # }
 //! ```
 
+pub mod answer;
 pub mod app;
 pub mod backend;
 pub mod flags;

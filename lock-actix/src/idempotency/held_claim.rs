@@ -7,7 +7,7 @@ use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest};
 use lock_core::idempotency::ClaimInfo;
 
-/// The scope, idempotency key and fencing token of the claim the [`Idempotent`](super::Idempotent)
+/// The scope, idempotency key and fencing token of the claim the [`Idempotency`](super::Idempotency)
 /// middleware holds for this request. Extracting it in a handler the middleware did not
 /// handle (not wrapped, another method, no key where it is optional) fails with a 500
 /// `application/problem+json` naming the missing middleware (a wiring mistake, not a client
@@ -28,14 +28,6 @@ use lock_core::idempotency::ClaimInfo;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeldClaim(pub ClaimInfo);
 
-impl Deref for HeldClaim {
-    type Target = ClaimInfo;
-
-    fn deref(&self) -> &ClaimInfo {
-        &self.0
-    }
-}
-
 impl FromRequest for HeldClaim {
     type Error = actix_web::Error;
     type Future = Ready<Result<Self, Self::Error>>;
@@ -44,7 +36,15 @@ impl FromRequest for HeldClaim {
         crate::extensions::from_extensions(
             request,
             HeldClaim,
-            "HeldClaim used in a request the Idempotent middleware did not handle",
+            "HeldClaim used in a request the Idempotency middleware did not handle",
         )
+    }
+}
+
+impl Deref for HeldClaim {
+    type Target = ClaimInfo;
+
+    fn deref(&self) -> &ClaimInfo {
+        &self.0
     }
 }

@@ -2,7 +2,7 @@
 //! actix-web middleware: a request with an `Idempotency-Key` runs once per (scope, key)
 //! across every instance; its duplicates get its response back.
 //!
-//! [`Idempotent`] is a thin adapter over [`lock_core::http::idempotency`], which makes every
+//! [`Idempotency`] is a thin adapter over [`lock_core::http::idempotency`], which makes every
 //! decision; its settings and answers are those of `lock-tower`'s `IdempotencyLayer`. Per
 //! request it:
 //! 1. plans from the head: other methods (and, when the key is optional, requests without
@@ -30,8 +30,7 @@
 //!
 //! ```
 //! use actix_web::{web, App, HttpResponse};
-//! use lock_actix::{Idempotent, HeldClaim};
-//! use lock_core::idempotency::Idempotency;
+//! use lock_actix::{HeldClaim, Idempotency};
 //!
 //! async fn pay(claim: HeldClaim, body: String) -> HttpResponse {
 //!     // Write the payment and this answer in one transaction (`claim.commit_in`, lock-core's
@@ -40,9 +39,9 @@
 //! }
 //!
 //! # fn main() -> Result<(), lock_core::LockError> {
-//! // `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)` across instances.
-//! let payments = Idempotency::memory("payments")?;
-//! let idempotent = Idempotent::builder(payments)
+//! // Across instances: `lock_core::idempotency::Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)`.
+//! let payments = lock_core::idempotency::Idempotency::memory("payments")?;
+//! let idempotent = Idempotency::builder(payments)
 //!     .fingerprint_header("content-type")
 //!     .scope(|req: &actix_web::dev::ServiceRequest| {
 //!         // The principal, as the authentication middleware (outside this one) left it.
@@ -60,4 +59,4 @@ mod response;
 mod transform;
 
 pub use held_claim::HeldClaim;
-pub use transform::{Idempotent, IdempotentMiddleware};
+pub use transform::{Idempotency, IdempotencyMiddleware};

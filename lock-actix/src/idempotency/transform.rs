@@ -1,31 +1,32 @@
-//! [`Idempotent`] (the `Transform`), its builder, and [`IdempotentMiddleware`] (the service it
-//! builds).
+//! [`Idempotency`] (the `Transform`), its builder, and [`IdempotencyMiddleware`] (the service
+//! it builds).
 
-use std::future::{ready, Future, Ready};
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use actix_web::body::{self, BodyStream, EitherBody, MessageBody};
-use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::dev::{Payload, Service, ServiceRequest, ServiceResponse};
 use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
+use lock_core::http::declares_over;
 use lock_core::http::idempotency::{
     reject, Begun, HttpIdempotency, HttpIdempotencyBuilder, IdempotencyCall, Plan, Ran, Reply,
     RequestBody,
 };
-use lock_core::idempotency::Idempotency;
 use tracing::Instrument;
 
 use super::response::Handled;
-use crate::head::Head;
-use crate::response::from_plain;
+use crate::head::head;
+use crate::response::{from_plain, status};
+use crate::transform::{middleware, Chain, LocalBoxFuture};
 
 /// Middleware that runs each request with an idempotency key once per (scope, key) across
 /// every instance, and answers its duplicates with its response (see the
-/// [module docs](crate::idempotency)).
+/// [module docs](crate::idempotency)). Named as lock-tower's `IdempotencyLayer` is, after the
+/// job: the records and claims it runs on are lock-core's
+/// [`Idempotency`](lock_core::idempotency::Idempotency) client.
 ///
 /// Settings are the methods of lock-core's [`HttpIdempotencyBuilder`], shared with
 /// `lock_tower::IdempotencyLayer` (those of [`IdempotencyRules`](lock_core::http::idempotency::IdempotencyRules), and the
@@ -35,11 +36,11 @@ use crate::response::from_plain;
 /// ```
 /// use std::time::Duration;
 /// use actix_web::{web, App};
-/// use lock_actix::Idempotent;
-/// use lock_core::idempotency::{Idempotency, InFlight};
+/// use lock_actix::Idempotency;
+/// use lock_core::idempotency::InFlight;
 ///
-/// let payments = Idempotency::memory("payments").unwrap();
-/// let idempotent = Idempotent::builder(payments.clone())
+/// let payments = lock_core::idempotency::Idempotency::memory("payments").unwrap();
+/// let idempotent = Idempotency::builder(payments.clone())
 ///     .methods(["POST"])
 ///     .in_flight(InFlight::Wait(Duration::from_secs(5)))
 ///     .scope(|req: &actix_web::dev::ServiceRequest| {
@@ -49,34 +50,36 @@ use crate::response::from_plain;
 ///     .unwrap();
 /// let app = App::new().service(web::resource("/payments").wrap(idempotent).post(|| async { "paid" }));
 /// # let _ = app;
-/// assert!(Idempotent::builder(payments).max_body_bytes(0).build().is_err());
+/// assert!(Idempotency::builder(payments).max_body_bytes(0).build().is_err());
 /// ```
 #[derive(Clone)]
 #[must_use]
-pub struct Idempotent {
+pub struct Idempotency {
     shared: Arc<HttpIdempotency<ServiceRequest>>,
 }
 
-impl Idempotent {
+impl Idempotency {
     /// The middleware's settings, over `idempotency` (its records and claims: memory for one
-    /// process; `Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)`
+    /// process; `lock_core::idempotency::Idempotency::builder(RedisResultStore::from_backend(&backend).await?, backend)`
     /// across instances). Default rules: [`IdempotencyRules::new`](lock_core::http::idempotency::IdempotencyRules::new); no scope until one is
     /// chosen ([`scope`](HttpIdempotencyBuilder::scope), or
     /// [`shared_scope`](HttpIdempotencyBuilder::shared_scope) for a single-tenant service):
     /// `build` refuses settings without that choice.
-    pub fn builder(idempotency: Idempotency) -> HttpIdempotencyBuilder<ServiceRequest, Self> {
+    pub fn builder(
+        idempotency: lock_core::idempotency::Idempotency,
+    ) -> HttpIdempotencyBuilder<ServiceRequest, Self> {
         HttpIdempotencyBuilder::new(idempotency)
     }
 
     /// What the middleware applies: its idempotency client (for its
-    /// [`stats`](Idempotency::stats), say) and its rules.
+    /// [`stats`](lock_core::idempotency::Idempotency::stats), say) and its rules.
     #[must_use]
     pub fn http_idempotency(&self) -> &HttpIdempotency<ServiceRequest> {
         &self.shared
     }
 }
 
-impl From<HttpIdempotency<ServiceRequest>> for Idempotent {
+impl From<HttpIdempotency<ServiceRequest>> for Idempotency {
     fn from(built: HttpIdempotency<ServiceRequest>) -> Self {
         Self {
             shared: Arc::new(built),
@@ -84,54 +87,29 @@ impl From<HttpIdempotency<ServiceRequest>> for Idempotent {
     }
 }
 
-impl std::fmt::Debug for Idempotent {
+impl std::fmt::Debug for Idempotency {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Idempotent").field(&self.shared).finish()
+        f.debug_tuple("Idempotency").field(&self.shared).finish()
     }
 }
 
-impl<S, B> Transform<S, ServiceRequest> for Idempotent
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
-    B: MessageBody + 'static,
-{
-    type Response = ServiceResponse<EitherBody<B>>;
-    type Error = Error;
-    type Transform = IdempotentMiddleware<S>;
-    type InitError = ();
-    type Future = Ready<Result<Self::Transform, Self::InitError>>;
-
-    fn new_transform(&self, service: S) -> Self::Future {
-        ready(Ok(IdempotentMiddleware {
-            service: Rc::new(service),
-            shared: self.shared.clone(),
-        }))
-    }
+middleware! {
+    /// The service [`Idempotency`] wraps around the rest of the chain.
+    pub struct IdempotencyMiddleware<S>
+    for Idempotency, answering EitherBody<B> where B: MessageBody + 'static
 }
 
-/// The service [`Idempotent`] wraps around the rest of the chain.
-pub struct IdempotentMiddleware<S> {
-    service: Rc<S>,
-    shared: Arc<HttpIdempotency<ServiceRequest>>,
-}
-
-type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
-
-impl<S, B> Service<ServiceRequest> for IdempotentMiddleware<S>
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
-    B: MessageBody + 'static,
-{
-    type Response = ServiceResponse<EitherBody<B>>;
-    type Error = Error;
-    type Future = LocalBoxFuture<Result<Self::Response, Self::Error>>;
-
-    forward_ready!(service);
-
-    fn call(&self, request: ServiceRequest) -> Self::Future {
-        let key = match self.shared.rules().plan(&Head(&request)) {
+impl Idempotency {
+    /// One request through the middleware ([`IdempotencyMiddleware`]'s `call`).
+    fn handle<S: Chain<B>, B: MessageBody + 'static>(
+        &self,
+        service: &Rc<S>,
+        request: ServiceRequest,
+    ) -> LocalBoxFuture<Result<ServiceResponse<EitherBody<B>>, Error>> {
+        let plan = self.shared.rules().plan(&head(&request));
+        let key = match plan {
             Plan::Pass => {
-                let response = self.service.call(request);
+                let response = service.call(request);
                 return Box::pin(
                     async move { response.await.map(ServiceResponse::map_into_left_body) },
                 );
@@ -141,12 +119,12 @@ where
                 let _entered = span.enter();
                 let reply = reject(self.shared.idempotency(), &rejection);
                 let response = request.into_response(answer(reply).map_into_right_body());
-                return Box::pin(ready(Ok(response)));
+                return Box::pin(std::future::ready(Ok(response)));
             }
             Plan::Handle(key) => key,
         };
         let span = span(&request, Some(&key));
-        Box::pin(handle(self.service.clone(), self.shared.clone(), request, key).instrument(span))
+        Box::pin(handle(service.clone(), self.shared.clone(), request, key).instrument(span))
     }
 }
 
@@ -171,7 +149,7 @@ async fn handle<S, B>(
     key: String,
 ) -> Result<ServiceResponse<EitherBody<B>>, Error>
 where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
+    S: Chain<B>,
     B: MessageBody,
 {
     let (idempotency, rules) = (shared.idempotency(), shared.rules());
@@ -181,11 +159,8 @@ where
         Err(reply) => return Ok(request.into_response(answer(reply).map_into_right_body())),
     };
     let limit = rules.max_body_bytes_limit();
-    let declared: Option<u64> = request
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|length| length.to_str().ok()?.parse().ok());
-    let body = if declared.is_some_and(|length| length > limit as u64) {
+    let declared = request.headers().get(CONTENT_LENGTH).map(|v| v.as_bytes());
+    let body = if declares_over(declared, limit) {
         RequestBody::TooLarge
     } else {
         let payload = BodyStream::new(request.take_payload());
@@ -196,7 +171,8 @@ where
         }
     };
     let call = IdempotencyCall::new(idempotency, rules, key);
-    let (running, body) = match call.begin(&Head(&request), &scope, body).await {
+    let begun = call.begin(&head(&request), &scope, body).await;
+    let (running, body) = match begun {
         Begun::Run(running, body) => (running, body),
         Begun::Answer(reply) => {
             return Ok(request.into_response(answer(reply).map_into_right_body()));
@@ -242,7 +218,7 @@ impl std::fmt::Display for Replied {
 
 impl ResponseError for Replied {
     fn status_code(&self) -> StatusCode {
-        StatusCode::from_u16(self.0.response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        status(self.0.response.status)
     }
 
     fn error_response(&self) -> HttpResponse {

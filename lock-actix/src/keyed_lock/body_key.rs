@@ -2,9 +2,13 @@
 
 use std::fmt;
 
-use actix_web::dev::ServiceRequest;
-use actix_web::HttpRequest;
+use actix_web::body::{self, BodyStream};
+use actix_web::dev::{Payload, ServiceRequest};
+use actix_web::http::header::CONTENT_LENGTH;
+use actix_web::web::Bytes;
+use actix_web::{HttpMessage, HttpRequest};
 use lock_core::http::keyed::BodyLimit;
+use lock_core::http::Rejection;
 
 use crate::KeyExtractor;
 
@@ -68,7 +72,7 @@ impl<F> KeyExtractor for BodyKey<F>
 where
     F: Fn(&HttpRequest, &[u8]) -> Option<String> + 'static,
 {
-    /// No key without the body: the middleware reads it first ([`body_limit`](Self::body_limit)).
+    /// No key without the body, which [`key`](Self::key) reads.
     fn extract(&self, _request: &ServiceRequest) -> Option<String> {
         None
     }
@@ -77,11 +81,27 @@ where
         BodyLimit::DESCRIBE.to_owned()
     }
 
-    fn body_limit(&self) -> Option<BodyLimit> {
-        Some(self.limit)
+    /// Reads the payload (over the limit: 413), finds the key in it, and puts the same bytes
+    /// back for the handler.
+    async fn key(&self, request: &mut ServiceRequest) -> Result<String, Rejection> {
+        let body = read_body(request, self.limit).await?;
+        let key = (self.key)(request.request(), &body);
+        // The handler reads the same bytes.
+        request.set_payload(Payload::from(body));
+        key.ok_or_else(BodyLimit::missing_key)
     }
+}
 
-    fn extract_with_body(&self, request: &ServiceRequest, body: &[u8]) -> Option<String> {
-        (self.key)(request.request(), body)
+/// The payload, read whole unless it is (or says it is) over `limit`.
+async fn read_body(request: &mut ServiceRequest, limit: BodyLimit) -> Result<Bytes, Rejection> {
+    let declared = request.headers().get(CONTENT_LENGTH).map(|v| v.as_bytes());
+    if limit.refuses_declared(declared) {
+        return Err(limit.too_large());
+    }
+    let payload = BodyStream::new(request.take_payload());
+    match body::to_bytes_limited(payload, limit.max_bytes()).await {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(_)) => Err(BodyLimit::unreadable()),
+        Err(_exceeded) => Err(limit.too_large()),
     }
 }

@@ -27,14 +27,6 @@ use crate::extensions::from_extensions;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeldLock(pub LockInfo);
 
-impl Deref for HeldLock {
-    type Target = LockInfo;
-
-    fn deref(&self) -> &LockInfo {
-        &self.0
-    }
-}
-
 impl FromRequest for HeldLock {
     type Error = actix_web::Error;
     type Future = Ready<Result<Self, Self::Error>>;
@@ -45,5 +37,13 @@ impl FromRequest for HeldLock {
             HeldLock,
             "HeldLock used in a handler that is not wrapped in KeyedLock",
         )
+    }
+}
+
+impl Deref for HeldLock {
+    type Target = LockInfo;
+
+    fn deref(&self) -> &LockInfo {
+        &self.0
     }
 }

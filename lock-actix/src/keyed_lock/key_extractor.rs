@@ -1,12 +1,18 @@
-//! Taking the key from a `ServiceRequest`: a [`KeySource`] rule or a closure.
+//! Taking the key from a `ServiceRequest`: a [`KeySource`] rule, a closure, or anything that
+//! needs awaiting, such as the payload ([`BodyKey`](crate::BodyKey)).
+
+use std::future::Future;
 
 use actix_web::dev::ServiceRequest;
-use lock_core::http::keyed::{BodyLimit, KeySource};
+use lock_core::http::keyed::KeySource;
+use lock_core::http::Rejection;
 
-use crate::head::Head;
+use crate::head::head;
 
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
-/// `Fn(&ServiceRequest) -> Option<String>`; `None` answers 400.
+/// `Fn(&ServiceRequest) -> Option<String>`; `None` answers 400. Keys that need awaiting (the
+/// payload, with [`BodyKey`](crate::BodyKey)) override [`key`](Self::key). The methods are
+/// those of lock-tower's `KeyExtractor`, with the same meaning, over actix-web's request.
 ///
 /// ```
 /// use actix_web::dev::ServiceRequest;
@@ -38,35 +44,53 @@ pub trait KeyExtractor: 'static {
         true
     }
 
-    /// How much of the body to read before looking for the key: `Some` makes the middleware
-    /// read the payload up to the limit (over it: 413), call
-    /// [`extract_with_body`](Self::extract_with_body) instead of [`extract`](Self::extract),
-    /// and put the payload back for the handler. `None`, the default, reads nothing.
+    /// The answer for a selected request without a key: by default
+    /// [`Rejection::missing_key`] of [`describe`](Self::describe).
     ///
     /// ```
-    /// use lock_actix::{BodyKey, KeyExtractor, KeySource};
+    /// use actix_web::test::TestRequest;
+    /// use lock_actix::{KeyExtractor, KeySource};
     ///
-    /// assert_eq!(KeySource::header("x-sku").body_limit(), None);
-    /// let by_body = BodyKey::new(1024, |_: &actix_web::HttpRequest, body: &[u8]| {
-    ///     std::str::from_utf8(body).ok().map(str::to_owned)
-    /// });
-    /// assert_eq!(by_body.body_limit().map(|limit| limit.max_bytes()), Some(1024));
+    /// let request = TestRequest::post().uri("/buy/a").to_srv_request();
+    /// let answer = KeyExtractor::missing(&KeySource::header("x-sku"), &request);
+    /// assert_eq!(answer.response.status, 400);
     /// ```
-    fn body_limit(&self) -> Option<BodyLimit> {
-        None
+    fn missing(&self, request: &ServiceRequest) -> Rejection {
+        let _ = request;
+        Rejection::missing_key(&self.describe())
     }
 
-    /// The key of a request whose body was read whole (see
-    /// [`body_limit`](Self::body_limit)); the default ignores the body.
-    fn extract_with_body(&self, request: &ServiceRequest, body: &[u8]) -> Option<String> {
-        let _ = body;
-        self.extract(request)
+    /// The key of the request, which stays the middleware's to hand on (a key read from the
+    /// payload puts it back for the handler); or the answer to send instead (400 without a
+    /// key, 413 for a body over a limit, …). This is what
+    /// [`KeyedLockMiddleware`](crate::KeyedLockMiddleware) calls; the default answers at once
+    /// with [`extract`](Self::extract), or [`missing`](Self::missing) when it finds nothing.
+    ///
+    /// ```
+    /// use actix_web::dev::ServiceRequest;
+    /// use lock_actix::{KeyExtractor, Rejection};
+    ///
+    /// /// The key is the `x-sku` header, upper-cased, found by an async lookup.
+    /// struct UpperSku;
+    /// impl KeyExtractor for UpperSku {
+    ///     fn extract(&self, _: &ServiceRequest) -> Option<String> {
+    ///         None // found by `key`
+    ///     }
+    ///     async fn key(&self, request: &mut ServiceRequest) -> Result<String, Rejection> {
+    ///         let sku = request.headers().get("x-sku").and_then(|v| v.to_str().ok());
+    ///         sku.map(str::to_uppercase).ok_or_else(|| Rejection::missing_key("header `x-sku`"))
+    ///     }
+    /// }
+    /// # let _ = UpperSku;
+    /// ```
+    fn key(&self, request: &mut ServiceRequest) -> impl Future<Output = Result<String, Rejection>> {
+        std::future::ready(self.extract(request).ok_or_else(|| self.missing(request)))
     }
 }
 
 impl KeyExtractor for KeySource {
     fn extract(&self, request: &ServiceRequest) -> Option<String> {
-        KeySource::extract(self, &Head(request))
+        KeySource::extract(self, &head(request))
     }
 
     fn describe(&self) -> String {
@@ -74,7 +98,11 @@ impl KeyExtractor for KeySource {
     }
 
     fn selects(&self, request: &ServiceRequest) -> bool {
-        KeySource::selects(self, &Head(request))
+        KeySource::selects(self, &head(request))
+    }
+
+    fn missing(&self, request: &ServiceRequest) -> Rejection {
+        KeySource::missing_key(self, &head(request))
     }
 }
 

@@ -2,24 +2,19 @@
 //! [`KeyedLockMiddleware`] (the service it builds) and [`LockRejection`] (a `LockError` as the
 //! same answer, for handlers).
 
-use std::future::{ready, Future, Ready};
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use actix_web::body::{self, BodyStream, EitherBody};
-use actix_web::dev::{forward_ready, Payload, Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::header::CONTENT_LENGTH;
+use actix_web::body::EitherBody;
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
-use actix_web::web::Bytes;
 use actix_web::{Error, HttpMessage, HttpResponse, ResponseError};
-use lock_core::http::keyed::{
-    BodyLimit, HttpKeyedLock, HttpKeyedLockBuilder, KeyedLockOptions, RequestLock,
-};
+use lock_core::http::keyed::{HttpKeyedLock, HttpKeyedLockBuilder, KeyedLockOptions, RequestLock};
 use lock_core::http::Rejection;
 use lock_core::{LockClient, LockError};
 
-use crate::response::from_plain;
+use crate::response::{from_plain, status};
+use crate::transform::{middleware, Chain, LocalBoxFuture};
 use crate::{KeyExtractor, KeySource};
 
 /// Middleware that runs each selected request under the distributed lock of its key.
@@ -109,96 +104,50 @@ impl<K> Clone for KeyedLock<K> {
     }
 }
 
-impl<S, B, K> Transform<S, ServiceRequest> for KeyedLock<K>
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
-    B: 'static,
-    K: KeyExtractor,
-{
-    type Response = ServiceResponse<EitherBody<B>>;
-    type Error = Error;
-    type Transform = KeyedLockMiddleware<S, K>;
-    type InitError = ();
-    type Future = Ready<Result<Self::Transform, Self::InitError>>;
-
-    fn new_transform(&self, service: S) -> Self::Future {
-        ready(Ok(KeyedLockMiddleware {
-            service: Rc::new(service),
-            lock: self.clone(),
-        }))
-    }
+middleware! {
+    /// The service [`KeyedLock`] wraps around the rest of the chain.
+    pub struct KeyedLockMiddleware<S, K: KeyExtractor>
+    for KeyedLock<K>, answering EitherBody<B> where B: 'static
 }
 
-/// The service [`KeyedLock`] wraps around the rest of the chain.
-pub struct KeyedLockMiddleware<S, K> {
-    service: Rc<S>,
-    lock: KeyedLock<K>,
-}
-
-type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
-
-impl<S, B, K> Service<ServiceRequest> for KeyedLockMiddleware<S, K>
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
-    B: 'static,
-    K: KeyExtractor,
-{
-    type Response = ServiceResponse<EitherBody<B>>;
-    type Error = Error;
-    type Future = LocalBoxFuture<Result<Self::Response, Self::Error>>;
-
-    forward_ready!(service);
-
-    fn call(&self, request: ServiceRequest) -> Self::Future {
-        let options = self.lock.options.clone();
+impl<K: KeyExtractor> KeyedLock<K> {
+    /// One request through the middleware ([`KeyedLockMiddleware`]'s `call`).
+    fn handle<S: Chain<B>, B: 'static>(
+        &self,
+        service: &Rc<S>,
+        mut request: ServiceRequest,
+    ) -> LocalBoxFuture<Result<ServiceResponse<EitherBody<B>>, Error>> {
         // Not selected, or bound for another route (or none: a 404): pass through untouched.
-        if !options.applies(request.method().as_str(), request.uri().path())
-            || !self.lock.extractor.selects(&request)
+        if !self
+            .options
+            .applies(request.method().as_str(), request.uri().path())
+            || !self.extractor.selects(&request)
         {
-            let response = self.service.call(request);
+            let response = service.call(request);
             return Box::pin(
                 async move { response.await.map(ServiceResponse::map_into_left_body) },
             );
         }
-        let service = self.service.clone();
-        let client = self.lock.client.clone();
-        if let Some(limit) = self.lock.extractor.body_limit() {
-            let extractor = self.lock.extractor.clone();
-            return Box::pin(async move {
-                let mut request = request;
-                let body = match read_body(&mut request, limit).await {
-                    Ok(body) => body,
-                    Err(rejection) => return Ok(request.into_response(into_response(rejection))),
-                };
-                let key = extractor.extract_with_body(&request, &body);
-                // The handler reads the same bytes.
-                request.set_payload(Payload::from(body));
-                let Some(key) = key else {
-                    let rejection = Rejection::missing_key(&extractor.describe());
-                    return Ok(request.into_response(into_response(rejection)));
-                };
-                locked(service, client, options, request, key).await
-            });
-        }
-        let Some(key) = self.lock.extractor.extract(&request) else {
-            let rejection = Rejection::missing_key(&self.lock.extractor.describe());
-            return Box::pin(ready(Ok(request.into_response(into_response(rejection)))));
-        };
-        Box::pin(locked(service, client, options, request, key))
+        let (service, lock) = (service.clone(), self.clone());
+        Box::pin(async move {
+            // Ready at once for most extractors; a body key reads (and puts back) the payload.
+            let key = match lock.extractor.key(&mut request).await {
+                Ok(key) => key,
+                Err(rejection) => return Ok(request.into_response(into_response(rejection))),
+            };
+            locked(service, lock.client, lock.options, request, key).await
+        })
     }
 }
 
 /// Takes the lock of `key`, runs the rest of the chain under it and releases it.
-async fn locked<S, B>(
+async fn locked<S: Chain<B>, B>(
     service: Rc<S>,
     client: LockClient,
     options: Arc<KeyedLockOptions>,
     request: ServiceRequest,
     key: String,
-) -> Result<ServiceResponse<EitherBody<B>>, Error>
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error>,
-{
+) -> Result<ServiceResponse<EitherBody<B>>, Error> {
     // Acquire while the request is still ours, so a rejection can answer with it.
     let lock = match RequestLock::acquire(&client, &key, &options).await {
         Ok(lock) => lock,
@@ -213,20 +162,6 @@ where
         // The request went to the cancelled handler (actix routing forbids keeping a clone
         // of it), so the 503 travels as an error that renders the same problem.
         Err(rejection) => Err(LockRejection(rejection).into()),
-    }
-}
-
-/// The payload, read whole unless it is (or says it is) over `limit`.
-async fn read_body(request: &mut ServiceRequest, limit: BodyLimit) -> Result<Bytes, Rejection> {
-    let declared = request.headers().get(CONTENT_LENGTH).map(|v| v.as_bytes());
-    if limit.refuses_declared(declared) {
-        return Err(limit.too_large());
-    }
-    let payload = BodyStream::new(request.take_payload());
-    match body::to_bytes_limited(payload, limit.max_bytes()).await {
-        Ok(Ok(body)) => Ok(body),
-        Ok(Err(_)) => Err(BodyLimit::unreadable()),
-        Err(_exceeded) => Err(limit.too_large()),
     }
 }
 
@@ -253,24 +188,9 @@ async fn read_body(request: &mut ServiceRequest, limit: BodyLimit) -> Result<Byt
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockRejection(Rejection);
 
-impl LockRejection {
-    /// Wraps a rejection made by lock-core.
-    #[must_use]
-    pub fn new(rejection: Rejection) -> Self {
+impl From<Rejection> for LockRejection {
+    fn from(rejection: Rejection) -> Self {
         Self(rejection)
-    }
-
-    /// The answer for `error` under `options` (its `Retry-After`, busy status and
-    /// `expose_errors`); `From<LockError>` uses the default options.
-    #[must_use]
-    pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
-        Self(Rejection::from_error(error, options))
-    }
-
-    /// Why, and the response as lock-core made it.
-    #[must_use]
-    pub fn rejection(&self) -> &Rejection {
-        &self.0
     }
 }
 
@@ -280,29 +200,41 @@ impl From<LockError> for LockRejection {
     }
 }
 
-impl From<Rejection> for LockRejection {
-    fn from(rejection: Rejection) -> Self {
-        Self(rejection)
-    }
-}
-
-impl std::fmt::Display for LockRejection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "lock rejection ({:?}, {})",
-            self.0.kind, self.0.response.status
-        )
-    }
-}
-
 impl ResponseError for LockRejection {
     fn status_code(&self) -> StatusCode {
-        StatusCode::from_u16(self.0.response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        status(self.0.response.status)
     }
 
     fn error_response(&self) -> HttpResponse {
         from_plain(self.0.response.clone()).map_into_boxed_body()
+    }
+}
+
+impl LockRejection {
+    /// The answer for `error` under `options` (its `Retry-After`, busy status and
+    /// `expose_errors`); `From<LockError>` uses the default options.
+    #[must_use]
+    pub fn from_error(error: &LockError, options: &KeyedLockOptions) -> Self {
+        Self(Rejection::from_error(error, options))
+    }
+
+    /// Wraps a rejection made by lock-core.
+    #[must_use]
+    pub fn new(rejection: Rejection) -> Self {
+        Self(rejection)
+    }
+
+    /// Why, and the response as lock-core made it.
+    #[must_use]
+    pub fn rejection(&self) -> &Rejection {
+        &self.0
+    }
+}
+
+/// lock-core's [`Rejection`] display: why, and the status.
+impl std::fmt::Display for LockRejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 

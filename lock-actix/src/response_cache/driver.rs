@@ -34,15 +34,15 @@ use actix_web::http::Method;
 use actix_web::{Error, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use lock_core::http::cache::{Answer, BodyFailed, CacheCall, ForwardAs, HttpCache, Served};
+use lock_core::http::HeaderLines;
 use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::origin::{ActixOrigin, Ask, HandlerFailed};
-use super::transform::{
-    answer_response, existing, internal_response, set_cache_status, set_vary, Headers,
-};
+use super::transform::{answer_response, existing, internal_response, set_cache_status, set_vary};
 use super::ResponseCacheBody;
+use crate::head::Headers;
 
 /// The computation asks for the handler to be called.
 struct Call {
@@ -305,7 +305,9 @@ impl<B: MessageBody + 'static> Called<B> {
             // answered): the refreshed response it is.
             Some(Finish::Answer(answer)) if answer.yields_to_refresh() => (
                 cache.refreshed_cache_status(status),
-                cache.rules().vary_value(&Headers(head.headers())),
+                cache
+                    .rules()
+                    .vary_value(&HeaderLines(Headers(head.headers()))),
             ),
             Some(Finish::Answer(answer)) => {
                 return ServiceResponse::new(request, answer_response(answer));

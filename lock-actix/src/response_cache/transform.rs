@@ -1,23 +1,22 @@
 //! [`ResponseCache`] (the `Transform`) and [`ResponseCacheMiddleware`] (the service it builds).
 
-use std::future::{ready, Future, Ready};
-use std::pin::Pin;
 use std::rc::Rc;
 
 use actix_web::body::MessageBody;
-use actix_web::dev::{forward_ready, Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, VARY};
 use actix_web::{Error, HttpResponse};
 use lock_core::cache::Cache;
 use lock_core::http::cache::{
-    Answer, HeaderPairs, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS,
+    existing_cache_status, Answer, HttpCache, HttpCacheBuilder, Plan, CACHE_STATUS,
 };
-use lock_core::http::PlainResponse;
+use lock_core::http::{HeaderLines, PlainResponse};
 use tracing::Instrument;
 
 use super::{driver, ResponseCacheBody};
-use crate::head::Head;
+use crate::head::{head, Headers};
 use crate::response::from_plain;
+use crate::transform::{middleware, Chain, LocalBoxFuture};
 
 /// Middleware that serves `GET`/`HEAD` requests from a shared response cache, one handler
 /// call per miss across every instance (see the [module docs](crate::response_cache)).
@@ -48,10 +47,10 @@ pub struct ResponseCache {
 }
 
 impl ResponseCache {
-    /// The middleware's settings, over `cache` (memory for one process; Redis across
-    /// instances).
-    pub fn builder(cache: Cache) -> HttpCacheBuilder<Self> {
-        HttpCacheBuilder::new(cache)
+    /// The response cache.
+    #[must_use]
+    pub fn http_cache(&self) -> &HttpCache {
+        &self.cache
     }
 
     /// Middleware over a response cache built already.
@@ -59,10 +58,10 @@ impl ResponseCache {
         Self { cache }
     }
 
-    /// The response cache.
-    #[must_use]
-    pub fn http_cache(&self) -> &HttpCache {
-        &self.cache
+    /// The middleware's settings, over `cache` (memory for one process; Redis across
+    /// instances).
+    pub fn builder(cache: Cache) -> HttpCacheBuilder<Self> {
+        HttpCacheBuilder::new(cache)
     }
 }
 
@@ -72,64 +71,37 @@ impl From<HttpCache> for ResponseCache {
     }
 }
 
-impl<S, B> Transform<S, ServiceRequest> for ResponseCache
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
-    B: MessageBody + 'static,
-{
-    type Response = ServiceResponse<ResponseCacheBody<B>>;
-    type Error = Error;
-    type Transform = ResponseCacheMiddleware<S>;
-    type InitError = ();
-    type Future = Ready<Result<Self::Transform, Self::InitError>>;
-
-    fn new_transform(&self, service: S) -> Self::Future {
-        ready(Ok(ResponseCacheMiddleware {
-            service: Rc::new(service),
-            cache: self.cache.clone(),
-        }))
-    }
+middleware! {
+    /// The service [`ResponseCache`] wraps around the rest of the chain.
+    pub struct ResponseCacheMiddleware<S>
+    for ResponseCache, answering ResponseCacheBody<B> where B: MessageBody + 'static
 }
 
-/// The service [`ResponseCache`] wraps around the rest of the chain.
-pub struct ResponseCacheMiddleware<S> {
-    service: Rc<S>,
-    cache: HttpCache,
-}
-
-type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
-
-impl<S, B> Service<ServiceRequest> for ResponseCacheMiddleware<S>
-where
-    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
-    B: MessageBody + 'static,
-{
-    type Response = ServiceResponse<ResponseCacheBody<B>>;
-    type Error = Error;
-    type Future = LocalBoxFuture<Result<Self::Response, Self::Error>>;
-
-    forward_ready!(service);
-
-    fn call(&self, request: ServiceRequest) -> Self::Future {
+impl ResponseCache {
+    /// One request through the middleware ([`ResponseCacheMiddleware`]'s `call`).
+    fn handle<S: Chain<B>, B: MessageBody + 'static>(
+        &self,
+        service: &Rc<S>,
+        request: ServiceRequest,
+    ) -> LocalBoxFuture<Result<ServiceResponse<ResponseCacheBody<B>>, Error>> {
         let span = tracing::debug_span!(
             "response_cache",
             method = %request.method(),
             path = request.path(),
             cache_status = tracing::field::Empty,
         );
-        match self.cache.plan(&Head(&request)) {
+        let plan = self.cache.plan(&head(&request));
+        match plan {
             Plan::Bypass(bypass) => {
-                let response = self.service.call(request);
+                let response = service.call(request);
                 Box::pin(
                     async move {
                         let answer = response.await;
                         bypass.record(crate::status::status_of(&answer));
                         let mut response = answer?;
-                        let value =
-                            bypass.cache_status_value(existing(response.headers()).as_deref());
-                        tracing::Span::current().record("cache_status", value.as_str());
-                        set_cache_status(response.headers_mut(), &value);
-                        let vary = bypass.vary_value(&Headers(response.headers()));
+                        let headers = HeaderLines(Headers(response.headers()));
+                        let (cache_status, vary) = bypass.answer_headers(&headers);
+                        set_cache_status(response.headers_mut(), &cache_status);
                         set_vary(response.headers_mut(), vary.as_deref());
                         Ok(response.map_body(|_, body| ResponseCacheBody::untouched(body)))
                     }
@@ -137,28 +109,8 @@ where
                 )
             }
             Plan::Cache(call) => Box::pin(
-                driver::serve(self.service.clone(), request, call, self.cache.clone())
-                    .instrument(span),
+                driver::serve(service.clone(), request, call, self.cache.clone()).instrument(span),
             ),
-        }
-    }
-}
-
-impl HeaderPairs for Head<'_> {
-    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
-        for (name, value) in self.0.headers() {
-            each(name.as_str(), value.as_bytes());
-        }
-    }
-}
-
-/// A response's header lines, as the cache reads them.
-pub(crate) struct Headers<'a>(pub(crate) &'a HeaderMap);
-
-impl HeaderPairs for Headers<'_> {
-    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
-        for (name, value) in self.0 {
-            each(name.as_str(), value.as_bytes());
         }
     }
 }
@@ -173,11 +125,7 @@ pub(crate) fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
 
 /// The response's own `Cache-Status` lines, joined.
 pub(crate) fn existing(headers: &HeaderMap) -> Option<String> {
-    let lines: Vec<&str> = headers
-        .get_all(CACHE_STATUS)
-        .filter_map(|value| value.to_str().ok())
-        .collect();
-    (!lines.is_empty()).then(|| lines.join(", "))
+    existing_cache_status(&HeaderLines(Headers(headers)))
 }
 
 pub(crate) fn set_cache_status(headers: &mut HeaderMap, value: &str) {

@@ -7,7 +7,7 @@
 use crate::actix_driver::idempotency::{handle, read, to_request, ActixIdempotency};
 use actix_web::dev::Service;
 use actix_web::{web, App, HttpResponse};
-use lock_actix::{HeldClaim, Idempotent};
+use lock_actix::HeldClaim;
 use lock_core::idempotency::{Idempotency, InFlight};
 use lock_testing::idempotency::{self as suite, Handler, Request, Store, LIMIT};
 use lock_testing::keyed_lock::assert_problem;
@@ -87,7 +87,7 @@ async fn the_payload_is_put_back_for_the_handler() {
         let body = String::from_utf8(body.to_vec()).unwrap();
         HttpResponse::Created().body(format!("{} {body}", claim.key))
     }
-    let idempotent = Idempotent::builder(Idempotency::memory("payload").unwrap())
+    let idempotent = lock_actix::Idempotency::builder(Idempotency::memory("payload").unwrap())
         .shared_scope()
         .build()
         .unwrap();
@@ -141,7 +141,7 @@ async fn the_claim_extractor_outside_the_middleware_is_a_500_problem() {
     assert!(
         answer
             .text()
-            .contains("HeldClaim used in a request the Idempotent middleware did not handle"),
+            .contains("HeldClaim used in a request the Idempotency middleware did not handle"),
         "{}",
         answer.text()
     );
@@ -154,13 +154,14 @@ async fn the_claim_extractor_outside_the_middleware_is_a_500_problem() {
 #[test]
 fn the_middleware_can_be_shared_by_workers() {
     fn shared<T: Clone + Send + Sync + 'static>() {}
-    shared::<Idempotent>();
+    shared::<lock_actix::Idempotency>();
 }
 
 #[test]
 fn invalid_settings_are_refused_when_the_middleware_is_built() {
-    let middleware =
-        || Idempotent::builder(Idempotency::memory("settings").unwrap()).shared_scope();
+    let middleware = || {
+        lock_actix::Idempotency::builder(Idempotency::memory("settings").unwrap()).shared_scope()
+    };
     let refused = [
         middleware().header("bad header").build(),
         middleware().methods(Vec::<String>::new()).build(),

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use actix_web::{test, web, App, HttpResponse};
-use lock_actix::{Idempotent, KeySource, KeyedLock, ResponseCache};
+use lock_actix::{KeySource, KeyedLock, ResponseCache};
 use lock_core::cache::{Cache, Freshness};
 use lock_core::idempotency::Idempotency;
 use lock_core::{LockClient, MemoryBackend};
@@ -37,7 +37,7 @@ async fn every_answer_is_counted_with_layer_status_and_outcome() {
         .default_freshness(Freshness::fresh_for(Duration::from_secs(30)))
         .build()
         .unwrap();
-    let payments = Idempotent::builder(Idempotency::memory("pay").unwrap())
+    let payments = lock_actix::Idempotency::builder(Idempotency::memory("pay").unwrap())
         .shared_scope()
         .build()
         .unwrap();

@@ -9,8 +9,8 @@ use actix_web::http::StatusCode;
 use actix_web::test::{self, TestRequest};
 use actix_web::{web, App, HttpRequest};
 use lock_actix::{BodyKey, HeldLock, KeySource, KeyedLock};
-use lock_core::{LockClient, MemoryBackend, WaitPolicy};
-use tokio::sync::{mpsc, watch};
+use lock_core::{LockClient, MemoryBackend};
+use lock_testing::adapter_tests::{self, gate, key_and_fence, sku_options};
 use tokio::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -30,15 +30,12 @@ async fn send<B: MessageBody + 'static>(
 }
 
 fn sku_lock(locks: LockClient) -> KeyedLock {
-    KeyedLock::builder(locks, KeySource::route_param("sku"))
-        .wait(WaitPolicy::Try)
-        .key_prefix("sku:")
-        .build()
-        .unwrap()
+    let builder = KeyedLock::builder(locks, KeySource::route_param("sku"));
+    builder.options(sku_options()).build().unwrap()
 }
 
 async fn buy(lock: HeldLock) -> String {
-    format!("{} {}", lock.key, lock.fencing_token)
+    key_and_fence(&lock)
 }
 
 #[actix_web::test]
@@ -64,15 +61,10 @@ async fn app_level_wrap_locks_the_matched_resource_and_nothing_else() {
 
 #[actix_web::test]
 async fn resource_level_wrap_refuses_the_same_sku_at_once_with_409() {
-    let (entered_tx, mut entered) = mpsc::unbounded_channel();
-    let (release_tx, release) = watch::channel(false);
+    let (gate, mut opener) = gate();
     let hold = move |lock: HeldLock| {
-        let (entered_tx, mut release) = (entered_tx.clone(), release.clone());
-        async move {
-            entered_tx.send(()).unwrap();
-            release.wait_for(|done| *done).await.unwrap();
-            format!("{}", lock.fencing_token)
-        }
+        let gate = gate.clone();
+        async move { gate.hold(&lock).await }
     };
     let app = test::init_service(
         App::new().service(
@@ -86,9 +78,9 @@ async fn resource_level_wrap_refuses_the_same_sku_at_once_with_409() {
     .await;
     let first = send(&app, TestRequest::post().uri("/api/buy/a"));
     let second = async {
-        timeout(LIMIT, entered.recv()).await.unwrap().unwrap();
+        timeout(LIMIT, opener.entered()).await.unwrap();
         let answer = send(&app, TestRequest::post().uri("/api/buy/a")).await;
-        release_tx.send(true).unwrap();
+        opener.open();
         answer
     };
     let ((status, body), (busy, problem)) = tokio::join!(first, second);
@@ -98,8 +90,7 @@ async fn resource_level_wrap_refuses_the_same_sku_at_once_with_409() {
 }
 
 fn order_id(_: &HttpRequest, body: &[u8]) -> Option<String> {
-    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
-    Some(json.get("order_id")?.as_str()?.to_owned())
+    adapter_tests::order_id(body)
 }
 
 #[actix_web::test]

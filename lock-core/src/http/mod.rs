@@ -29,6 +29,7 @@
 //! assert_eq!(decode_path_segment(segment).unwrap(), "café");
 //! ```
 
+mod body_length;
 pub mod cache;
 mod decode;
 pub mod idempotency;
@@ -37,10 +38,13 @@ pub(crate) mod metrics;
 mod plain_response;
 mod problem;
 mod request_head;
+mod request_view;
 mod route;
 
+pub use body_length::declares_over;
 pub use decode::{decode_path_segment, decode_query_component, DecodeError};
 pub use plain_response::PlainResponse;
 pub use problem::{problem_body, Rejection, RejectionKind, PROBLEM_JSON};
 pub use request_head::RequestHead;
+pub use request_view::{HeaderLines, HeaderMapView, RequestView};
 pub use route::MatchedRoute;

@@ -114,6 +114,24 @@ pub struct Rejection {
     pub response: PlainResponse,
 }
 
+/// `lock rejection (Busy, 409)`: why, and the status sent (the body stays out of logs), as
+/// both adapters' `LockRejection` display it.
+///
+/// ```
+/// use lock_core::http::Rejection;
+///
+/// assert_eq!(Rejection::missing_key("header `x-sku`").to_string(), "lock rejection (BadKey, 400)");
+/// ```
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "lock rejection ({:?}, {})",
+            self.kind, self.response.status
+        )
+    }
+}
+
 impl Rejection {
     pub(crate) fn new(
         kind: RejectionKind,

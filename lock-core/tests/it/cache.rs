@@ -18,7 +18,9 @@ use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
 
 use self::lookups::*;
-use crate::cache_support::{self, crowd, unique, Origin, NAMESPACE};
+use crate::cache_support::{
+    self, answer, assert_got, compute_now, crowd, unique, Origin, NAMESPACE,
+};
 
 mod lookups;
 mod shared_errors;
@@ -67,10 +69,7 @@ async fn cold_misses_collapse<I: Instances>(i: &I) {
         .try_get_with(move || origin.call(Duration::ZERO, "v2"))
         .await
         .unwrap();
-    assert_eq!(
-        (hit.status, hit.value.as_slice()),
-        (CacheStatus::Hit, &b"v1"[..])
-    );
+    assert_got(&hit, CacheStatus::Hit, b"v1");
 }
 
 /// A computation that fails is not cached (the next call computes again), unless a negative
@@ -193,10 +192,7 @@ async fn stale_if_error_serves_the_old_value<I: Instances>(i: &I) {
         .try_get_with(|| async { Err::<Vec<u8>, _>("origin down".to_owned()) })
         .await
         .unwrap();
-    assert_eq!(
-        (served.status, served.value.as_slice()),
-        (CacheStatus::StaleIfError, &b"kept"[..])
-    );
+    assert_got(&served, CacheStatus::StaleIfError, b"kept");
 }
 
 /// A read of `key` fresh for 100 ms, then served within stale-if-error for 30 s.
@@ -228,10 +224,7 @@ async fn a_failure_keeps_the_stale_value_for_the_negative_window<I: Instances>(i
             })
             .await
             .unwrap();
-        assert_eq!(
-            (served.status, served.value.as_slice()),
-            (CacheStatus::StaleIfError, &b"kept"[..])
-        );
+        assert_got(&served, CacheStatus::StaleIfError, b"kept");
     }
     assert_eq!(origin.calls(), 1, "computed once per negative window");
 }
@@ -357,17 +350,10 @@ async fn a_stale_writer_is_refused<I: Instances>(i: &I) {
         .try_get_with(|| async { Ok::<_, String>(b"new".to_vec()) })
         .await
         .unwrap();
-    assert_eq!(
-        (newer.status, newer.value.as_slice()),
-        (CacheStatus::Computed, &b"new"[..])
-    );
+    assert_got(&newer, CacheStatus::Computed, b"new");
     let zombie = zombie.await.unwrap();
     assert_eq!(zombie.value, b"old", "the zombie returns what it computed");
-    let now = fast
-        .entry(&key)
-        .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
-        .await
-        .unwrap();
+    let now = answer(&fast, &key, b"unused").await;
     assert_eq!(
         (now.status, now.value.as_slice()),
         (CacheStatus::Hit, &b"new"[..]),
@@ -406,10 +392,7 @@ async fn the_wait_deadline_follows_its_policy<I: Instances>(i: &I) {
         .try_get_with(|| async { Ok::<_, String>(b"mine".to_vec()) })
         .await
         .unwrap();
-    assert_eq!(
-        (own.status, own.value.as_slice()),
-        (CacheStatus::WaitTimedOut, &b"mine"[..])
-    );
+    assert_got(&own, CacheStatus::WaitTimedOut, b"mine");
     let err = strict
         .entry(&key)
         .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
@@ -455,10 +438,7 @@ async fn uncacheable_values_are_not_shared<I: Instances>(i: &I) {
     assert_eq!(first.await.unwrap().status, CacheStatus::Uncacheable);
     for waiter in waiting {
         let got = waiter.await.unwrap();
-        assert_eq!(
-            (got.status, got.value.as_slice()),
-            (CacheStatus::Uncacheable, &b"theirs"[..])
-        );
+        assert_got(&got, CacheStatus::Uncacheable, b"theirs");
     }
     assert_eq!(origin.calls(), 6, "every caller computed its own");
 }
@@ -469,13 +449,7 @@ async fn recompute_replaces_a_fresh_value_once<I: Instances>(i: &I) {
     let (a, b) = (i.instance(plain).await, i.instance(plain).await);
     let key = unique("recompute");
     let origin = Origin::default();
-    a.entry(&key)
-        .try_get_with({
-            let origin = origin.clone();
-            move || origin.call(Duration::ZERO, "v1")
-        })
-        .await
-        .unwrap();
+    compute_now(&a, &key, &origin, "v1").await;
     let mut callers = Vec::new();
     for n in 0..10 {
         let cache = if n % 2 == 0 { a.clone() } else { b.clone() };
@@ -502,20 +476,14 @@ async fn recompute_replaces_a_fresh_value_once<I: Instances>(i: &I) {
         .try_get_with(|| async { Err::<Vec<u8>, _>("a hit never computes") })
         .await
         .unwrap();
-    assert_eq!(
-        (read.status, read.value.as_slice()),
-        (CacheStatus::Hit, &b"v2"[..])
-    );
+    assert_got(&read, CacheStatus::Hit, b"v2");
     let fallback = b
         .entry(&key)
         .recompute()
         .try_get_with(|| async { Err::<Vec<u8>, _>("origin down") })
         .await
         .unwrap();
-    assert_eq!(
-        (fallback.status, fallback.value.as_slice()),
-        (CacheStatus::StaleIfError, &b"v2"[..])
-    );
+    assert_got(&fallback, CacheStatus::StaleIfError, b"v2");
 }
 
 /// One task's calls on a key, one right after another, each compute under a lease of their
@@ -576,14 +544,7 @@ async fn invalidate_makes_the_next_call_compute<I: Instances>(i: &I) {
         assert_eq!(got.status, expected);
     }
     b.invalidate(&key).await.unwrap();
-    let after = a
-        .entry(&key)
-        .try_get_with({
-            let origin = origin.clone();
-            move || origin.call(Duration::ZERO, "v")
-        })
-        .await
-        .unwrap();
+    let after = compute_now(&a, &key, &origin, "v").await;
     assert_eq!(after.status, CacheStatus::Computed);
     assert_eq!(origin.calls(), 2);
     assert!(a.invalidate("").await.unwrap_err().is_invalid_input());
@@ -591,31 +552,40 @@ async fn invalidate_makes_the_next_call_compute<I: Instances>(i: &I) {
 
 /// Bad keys, windows and sizes are typed errors.
 async fn bad_input_is_typed<I: Instances>(i: &I) {
-    fn tiny(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
-        builder.max_value_bytes(4)
-    }
     let cache = i.instance(tiny).await;
     let ok = || async { Ok::<_, String>(b"12345".to_vec()) };
-    let err = cache.entry("").try_get_with(ok).await.unwrap_err();
+    bad_input_is_refused(
+        cache.entry("").try_get_with(ok),
+        cache.entry("k").fresh_for(Duration::ZERO).try_get_with(ok),
+        cache.entry(unique("big")).try_get_with(ok),
+    )
+    .await;
+}
+
+/// A cache's values at most 4 bytes long.
+fn tiny(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
+    builder.max_value_bytes(4)
+}
+
+/// Each call on a cache of [`tiny`] values is refused with its typed error: `empty_key` (the
+/// key `""`) as an invalid key, `zero_window` (a zero fresh window) as an invalid duration,
+/// `too_large` (a 5-byte value) as too large.
+async fn bad_input_is_refused<E: std::fmt::Display>(
+    empty_key: impl std::future::Future<Output = Result<impl std::fmt::Debug, CacheError<E>>>,
+    zero_window: impl std::future::Future<Output = Result<impl std::fmt::Debug, CacheError<E>>>,
+    too_large: impl std::future::Future<Output = Result<impl std::fmt::Debug, CacheError<E>>>,
+) {
+    let err = empty_key.await.unwrap_err();
     assert!(
         matches!(err, CacheError::Lock(LockError::InvalidKey { .. })),
         "{err}"
     );
-    let err = cache
-        .entry("k")
-        .fresh_for(Duration::ZERO)
-        .try_get_with(ok)
-        .await
-        .unwrap_err();
+    let err = zero_window.await.unwrap_err();
     assert!(
         matches!(err, CacheError::Lock(LockError::InvalidDuration { .. })),
         "{err}"
     );
-    let err = cache
-        .entry(unique("big"))
-        .try_get_with(ok)
-        .await
-        .unwrap_err();
+    let err = too_large.await.unwrap_err();
     assert!(
         matches!(err, CacheError::TooLarge { size: 5, limit: 4 }),
         "{err}"
@@ -828,14 +798,7 @@ async fn a_foreign_value_under_a_redis_key_is_computed_around() {
                 .await
                 .unwrap();
             let origin = Origin::default();
-            let got = cache
-                .entry(&key)
-                .try_get_with({
-                    let origin = origin.clone();
-                    move || origin.call(Duration::ZERO, "v")
-                })
-                .await
-                .unwrap();
+            let got = compute_now(&cache, &key, &origin, "v").await;
             assert_eq!((got.value.as_slice(), origin.calls()), (&b"v"[..], 1));
             assert_eq!(got.status, CacheStatus::FailOpen);
             let kind: String = redis::cmd("TYPE")
@@ -895,11 +858,7 @@ async fn a_redis_miss_reads_again_in_its_lease_script() {
                 .await
                 .unwrap()
                 .into_on_message::<String>();
-            let got = cache
-                .entry(&key)
-                .try_get_with(|| async { Ok::<_, String>(b"v".to_vec()) })
-                .await
-                .unwrap();
+            let got = answer(&cache, &key, b"v").await;
             assert_eq!(got.status, CacheStatus::Computed);
             // Every command on the entry before its store (the store's script, its keys the
             // entry and its watchers, reads the entry too).
@@ -1016,11 +975,7 @@ async fn a_cache_keys_lock_row_is_swept_soon_after_its_lease() {
         .build()
         .unwrap();
     let key = unique("row");
-    cache
-        .entry(&key)
-        .try_get_with(|| async { Ok::<_, String>(b"v".to_vec()) })
-        .await
-        .unwrap();
+    answer(&cache, &key, b"v").await;
     let rows = |free: bool| {
         let (pool, name) = (backend.pool().clone(), cache_support::lease_key(&key));
         async move {

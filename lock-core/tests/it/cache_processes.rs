@@ -16,7 +16,7 @@ use lock_testing::{free_port, RedisServer};
 use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
 
-use crate::cache_support::{self, crowd, redis_url, unique, Origin};
+use crate::cache_support::{self, answer, assert_got, crowd, redis_url, unique, Origin};
 use crate::child_support::ChildTest;
 
 const CHILD_ENV: &str = "LOCK_TEST_CACHE_CHILD";
@@ -263,10 +263,7 @@ async fn a_killed_computer_is_taken_over_and_the_value_stored(store: Store) {
         let got = waiter.await.unwrap();
         let took = killed_at.elapsed();
         eprintln!("{store:?}: the value was stored {took:?} after the computer's kill");
-        assert_eq!(
-            (got.status, got.value.as_slice()),
-            (CacheStatus::Computed, &b"taken over"[..])
-        );
+        assert_got(&got, CacheStatus::Computed, b"taken over");
         let lease = lock_core::cache::DEFAULT_COMPUTE_LEASE.ttl();
         let slack = Duration::from_millis(1_500);
         assert!(took <= lease + origin_time + slack, "{took:?}");
@@ -275,15 +272,8 @@ async fn a_killed_computer_is_taken_over_and_the_value_stored(store: Store) {
             1,
             "the takeover's, beside the killed computer's"
         );
-        let again = here
-            .entry(&key)
-            .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
-            .await
-            .unwrap();
-        assert_eq!(
-            (again.status, again.value.as_slice()),
-            (CacheStatus::Hit, &b"taken over"[..])
-        );
+        let again = answer(&here, &key, b"unused").await;
+        assert_got(&again, CacheStatus::Hit, b"taken over");
     })
     .await
     .expect("bounded");
@@ -322,20 +312,13 @@ async fn a_paused_computer_cannot_overwrite_the_value_that_took_over() {
             })
             .await
             .unwrap();
-        assert_eq!(
-            (got.status, got.value.as_slice()),
-            (CacheStatus::Computed, &b"new"[..])
-        );
+        assert_got(&got, CacheStatus::Computed, b"new");
         assert_eq!(queue.waiting(&key).await, 0);
         computer.signal("-CONT");
         let done = computer.line_with("DONE").await;
         eprintln!("the paused computer, resumed: {done}");
         computer.process.wait().await.unwrap();
-        let now = here
-            .entry(&key)
-            .try_get_with(|| async { Ok::<_, String>(b"unused".to_vec()) })
-            .await
-            .unwrap();
+        let now = answer(&here, &key, b"unused").await;
         assert_eq!(
             (now.status, now.value.as_slice()),
             (CacheStatus::Hit, &b"new"[..]),
@@ -419,15 +402,8 @@ async fn redis_down_fails_open_and_collapsing_resumes() {
         );
         server.kill();
         let started = Instant::now();
-        let open = a
-            .entry("down")
-            .try_get_with(|| async { Ok::<_, String>(b"from origin".to_vec()) })
-            .await
-            .unwrap();
-        assert_eq!(
-            (open.status, open.value.as_slice()),
-            (CacheStatus::FailOpen, &b"from origin"[..])
-        );
+        let open = answer(&a, "down", b"from origin").await;
+        assert_got(&open, CacheStatus::FailOpen, b"from origin");
         eprintln!("fail open answered in {:?}", started.elapsed());
         assert!(started.elapsed() < Duration::from_secs(5));
         // Callers of one process still share one computation while the backend is down.

@@ -11,91 +11,44 @@ use std::time::Duration;
 
 use lock_core::etcd::EtcdBackendBuilder;
 use lock_core::{EtcdBackend, LockError};
-use tokio::time::Instant;
 
-use crate::conformance::{client_on, conformance_suite, unique_key};
+use crate::conformance::{client_on, conformance_suite};
 use crate::etcd::Etcd;
-
-/// The stack's TLS member and what a client needs to reach it.
-#[derive(Clone)]
-struct TlsServer {
-    url: String,
-    ca: Vec<u8>,
-    certificate: Vec<u8>,
-    key: Vec<u8>,
-    user: String,
-    password: String,
-}
+use crate::tls_support::{self, lock_wait_and_hand_over, TlsServer};
 
 /// The member's settings from the environment; `None` (after saying so) when the suite may
 /// skip.
 fn tls_server() -> Option<TlsServer> {
-    let url =
-        lock_testing::server_url("LOCK_TEST_ETCD_TLS_URL").unwrap_or_else(|e| panic!("{e}"))?;
-    let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} beside the URL"));
-    let read = |name: &str| {
-        let path = var(name);
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{name}={path}: {e}"))
-    };
-    let user = var("LOCK_TEST_ETCD_TLS_USER");
-    let (user, password) = user.split_once(':').expect("user:password");
-    Some(TlsServer {
-        ca: read("LOCK_TEST_ETCD_TLS_CA"),
-        certificate: read("LOCK_TEST_ETCD_TLS_CERT"),
-        key: read("LOCK_TEST_ETCD_TLS_KEY"),
-        user: user.to_owned(),
-        password: password.to_owned(),
-        url,
-    })
+    TlsServer::from_env("LOCK_TEST_ETCD_TLS")
 }
 
-impl TlsServer {
-    /// Everything a client of the member needs: the CA, the client certificate, the user.
-    fn builder(&self) -> EtcdBackendBuilder {
-        self.without_user().user(&self.user, &self.password)
-    }
+/// Everything a client of the member needs: the CA, the client certificate, the user.
+fn with_user(server: &TlsServer) -> EtcdBackendBuilder {
+    without_user(server).user(&server.user, &server.password)
+}
 
-    /// The CA and the client certificate, no user.
-    fn without_user(&self) -> EtcdBackendBuilder {
-        EtcdBackend::builder(&self.url)
-            .ca_certificate_pem(self.ca.clone())
-            .client_identity_pem(self.certificate.clone(), self.key.clone())
-    }
+/// The CA and the client certificate, no user.
+fn without_user(server: &TlsServer) -> EtcdBackendBuilder {
+    EtcdBackend::builder(&server.url)
+        .ca_certificate_pem(server.ca.clone())
+        .client_identity_pem(server.certificate.clone(), server.key.clone())
 }
 
 async fn tls_harness() -> Option<Etcd> {
     let server = tls_server()?;
-    Some(Etcd::on(move || server.builder()).await)
+    Some(Etcd::on(move || with_user(&server)).await)
 }
 
 conformance_suite!(tls_harness());
 
-/// The error and the whole chain of its causes, as one line.
-fn chain(error: &LockError) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message = format!("{message}: {cause}");
-        source = cause.source();
-    }
-    message
-}
-
 /// `builder` (its connect timeout 2 s) fails to connect as unavailable within 5 s: typed, no
 /// panic, no hang. Returns the error's chain.
 async fn refused(builder: EtcdBackendBuilder) -> String {
-    let started = Instant::now();
-    let result = builder
+    let connect = builder
         .connect_timeout(Duration::from_secs(2))
         .response_timeout(Duration::from_secs(1))
-        .connect()
-        .await;
-    let Err(error) = result else {
-        panic!("connected");
-    };
-    assert!(error.is_unavailable(), "{error:?}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{error}");
-    chain(&error)
+        .connect();
+    tls_support::refused(connect, LockError::is_unavailable).await
 }
 
 /// With the client certificate and no user, etcd takes the certificate's common name as the
@@ -103,25 +56,9 @@ async fn refused(builder: EtcdBackendBuilder) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_certificate_names_the_user() {
     let Some(server) = tls_server() else { return };
-    let first = client_on(server.without_user().connect().await.unwrap());
-    let second = client_on(server.without_user().connect().await.unwrap());
-    let key = unique_key("etcd-tls");
-    let held = first.lock(&key).await.unwrap();
-    let waiter = tokio::spawn(async move {
-        let guard = second.lock(&key).await.unwrap();
-        let token = guard.fencing_token();
-        guard.release().await.unwrap();
-        token
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiter.is_finished(), "the waiter did not wait");
-    let first_token = held.fencing_token();
-    held.release().await.unwrap();
-    let second_token = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .expect("the waiter got the lock after the release")
-        .unwrap();
-    assert!(second_token > first_token);
+    let first = client_on(without_user(&server).connect().await.unwrap());
+    let second = client_on(without_user(&server).connect().await.unwrap());
+    lock_wait_and_hand_over(first, second).await;
 }
 
 /// The member checks its clients' certificates: without one, connecting is refused.
@@ -152,7 +89,7 @@ async fn a_certificate_from_an_unknown_ca_is_refused() {
 #[tokio::test]
 async fn a_wrong_password_is_refused() {
     let Some(server) = tls_server() else { return };
-    let wrong = server.without_user().user(&server.user, "wrong");
+    let wrong = without_user(&server).user(&server.user, "wrong");
     let why = refused(wrong).await;
     assert!(why.contains("authentication failed"), "{why}");
 }

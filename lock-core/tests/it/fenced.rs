@@ -97,75 +97,71 @@ async fn redis_refuses_a_stale_token_and_compares_tokens_exactly() {
     .await;
 }
 
-#[tokio::test]
-async fn postgres_runs_the_fenced_update() {
-    let Some(url) = server_url("LOCK_TEST_POSTGRES_URL").expect("test server") else {
-        return;
-    };
-    bounded(async {
-        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-        let table = unique("fenced");
-        conn.execute(&*format!(
-            "CREATE TABLE {table} (sku TEXT PRIMARY KEY, available BIGINT, fence BIGINT NOT NULL)"
-        ))
-        .await
-        .unwrap();
-        conn.execute(&*format!("INSERT INTO {table} VALUES ('sku-1', 0, 0)"))
-            .await
-            .unwrap();
-        let sql = FencedUpdate::<sqlx::Postgres>::new(&table, "sku", "fence")
-            .set("available")
-            .build()
-            .unwrap();
-        let mut affected = Vec::new();
-        for (fence, available) in [(5i64, 10i64), (3, 99), (5, 9), (7, 8)] {
-            let done = sqlx::query(&sql)
-                .bind(available)
-                .bind(fence)
-                .bind("sku-1")
-                .execute(&mut conn)
+/// A test that runs the statement `FencedUpdate::<$database>` builds on the server at
+/// `$url_env` (a connection of type `$connection`), in a table whose key column is
+/// `$key_type`: tokens 5, 3 (stale), 5 again and 7 each set `available`; the stale one changes
+/// nothing. `$fence_twice`: the statement takes the token again after the key.
+macro_rules! runs_the_fenced_update {
+    ($test:ident, $url_env:literal, $connection:ty, $database:ty, $key_type:literal, $fence_twice:literal) => {
+        #[tokio::test]
+        async fn $test() {
+            let Some(url) = server_url($url_env).expect("test server") else {
+                return;
+            };
+            bounded(async {
+                let mut conn = <$connection>::connect(&url).await.unwrap();
+                let table = unique("fenced");
+                conn.execute(&*format!(
+                    "CREATE TABLE {table} (sku {} PRIMARY KEY, available BIGINT, fence BIGINT NOT NULL)",
+                    $key_type
+                ))
                 .await
                 .unwrap();
-            affected.push(done.rows_affected());
+                conn.execute(&*format!("INSERT INTO {table} VALUES ('sku-1', 0, 0)"))
+                    .await
+                    .unwrap();
+                let sql = FencedUpdate::<$database>::new(&table, "sku", "fence")
+                    .set("available")
+                    .build()
+                    .unwrap();
+                let mut affected = Vec::new();
+                for (fence, available) in [(5i64, 10i64), (3, 99), (5, 9), (7, 8)] {
+                    let mut query = sqlx::query(&sql).bind(available).bind(fence).bind("sku-1");
+                    if $fence_twice {
+                        query = query.bind(fence);
+                    }
+                    let done = query.execute(&mut conn).await.unwrap();
+                    affected.push(done.rows_affected());
+                }
+                // MySQL counts rows changed: the repeat of token 5 with a new value changes the
+                // row.
+                assert_eq!(affected, [1, 0, 1, 1], "the stale token changed nothing");
+                let (available, fence): (i64, i64) =
+                    sqlx::query_as(&format!("SELECT available, fence FROM {table}"))
+                        .fetch_one(&mut conn)
+                        .await
+                        .unwrap();
+                assert_eq!((available, fence), (8, 7));
+                conn.execute(&*format!("DROP TABLE {table}")).await.unwrap();
+            })
+            .await;
         }
-        assert_eq!(affected, [1, 0, 1, 1], "the stale token changed nothing");
-        let (available, fence): (i64, i64) =
-            sqlx::query_as(&format!("SELECT available, fence FROM {table}"))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-        assert_eq!((available, fence), (8, 7));
-        conn.execute(&*format!("DROP TABLE {table}")).await.unwrap();
-    })
-    .await;
+    };
 }
 
-#[tokio::test]
-async fn mysql_runs_the_fenced_update() {
-    let Some(url) = server_url("LOCK_TEST_MYSQL_URL").expect("test server") else {
-        return;
-    };
-    bounded(async {
-        let mut conn = sqlx::MySqlConnection::connect(&url).await.unwrap();
-        let table = unique("fenced");
-        conn.execute(&*format!("CREATE TABLE {table} (sku VARCHAR(64) PRIMARY KEY, available BIGINT, fence BIGINT NOT NULL)"))
-            .await
-            .unwrap();
-        conn.execute(&*format!("INSERT INTO {table} VALUES ('sku-1', 0, 0)")).await.unwrap();
-        let sql = FencedUpdate::<sqlx::MySql>::new(&table, "sku", "fence").set("available").build().unwrap();
-        let mut affected = Vec::new();
-        for (fence, available) in [(5i64, 10i64), (3, 99), (5, 9), (7, 8)] {
-            let done = sqlx::query(&sql).bind(available).bind(fence).bind("sku-1").bind(fence).execute(&mut conn).await.unwrap();
-            affected.push(done.rows_affected());
-        }
-        // MySQL counts rows changed: the repeat of token 5 with a new value changes the row.
-        assert_eq!(affected, [1, 0, 1, 1], "the stale token changed nothing");
-        let (available, fence): (i64, i64) = sqlx::query_as(&format!("SELECT available, fence FROM {table}"))
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!((available, fence), (8, 7));
-        conn.execute(&*format!("DROP TABLE {table}")).await.unwrap();
-    })
-    .await;
-}
+runs_the_fenced_update!(
+    postgres_runs_the_fenced_update,
+    "LOCK_TEST_POSTGRES_URL",
+    sqlx::PgConnection,
+    sqlx::Postgres,
+    "TEXT",
+    false
+);
+runs_the_fenced_update!(
+    mysql_runs_the_fenced_update,
+    "LOCK_TEST_MYSQL_URL",
+    sqlx::MySqlConnection,
+    sqlx::MySql,
+    "VARCHAR(64)",
+    true
+);

@@ -416,39 +416,25 @@ idempotency_suite!(memory_store, memory());
 mod redis_harness {
     use lock_core::idempotency::Idempotency;
     use lock_core::redis::RedisResultStore;
-    use lock_core::{LeaseMode, RedisBackend};
+    use lock_core::LeaseMode;
 
     use super::{built, Harness};
-    use crate::acl_support::AclRedis;
+    use crate::redis_support::SharedRedis;
 
     /// A Redis server: each instance on connections of its own, its store connected through
     /// its lock backend (so claims take one script) or, with `two_steps`, through another
     /// backend on the same server (so they read the record, take the lease and write it in
     /// flight as separate commands).
     pub(crate) struct Redis {
-        pub(crate) url: String,
+        pub(crate) server: SharedRedis,
         two_steps: bool,
-        /// The backends' key prefix.
-        prefix: String,
-        /// The server, when it is the test's own (an ACL user's): kept until the test ends.
-        _acl: Option<AclRedis>,
-    }
-
-    impl Redis {
-        async fn backend(&self) -> RedisBackend {
-            RedisBackend::builder(self.url.as_str())
-                .key_prefix(self.prefix.as_str())
-                .connect()
-                .await
-                .unwrap()
-        }
     }
 
     impl Harness for Redis {
         async fn instance(&self, lease: LeaseMode) -> Idempotency {
-            let backend = self.backend().await;
+            let backend = self.server.backend().await;
             let store = if self.two_steps {
-                let other = self.backend().await;
+                let other = self.server.backend().await;
                 RedisResultStore::from_backend(&other).await.unwrap()
             } else {
                 RedisResultStore::from_backend(&backend).await.unwrap()
@@ -459,25 +445,17 @@ mod redis_harness {
 
     /// The stack's Redis; `two_steps` as in [`Redis`].
     pub(crate) async fn redis(two_steps: bool) -> Option<Redis> {
-        lock_testing::server_url("LOCK_TEST_REDIS_URL")
-            .unwrap()
-            .map(|url| Redis {
-                url,
-                two_steps,
-                prefix: "lock".to_owned(),
-                _acl: None,
-            })
+        let server = SharedRedis::stack()?;
+        Some(Redis { server, two_steps })
     }
 
     /// A server of the test's own, as an ACL user limited to its key prefix (`~svc:*`,
     /// `&svc:*`; see `acl_support.rs`): every record's key and push channel is under it.
     pub(crate) async fn acl_user() -> Option<Redis> {
-        let acl = AclRedis::start("svc").await;
+        let server = SharedRedis::acl_user().await;
         Some(Redis {
-            url: acl.url(),
+            server,
             two_steps: false,
-            prefix: acl.prefix().to_owned(),
-            _acl: Some(acl),
         })
     }
 }
@@ -503,7 +481,7 @@ async fn a_redis_replay_takes_no_lease() {
         return;
     };
     timeout(BOUND, async {
-        let backend = RedisBackend::connect(&redis.url).await.unwrap();
+        let backend = RedisBackend::connect(&redis.server.url).await.unwrap();
         let store = RedisResultStore::from_backend(&backend).await.unwrap();
         let client = built(
             Idempotency::builder(store.clone(), backend.clone()),
@@ -512,7 +490,7 @@ async fn a_redis_replay_takes_no_lease() {
         let key = unique("one-script");
         // The record's (and the lock's) key: `idem.test:<scope length>:<scope>:<key>`.
         let full = format!("idem.test:1:u:{key}");
-        let raw = redis::Client::open(redis.url.as_str())
+        let raw = redis::Client::open(redis.server.url.as_str())
             .unwrap()
             .get_multiplexed_async_connection()
             .await

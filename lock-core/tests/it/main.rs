@@ -25,8 +25,17 @@ mod metrics_support;
 mod primitives;
 #[cfg(any(feature = "redis", feature = "zookeeper"))]
 mod proxy_support;
+#[cfg(feature = "redis")]
+mod redis_support;
 #[cfg(any(feature = "mysql", feature = "postgres"))]
 mod sql_support;
+#[cfg(any(
+    feature = "etcd-tls",
+    all(feature = "zookeeper-tls", feature = "zookeeper-sasl"),
+    feature = "postgres-tls",
+    feature = "mysql-tls"
+))]
+mod tls_support;
 
 // The suites, each in the file that held its own test binary before.
 mod cache;

@@ -11,22 +11,21 @@ use lock_core::{LockClient, RedisBackend};
 
 use crate::conformance::{self, conformance_suite, unique_key, Harness};
 use crate::primitives::primitives_suite;
+use crate::redis_support::{admin_connection, redis_url, BehindTheBack};
 
 struct Redis {
     url: String,
-    admin: redis::aio::MultiplexedConnection,
-    names: RedisBackend,
+    behind: BehindTheBack,
 }
 
 async fn redis() -> Option<Redis> {
-    let url = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server")?;
-    let admin = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap_or_else(|e| panic!("cannot reach Redis at {url}: {e}"));
+    let url = redis_url()?;
+    let admin = admin_connection(&url).await;
     let names = RedisBackend::connect(&url).await.unwrap();
-    Some(Redis { url, admin, names })
+    Some(Redis {
+        url,
+        behind: BehindTheBack { admin, names },
+    })
 }
 
 impl Harness for Redis {
@@ -35,20 +34,11 @@ impl Harness for Redis {
     }
 
     async fn delete_behind(&self, full_key: &str) {
-        let deleted: i64 = redis::cmd("DEL")
-            .arg(self.names.redis_key(full_key))
-            .query_async(&mut self.admin.clone())
-            .await
-            .unwrap();
-        assert_eq!(deleted, 1, "nothing to delete");
+        self.behind.delete_behind(full_key).await;
     }
 
     async fn queued(&self, full_key: &str) -> usize {
-        redis::cmd("ZCARD")
-            .arg(self.names.waiters_key(full_key))
-            .query_async(&mut self.admin.clone())
-            .await
-            .unwrap()
+        self.behind.queued(full_key).await
     }
 }
 
@@ -72,10 +62,10 @@ async fn foreign_data_under_the_key_is_an_error() {
     let key = unique_key("foreign");
     let full = format!("conformance:{key}");
     let _: () = redis::cmd("HSET")
-        .arg(h.names.redis_key(&full))
+        .arg(h.behind.names.redis_key(&full))
         .arg("field")
         .arg("not a lock")
-        .query_async(&mut h.admin.clone())
+        .query_async(&mut h.behind.admin.clone())
         .await
         .unwrap();
     let err = client.lock(&key).try_acquire().await.unwrap_err();
@@ -86,7 +76,7 @@ async fn foreign_data_under_the_key_is_an_error() {
 async fn pttl(h: &Redis, key: &str) -> i64 {
     redis::cmd("PTTL")
         .arg(key)
-        .query_async(&mut h.admin.clone())
+        .query_async(&mut h.behind.admin.clone())
         .await
         .unwrap()
 }
@@ -111,7 +101,7 @@ async fn no_lock_key_lives_forever() {
         }
         let full = guard.key().full().to_owned();
         guard.release().await.unwrap();
-        let lock_key = h.names.redis_key(&full);
+        let lock_key = h.behind.names.redis_key(&full);
         assert_eq!(
             pttl(&h, &lock_key).await,
             -2,
@@ -122,7 +112,7 @@ async fn no_lock_key_lives_forever() {
             0 < fence && fence <= retention,
             "fence counter TTL {fence} ms"
         );
-        let waiters = pttl(&h, &h.names.waiters_key(&full)).await;
+        let waiters = pttl(&h, &h.behind.names.waiters_key(&full)).await;
         assert!(
             waiters == -2 || waiters > 0,
             "waiter queue TTL {waiters} ms"
@@ -144,7 +134,10 @@ async fn the_fencing_counter_lives_as_long_as_asked() {
         .build()
         .unwrap();
     let key = unique_key("retention");
-    let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    let fence_key = format!(
+        "{}:fence",
+        h.behind.names.redis_key(&format!("conformance:{key}"))
+    );
     let guard = client.lock(&key).await.unwrap();
     let granted = pttl(&h, &fence_key).await;
     assert!(0 < granted && granted <= 2_000, "counter TTL {granted} ms");
@@ -174,11 +167,14 @@ async fn fencing_survives_a_lost_counter() {
     let first = client.lock(&key).await.unwrap();
     let before = first.fencing_token();
     first.release().await.unwrap();
-    let fence_key = format!("{}:fence", h.names.redis_key(&format!("conformance:{key}")));
+    let fence_key = format!(
+        "{}:fence",
+        h.behind.names.redis_key(&format!("conformance:{key}"))
+    );
     assert!(pttl(&h, &fence_key).await > 0, "the counter has no expiry");
     let _: i64 = redis::cmd("DEL")
         .arg(&fence_key)
-        .query_async(&mut h.admin.clone())
+        .query_async(&mut h.behind.admin.clone())
         .await
         .unwrap();
     let second = client.lock(&key).await.unwrap();
@@ -325,7 +321,7 @@ async fn a_beaten_waiter_keeps_its_place() {
         let holder = h.client().await;
         let guard = holder.lock(&key).await.unwrap();
         let full = guard.key().full().to_owned();
-        let queue = h.names.waiters_key(&full);
+        let queue = h.behind.names.waiters_key(&full);
         let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
         for name in ["first", "second"] {
@@ -344,7 +340,7 @@ async fn a_beaten_waiter_keeps_its_place() {
         // What a release does to the first waiter before a newcomer wins the key: pop it.
         let popped: Vec<String> = redis::cmd("ZPOPMIN")
             .arg(&queue)
-            .query_async(&mut h.admin.clone())
+            .query_async(&mut h.behind.admin.clone())
             .await
             .unwrap();
         assert_eq!(popped.len(), 2, "the first waiter was queued");
@@ -354,7 +350,7 @@ async fn a_beaten_waiter_keeps_its_place() {
                 .arg(&queue)
                 .arg(0)
                 .arg(-1)
-                .query_async(&mut h.admin.clone())
+                .query_async(&mut h.behind.admin.clone())
                 .await
                 .unwrap();
             if front.len() == 2 {

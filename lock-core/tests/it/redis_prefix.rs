@@ -24,6 +24,9 @@ use lock_core::{FencingToken, LockClient, RedisBackend};
 
 use crate::acl_support::{acl_user_backend, AclRedis};
 use crate::conformance::{self, bounded, Harness};
+use crate::redis_support::{
+    admin_connection, keys_naming, prefixed_backend, redis_url, BehindTheBack,
+};
 
 /// One application's clients, on a backend with its key prefix.
 struct App {
@@ -131,31 +134,6 @@ async fn use_every_store(app: &App, name: &str, value: &str, fence: u64) {
     guard.release().await.unwrap();
 }
 
-/// The keys of the server whose names hold `name`.
-async fn keys_naming(
-    connection: &mut redis::aio::MultiplexedConnection,
-    name: &str,
-) -> Vec<String> {
-    let mut cursor = 0u64;
-    let mut keys = Vec::new();
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("*{name}*"))
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(connection)
-            .await
-            .unwrap();
-        keys.extend(batch);
-        if next == 0 {
-            return keys;
-        }
-        cursor = next;
-    }
-}
-
 /// The channels somebody subscribes to under `prefix`.
 async fn channels_under(
     connection: &mut redis::aio::MultiplexedConnection,
@@ -177,18 +155,14 @@ async fn channels_under(
 /// other's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prefixes_on_one_server_keep_apart() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
+    let Some(url) = redis_url() else {
         return;
     };
     bounded(async {
         let prefixes = [lock_testing::unique("app-a"), lock_testing::unique("app-b")];
         let mut apps = Vec::new();
         for prefix in &prefixes {
-            let backend = RedisBackend::builder(url.as_str())
-                .key_prefix(prefix.as_str())
-                .connect()
-                .await
-                .unwrap();
+            let backend = prefixed_backend(&url, prefix).await;
             apps.push(app(backend).await);
         }
         let name = lock_testing::unique("shared-name");
@@ -216,11 +190,7 @@ async fn two_prefixes_on_one_server_keep_apart() {
         a.release().await.unwrap();
         b.release().await.unwrap();
 
-        let mut admin = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut admin = admin_connection(&url).await;
         let keys = keys_naming(&mut admin, &name).await;
         let mut problems: Vec<String> = keys
             .iter()
@@ -480,15 +450,17 @@ async fn told(watch: &mut lock_core::LeaderWatch) -> Option<lock_core::Leader> {
 /// The lock's conformance and primitives suites, run by an ACL user limited to its prefix.
 struct AclUser {
     acl: AclRedis,
-    admin: redis::aio::MultiplexedConnection,
-    names: RedisBackend,
+    behind: BehindTheBack,
 }
 
 async fn acl_user() -> Option<AclUser> {
     let acl = AclRedis::start("svc").await;
     let admin = acl.admin().await;
     let names = acl.backend().await;
-    Some(AclUser { acl, admin, names })
+    Some(AclUser {
+        acl,
+        behind: BehindTheBack { admin, names },
+    })
 }
 
 impl Harness for AclUser {
@@ -497,20 +469,11 @@ impl Harness for AclUser {
     }
 
     async fn delete_behind(&self, full_key: &str) {
-        let deleted: i64 = redis::cmd("DEL")
-            .arg(self.names.redis_key(full_key))
-            .query_async(&mut self.admin.clone())
-            .await
-            .unwrap();
-        assert_eq!(deleted, 1, "nothing to delete");
+        self.behind.delete_behind(full_key).await;
     }
 
     async fn queued(&self, full_key: &str) -> usize {
-        redis::cmd("ZCARD")
-            .arg(self.names.waiters_key(full_key))
-            .query_async(&mut self.admin.clone())
-            .await
-            .unwrap()
+        self.behind.queued(full_key).await
     }
 }
 

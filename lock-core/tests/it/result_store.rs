@@ -292,51 +292,29 @@ result_store_suite!(memory_store, memory());
 #[cfg(feature = "redis")]
 mod redis_harness {
     use lock_core::redis::RedisResultStore;
-    use lock_core::RedisBackend;
 
-    use crate::acl_support::AclRedis;
+    use crate::redis_support::SharedRedis;
 
-    pub(crate) struct Redis {
-        url: String,
-        /// The backends' key prefix.
-        prefix: String,
-        /// The server, when it is the test's own (an ACL user's): kept until the test ends.
-        _acl: Option<AclRedis>,
-    }
+    pub(crate) struct Redis(SharedRedis);
 
     impl super::Harness for Redis {
         type Store = RedisResultStore;
 
         /// A store on a connection of its own.
         async fn open(&self) -> RedisResultStore {
-            let backend = RedisBackend::builder(self.url.as_str())
-                .key_prefix(self.prefix.as_str())
-                .connect()
-                .await
-                .unwrap();
+            let backend = self.0.backend().await;
             RedisResultStore::from_backend(&backend).await.unwrap()
         }
     }
 
     pub(crate) async fn redis() -> Option<Redis> {
-        lock_testing::server_url("LOCK_TEST_REDIS_URL")
-            .unwrap_or_else(|e| panic!("{e}"))
-            .map(|url| Redis {
-                url,
-                prefix: "lock".to_owned(),
-                _acl: None,
-            })
+        SharedRedis::stack().map(Redis)
     }
 
     /// A server of the test's own, as an ACL user limited to its key prefix (`~svc:*`,
     /// `&svc:*`; see `acl_support.rs`): every entry's key and push channel is under it.
     pub(crate) async fn acl_user() -> Option<Redis> {
-        let acl = AclRedis::start("svc").await;
-        Some(Redis {
-            url: acl.url(),
-            prefix: acl.prefix().to_owned(),
-            _acl: Some(acl),
-        })
+        Some(Redis(SharedRedis::acl_user().await))
     }
 }
 

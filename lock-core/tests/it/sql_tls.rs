@@ -8,13 +8,11 @@
 //! encrypted, and a certificate that does not verify, a plain-text login and a wrong password
 //! are each refused with a typed error, quickly.
 
-use std::time::Duration;
+use lock_core::LockError;
 
-use lock_core::{LockClient, LockError};
-use tokio::time::Instant;
-
-use crate::conformance::{client_on, unique_key};
+use crate::conformance::client_on;
 use crate::sql_support::server_url;
+use crate::tls_support::{self, lock_wait_and_hand_over};
 
 const POSTGRES_TLS_URL_ENV: &str = "LOCK_TEST_POSTGRES_TLS_URL";
 pub(crate) const MYSQL_TLS_URL_ENV: &str = "LOCK_TEST_MYSQL_TLS_URL";
@@ -67,48 +65,13 @@ fn with_password(url: &str, password: &str) -> String {
     format!("{scheme}://{user}:{password}@{host}")
 }
 
-/// The error and the whole chain of its causes, as one line.
-fn chain(error: &LockError) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message = format!("{message}: {cause}");
-        source = cause.source();
-    }
-    message
-}
-
 /// `connect` fails as unavailable within 5 s (typed, no panic, no hang); returns the error's
 /// chain.
 async fn refused<T>(connect: impl std::future::Future<Output = lock_core::Result<T>>) -> String {
-    let started = Instant::now();
-    let Err(error) = connect.await else {
-        panic!("connected");
-    };
-    assert!(matches!(error, LockError::Unavailable { .. }), "{error:?}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{error}");
-    chain(&error)
-}
-
-/// A lock taken by `first`, waited for by `second` and handed over to it.
-async fn lock_wait_and_hand_over(first: LockClient, second: LockClient) {
-    let key = unique_key("tls");
-    let held = first.lock(&key).await.unwrap();
-    let waiter = tokio::spawn(async move {
-        let guard = second.lock(&key).await.unwrap();
-        let token = guard.fencing_token();
-        guard.release().await.unwrap();
-        token
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!waiter.is_finished(), "the waiter did not wait");
-    let first_token = held.fencing_token();
-    held.release().await.unwrap();
-    let second_token = tokio::time::timeout(Duration::from_secs(5), waiter)
-        .await
-        .expect("the waiter got the lock after the release")
-        .unwrap();
-    assert!(second_token > first_token);
+    tls_support::refused(connect, |error: &LockError| {
+        matches!(error, LockError::Unavailable { .. })
+    })
+    .await
 }
 
 #[cfg(feature = "postgres-tls")]

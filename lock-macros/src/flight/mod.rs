@@ -8,13 +8,13 @@ mod owned;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{ItemFn, ReturnType};
+use syn::ItemFn;
 
 pub(crate) use self::args::parse;
 use self::args::Args;
 use crate::args::Errors;
-use crate::contract::{self, failure_fn, return_hint};
-use crate::{duration, key};
+use crate::contract::{self, failure_fn, prepare, return_hint};
+use crate::duration;
 
 /// The fn with its body cached, or every error found (the caller re-emits the fn unchanged
 /// beside them).
@@ -33,22 +33,11 @@ pub(crate) fn expand(
         &mut errors,
     );
     let lent = owned::lent(&func.sig, &func.block, &mut errors);
-    let krate = args
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::lock_core));
-    let support = quote!(#krate::macro_support);
-    let key = args
-        .key
-        .as_ref()
-        .and_then(|key| key::expr(key, args.name.as_ref(), func, &support, &mut errors));
-    if let Some(errors) = errors.0 {
-        return Err(errors);
-    }
-    let (Some(key), ReturnType::Type(_, return_type)) = (key, &func.sig.output) else {
+    let Some(p) = prepare(&args.krate, &args.key, &args.name, func, errors)? else {
         // Refused above (missing key, no return type); emit the fn unchanged anyway.
         return Ok(func.to_token_stream());
     };
+    let (krate, support, key, return_type) = (p.krate, p.support, p.key, p.return_type);
 
     let cache = match &args.cache {
         Some(cache) => quote_spanned! {cache.span()=>
@@ -106,43 +95,32 @@ pub(crate) fn expand(
     // Other unmet bounds (`T: Serialize`, `Send + 'static`) are reported on the attribute,
     // naming the type.
     let single_flight = quote!(#support::single_flight);
-    // The body's statements, not its block: re-emitted as a block in tail position, a
-    // one-line body (`{ Ok(id) }`) would trip `unused_braces` on the user's braces.
-    let body_stmts = &func.block.stmts;
-    let (inner, outer): (Vec<_>, Vec<_>) = func
-        .attrs
-        .iter()
-        .partition(|attr| matches!(attr.style, syn::AttrStyle::Inner(_)));
-    let body = quote! {
-        {
-            #(#inner)*
-            let #key_var: ::std::string::String = #key;
-            let #cache_var = #cache;
-            #(#copies)*
-            #single_flight(
-                #cache_var,
-                #key_var,
-                #support::FlightOptions {
-                    fresh: #fresh,
-                    stale_while_revalidate: #stale,
-                    stale_if_error: #stale_if_error,
-                    negative: #negative,
-                    wait: #wait,
-                },
-                #fail,
-                move || async move {
-                    #(#lends)*
-                    #hint
-                    #(#body_stmts)*
-                },
-            )
-            .await
+    Ok(contract::with_body(func, |inner, body_stmts| {
+        quote! {
+            {
+                #inner
+                let #key_var: ::std::string::String = #key;
+                let #cache_var = #cache;
+                #(#copies)*
+                #single_flight(
+                    #cache_var,
+                    #key_var,
+                    #support::FlightOptions {
+                        fresh: #fresh,
+                        stale_while_revalidate: #stale,
+                        stale_if_error: #stale_if_error,
+                        negative: #negative,
+                        wait: #wait,
+                    },
+                    #fail,
+                    move || async move {
+                        #(#lends)*
+                        #hint
+                        #(#body_stmts)*
+                    },
+                )
+                .await
+            }
         }
-    };
-
-    let ItemFn { vis, sig, .. } = func;
-    Ok(quote! {
-        #(#outer)*
-        #vis #sig #body
-    })
+    }))
 }

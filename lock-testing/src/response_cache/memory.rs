@@ -6,7 +6,7 @@ use tokio::time::timeout;
 
 use super::origin::{Calls, Feeds, Gate, Origin};
 use super::table::rows;
-use super::{concurrent, http_cache, send, Adapter, Request, HIT, LIMIT, MISS_STORED};
+use super::{concurrent, http_cache, send, Adapter, Answer, Request, HIT, LIMIT, MISS_STORED};
 use lock_core::cache::Cache;
 use lock_core::http::cache::{HttpCache, Plan, RequestParts};
 use lock_core::memory::MemoryResultStore;
@@ -15,6 +15,34 @@ use lock_core::{LockClient, MemoryBackend};
 /// The memory cache `name`, behind a response cache storing bodies up to 1 KiB.
 async fn app<A: Adapter>(name: &str, origin: Origin) -> A::App {
     A::app(http_cache(Cache::memory(name).unwrap(), Some(1024)), origin).await
+}
+
+/// An origin of products answering `private, max-age=60` with a `Set-Cookie`, after 100 ms.
+fn private_origin(calls: &Calls) -> Origin {
+    Origin::products(
+        calls,
+        "private, max-age=60",
+        Duration::from_millis(100),
+        true,
+    )
+}
+
+/// Each of `answers` is a miss with `detail`, and a response of its own: its `Set-Cookie`
+/// and `body`.
+#[track_caller]
+fn assert_each_its_own(answers: &[Answer], detail: &str, body: &[u8]) {
+    for answer in answers {
+        assert_eq!(
+            answer.headers.cache_status(),
+            format!("lock-core; fwd=miss; fwd-status=200; detail={detail}")
+        );
+        assert_eq!(
+            answer.headers.get("set-cookie"),
+            "session=abc",
+            "its own response"
+        );
+        assert_eq!(answer.body, body);
+    }
 }
 
 /// Each row of the semantics table (22), sent twice: `Cache-Status`, status, body, how often
@@ -86,27 +114,11 @@ pub async fn two_hundred_cold_gets_call_the_handler_once<A: Adapter>() {
 /// When a response is handed to another request.
 pub async fn responses_not_to_share_are_not_handed_to_waiters<A: Adapter>() {
     let calls = Calls::default();
-    let origin = Origin::products(
-        &calls,
-        "private, max-age=60",
-        Duration::from_millis(100),
-        true,
-    );
+    let origin = private_origin(&calls);
     let app = app::<A>("private", origin).await;
     let answers = concurrent::<A>(&app, 20, "/products/1").await;
     assert_eq!(calls.count(), 20, "each request ran the handler");
-    for answer in &answers {
-        assert_eq!(
-            answer.headers.cache_status(),
-            "lock-core; fwd=miss; fwd-status=200; detail=private"
-        );
-        assert_eq!(
-            answer.headers.get("set-cookie"),
-            "session=abc",
-            "its own response"
-        );
-        assert_eq!(answer.body, b"product 1");
-    }
+    assert_each_its_own(&answers, "private", b"product 1");
 }
 
 /// The request that computed a response gets its `Set-Cookie`; hits do not.
@@ -265,12 +277,7 @@ pub async fn a_failing_origin_is_called_once_and_its_answer_shared<A: Adapter>()
 /// When a request waits, or is handed another's response.
 pub async fn an_uncacheable_answer_marks_the_key_pass_through<A: Adapter>() {
     let calls = Calls::default();
-    let origin = Origin::products(
-        &calls,
-        "private, max-age=60",
-        Duration::from_millis(100),
-        true,
-    );
+    let origin = private_origin(&calls);
     let backend = MemoryBackend::new();
     let cache = Cache::builder(MemoryResultStore::new(), backend.clone())
         .namespace("pass")
@@ -298,18 +305,7 @@ pub async fn an_uncacheable_answer_marks_the_key_pass_through<A: Adapter>() {
         .await
         .unwrap();
     assert_eq!(calls.count(), 21, "each request ran the handler");
-    for answer in &answers {
-        assert_eq!(
-            answer.headers.cache_status(),
-            "lock-core; fwd=miss; fwd-status=200; detail=hit-for-pass"
-        );
-        assert_eq!(
-            answer.headers.get("set-cookie"),
-            "session=abc",
-            "its own response"
-        );
-        assert_eq!(answer.body, b"product 6");
-    }
+    assert_each_its_own(&answers, "hit-for-pass", b"product 6");
 }
 
 /// A cache that varies on `Accept-Language` says so in `Vary` on every answer to a `GET` or

@@ -32,6 +32,13 @@ async fn instance<A: Adapter>(cache: Cache, calls: &Calls) -> A::App {
     A::app(http_cache(cache, None), origin).await
 }
 
+/// One instance of the service in front of `origin`: its own cache (failing open) on its own
+/// connections to the Redis at `url`.
+async fn failing_instance<A: Adapter>(url: &str, namespace: &str, origin: &Origin) -> A::App {
+    let cache = cache(url, namespace, OnBackendError::FailOpen).await;
+    A::app(http_cache(cache, None), origin.clone()).await
+}
+
 /// Status, `Cache-Status` (which every answer has) and body.
 async fn send<A: Adapter>(app: &A::App, path: &str) -> (u16, String, String) {
     let response = timeout(LIMIT, A::call(app, Request::get(path, &[])))
@@ -163,22 +170,8 @@ pub async fn two_instances_share_a_failure<A: Adapter>() {
     let calls = Calls::default();
     let origin = Origin::flaky(&calls, Duration::from_millis(300));
     let apps = [
-        A::app(
-            http_cache(
-                cache(&url, &namespace, OnBackendError::FailOpen).await,
-                None,
-            ),
-            origin.clone(),
-        )
-        .await,
-        A::app(
-            http_cache(
-                cache(&url, &namespace, OnBackendError::FailOpen).await,
-                None,
-            ),
-            origin.clone(),
-        )
-        .await,
+        failing_instance::<A>(&url, &namespace, &origin).await,
+        failing_instance::<A>(&url, &namespace, &origin).await,
     ];
     // Stored, then stale within stale-if-error.
     let (status, _, _) = send::<A>(&apps[0], "/products/2").await;

@@ -32,14 +32,6 @@ use crate::extensions::{from_extensions, missing_layer};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeldClaim(pub ClaimInfo);
 
-impl Deref for HeldClaim {
-    type Target = ClaimInfo;
-
-    fn deref(&self) -> &ClaimInfo {
-        &self.0
-    }
-}
-
 impl<S: Send + Sync> FromRequestParts<S> for HeldClaim {
     type Rejection = Response;
 
@@ -55,5 +47,13 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for HeldClaim {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Option<Self>, Infallible> {
         Ok(from_extensions(parts, HeldClaim))
+    }
+}
+
+impl Deref for HeldClaim {
+    type Target = ClaimInfo;
+
+    fn deref(&self) -> &ClaimInfo {
+        &self.0
     }
 }

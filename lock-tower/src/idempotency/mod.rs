@@ -3,7 +3,7 @@
 //! get its response back.
 //!
 //! [`IdempotencyLayer`] is a thin adapter over [`lock_core::http::idempotency`], which makes
-//! every decision (shared with `lock-actix`'s `Idempotent`). Per request it:
+//! every decision (shared with `lock-actix`'s `Idempotency`). Per request it:
 //! 1. plans from the head: other methods (and, when the key is optional, requests without
 //!    one) pass untouched; a missing or invalid key is answered 400;
 //! 2. reads the body up to the limit (over it: 413, nothing runs) and fingerprints the

@@ -4,19 +4,18 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::request::Parts;
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use http_body::Body;
 use lock_core::http::idempotency::{
     reject, Begun, HttpIdempotency, IdempotencyCall, Plan, Ran, Reply, RequestBody,
 };
-use lock_core::http::RequestHead;
 use tower_service::Service;
 use tracing::Instrument;
 
 use super::IdempotencyBody;
-use crate::head::Head;
+use crate::head::{head, parts_head};
 use crate::origin::Origin;
-use crate::read::{declared_length, read, Read};
+use crate::read::{read, Read};
 use crate::response::from_plain;
 use crate::ResponseFuture;
 
@@ -110,7 +109,8 @@ where
         // The service that was polled ready is the one to call; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let key = match self.shared.rules().plan(&Head(&request)) {
+        let plan = self.shared.rules().plan(&head(&request));
+        let key = match plan {
             Plan::Pass => {
                 let response = inner.call(request.map(IdempotencyBody::untouched));
                 return ResponseFuture::new(async move {
@@ -165,13 +165,14 @@ where
         Err(reply) => return Ok(answer(reply)),
     };
     let limit = rules.max_body_bytes_limit();
-    let body = match read(body, declared_length(&parts.headers), limit).await {
+    let body = match read(body, &parts.headers, limit).await {
         Read::Whole(body) => RequestBody::Whole(body.into()),
         Read::TooLarge => RequestBody::TooLarge,
         Read::Failed => RequestBody::Failed,
     };
     let call = IdempotencyCall::new(idempotency, rules, key);
-    let (running, body) = match call.begin(&PartsHead(&parts), &scope, body).await {
+    let begun = call.begin(&parts_head(&parts), &scope, body).await;
+    let (running, body) = match begun {
         Begun::Run(running, body) => (running, body),
         Begun::Answer(reply) => return Ok(answer(reply)),
     };
@@ -196,31 +197,6 @@ where
         }
         Ran::Replace { reply, .. } | Ran::Lost(reply) => Ok(answer(reply)),
         Ran::Failed(error) => Err(error),
-    }
-}
-
-/// A request head without its body, seen through lock-core's [`RequestHead`].
-struct PartsHead<'a>(&'a Parts);
-
-impl RequestHead for PartsHead<'_> {
-    fn method(&self) -> &str {
-        self.0.method.as_str()
-    }
-
-    fn path(&self) -> &str {
-        self.0.uri.path()
-    }
-
-    fn query(&self) -> Option<&str> {
-        self.0.uri.query()
-    }
-
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.0.headers.get(name).map(HeaderValue::as_bytes)
-    }
-
-    fn header_count(&self, name: &str) -> usize {
-        self.0.headers.get_all(name).iter().count()
     }
 }
 

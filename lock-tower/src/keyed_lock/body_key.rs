@@ -12,8 +12,8 @@ use http_body::Body;
 use lock_core::http::keyed::BodyLimit;
 use lock_core::http::Rejection;
 
-use crate::read::{declared_length, read, Read};
-use crate::KeyExtractor;
+use crate::read::{read, Read};
+use crate::{KeyExtractor, KeyFound};
 
 /// Takes the lock key from the request body: reads it up to a byte limit, asks a closure
 /// `Fn(&Parts, &[u8]) -> Option<String>` for the key, and gives the handler the same bytes
@@ -96,17 +96,11 @@ where
         BodyLimit::DESCRIBE.to_owned()
     }
 
-    fn key(
-        &self,
-        request: Request<B>,
-    ) -> impl Future<Output = Result<(Request<B>, String), Rejection>> + Send
-    where
-        B: Send + 'static,
-    {
+    fn key(&self, request: Request<B>) -> impl Future<Output = KeyFound<B>> + Send {
         let (limit, key) = (self.limit, self.key.clone());
         async move {
             let (parts, body) = request.into_parts();
-            let body = match read(body, declared_length(&parts.headers), limit.max_bytes()).await {
+            let body = match read(body, &parts.headers, limit.max_bytes()).await {
                 Read::Whole(body) => body,
                 Read::TooLarge => return Err(limit.too_large()),
                 Read::Failed => return Err(BodyLimit::unreadable()),
@@ -140,6 +134,7 @@ pub struct AsyncKey<F>(pub F);
 
 impl<B, F, Fut> KeyExtractor<B> for AsyncKey<F>
 where
+    B: Send + 'static,
     F: Fn(Request<B>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = (Request<B>, Option<String>)> + Send,
 {
@@ -148,13 +143,7 @@ where
         None
     }
 
-    fn key(
-        &self,
-        request: Request<B>,
-    ) -> impl Future<Output = Result<(Request<B>, String), Rejection>> + Send
-    where
-        B: Send + 'static,
-    {
+    fn key(&self, request: Request<B>) -> impl Future<Output = KeyFound<B>> + Send {
         let found = (self.0)(request);
         async move {
             match found.await {

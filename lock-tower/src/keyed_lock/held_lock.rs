@@ -28,14 +28,6 @@ use crate::extensions::{from_extensions, missing_layer};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeldLock(pub LockInfo);
 
-impl Deref for HeldLock {
-    type Target = LockInfo;
-
-    fn deref(&self) -> &LockInfo {
-        &self.0
-    }
-}
-
 impl<S: Send + Sync> FromRequestParts<S> for HeldLock {
     type Rejection = Response;
 
@@ -51,5 +43,13 @@ impl<S: Send + Sync> OptionalFromRequestParts<S> for HeldLock {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Option<Self>, Infallible> {
         Ok(from_extensions(parts, HeldLock))
+    }
+}
+
+impl Deref for HeldLock {
+    type Target = LockInfo;
+
+    fn deref(&self) -> &LockInfo {
+        &self.0
     }
 }

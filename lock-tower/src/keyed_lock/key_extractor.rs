@@ -7,12 +7,27 @@ use http::Request;
 use lock_core::http::keyed::KeySource;
 use lock_core::http::Rejection;
 
-use crate::head::Head;
+use crate::head::head;
+
+/// What [`KeyExtractor::key`] finds: the request, given back for the handler, and its key; or
+/// the answer to send instead.
+///
+/// ```
+/// use http::Request;
+/// use lock_tower::{KeyFound, Rejection};
+///
+/// let found: KeyFound<()> = Ok((Request::new(()), "sku-1".to_owned()));
+/// let refused: KeyFound<()> = Err(Rejection::missing_key("header `x-sku`"));
+/// assert!(found.is_ok() && refused.is_err());
+/// ```
+pub type KeyFound<B> = Result<(Request<B>, String), Rejection>;
 
 /// Finds the lock key of a request. Implemented for [`KeySource`] and for closures
 /// `Fn(&Request<B>) -> Option<String>`; `None` answers 400. Keys that need the request by
 /// value and awaiting override [`key`](Self::key): [`BodyKey`](crate::BodyKey) (the body),
-/// [`AsyncKey`](crate::AsyncKey) (any async closure).
+/// [`AsyncKey`](crate::AsyncKey) (any async closure). The methods are those of lock-actix's
+/// `KeyExtractor`, with the same meaning, over `http::Request` (which `key` takes by value, to
+/// read its body and give it back).
 ///
 /// ```
 /// use http::Request;
@@ -26,7 +41,7 @@ use crate::head::Head;
 /// });
 /// # let _ = layer;
 /// ```
-pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
+pub trait KeyExtractor<B: Send + 'static>: Clone + Send + Sync + 'static {
     /// The key, or `None` when the request has no usable one.
     fn extract(&self, request: &Request<B>) -> Option<String>;
 
@@ -68,7 +83,7 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
     /// ```
     /// use std::future::{ready, Future};
     /// use http::Request;
-    /// use lock_tower::{KeyExtractor, Rejection};
+    /// use lock_tower::{KeyExtractor, KeyFound, Rejection};
     ///
     /// /// The key is the `x-sku` header, upper-cased, found by an async lookup.
     /// #[derive(Clone)]
@@ -77,10 +92,7 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
     ///     fn extract(&self, _: &Request<B>) -> Option<String> {
     ///         None // found by `key`
     ///     }
-    ///     fn key(&self, request: Request<B>) -> impl Future<Output = Result<(Request<B>, String), Rejection>> + Send
-    ///     where
-    ///         B: Send + 'static,
-    ///     {
+    ///     fn key(&self, request: Request<B>) -> impl Future<Output = KeyFound<B>> + Send {
     ///         async move {
     ///             let sku = request.headers().get("x-sku").and_then(|v| v.to_str().ok());
     ///             match sku.map(str::to_uppercase) {
@@ -93,13 +105,7 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
     /// # let _ = UpperSku;
     /// # let _ = ready(());
     /// ```
-    fn key(
-        &self,
-        request: Request<B>,
-    ) -> impl Future<Output = Result<(Request<B>, String), Rejection>> + Send
-    where
-        B: Send + 'static,
-    {
+    fn key(&self, request: Request<B>) -> impl Future<Output = KeyFound<B>> + Send {
         let key = match self.extract(&request) {
             Some(key) => Ok((request, key)),
             None => Err(self.missing(&request)),
@@ -108,9 +114,9 @@ pub trait KeyExtractor<B>: Clone + Send + Sync + 'static {
     }
 }
 
-impl<B> KeyExtractor<B> for KeySource {
+impl<B: Send + 'static> KeyExtractor<B> for KeySource {
     fn extract(&self, request: &Request<B>) -> Option<String> {
-        KeySource::extract(self, &Head(request))
+        KeySource::extract(self, &head(request))
     }
 
     fn describe(&self) -> String {
@@ -118,16 +124,17 @@ impl<B> KeyExtractor<B> for KeySource {
     }
 
     fn selects(&self, request: &Request<B>) -> bool {
-        KeySource::selects(self, &Head(request))
+        KeySource::selects(self, &head(request))
     }
 
     fn missing(&self, request: &Request<B>) -> Rejection {
-        KeySource::missing_key(self, &Head(request))
+        KeySource::missing_key(self, &head(request))
     }
 }
 
 impl<B, F> KeyExtractor<B> for F
 where
+    B: Send + 'static,
     F: Fn(&Request<B>) -> Option<String> + Clone + Send + Sync + 'static,
 {
     fn extract(&self, request: &Request<B>) -> Option<String> {

@@ -35,6 +35,6 @@ mod service;
 pub use body_key::{AsyncKey, BodyKey};
 #[cfg(feature = "axum")]
 pub use held_lock::HeldLock;
-pub use key_extractor::KeyExtractor;
+pub use key_extractor::{KeyExtractor, KeyFound};
 pub use layer::KeyedLockLayer;
 pub use service::KeyedLockService;

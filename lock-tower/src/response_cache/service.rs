@@ -6,13 +6,14 @@ use http::header::{HeaderName, CONTENT_LENGTH, VARY};
 use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use http_body::Body;
 use lock_core::http::cache::{
-    Answer, ForwardAs, FromOrigin, HeaderPairs, HttpCache, Plan, Served, CACHE_STATUS,
+    existing_cache_status, Answer, ForwardAs, FromOrigin, HttpCache, Plan, Served, CACHE_STATUS,
 };
+use lock_core::http::HeaderLines;
 use tower_service::Service;
 use tracing::Instrument;
 
 use super::ResponseCacheBody;
-use crate::head::Head;
+use crate::head::{head, Headers};
 use crate::origin::Origin;
 use crate::response::from_plain;
 use crate::ResponseFuture;
@@ -83,7 +84,8 @@ where
         // The service that was polled ready is the one to call; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        match self.cache.plan(&Head(&request)) {
+        let plan = self.cache.plan(&head(&request));
+        match plan {
             Plan::Bypass(bypass) => {
                 let response = inner.call(request);
                 ResponseFuture::new(
@@ -91,10 +93,9 @@ where
                         let answer = response.await;
                         bypass.record(crate::status::status_of(&answer));
                         let (mut parts, body) = answer?.into_parts();
-                        let value = bypass.cache_status_value(existing(&parts.headers).as_deref());
-                        tracing::Span::current().record("cache_status", value.as_str());
-                        set_cache_status(&mut parts.headers, &value);
-                        let vary = bypass.vary_value(&Headers(&parts.headers));
+                        let headers = HeaderLines(Headers(&parts.headers));
+                        let (cache_status, vary) = bypass.answer_headers(&headers);
+                        set_cache_status(&mut parts.headers, &cache_status);
                         set_vary(&mut parts.headers, vary.as_deref());
                         Ok(Response::from_parts(
                             parts,
@@ -127,25 +128,6 @@ where
     }
 }
 
-impl<B> HeaderPairs for Head<'_, B> {
-    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
-        for (name, value) in self.0.headers() {
-            each(name.as_str(), value.as_bytes());
-        }
-    }
-}
-
-/// A response's header lines, as the cache reads them.
-struct Headers<'a>(&'a HeaderMap);
-
-impl HeaderPairs for Headers<'_> {
-    fn for_each_header(&self, each: &mut dyn FnMut(&str, &[u8])) {
-        for (name, value) in self.0 {
-            each(name.as_str(), value.as_bytes());
-        }
-    }
-}
-
 /// Replaces the response's `Vary` lines with lock-core's merged one, if it made one.
 fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
     // Made of the response's own members (kept when not printable ASCII) and header names.
@@ -156,12 +138,7 @@ fn set_vary(headers: &mut HeaderMap, value: Option<&str>) {
 
 /// The response's own `Cache-Status` lines, joined.
 fn existing(headers: &HeaderMap) -> Option<String> {
-    let lines: Vec<&str> = headers
-        .get_all(CACHE_STATUS)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .collect();
-    (!lines.is_empty()).then(|| lines.join(", "))
+    existing_cache_status(&HeaderLines(Headers(headers)))
 }
 
 fn set_cache_status(headers: &mut HeaderMap, value: &str) {

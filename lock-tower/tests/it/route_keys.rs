@@ -8,9 +8,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use lock_core::{LockClient, MemoryBackend, WaitPolicy};
+use lock_core::{LockClient, MemoryBackend};
+use lock_testing::adapter_tests::{self, gate, key_and_fence, sku_options};
 use lock_tower::{BodyKey, HeldLock, KeySource, KeyedLockLayer};
-use tokio::sync::{mpsc, watch};
 use tokio::time::timeout;
 use tower::ServiceExt;
 
@@ -37,15 +37,12 @@ fn get_of(path: &str) -> Request<Body> {
 }
 
 fn sku_lock(locks: LockClient) -> KeyedLockLayer<KeySource> {
-    KeyedLockLayer::builder(locks, KeySource::route_param("sku"))
-        .wait(WaitPolicy::Try)
-        .key_prefix("sku:")
-        .build()
-        .unwrap()
+    let builder = KeyedLockLayer::builder(locks, KeySource::route_param("sku"));
+    builder.options(sku_options()).build().unwrap()
 }
 
 async fn buy(lock: HeldLock) -> String {
-    format!("{} {}", lock.key, lock.fencing_token)
+    key_and_fence(&lock)
 }
 
 /// The same routes with the layer on the nested router (`layer`, `route_layer`) and on the
@@ -110,15 +107,10 @@ async fn a_layer_around_the_router_cannot_see_the_route_and_fails_closed() {
 #[tokio::test]
 async fn the_same_sku_at_once_is_refused_with_409() {
     let locks = LockClient::new(MemoryBackend::new());
-    let (entered_tx, mut entered) = mpsc::unbounded_channel();
-    let (release_tx, release) = watch::channel(false);
+    let (gate, mut opener) = gate();
     let hold = move |lock: HeldLock| {
-        let (entered_tx, mut release) = (entered_tx.clone(), release.clone());
-        async move {
-            entered_tx.send(()).unwrap();
-            release.wait_for(|done| *done).await.unwrap();
-            format!("{}", lock.fencing_token)
-        }
+        let gate = gate.clone();
+        async move { gate.hold(&lock).await }
     };
     let app = Router::new().nest(
         "/api",
@@ -130,7 +122,7 @@ async fn the_same_sku_at_once_is_refused_with_409() {
         let app = app.clone();
         async move { send(&app, post_to("/api/buy/a", "")).await }
     });
-    timeout(LIMIT, entered.recv()).await.unwrap().unwrap();
+    timeout(LIMIT, opener.entered()).await.unwrap();
     let (status, body) = send(&app, post_to("/api/buy/a", "")).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(body.contains(r#""key":"sku:a""#), "{body}");
@@ -140,7 +132,7 @@ async fn the_same_sku_at_once_is_refused_with_409() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    release_tx.send(true).unwrap();
+    opener.open();
     let (status, body) = timeout(LIMIT, first).await.unwrap().unwrap();
     assert_eq!((status, body.as_str()), (StatusCode::OK, "1"));
 }
@@ -172,8 +164,7 @@ async fn held_lock_without_the_layer_is_a_500_problem() {
 }
 
 fn order_id(_: &http::request::Parts, body: &[u8]) -> Option<String> {
-    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
-    Some(json.get("order_id")?.as_str()?.to_owned())
+    adapter_tests::order_id(body)
 }
 
 #[tokio::test]

@@ -2,8 +2,8 @@
 //! `tests/app.rs` names how to serve it in-process (and its binary, for the tests that start
 //! processes) and calls the macro of its scenario, [`flash_sale_app_tests!`],
 //! [`stampede_app_tests!`] or [`payments_app_tests!`]. The checks themselves are the
-//! scenario modules' ([`checks`](crate::checks), [`stampede`](crate::stampede),
-//! [`payments::checks`](crate::payments::checks)), which the demos share.
+//! scenario modules' ([`checks`](crate::demo::inventory::checks), [`stampede`](crate::demo::stampede),
+//! [`payments::checks`](crate::demo::payments::checks)), which the demos share.
 //!
 //! The tests are `#[tokio::test]`s, so an app's test crate needs tokio's `macros` and
 //! `rt-multi-thread`, `example-support` (the app's service) and `lock-core` with
@@ -55,7 +55,7 @@ macro_rules! flash_sale_app_tests {
         async fn sells_exactly_100_from(shop: ::example_support::shop::Shop) {
             shop.restock("sku-x", 100).await.unwrap();
             let base = $serve(shop).await;
-            passes($crate::checks::sells_exactly(
+            passes($crate::demo::inventory::checks::sells_exactly(
                 vec![base],
                 "sku-x",
                 100,
@@ -66,7 +66,7 @@ macro_rules! flash_sale_app_tests {
 
         /// Fails the test unless `check` passes within the checks' limit.
         async fn passes(check: impl ::std::future::Future<Output = Result<(), String>>) {
-            ::tokio::time::timeout($crate::checks::LIMIT, check)
+            ::tokio::time::timeout($crate::demo::inventory::checks::LIMIT, check)
                 .await
                 .expect("the check finished in time")
                 .unwrap();
@@ -92,9 +92,11 @@ macro_rules! flash_sale_app_tests {
 
         /// Seeds `shop`, serves it and runs the bad-input table against it.
         async fn refuses_bad_input(shop: ::example_support::shop::Shop, label: &str) {
-            $crate::bad_input::seed(&shop).await.unwrap();
+            $crate::demo::inventory::bad_input::seed(&shop)
+                .await
+                .unwrap();
             let base = $serve(shop).await;
-            let rows = $crate::bad_input::check_all(&base)
+            let rows = $crate::demo::inventory::bad_input::check_all(&base)
                 .await
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
             assert!(rows > 80, "the table shrank to {rows} rows");
@@ -108,7 +110,7 @@ macro_rules! flash_sale_app_tests {
                 return;
             };
             let app = ::std::path::PathBuf::from($binary);
-            passes($crate::checks::redis_sells_exactly(
+            passes($crate::demo::inventory::checks::redis_sells_exactly(
                 strategy,
                 url,
                 vec![app],
@@ -129,7 +131,7 @@ macro_rules! flash_sale_app_tests {
             let data = ::std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
                 .join(format!("redis-drop-{name}-{}", strategy.name()));
             ::std::fs::remove_dir_all(&data).ok();
-            $crate::checks::redis_dropped_mid_run(strategy, vec![app], data)
+            $crate::demo::inventory::checks::redis_dropped_mid_run(strategy, vec![app], data)
                 .await
                 .unwrap();
         }
@@ -168,11 +170,11 @@ macro_rules! flash_sale_app_tests {
                         ::example_support::shop::ShopConfig::from_args(args).unwrap(),
                     )
                 };
-                let shop = start($crate::inventory::unique("app-sql"))
+                let shop = start($crate::demo::inventory::unique("app-sql"))
                     .await
                     .unwrap_or_else(|e| panic!("{db} {}: {e}", strategy.name()));
                 sells_exactly_100_from(shop).await;
-                let shop = start($crate::inventory::unique("app-sql-bad"))
+                let shop = start($crate::demo::inventory::unique("app-sql-bad"))
                     .await
                     .unwrap();
                 refuses_bad_input(shop, &format!("{db} {}", strategy.name())).await;
@@ -207,7 +209,10 @@ macro_rules! flash_sale_app_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn reservations_expire_back_into_stock_and_late_confirms_are_refused() {
             let base = stocked_app(::example_support::shop::Strategy::Reserve, "sku-r", 2).await;
-            passes($crate::checks::reservations_expire(&base, "sku-r")).await;
+            passes($crate::demo::inventory::checks::reservations_expire(
+                &base, "sku-r",
+            ))
+            .await;
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,7 +233,7 @@ macro_rules! flash_sale_app_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn metrics_show_the_locked_purchase() {
             let base = stocked_app(::example_support::shop::Strategy::Lock, "sku-m", 1).await;
-            $crate::checks::metrics_show_the_locked_purchase(&base).await;
+            $crate::demo::inventory::checks::metrics_show_the_locked_purchase(&base).await;
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,7 +268,7 @@ macro_rules! flash_sale_app_tests {
     };
 }
 
-/// The stampede apps' integration tests: each check of [`stampede`](crate::stampede) as a
+/// The stampede apps' integration tests: each check of [`stampede`](crate::demo::stampede) as a
 /// test of its own, on a fresh app in-process on the memory backend, within 60 s, and the
 /// cache's work on `GET /metrics`. `serve` is the app's `async fn(ProductService) -> String`
 /// that serves the service on a free loopback port and returns its base URL.
@@ -302,19 +307,19 @@ macro_rules! stampede_app_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn a_cold_product_under_200_concurrent_requests_reaches_the_origin_once() {
             let base = fresh_app().await;
-            passes($crate::stampede::cold_key_collapses(&[base], 200)).await;
+            passes($crate::demo::stampede::cold_key_collapses(&[base], 200)).await;
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn bad_ids_are_400_problems_that_never_reach_the_origin() {
             let base = fresh_app().await;
-            passes($crate::stampede::bad_ids_are_refused(&base)).await;
+            passes($crate::demo::stampede::bad_ids_are_refused(&base)).await;
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn a_second_request_is_a_hit() {
             let base = fresh_app().await;
-            passes($crate::stampede::second_request_hits(&base)).await;
+            passes($crate::demo::stampede::second_request_hits(&base)).await;
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,7 +332,7 @@ macro_rules! stampede_app_tests {
                 .unwrap(),
             )
             .await;
-            $crate::stampede::metrics_show_the_computed_product(&base).await;
+            $crate::demo::stampede::metrics_show_the_computed_product(&base).await;
         }
     };
 }
@@ -362,14 +367,14 @@ macro_rules! payments_app_tests {
         async fn duplicates_replay_reused_keys_422_and_keys_belong_to_their_user() {
             let service = service().await;
             let base = $serve(service.clone()).await;
-            $crate::payments::checks::idempotent_answers(&[base], Some(service.ledger()))
+            $crate::demo::payments::checks::idempotent_answers(&[base], Some(service.ledger()))
                 .await
                 .unwrap();
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn the_binary_serves_idempotent_payments() {
-            $crate::payments::checks::binary_answers(::std::path::PathBuf::from($binary))
+            $crate::demo::payments::checks::binary_answers(::std::path::PathBuf::from($binary))
                 .await
                 .unwrap();
         }
@@ -377,7 +382,7 @@ macro_rules! payments_app_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn metrics_show_the_payment() {
             let base = $serve(service().await).await;
-            $crate::payments::checks::metrics_show_the_payment(&base).await;
+            $crate::demo::payments::checks::metrics_show_the_payment(&base).await;
         }
     };
 }

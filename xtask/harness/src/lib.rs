@@ -1,44 +1,25 @@
-//! The tooling behind `cargo xtask demo|stress|bench|chaos` and the example apps' tests: the
-//! drivers (`src/bin`), the load generators and checks they share, the fault catalogue, the
-//! floors of the bench; at the root, connecting a backend and summarising latencies. The apps'
-//! own code (the shop, the product pages, the payments service, their flags) is the
+//! The tooling behind `cargo xtask demo|stress|bench|chaos` and the example apps' tests, one
+//! folder per tool, each driven by its binaries in `src/bin`:
+//!
+//! - [`bench`](mod@bench): the lock figures and their raw floors (`bench`, `allocations`);
+//! - [`chaos`]: the fault catalogue (`chaos`);
+//! - [`stress`]: processes × tasks hammering a lock or primitive (`stress`);
+//! - [`demo`]: the demos' scenarios and the checks the example apps' tests share (`demo`,
+//!   `inventory`, `leader`; the stampede and payments demos are the `stampede-demo` and
+//!   `payments-demo` crates beside this one);
+//! - [`app_tests`]: the example apps' integration tests, written once for both frameworks;
+//! - [`shared`]: what several tools use (the HTTP load, the fault proxy); at the root,
+//!   connecting a backend, the servers' URLs and summarising latencies.
+//!
+//! The apps' own code (the shop, the product pages, the payments service, their flags) is the
 //! `example-support` crate's, in `examples/support`.
 
 pub mod app_tests;
-pub mod bad_input;
-pub mod busy_cores;
-// The bench's floors speak to every server (feature `servers`).
-#[cfg(feature = "servers")]
-pub mod cache_bench;
+pub mod bench;
 pub mod chaos;
-pub mod checks;
-#[cfg(feature = "servers")]
-pub mod etcd_contention_bench;
-pub mod fair_bench;
-#[cfg(feature = "servers")]
-pub mod floor;
-#[cfg(feature = "servers")]
-pub mod idempotency_bench;
-pub mod inventory;
-pub mod leader_demo;
-pub mod load;
-#[cfg(feature = "servers")]
-pub mod middleware_bench;
-pub mod overhead;
-pub mod payments;
-pub mod primitive_stress;
-mod process;
-pub mod progress;
-#[cfg(all(feature = "servers", feature = "compare"))]
-pub mod redlock_bench;
-#[cfg(all(feature = "servers", feature = "compare"))]
-pub mod rslock_compare;
-pub mod scrape;
-pub mod stampede;
-#[cfg(feature = "servers")]
-pub mod stock_bench;
-pub mod test_redis;
-pub mod worker_reports;
+pub mod demo;
+pub mod shared;
+pub mod stress;
 
 use std::time::Duration;
 

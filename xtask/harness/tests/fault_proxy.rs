@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_harness::chaos::proxy::{Direction, Fault, FaultProxy};
+use lock_harness::shared::proxy::{Direction, Fault, FaultProxy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, Instant};
@@ -31,6 +31,16 @@ async fn round_trip(client: &mut TcpStream, bytes: &[u8]) -> Vec<u8> {
     let mut reply = vec![0; bytes.len()];
     client.read_exact(&mut reply).await.unwrap();
     reply
+}
+
+/// Asserts that `stream` is closed (its read ends or fails) within 5 s; `what` says what it
+/// means when it is not.
+async fn assert_closed(stream: &mut TcpStream, what: &str) {
+    let mut buf = [0; 8];
+    let read = timeout(Duration::from_secs(5), stream.read(&mut buf))
+        .await
+        .unwrap();
+    assert!(matches!(read, Ok(0) | Err(_)), "{what}: {read:?}");
 }
 
 #[tokio::test]
@@ -80,19 +90,9 @@ async fn faults_switch_at_run_time() {
 
         // Reset: the open connection is reset, new ones too, until healed.
         proxy.set(Direction::Both, Fault::Reset);
-        let mut buf = [0; 8];
-        let read = timeout(Duration::from_secs(5), client.read(&mut buf))
-            .await
-            .unwrap();
-        assert!(
-            matches!(read, Ok(0) | Err(_)),
-            "the connection was not closed: {read:?}"
-        );
+        assert_closed(&mut client, "the connection was not closed").await;
         let mut fresh = TcpStream::connect(proxy.addr()).await.unwrap();
-        let read = timeout(Duration::from_secs(5), fresh.read(&mut buf))
-            .await
-            .unwrap();
-        assert!(matches!(read, Ok(0) | Err(_)));
+        assert_closed(&mut fresh, "the new connection was not closed").await;
         proxy.set(Direction::Both, Fault::Pass);
         let mut healed = TcpStream::connect(proxy.addr()).await.unwrap();
         assert_eq!(round_trip(&mut healed, b"ok").await, b"ok");
@@ -136,14 +136,7 @@ async fn a_lost_reply_resets_one_connection_once() {
             b"apply",
             "the request reached the server"
         );
-        let mut buf = [0; 8];
-        let read = timeout(Duration::from_secs(5), client.read(&mut buf))
-            .await
-            .unwrap();
-        assert!(
-            matches!(read, Ok(0) | Err(_)),
-            "the reply was not lost: {read:?}"
-        );
+        assert_closed(&mut client, "the reply was not lost").await;
         assert_eq!(proxy.resets(), 1);
         assert_eq!(proxy.faults(), (Fault::Pass, Fault::Pass), "one-shot");
         let mut retry = TcpStream::connect(proxy.addr()).await.unwrap();

@@ -3,7 +3,7 @@
 //! [--postgres-url URL] [--unsafe-separate-commit]`: payments killed at their end, on each
 //! store configuration, as app processes of this package's `payments` binary (axum and
 //! actix-web in turn; it must sit next to this binary). See
-//! [`lock_harness::payments::crash`].
+//! [`lock_harness::demo::payments::crash`].
 //!
 //! 1. **kill sweep**: N rounds of M payments sent S µs apart to a fresh process, killed with
 //!    SIGKILL right after one of them committed (a later one each round); every key is then
@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use example_support::backend::{postgres_url, redis_url};
 use example_support::flags::{usage_error, Flags};
-use lock_harness::inventory::unique;
-use lock_harness::payments::checks::AppCommand;
-use lock_harness::payments::crash::{proxied, sweep, CrashSetup, Records, Tally};
+use lock_harness::demo::inventory::unique;
+use lock_harness::demo::payments::checks::AppCommand;
+use lock_harness::demo::payments::crash::{proxied, sweep, CrashSetup, Records, Tally};
 
 const FLAGS: &[&str] = &[
     "backend",

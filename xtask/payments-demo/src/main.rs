@@ -2,7 +2,7 @@
 //! [--clients C] [--keys K] [--duplicates D] [--retries R] [--handler-ms H] [--redis-url URL]
 //! [--postgres-url URL]`: N instances of the payments service in this process (axum and
 //! actix-web in turn, each on its own loopback port, each with its own connections) share one
-//! backend and one ledger; then the three phases of [`lock_harness::payments::demo`]
+//! backend and one ledger; then the three phases of [`lock_harness::demo::payments::demo`]
 //! (duplicates, retries after completion, keys reused with another amount), a summary table,
 //! and PASS/FAIL (exit status 1 on FAIL).
 //!
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use example_support::flags::{usage_error, Flags};
 use example_support::payments::{PaymentService, PaymentsBackend, PaymentsConfig};
-use lock_harness::inventory::unique;
-use lock_harness::payments::demo::Demo;
+use lock_harness::demo::inventory::unique;
+use lock_harness::demo::payments::demo::Demo;
 
 const FLAGS: &[&str] = &[
     "backend",

@@ -14,8 +14,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lock_harness::payments::checks::AppCommand;
-use lock_harness::payments::crash::{proxied, sweep, CrashSetup, Records};
+use lock_harness::demo::payments::checks::AppCommand;
+use lock_harness::demo::payments::crash::{proxied, sweep, CrashSetup, Records};
 use lock_testing::{server_url, unique};
 
 fn app(framework: &str) -> AppCommand {

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use example_support::payments::{PaymentService, PaymentsBackend, PaymentsConfig};
-use lock_harness::payments::checks::idempotent_answers;
-use lock_harness::payments::demo::Demo;
+use lock_harness::demo::payments::checks::idempotent_answers;
+use lock_harness::demo::payments::demo::Demo;
 
 async fn both_apps(handler: Duration) -> (Vec<String>, Vec<PaymentService>) {
     let mut config = PaymentsConfig::memory();

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use example_support::payments::Ledger;
-use lock_harness::payments::checks::{concurrent_duplicates, killed_mid_request, AppCommand};
+use lock_harness::demo::payments::checks::{concurrent_duplicates, killed_mid_request, AppCommand};
 use lock_testing::{server_url, unique};
 
 fn app(framework: &str) -> AppCommand {

@@ -46,8 +46,7 @@ impl Server for Etcd {
     }
 
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {
-        let peer = format!("http://127.0.0.1:{}", port.saturating_add(1));
-        let initial = format!("{NAME}={peer}");
+        let initial = format!("{NAME}={}", peer_url(port));
         spawn_detached(command(program, NAME, &state.dir, port, &initial), state)
     }
 
@@ -63,15 +62,34 @@ const NAME: &str = "lock-stack";
 /// `port` and peers on `port + 1` (loopback), in the cluster `initial`
 /// (`name=peer-url,...`). Also used for the members of `stack up --etcd-cluster`.
 pub(super) fn command(program: &Path, name: &str, dir: &Path, port: u16, initial: &str) -> Command {
-    let client = format!("http://127.0.0.1:{port}");
-    let peer = format!("http://127.0.0.1:{}", port.saturating_add(1));
+    command_serving(
+        program,
+        name,
+        dir,
+        &format!("http://127.0.0.1:{port}"),
+        port,
+        initial,
+    )
+}
+
+/// [`command`] with the clients served on the URL `client` (on `port`; `https://` for the TLS
+/// member, whose TLS options the caller adds).
+pub(super) fn command_serving(
+    program: &Path,
+    name: &str,
+    dir: &Path,
+    client: &str,
+    port: u16,
+    initial: &str,
+) -> Command {
+    let peer = peer_url(port);
     let mut etcd = cmd::command(program, ["--name", name, "--data-dir"]);
     etcd.arg(dir.join("data"));
     etcd.args([
         "--listen-client-urls",
-        &client,
+        client,
         "--advertise-client-urls",
-        &client,
+        client,
         "--listen-peer-urls",
         &peer,
         "--initial-advertise-peer-urls",
@@ -82,6 +100,11 @@ pub(super) fn command(program: &Path, name: &str, dir: &Path, port: u16, initial
         "warn",
     ]);
     etcd
+}
+
+/// The peer URL of the member serving clients on `port`: plain, loopback, `port + 1`.
+pub(super) fn peer_url(port: u16) -> String {
+    format!("http://127.0.0.1:{}", port.saturating_add(1))
 }
 
 /// Whether the member on `port` serves: `/health` is `{"health":"true"}` once

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::certs::{self, make_certificates, CLIENT_NAME};
-use super::{ask, spawn_detached, Server, StateDir, POLL_INTERVAL, READY_TIMEOUT};
+use super::etcd::{self, Etcd};
+use super::{spawn_detached, Server, StateDir, POLL_INTERVAL, READY_TIMEOUT};
 use crate::cmd;
 use crate::{Error, Result};
 
@@ -48,11 +49,11 @@ impl Server for EtcdTls {
     }
 
     fn binary(&self) -> &'static str {
-        "etcd"
+        Etcd.binary()
     }
 
     fn apt_package(&self) -> &'static str {
-        "etcd-server"
+        Etcd.apt_package()
     }
 
     fn default_port(&self) -> u16 {
@@ -92,32 +93,15 @@ impl Server for EtcdTls {
             std::fs::remove_dir_all(&data)
                 .map_err(|err| Error::failed(format!("cannot remove {}: {err}", data.display())))?;
         }
-        let client = self.url(port);
-        let peer = format!("http://127.0.0.1:{}", port.saturating_add(1));
+        let initial = format!("{NAME}={}", etcd::peer_url(port));
         let metrics = format!("http://127.0.0.1:{}", port.saturating_add(2));
-        let mut etcd = cmd::command(program, ["--name", NAME, "--data-dir"]);
-        etcd.arg(&data);
-        etcd.args([
-            "--listen-client-urls",
-            &client,
-            "--advertise-client-urls",
-            &client,
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-            "--initial-cluster",
-            &format!("{NAME}={peer}"),
-            "--listen-metrics-urls",
-            &metrics,
-            "--client-cert-auth",
-            "--log-level",
-            "warn",
-        ]);
-        etcd.arg("--cert-file").arg(tls.join("server.crt"));
-        etcd.arg("--key-file").arg(tls.join("server.key"));
-        etcd.arg("--trusted-ca-file").arg(tls.join("ca.crt"));
-        spawn_detached(etcd, state)?;
+        let mut member =
+            etcd::command_serving(program, NAME, &state.dir, &self.url(port), port, &initial);
+        member.args(["--listen-metrics-urls", &metrics, "--client-cert-auth"]);
+        member.arg("--cert-file").arg(tls.join("server.crt"));
+        member.arg("--key-file").arg(tls.join("server.key"));
+        member.arg("--trusted-ca-file").arg(tls.join("ca.crt"));
+        spawn_detached(member, state)?;
         let deadline = Instant::now() + READY_TIMEOUT;
         while !self.ping(port) {
             if Instant::now() >= deadline {
@@ -154,9 +138,7 @@ impl Server for EtcdTls {
     /// `/health` on the plain metrics port: `{"health":"true"}` once the member has a leader
     /// (itself) and serves.
     fn ping(&self, port: u16) -> bool {
-        let metrics = port.saturating_add(2);
-        let request = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{metrics}\r\n\r\n");
-        ask(metrics, request.as_bytes()).is_some_and(|reply| reply.contains(r#""health":"true""#))
+        etcd::healthy(port.saturating_add(2))
     }
 }
 

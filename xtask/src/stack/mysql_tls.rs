@@ -40,11 +40,11 @@ impl Server for MysqlTls {
     }
 
     fn binary(&self) -> &'static str {
-        "mariadbd"
+        Mysql.binary()
     }
 
     fn apt_package(&self) -> &'static str {
-        "mariadb-server"
+        Mysql.apt_package()
     }
 
     fn default_port(&self) -> u16 {

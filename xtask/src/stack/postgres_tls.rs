@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::certs::{self, make_certificates, CLIENT_NAME};
-use super::postgres::{init_cluster, launch, newest_versioned_bin, service_owner};
+use super::postgres::{init_cluster, launch, newest_versioned_bin, service_owner, Postgres};
 use super::{Server, StateDir};
 use crate::{cmd, Error, Result};
 
@@ -75,11 +75,11 @@ impl Server for PostgresTls {
     }
 
     fn binary(&self) -> &'static str {
-        "postgres"
+        Postgres.binary()
     }
 
     fn apt_package(&self) -> &'static str {
-        "postgresql"
+        Postgres.apt_package()
     }
 
     fn default_port(&self) -> u16 {
@@ -111,7 +111,7 @@ impl Server for PostgresTls {
     }
 
     fn locate(&self) -> Option<PathBuf> {
-        newest_versioned_bin("postgres").or_else(|| cmd::which("postgres"))
+        Postgres.locate()
     }
 
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::certs::make_certificates;
+use super::redis::{launch_throwaway, Redis};
 use super::{Server, StateDir};
 use crate::cmd;
 use crate::Result;
@@ -38,11 +39,11 @@ impl Server for RedisTls {
     }
 
     fn binary(&self) -> &'static str {
-        "redis-server"
+        Redis.binary()
     }
 
     fn apt_package(&self) -> &'static str {
-        "redis-server"
+        Redis.apt_package()
     }
 
     fn default_port(&self) -> u16 {
@@ -76,7 +77,7 @@ impl Server for RedisTls {
         redis.arg("--tls-ca-cert-file").arg(tls.join("ca.crt"));
         // Clients show no certificate of their own: only the server is checked.
         redis.args(["--tls-auth-clients", "no"]);
-        super::redis::launch_throwaway(&mut redis, state)
+        launch_throwaway(&mut redis, state)
     }
 
     /// `redis-cli --tls PING` checked against the CA: answers once TLS and Redis both work.

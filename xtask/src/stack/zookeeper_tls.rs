@@ -72,11 +72,11 @@ impl Server for ZooKeeperTls {
     }
 
     fn binary(&self) -> &'static str {
-        "java"
+        ZooKeeper.binary()
     }
 
     fn apt_package(&self) -> &'static str {
-        "zookeeperd"
+        ZooKeeper.apt_package()
     }
 
     fn default_port(&self) -> u16 {
@@ -110,7 +110,7 @@ impl Server for ZooKeeperTls {
     }
 
     fn process_name(&self) -> &'static str {
-        "java"
+        ZooKeeper.process_name()
     }
 
     fn start(&self, program: &Path, state: &StateDir, port: u16) -> Result<()> {

@@ -2,7 +2,7 @@
 //! [--rate R] [--seconds S] [--origin-ms D] [--fresh-ms F] [--swr-ms W] [--redis-url URL]`:
 //! N instances of the product service in this process (axum and actix-web in turn, each on
 //! its own loopback port, each with its own cache client) share one cache backend and one
-//! slow origin; then the two phases of [`lock_harness::stampede`], a summary table, and
+//! slow origin; then the two phases of [`lock_harness::demo::stampede`], a summary table, and
 //! PASS/FAIL (exit status 1 on FAIL).
 //!
 //! On memory the instances share one in-process store and lock backend; on Redis each
@@ -13,8 +13,8 @@ use std::time::Duration;
 use example_support::backend::redis_url;
 use example_support::flags::{usage_error, Flags};
 use example_support::product::{CacheBackend, Origin, ProductPolicy, ProductService};
-use lock_harness::inventory::unique;
-use lock_harness::stampede::{print_table, Stampede};
+use lock_harness::demo::inventory::unique;
+use lock_harness::demo::stampede::{print_table, Stampede};
 
 const FLAGS: &[&str] = &[
     "backend",

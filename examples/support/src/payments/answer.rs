@@ -1,9 +1,8 @@
 //! What the payments service answers over HTTP, decided once for both frameworks.
 
-use lock_core::http::{problem_body, PROBLEM_JSON};
 use serde::{Deserialize, Serialize};
 
-use super::input::{BadInput, BAD_INPUT};
+use crate::answer::HttpAnswer;
 
 /// The problem type of a 401 (no or a malformed `Authorization: Bearer <user>`).
 pub const UNAUTHORIZED: &str = "urn:payments:unauthorized";
@@ -31,18 +30,9 @@ pub const LEDGER_UNAVAILABLE: &str = "urn:payments:ledger-unavailable";
 /// wired without the idempotency layer in front of it).
 pub const NO_CLAIM: &str = "urn:payments:no-claim";
 
-/// An HTTP answer: status, content type, body, and the headers the apps add.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PaymentAnswer {
-    /// The status.
-    pub status: u16,
-    /// `application/json` or `application/problem+json`.
-    pub content_type: &'static str,
-    /// The body.
-    pub body: Vec<u8>,
-    /// Headers besides `content-type`.
-    pub headers: Vec<(&'static str, String)>,
-}
+/// What the payments service answers: a [`HttpAnswer`], with the payments service's answers
+/// below.
+pub type PaymentAnswer = HttpAnswer;
 
 /// The body of a 201: what the payment did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,50 +49,24 @@ pub struct Receipt {
     pub fence: u64,
 }
 
-impl PaymentAnswer {
-    /// A `status` with `body` as JSON.
-    #[must_use]
-    pub fn json(status: u16, body: &serde_json::Value) -> Self {
-        Self {
-            status,
-            content_type: "application/json",
-            body: body.to_string().into_bytes(),
-            headers: Vec::new(),
-        }
-    }
-
+impl HttpAnswer {
     /// 201 with the receipt.
     #[must_use]
     pub fn receipt(receipt: &Receipt) -> Self {
         Self::json(201, &serde_json::to_value(receipt).unwrap_or_default())
     }
 
-    /// A 400 for `bad`.
-    #[must_use]
-    pub fn bad_input(bad: &BadInput) -> Self {
-        problem(
-            400,
-            BAD_INPUT,
-            "Bad input",
-            &bad.detail,
-            &[("input", bad.input)],
-        )
-    }
-
     /// A 401 with `WWW-Authenticate: Bearer`.
     #[must_use]
     pub fn unauthorized(detail: &str) -> Self {
-        let mut answer = problem(401, UNAUTHORIZED, "Unauthorized", detail, &[]);
-        answer
-            .headers
-            .push(("www-authenticate", "Bearer realm=\"payments\"".to_owned()));
-        answer
+        Self::problem(401, UNAUTHORIZED, "Unauthorized", detail)
+            .with_header("www-authenticate", "Bearer realm=\"payments\"")
     }
 
     /// A 409: a newer claim on this key moved the money already.
     #[must_use]
     pub fn superseded(fence: u64, newer: u64) -> Self {
-        problem(
+        Self::problem(
             409,
             SUPERSEDED,
             "Payment superseded",
@@ -110,34 +74,30 @@ impl PaymentAnswer {
                 "this request's claim (fence {fence}) was taken over by a newer one (fence \
                  {newer}) that already made the payment; it was not made again"
             ),
-            &[],
         )
     }
 
     /// A 409 with `Retry-After: 1`: a newer claim on the key is making the payment.
     #[must_use]
     pub fn in_progress() -> Self {
-        let mut answer = problem(
+        Self::problem(
             409,
             IN_PROGRESS,
             "Payment in progress",
             "this request's claim was taken over by a newer one that is making the payment; it \
              was not made here",
-            &[],
-        );
-        answer.headers.push(("retry-after", "1".to_owned()));
-        answer
+        )
+        .with_header("retry-after", "1")
     }
 
     /// A 422: the key's payment was made by another request.
     #[must_use]
     pub fn key_reused() -> Self {
-        problem(
+        Self::problem(
             422,
             KEY_REUSED,
             "Idempotency key reused",
             "a payment with another body was made under this idempotency key",
-            &[],
         )
     }
 
@@ -145,41 +105,24 @@ impl PaymentAnswer {
     /// recorded).
     #[must_use]
     pub fn unwired(detail: &str) -> Self {
-        problem(500, UNWIRED, "Payment not recorded", detail, &[])
+        Self::problem(500, UNWIRED, "Payment not recorded", detail)
     }
 
     /// A 503 with `Retry-After: 1`: the ledger is unreachable; nothing was recorded.
     #[must_use]
     pub fn ledger_unavailable(detail: &str) -> Self {
-        let mut answer = problem(503, LEDGER_UNAVAILABLE, "Ledger unavailable", detail, &[]);
-        answer.headers.push(("retry-after", "1".to_owned()));
-        answer
+        Self::problem(503, LEDGER_UNAVAILABLE, "Ledger unavailable", detail)
+            .with_header("retry-after", "1")
     }
 
     /// A 500: the handler ran without an idempotency claim.
     #[must_use]
     pub fn no_claim() -> Self {
-        problem(
+        Self::problem(
             500,
             NO_CLAIM,
             "No idempotency claim",
             "the payment handler runs only behind the idempotency layer",
-            &[],
         )
-    }
-}
-
-fn problem(
-    status: u16,
-    type_uri: &str,
-    title: &str,
-    detail: &str,
-    extra: &[(&str, &str)],
-) -> PaymentAnswer {
-    PaymentAnswer {
-        status,
-        content_type: PROBLEM_JSON,
-        body: problem_body(type_uri, title, status, detail, extra),
-        headers: Vec::new(),
     }
 }

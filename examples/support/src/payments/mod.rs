@@ -1,7 +1,7 @@
 //! The payments service behind both idempotency example apps (axum and actix-web): a payment
 //! moves money between two accounts and must happen **once per idempotency key**, however
 //! often a client retries, across every instance. The apps put lock-core's idempotency layer
-//! (`lock-tower`'s `IdempotencyLayer`, `lock-actix`'s `Idempotent`) in front of
+//! (`lock-tower`'s `IdempotencyLayer`, `lock-actix`'s `Idempotency`) in front of
 //! [`PaymentService::pay`]; this module is everything else, once for both frameworks.
 //!
 //! - `POST /payments` with `Authorization: Bearer <user>`, `Idempotency-Key: <key>` and a
@@ -180,7 +180,7 @@ impl PaymentService {
         }
         let payment = match Payment::parse(body) {
             Ok(payment) => payment,
-            Err(bad) => return PaymentAnswer::bad_input(&bad),
+            Err(bad) => return PaymentAnswer::bad_input(BAD_INPUT, bad.input, &bad.detail),
         };
         tokio::time::sleep(self.inner.handler_delay).await;
         match self.inner.ledger.record(claim, &payment).await {

@@ -128,7 +128,7 @@ impl ProductService {
     ) -> ProductAnswer {
         match ProductRequest::parse(route, path, query) {
             Ok(request) => self.serve(&request).await,
-            Err(bad) => ProductAnswer::bad_input(&bad),
+            Err(bad) => ProductAnswer::bad_input(BAD_INPUT, bad.input, &bad.detail),
         }
     }
 
@@ -136,7 +136,9 @@ impl ProductService {
     /// when that happens).
     pub async fn product(&self, id: &ProductId) -> ProductAnswer {
         match self.inner.origin.get_product(id.as_str()).await {
-            Ok(product) => ProductAnswer::json(&serde_json::to_value(&product).unwrap_or_default()),
+            Ok(product) => {
+                ProductAnswer::json(200, &serde_json::to_value(&product).unwrap_or_default())
+            }
             Err(error) => ProductAnswer::origin_unavailable(&error.to_string()),
         }
     }
@@ -153,15 +155,18 @@ impl ProductService {
                 (id, json!({"calls": calls, "per_expiry": generations}))
             })
             .collect();
-        ProductAnswer::json(&json!({
-            "instance": self.inner.name,
-            "cache": self.inner.http.cache().store_name(),
-            "origin": {
-                "calls": origin.calls(),
-                "delay_ms": origin.delay().as_millis() as u64,
-                "products": per_generation,
-            },
-        }))
+        ProductAnswer::json(
+            200,
+            &json!({
+                "instance": self.inner.name,
+                "cache": self.inner.http.cache().store_name(),
+                "origin": {
+                    "calls": origin.calls(),
+                    "delay_ms": origin.delay().as_millis() as u64,
+                    "products": per_generation,
+                },
+            }),
+        )
     }
 }
 
@@ -193,7 +198,10 @@ mod tests {
         let service = service().await;
         service.origin().set_failing(true);
         let answer = service.product(&id("p1")).await;
-        assert_eq!((answer.status, answer.retry_after), (503, Some(1)));
+        assert_eq!(
+            (answer.status, answer.headers),
+            (503, vec![("retry-after", "1".to_owned())])
+        );
         let body = String::from_utf8(answer.body).unwrap();
         assert!(body.contains(ORIGIN_UNAVAILABLE), "{body}");
     }

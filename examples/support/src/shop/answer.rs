@@ -8,6 +8,8 @@ use lock_core::stock::StockLevel;
 use lock_core::LockError;
 use serde_json::json;
 
+use crate::answer::HttpAnswer;
+
 /// The outcome of one buy (or reservation step).
 #[derive(Debug)]
 pub enum BuyOutcome {
@@ -59,6 +61,22 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// `Retry-After` seconds.
     pub retry_after: Option<u64>,
+}
+
+impl From<Answer> for HttpAnswer {
+    /// The answer, its `Retry-After` a header.
+    fn from(answer: Answer) -> Self {
+        Self {
+            status: answer.status,
+            content_type: answer.content_type,
+            body: answer.body,
+            headers: answer
+                .retry_after
+                .map(|secs| ("retry-after", secs.to_string()))
+                .into_iter()
+                .collect(),
+        }
+    }
 }
 
 /// The problem type of an out-of-stock answer.

@@ -1,5 +1,5 @@
 //! How the idempotency suite (`lock_testing::idempotency`) talks to actix-web: its
-//! handler behind [`Idempotent`] in a test service (the scope read from the user header),
+//! handler behind [`Idempotency`](lock_actix::Idempotency) in a test service (the scope read from the user header),
 //! requests sent with `call`.
 
 use std::future::Future;
@@ -12,9 +12,10 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::test::{self, TestRequest};
 use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpRequest, HttpResponse};
-use lock_actix::{HeldClaim, Idempotent};
+use lock_actix::HeldClaim;
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::Idempotency;
+use lock_testing::adapter_tests::idempotency_middleware;
 use lock_testing::idempotency::{Answer, Call, Driver, Handler, Request, USER_HEADER};
 
 /// The suite's driver for lock-actix.
@@ -28,26 +29,32 @@ impl Driver for ActixIdempotency {
     const NAME: &'static str = "actix";
 
     async fn app(idempotency: Idempotency, rules: IdempotencyRules, handler: Handler) -> SendFn {
-        let middleware = Idempotent::builder(idempotency)
-            .rules(rules)
-            .scope(|req: &ServiceRequest| {
-                Some(req.headers().get(USER_HEADER)?.to_str().ok()?.to_owned())
-            })
-            .build()
-            .unwrap();
-        send_fn(
-            App::new()
-                .app_data(web::Data::new(handler))
-                .wrap(middleware)
-                .route("/{path:.*}", web::route().to(handle)),
-        )
-        .await
+        let user =
+            |req: &ServiceRequest| Some(req.headers().get(USER_HEADER)?.to_str().ok()?.into());
+        let middleware: lock_actix::Idempotency = idempotency_middleware(idempotency, rules, user);
+        suite_app!(middleware, handler, handle)
     }
 
     fn send(app: &SendFn, request: Request) -> impl Future<Output = Answer> {
         app(request)
     }
 }
+
+/// The suites' application: `$handle` on every path behind `$middleware`, with the suite's
+/// `$handler` as its data, as a [`SendFn`].
+macro_rules! suite_app {
+    ($middleware:expr, $handler:expr, $handle:expr) => {
+        $crate::actix_driver::idempotency::send_fn(
+            actix_web::App::new()
+                .app_data(actix_web::web::Data::new($handler))
+                .wrap($middleware)
+                .route("/{path:.*}", actix_web::web::route().to($handle)),
+        )
+        .await
+    };
+}
+
+pub(crate) use suite_app;
 
 /// `app` as a test service, behind the [`SendFn`] the drivers hand the suites.
 pub async fn send_fn<T, B>(app: App<T>) -> SendFn

@@ -4,13 +4,13 @@
 
 use std::future::Future;
 
-use actix_web::{web, App, HttpRequest};
+use actix_web::{web, HttpRequest};
 use lock_actix::{HeldLock, KeyedLock};
 use lock_core::http::keyed::{KeySource, KeyedLockOptions};
 use lock_core::{LockClient, LockError};
 use lock_testing::keyed_lock::{Answer, Call, Driver, Handler, Request};
 
-use super::idempotency::{send_fn, SendFn};
+use super::idempotency::{suite_app, SendFn};
 
 /// The suite's driver for lock-actix.
 pub struct ActixKeyedLock;
@@ -29,13 +29,7 @@ impl Driver for ActixKeyedLock {
     }
 
     async fn app(middleware: KeyedLock<KeySource>, handler: Handler) -> SendFn {
-        send_fn(
-            App::new()
-                .app_data(web::Data::new(handler))
-                .wrap(middleware)
-                .route("/{path:.*}", web::route().to(handle)),
-        )
-        .await
+        suite_app!(middleware, handler, handle)
     }
 
     fn send(app: &SendFn, request: Request) -> impl Future<Output = Answer> {

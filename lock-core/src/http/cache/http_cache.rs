@@ -213,6 +213,35 @@ impl Bypass {
         super::vary::merged(headers, &self.vary)
     }
 
+    /// The `Cache-Status` and `Vary` to set on the application's response with `headers`,
+    /// replacing its own lines: [`cache_status_value`](Self::cache_status_value) after the
+    /// response's own `Cache-Status` ([`existing_cache_status`](super::existing_cache_status)),
+    /// recorded on the current span's `cache_status` field, and
+    /// [`vary_value`](Self::vary_value) (`None`: leave its `Vary` as it is).
+    ///
+    /// ```
+    /// use lock_core::cache::Cache;
+    /// use lock_core::http::cache::{HttpCache, Plan, RequestParts};
+    ///
+    /// let http = HttpCache::builder(Cache::memory("web").unwrap()).build().unwrap();
+    /// let Plan::Bypass(bypass) = http.plan(&RequestParts::new("POST", "/orders")) else {
+    ///     unreachable!("a POST passes the cache by");
+    /// };
+    /// let (cache_status, vary) = bypass.answer_headers(&[("cache-status", "app; fwd=miss")]);
+    /// assert_eq!(cache_status, "app; fwd=miss, lock-core; fwd=method");
+    /// assert_eq!(vary, None);
+    /// ```
+    #[must_use]
+    pub fn answer_headers(
+        &self,
+        headers: &(impl HeaderPairs + ?Sized),
+    ) -> (String, Option<String>) {
+        let cache_status =
+            self.cache_status_value(super::existing_cache_status(headers).as_deref());
+        tracing::Span::current().record("cache_status", cache_status.as_str());
+        (cache_status, self.vary_value(headers))
+    }
+
     /// Counts the application's answer to this request in
     /// [`HTTP_RESPONSES_TOTAL`](crate::metrics::HTTP_RESPONSES_TOTAL) (outcome `bypass`):
     /// the adapter hands the status it answered with, or `None` when it failed instead

@@ -74,6 +74,7 @@
 //! ```
 
 mod control;
+mod existing_status;
 pub(crate) mod headers;
 mod http_cache;
 mod key;
@@ -87,6 +88,7 @@ mod status;
 mod vary;
 
 pub use control::{pragma_no_cache, CacheControl, DeltaSeconds, DELTA_SECONDS_CAP};
+pub use existing_status::existing_cache_status;
 pub use headers::{FullRequestHead, HeaderPairs, RequestParts};
 pub use http_cache::{Bypass, HttpCache, HttpCacheBuilder, Plan};
 pub use key::{CacheKey, KeyFn};

@@ -18,7 +18,7 @@ use super::serve::{
 use super::IdempotencyRules;
 use crate::http::cache::origin::{read_body, ReadBody};
 use crate::http::keyed::race_lost;
-use crate::http::RequestHead;
+use crate::http::{declares_over, RequestHead};
 use crate::idempotency::{Claim, ClaimInfo, Idempotency};
 
 /// What an adapter read of a request's body, up to
@@ -218,16 +218,16 @@ impl Running<'_> {
         response.for_each_header(&mut |name, value| {
             headers.push((name.to_owned(), value.to_vec()));
         });
-        let limit = rules.max_body_bytes_limit() as u64;
+        let limit = rules.max_body_bytes_limit();
         let declared = headers
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, value)| std::str::from_utf8(value).ok()?.trim().parse::<u64>().ok());
+            .map(|(_, value)| value.as_slice());
         // A `Content-Length` over the limit is refused before a byte is read.
-        let read = if declared.is_some_and(|length| length > limit) {
+        let read = if declares_over(declared, limit) {
             ReadBody::TooLarge(Vec::new())
         } else {
-            read_body(&mut response, limit).await
+            read_body(&mut response, limit as u64).await
         };
         match read {
             ReadBody::Complete(body) => {

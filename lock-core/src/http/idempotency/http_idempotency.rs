@@ -137,7 +137,7 @@ impl<R: ?Sized> fmt::Debug for HttpIdempotency<R> {
 }
 
 /// The settings of an idempotency middleware: the builder of both adapters
-/// (`lock_tower::IdempotencyLayer::builder`, `lock_actix::Idempotent::builder`), so they take
+/// (`lock_tower::IdempotencyLayer::builder`, `lock_actix::Idempotency::builder`), so they take
 /// the same settings. Each rule method is the [`IdempotencyRules`] method of the same name;
 /// [`scope`](Self::scope) reads the adapter's view `R` of a request. [`build`](Self::build)
 /// checks the rules ([`IdempotencyRules::validate`]) and makes a `T`: an [`HttpIdempotency`],

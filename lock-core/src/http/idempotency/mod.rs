@@ -6,7 +6,7 @@
 //! key reused, 503 store down, all `application/problem+json`; replays with
 //! `Idempotent-Replayed: true`) and which responses are kept.
 //!
-//! `lock-tower`'s `IdempotencyLayer` and `lock-actix`'s `Idempotent` are thin adapters, both
+//! `lock-tower`'s `IdempotencyLayer` and `lock-actix`'s `Idempotency` are thin adapters, both
 //! built with one builder, [`HttpIdempotencyBuilder`] (the [`IdempotencyRules`] and a
 //! request's scope): they [`plan`](IdempotencyRules::plan), read the request body (up to the
 //! limit), and hand the rest to one [`IdempotencyCall`]: it begins (refuses, replays, or

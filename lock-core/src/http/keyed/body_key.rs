@@ -50,16 +50,15 @@ impl BodyLimit {
     }
 
     /// Whether a raw `Content-Length` value already says the body is over the limit (an
-    /// absent or unparsable one does not: the read counts).
+    /// absent or unparsable one does not: the read counts); [`declares_over`](crate::http::declares_over)
+    /// of this limit.
     ///
     /// ```
     /// assert!(lock_core::http::keyed::BodyLimit::new(2).refuses_declared(Some(b"3")));
     /// ```
     #[must_use]
     pub fn refuses_declared(self, content_length: Option<&[u8]>) -> bool {
-        content_length
-            .and_then(|value| std::str::from_utf8(value).ok()?.trim().parse::<u64>().ok())
-            .is_some_and(|length| length > self.max_bytes as u64)
+        crate::http::declares_over(content_length, self.max_bytes)
     }
 
     /// Whether `read` bytes are over the limit.

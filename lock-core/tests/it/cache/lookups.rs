@@ -5,10 +5,9 @@
 use std::time::Duration;
 
 use lock_core::cache::{CacheError, CacheStatus};
-use lock_core::LockError;
 
-use super::{plain, Instances};
-use crate::cache_support::{unique, Origin};
+use super::{bad_input_is_refused, plain, tiny, Instances};
+use crate::cache_support::{assert_got, compute_now, unique, Origin};
 
 /// `get` answers only a fresh stored value, never computes, and sees another instance's
 /// insert; `insert` overwrites, with the request's fresh window.
@@ -17,13 +16,7 @@ pub(super) async fn get_reads_and_insert_stores<I: Instances>(i: &I) {
     let key = unique("lookup");
     assert!(a.entry(&key).get::<Vec<u8>>().await.unwrap().is_none());
     let origin = Origin::default();
-    a.entry(&key)
-        .try_get_with({
-            let origin = origin.clone();
-            move || origin.call(Duration::ZERO, "computed")
-        })
-        .await
-        .unwrap();
+    compute_now(&a, &key, &origin, "computed").await;
     let got = b.entry(&key).utf8().get().await.unwrap().expect("fresh");
     assert_eq!(
         (got.value.as_str(), got.status),
@@ -41,18 +34,8 @@ pub(super) async fn get_reads_and_insert_stores<I: Instances>(i: &I) {
     let got = a.entry(&key).utf8().get().await.unwrap().expect("fresh");
     assert_eq!(got.value, "inserted");
     assert!(got.fresh_for <= Duration::from_millis(300), "{got:?}");
-    let read = a
-        .entry(&key)
-        .try_get_with({
-            let origin = origin.clone();
-            move || origin.call(Duration::ZERO, "again")
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        (read.value.as_slice(), read.status),
-        (&b"inserted"[..], CacheStatus::Hit)
-    );
+    let read = compute_now(&a, &key, &origin, "again").await;
+    assert_got(&read, CacheStatus::Hit, b"inserted");
     assert_eq!(origin.calls(), 1, "neither get nor insert computes");
 
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -91,34 +74,16 @@ pub(super) async fn insert_after_a_computation_wins<I: Instances>(i: &I) {
 /// Bad keys, windows, sizes and values the codec cannot read are typed errors; a remembered
 /// failure is no value.
 pub(super) async fn lookups_have_typed_errors<I: Instances>(i: &I) {
-    fn tiny(builder: lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder {
-        builder.max_value_bytes(4)
-    }
     let cache = i.instance(tiny).await;
-    let err = cache.entry("").get::<Vec<u8>>().await.unwrap_err();
-    assert!(
-        matches!(err, CacheError::Lock(LockError::InvalidKey { .. })),
-        "{err}"
-    );
-    let err = cache
-        .entry("k")
-        .fresh_for(Duration::ZERO)
-        .insert(b"1".to_vec())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, CacheError::Lock(LockError::InvalidDuration { .. })),
-        "{err}"
-    );
-    let err = cache
-        .entry(unique("big"))
-        .insert(b"12345".to_vec())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, CacheError::TooLarge { size: 5, limit: 4 }),
-        "{err}"
-    );
+    bad_input_is_refused(
+        cache.entry("").get::<Vec<u8>>(),
+        cache
+            .entry("k")
+            .fresh_for(Duration::ZERO)
+            .insert(b"1".to_vec()),
+        cache.entry(unique("big")).insert(b"12345".to_vec()),
+    )
+    .await;
     let key = unique("not-utf8");
     assert!(cache.entry(&key).insert(vec![0xff]).await.unwrap());
     let err = cache.entry(&key).utf8().get().await.unwrap_err();

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::cache::{Cache, Cached};
+use lock_core::cache::{Cache, CacheStatus, Cached};
 
 /// The namespace of every test cache; keys come from [`unique`], so runs do not meet.
 pub(crate) const NAMESPACE: &str = "test";
@@ -46,6 +46,36 @@ impl Origin {
     pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
+}
+
+/// `cache`'s answer for `key`, a miss computing `value` at once (not counted by any origin).
+pub(crate) async fn answer(cache: &Cache, key: &str, value: &'static [u8]) -> Cached<Vec<u8>> {
+    cache
+        .entry(key)
+        .try_get_with(|| async { Ok::<_, String>(value.to_vec()) })
+        .await
+        .unwrap()
+}
+
+/// `cache`'s answer for `key`, a miss computing `value` by a call to `origin` with no delay.
+pub(crate) async fn compute_now(
+    cache: &Cache,
+    key: &str,
+    origin: &Origin,
+    value: &'static str,
+) -> Cached<Vec<u8>> {
+    let origin = origin.clone();
+    cache
+        .entry(key)
+        .try_get_with(move || origin.call(Duration::ZERO, value))
+        .await
+        .unwrap()
+}
+
+/// `got` has the status `status` and the value `value`.
+#[track_caller]
+pub(crate) fn assert_got(got: &Cached<Vec<u8>>, status: CacheStatus, value: &[u8]) {
+    assert_eq!((got.status, got.value.as_slice()), (status, value));
 }
 
 /// `callers` concurrent reads of `key`, one task each, spread over `caches` in turn; a miss

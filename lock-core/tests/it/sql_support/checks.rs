@@ -135,7 +135,7 @@ macro_rules! sql_suite {
     ($make:expr) => {
         $crate::sql_support::sql_suite!(@tests $make;
             killed_holder_row_expires_by_database_time, fencing_survives_expiry_and_deletion,
-            long_names_are_hashed_and_kept);
+            long_names_are_hashed_and_kept, old_rows_are_swept_and_tokens_still_increase);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

@@ -7,11 +7,16 @@
 //! normally (no variable), `child_holder` does nothing.
 
 mod checks;
+mod kind;
 
 pub(crate) use checks::{
     bad_settings_are_typed, fencing_survives_expiry_and_deletion,
     killed_holder_row_expires_by_database_time, long_names_are_hashed_and_kept, sql_suite,
     SqlHarness,
+};
+pub(crate) use kind::{
+    bad_settings_of, hold, holder_backend, old_rows_are_swept_and_tokens_still_increase, sql_kind,
+    SharedPool, SqlKind, SqlServer,
 };
 
 use std::process::Stdio;

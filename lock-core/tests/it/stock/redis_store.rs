@@ -12,49 +12,21 @@ use tokio::time::timeout;
 
 use super::*;
 use crate::acl_support::AclRedis;
-
-/// The keys of the server whose names hold `name`.
-async fn keys_naming(
-    connection: &mut redis::aio::MultiplexedConnection,
-    name: &str,
-) -> Vec<String> {
-    let mut cursor = 0u64;
-    let mut keys = Vec::new();
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("*{name}*"))
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(connection)
-            .await
-            .unwrap();
-        keys.extend(batch);
-        if next == 0 {
-            return keys;
-        }
-        cursor = next;
-    }
-}
+use crate::redis_support::{admin_connection, keys_naming, prefixed_backend, redis_url};
 
 /// Two applications on the stack's Redis with key prefixes of their own and the same SKU and
 /// order names: each sells its own stock (the same order id is new to each), and every key
 /// naming the SKU is under one of the prefixes, each prefix holding its SKU's level.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_prefixes_keep_their_stock_apart() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
+    let Some(url) = redis_url() else {
         return;
     };
     timeout(BOUND, async {
         let prefixes = [unique("stock-a"), unique("stock-b")];
         let mut stocks = Vec::new();
         for prefix in &prefixes {
-            let backend = RedisBackend::builder(url.as_str())
-                .key_prefix(prefix.as_str())
-                .connect()
-                .await
-                .unwrap();
+            let backend = prefixed_backend(&url, prefix).await;
             stocks.push(
                 Stock::builder(RedisStock::from_backend(&backend))
                     .namespace("shop")
@@ -101,11 +73,7 @@ async fn two_prefixes_keep_their_stock_apart() {
             );
         }
 
-        let mut admin = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut admin = admin_connection(&url).await;
         let keys = keys_naming(&mut admin, &sku).await;
         let outside: Vec<&String> = keys
             .iter()
@@ -191,17 +159,13 @@ async fn pttl(admin: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
 /// stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_past_the_retention_leave_redis() {
-    let Some(url) = lock_testing::server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
+    let Some(url) = redis_url() else {
         return;
     };
     let retention = Duration::from_secs(2);
     let backend = RedisBackend::connect(&url).await.unwrap();
     let (stock, store) = stock_with(&backend, retention);
-    let mut admin = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut admin = admin_connection(&url).await;
     let sku = unique("leaves");
     let level = store.redis_key(&format!("test:{sku}"));
     timeout(BOUND, async {
@@ -315,11 +279,7 @@ async fn a_million_orders_stay_within_the_memory_bound() {
         .namespace("memory")
         .build()
         .unwrap();
-    let mut admin = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut admin = admin_connection(&server.url()).await;
     admin.set_response_timeout(Duration::from_secs(20));
     let sku = "one-sku";
     stock.restock(sku, 1_000, "delivery-1").await.unwrap();
@@ -405,11 +365,7 @@ async fn stock_of_the_unprefixed_layout_is_carried_over() {
         .await
         .unwrap();
     let (stock, store) = stock_with(&backend, Duration::from_secs(3600));
-    let mut admin = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut admin = admin_connection(&server.url()).await;
     timeout(BOUND, async {
         let old = "stock:{#test:kept}";
         let until = (std::time::SystemTime::now() + Duration::from_secs(3600))

@@ -15,6 +15,7 @@ use http::HeaderValue;
 use http_body_util::BodyExt;
 use lock_core::http::idempotency::IdempotencyRules;
 use lock_core::idempotency::{ClaimInfo, Idempotency};
+use lock_testing::adapter_tests::idempotency_middleware;
 use lock_testing::idempotency::{Answer, Call, Driver, Handler, USER_HEADER};
 use lock_tower::IdempotencyLayer;
 use tower::util::MapRequestLayer;
@@ -32,11 +33,8 @@ impl Driver for AxumIdempotency {
     const NAME: &'static str = "tower";
 
     async fn app(idempotency: Idempotency, rules: IdempotencyRules, handler: Handler) -> Router {
-        let layer = IdempotencyLayer::builder(idempotency)
-            .rules(rules)
-            .scope(|parts: &Parts| parts.extensions.get::<User>().map(|user| user.0.clone()))
-            .build()
-            .unwrap();
+        let user = |parts: &Parts| parts.extensions.get::<User>().map(|user| user.0.clone());
+        let layer: IdempotencyLayer = idempotency_middleware(idempotency, rules, user);
         Router::new()
             .route("/{*path}", any(handle))
             .with_state(handler)

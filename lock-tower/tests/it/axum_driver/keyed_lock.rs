@@ -24,16 +24,6 @@ impl Driver for AxumKeyedLock {
     type App = Router;
     const NAME: &'static str = "tower";
 
-    fn middleware(
-        locks: LockClient,
-        source: KeySource,
-        options: KeyedLockOptions,
-    ) -> Result<KeyedLockLayer<KeySource>, LockError> {
-        KeyedLockLayer::builder(locks, source)
-            .options(options)
-            .build()
-    }
-
     async fn app(layer: KeyedLockLayer<KeySource>, handler: Handler) -> Router {
         Router::new()
             .route("/", any(handle))
@@ -49,6 +39,16 @@ impl Driver for AxumKeyedLock {
         // On a task of its own, as a server would run it.
         let response = tokio::spawn(app.clone().oneshot(to_request(request)));
         async move { read(response.await.unwrap().unwrap()).await }
+    }
+
+    fn middleware(
+        locks: LockClient,
+        source: KeySource,
+        options: KeyedLockOptions,
+    ) -> Result<KeyedLockLayer<KeySource>, LockError> {
+        KeyedLockLayer::builder(locks, source)
+            .options(options)
+            .build()
     }
 }
 

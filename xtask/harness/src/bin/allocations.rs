@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use example_support::backend::{redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
 use lock_core::MemoryBackend;
-use lock_harness::floor::{Floor, MemoryFloor, RedisFloor};
+use lock_harness::bench::floor::{Floor, MemoryFloor, RedisFloor};
 use lock_harness::{connect, Connected};
 use serde_json::Value;
 

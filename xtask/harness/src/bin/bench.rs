@@ -1,27 +1,27 @@
 //! `cargo xtask bench --backend memory|redis|postgres|mysql|zookeeper|etcd|redlock`: lock
 //! throughput and latency, each beside a raw floor measured in the same run, with the ratio.
-//! `redlock` has figures of its own (`lock_harness::redlock_bench`): a 3-node RedLock's cycle
+//! `redlock` has figures of its own (`lock_harness::bench::redlock`): a 3-node RedLock's cycle
 //! against one node's (`redlock/single`), and five nodes with 2, then 3, stalled.
 //!
-//! Floors (see `lock_harness::floor`): on each server, its cheapest operation on the same kind
+//! Floors (see `lock_harness::bench::floor`): on each server, its cheapest operation on the same kind
 //! of client the backend uses (Redis `EVALSHA` of `return 1`; PostgreSQL and MySQL `SELECT 1` on
 //! a sqlx pool; ZooKeeper create+delete of an ephemeral node; etcd one txn), sequentially and
 //! from 64 tasks; on memory, a `tokio::sync::Mutex` (uncontended pair, 64 concurrent, handoff to
 //! a waiter). Results are printed and written as JSON under `target/bench/`.
 //!
 //! `--load` runs every figure with a busy process on every core beside it
-//! (`lock_harness::busy_cores`): the floors are measured under the same load, so the ratios are
+//! (`lock_harness::bench::busy_cores`): the floors are measured under the same load, so the ratios are
 //! the loaded ones.
 //!
 //! `--only fair` (with `--backend redis`) runs only the fair lock vs lock figure
-//! (`lock_harness::fair_bench`), written to `target/bench/fair.json`; `--only uncontended` only
+//! (`lock_harness::bench::fair`), written to `target/bench/fair.json`; `--only uncontended` only
 //! the first figure (acquire+release on one task, rslock beside it on Redis), for a profiler
 //! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`);
 //! `--only cache-layer` the response cache layer's hit against the hand-written GET layer;
 //! `--only idempotency` the idempotency layer's first request and replay.
 //!
 //! On `postgres` and `mysql` the run ends with the SQL stock strategies' deductions/s on one
-//! SKU at 1, 8 and 64 buyers, beside Redis's atomic stock script (`lock_harness::stock_bench`);
+//! SKU at 1, 8 and 64 buyers, beside Redis's atomic stock script (`lock_harness::bench::stock`);
 //! `--only stock` runs only those.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +31,7 @@ use std::time::Duration;
 use example_support::backend::{redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
-use lock_harness::floor::{
+use lock_harness::bench::floor::{
     concurrent_rate, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
     CONCURRENT_TASKS, HANDOFF_WAITERS,
 };
@@ -57,7 +57,7 @@ async fn main() {
     let load = match flags.get("load") {
         None | Some("false") => None,
         Some("true") => {
-            let load = lock_harness::busy_cores::BusyCores::start();
+            let load = lock_harness::bench::busy_cores::BusyCores::start();
             println!("load: {} busy processes beside the bench (one per core); floors and figures both run under it\n", load.count());
             Some(load)
         }
@@ -70,21 +70,21 @@ async fn main() {
     match flags.get("only") {
         None => {}
         Some("fair") if kind == BackendKind::Redis => {
-            let report = lock_harness::fair_bench::run(&redis_url(&flags)).await;
+            let report = lock_harness::bench::fair::run(&redis_url(&flags)).await;
             write_report(&report_name("fair", load.is_some()), &report);
             return;
         }
         Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
         Some("uncontended") => {}
         Some("cache-layer") if kind == BackendKind::Redis => {
-            let report = lock_harness::middleware_bench::run(&redis_url(&flags), iterations).await;
+            let report = lock_harness::bench::middleware::run(&redis_url(&flags), iterations).await;
             write_report(&report_name("cache-layer", load.is_some()), &report);
             return;
         }
         Some("cache-layer") => usage_error("--only cache-layer runs on Redis: add --backend redis"),
         Some("idempotency") if kind == BackendKind::Redis => {
             let report =
-                lock_harness::idempotency_bench::run(&redis_url(&flags), iterations).await;
+                lock_harness::bench::idempotency::run(&redis_url(&flags), iterations).await;
             write_report(&report_name("idempotency", load.is_some()), &report);
             return;
         }
@@ -93,7 +93,7 @@ async fn main() {
         }
         Some("stock") => match sql_name(kind) {
             Some((db, url)) => {
-                let report = lock_harness::stock_bench::run(db, &url, &redis_url(&flags)).await;
+                let report = lock_harness::bench::stock::run(db, &url, &redis_url(&flags)).await;
                 write_report(&report_name("stock", load.is_some()), &report);
                 return;
             }
@@ -137,7 +137,7 @@ async fn main() {
             // The stock strategies of the same database, beside Redis's atomic script.
             if !only_uncontended {
                 if let Some((db, sql_url)) = sql_name(kind) {
-                    let report = lock_harness::stock_bench::run(db, &sql_url, &url).await;
+                    let report = lock_harness::bench::stock::run(db, &sql_url, &url).await;
                     write_report(&report_name(&format!("stock-{db}"), loaded), &report);
                 }
             }
@@ -147,7 +147,7 @@ async fn main() {
         // RedLock's own figures: against one node, and its nodes stalled.
         BackendKind::Redlock => {
             let urls = example_support::backend::redlock_urls();
-            let report = lock_harness::redlock_bench::run(&urls, iterations).await;
+            let report = lock_harness::bench::redlock::run(&urls, iterations).await;
             write_report(&report_name("redlock", run.loaded), &report);
         }
     }
@@ -199,10 +199,10 @@ impl Run {
         // 1. Uncontended acquire + release, one task: the floor, the lock and (on Redis) rslock
         // in alternating rounds, so a neighbour's burst on a shared machine lands on all of
         // them alike; the ratios are medians of the rounds' ratios.
-        let rslock_manager =
-            (kind == BackendKind::Redis).then(|| lock_harness::rslock_compare::manager(&url));
+        let rslock_manager = (kind == BackendKind::Redis)
+            .then(|| lock_harness::bench::rslock_compare::manager(&url));
         if let Some(manager) = &rslock_manager {
-            lock_harness::rslock_compare::warm_up(manager).await;
+            lock_harness::bench::rslock_compare::warm_up(manager).await;
         }
         let per_round = (iterations / UNCONTENDED_ROUNDS).max(1);
         let (mut floor_rounds, mut lock_rounds, mut rslock_rounds) = (vec![], vec![], vec![]);
@@ -219,7 +219,8 @@ impl Run {
                     _ => {
                         if let Some(manager) = &rslock_manager {
                             rslock_rounds.push(
-                                lock_harness::rslock_compare::cycles(manager, per_round).await,
+                                lock_harness::bench::rslock_compare::cycles(manager, per_round)
+                                    .await,
                             );
                         }
                     }
@@ -320,17 +321,17 @@ impl Run {
         let macro_ratio = macro_overhead(iterations).await;
         println!("\n#[distributed_lock] vs the same calls by hand (memory): ratio {macro_ratio:.3}× (median of 9 rounds)");
 
-        // 5. etcd only: 8 clients contending for one key (`etcd_contention_bench`).
+        // 5. etcd only: 8 clients contending for one key (`bench::etcd_contention`).
         if kind == BackendKind::Etcd {
-            lock_harness::etcd_contention_bench::run().await;
+            lock_harness::bench::etcd_contention::run().await;
         }
 
         let (cache, middleware, idempotency, fair) = match kind {
             BackendKind::Redis => (
-                lock_harness::cache_bench::run(&url, iterations).await,
-                lock_harness::middleware_bench::run(&url, iterations).await,
-                lock_harness::idempotency_bench::run(&url, iterations).await,
-                lock_harness::fair_bench::run(&url).await,
+                lock_harness::bench::cache::run(&url, iterations).await,
+                lock_harness::bench::middleware::run(&url, iterations).await,
+                lock_harness::bench::idempotency::run(&url, iterations).await,
+                lock_harness::bench::fair::run(&url).await,
             ),
             _ => (json!(null), json!(null), json!(null), json!(null)),
         };
@@ -454,7 +455,7 @@ fn write_report(name: &str, report: &serde_json::Value) {
 
 /// Median over alternating rounds of (macro time / hand-written time) on the memory backend.
 async fn macro_overhead(iterations: usize) -> f64 {
-    use lock_harness::overhead::{annotated, by_hand};
+    use lock_harness::bench::overhead::{annotated, by_hand};
     let locks = LockClient::new(MemoryBackend::new());
     let mut ratios = Vec::new();
     for round in 0..10 {

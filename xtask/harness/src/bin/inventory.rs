@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use example_support::backend::{redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
 use example_support::shop::Strategy;
-use lock_harness::inventory::{print_table, Scenario};
+use lock_harness::demo::inventory::{print_table, Scenario};
 
 #[tokio::main]
 async fn main() {

@@ -1,7 +1,7 @@
 //! `cargo xtask demo leader [--instances N] [--every-ms MS] [--slots S] [--redis-url URL]
 //! [--bin-dir DIR]`: a scheduled job on N instances of `flash-sale-axum` (3 by default), one
 //! run per slot, one instance killed halfway; PASS or FAIL (exit status 1). See
-//! `lock_harness::leader_demo`.
+//! `lock_harness::demo::leader`.
 //!
 //! The app binary is looked for next to this one (`cargo xtask demo leader` builds it first)
 //! or in `--bin-dir`.
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use example_support::backend::redis_url;
 use example_support::flags::{usage_error, Flags};
-use lock_harness::leader_demo::LeaderDemo;
+use lock_harness::demo::leader::LeaderDemo;
 
 #[tokio::main]
 async fn main() {

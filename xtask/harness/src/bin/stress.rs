@@ -16,7 +16,7 @@
 //! checks do catch overlaps.
 //!
 //! `--primitive fair|rw|semaphore|latch` hammers that primitive instead, with its own
-//! invariant counters and `--break-check` (see `lock_harness::primitive_stress`).
+//! invariant counters and `--break-check` (see `lock_harness::stress::primitive`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use example_support::backend::{redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
 use lock_harness::connect;
-use lock_harness::worker_reports::worker_reports;
+use lock_harness::stress::worker_reports::worker_reports;
 use redis::AsyncCommands;
 use tokio::time::Instant;
 
@@ -40,7 +40,7 @@ const FLAGS: &[&str] = &[
     "worker",
     "run-id",
     "no-lock",
-    // The primitive runs' (`lock_harness::primitive_stress`).
+    // The primitive runs' (`lock_harness::stress::primitive`).
     "primitive",
     "break-check",
     "permits",
@@ -67,7 +67,7 @@ struct Tally {
 async fn main() {
     let flags = Flags::of_process(FLAGS);
     if flags.get("primitive").is_some() {
-        lock_harness::primitive_stress::run(&flags, &redis_url(&flags)).await;
+        lock_harness::stress::primitive::run(&flags, &redis_url(&flags)).await;
         return;
     }
     let number = |name, default| flags.number_or_exit(name, default);

@@ -1,8 +1,9 @@
 //! `cargo xtask chaos`: the fault catalogue of issue 15, run against every backend, with a
 //! fenced resource that counts what got through.
 //!
-//! - [`proxy`]: a TCP proxy to put between clients and any server, whose faults (pass, delay,
-//!   stall, blackhole, reset, per direction) switch at run time.
+//! - [`proxy`](crate::shared::proxy) (in `shared/`, the payments crash demo uses it too): a TCP
+//!   proxy to put between clients and any server, whose faults (pass, delay, stall, blackhole,
+//!   reset, per direction) switch at run time.
 //! - [`resource`]: the fenced resource every verdict comes from (a `RedisFencedStore` value
 //!   on the stack's Redis, with overlap and stale-write counters beside it).
 //! - [`worker`]: a lock client in a process of its own (`chaos worker ...`), to pause with
@@ -29,7 +30,6 @@ pub mod crowd;
 pub mod drops;
 #[cfg(feature = "servers")]
 pub mod process;
-pub mod proxy;
 #[cfg(feature = "servers")]
 pub mod random;
 #[cfg(feature = "servers")]

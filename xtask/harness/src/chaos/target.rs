@@ -1,6 +1,6 @@
 //! The lock server under test, per backend: where it is, how to reach it through a
-//! [`FaultProxy`](super::proxy::FaultProxy), and the operator's hand on its keys (expire a
-//! lock behind its holder's back, count what a lock left behind).
+//! [`FaultProxy`], and the operator's hand on its keys (expire a lock behind its holder's
+//! back, count what a lock left behind).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -10,8 +10,8 @@ use zookeeper_client as zk;
 
 use example_support::backend::BackendKind;
 
-use super::proxy::FaultProxy;
 use super::report::Measured;
+use crate::shared::proxy::FaultProxy;
 
 /// A lock server: the backend and its URL.
 #[derive(Clone, Debug)]

@@ -33,16 +33,7 @@ pub(super) fn record(
     }
     let cents = i64::try_from(payment.cents)
         .map_err(|_| LedgerError::Unavailable("amount out of range".into()))?;
-    let effect = Effect {
-        id: books.rows.len() as u64 + 1,
-        scope: claim.scope.clone(),
-        key: claim.key.clone(),
-        fence: claim.fencing_token.get(),
-        from: payment.from.clone(),
-        to: payment.to.clone(),
-        cents: payment.cents,
-        created_at_ms: now_ms(),
-    };
+    let effect = Effect::new(books.rows.len() as u64 + 1, claim, payment, now_ms());
     *books.balances.entry(payment.from.clone()).or_default() -= cents;
     *books.balances.entry(payment.to.clone()).or_default() += cents;
     books.rows.push(effect.clone());

@@ -57,6 +57,20 @@ pub struct Effect {
 }
 
 impl Effect {
+    /// The row `id` of `payment`, made under `claim` and recorded at `created_at_ms`.
+    fn new(id: u64, claim: &ClaimInfo, payment: &Payment, created_at_ms: u64) -> Self {
+        Self {
+            id,
+            scope: claim.scope.clone(),
+            key: claim.key.clone(),
+            fence: claim.fencing_token.get(),
+            from: payment.from.clone(),
+            to: payment.to.clone(),
+            cents: payment.cents,
+            created_at_ms,
+        }
+    }
+
     /// The receipt a 201 answers with.
     #[must_use]
     pub fn receipt(&self) -> Receipt {

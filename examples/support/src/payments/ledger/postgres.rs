@@ -107,16 +107,9 @@ pub(super) async fn record(
     .await
     .map_err(unavailable)?;
     move_money(&mut tx, namespace, payment, cents).await?;
-    let effect = Effect {
-        id: row.try_get::<i64, _>("id").map_err(unavailable)? as u64,
-        scope: claim.scope.clone(),
-        key: claim.key.clone(),
-        fence: claim.fencing_token.get(),
-        from: payment.from.clone(),
-        to: payment.to.clone(),
-        cents: payment.cents,
-        created_at_ms: row.try_get::<i64, _>("created_ms").map_err(unavailable)? as u64,
-    };
+    let id = row.try_get::<i64, _>("id").map_err(unavailable)? as u64;
+    let created_at_ms = row.try_get::<i64, _>("created_ms").map_err(unavailable)? as u64;
+    let effect = Effect::new(id, claim, payment, created_at_ms);
     if !answer_with_payment {
         tx.commit().await.map_err(unavailable)?;
         return Ok(Recorded::Made(effect));

@@ -28,6 +28,28 @@ fn pairs(headers: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The rows of `text`, one a line: `setup status headers => decision`.
+fn table(text: &str) -> Vec<(&str, u16, &str, &str)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let (given, expected) = line
+                .split_once(" => ")
+                .expect("setup status headers => decision");
+            let (who, rest) = given.split_once(' ').expect("a setup and a status");
+            let rest = rest.trim_start();
+            let (status, headers) = rest.split_once(' ').unwrap_or((rest, ""));
+            (
+                who,
+                status.parse().expect("a status"),
+                headers.trim(),
+                expected,
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn decisions_table() {
     let plain = CacheRules::default();
@@ -62,200 +84,64 @@ fn decisions_table() {
         ),
         ("nocookie", &no_cookies, get),
     ];
-    let rows: &[(&str, u16, &str, &str)] = &[
-        ("plain", 200, "", "NoFreshness"),
-        ("plain", 200, "cc: max-age=60", "fresh=60 swr=0 sie=0 age=0"),
-        ("bypass", 200, "cc: max-age=60", "Bypassed"),
-        ("plain", 500, "cc: max-age=60", "Status(500)"),
-        ("plain", 302, "cc: public, max-age=60", "Status(302)"),
-        ("plain", 200, "cc: max-age=60, no-store", "NoStore"),
-        (
-            "plain",
-            200,
-            "Cache-Control: private | cc: max-age=9",
-            "Private",
-        ),
-        (
-            "plain",
-            200,
-            "cc: private=\"x\", public, max-age=9",
-            "Private",
-        ),
-        ("plain", 200, "cc: no-cache, max-age=9", "NoCache"),
-        ("plain", 200, "cc: max-age=0", "AlreadyStale"),
-        ("plain", 200, "cc: max-age=60 | age: 60", "AlreadyStale"),
-        (
-            "plain",
-            200,
-            "cc: max-age=60 | Age: 10",
-            "fresh=50 swr=0 sie=0 age=10",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=60 | age: ten",
-            "fresh=60 swr=0 sie=0 age=0",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=60 | age: 5, 7",
-            "fresh=55 swr=0 sie=0 age=5",
-        ),
-        ("plain", 200, "cc: max-age=soon", "InvalidFreshness"),
-        (
-            "plain",
-            200,
-            "cc: max-age=5 | cc: max-age=6",
-            "InvalidFreshness",
-        ),
-        (
-            "plain",
-            200,
-            "cc: s-maxage=10, max-age=60",
-            "fresh=10 swr=0 sie=0 age=0",
-        ),
-        (
-            "plain",
-            200,
-            "cc: s-maxage=x, max-age=60",
-            "InvalidFreshness",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=99999999999",
-            "fresh=31536000 swr=0 sie=0 age=0",
-        ),
-        (
-            "plain",
-            200,
-            "expires: Thu, 01 Jan 2099 00:00:00 GMT",
-            "Expires",
-        ),
-        (
-            "plain",
-            200,
-            "expires: 0 | cc: max-age=5",
-            "fresh=5 swr=0 sie=0 age=0",
-        ),
-        ("plain", 200, "cc: max-age=5 | vary: *", "VaryStar"),
-        (
-            "plain",
-            200,
-            "cc: max-age=5 | Vary: Accept",
-            "VaryNotKeyed(\"accept\")",
-        ),
-        (
-            "dflt",
-            200,
-            "Vary: ACCEPT, ,accept",
-            "fresh=30 swr=60 sie=300 age=0",
-        ),
-        ("dflt", 200, "Vary: accept, x", "VaryNotKeyed(\"x\")"),
-        (
-            "dflt",
-            200,
-            "content-length: 101",
-            "TooLarge { limit: 100 }",
-        ),
-        (
-            "dflt",
-            200,
-            "content-length: 100, 100",
-            "fresh=30 swr=60 sie=300 age=0",
-        ),
-        (
-            "dflt",
-            200,
-            "content-length: 5 | content-length: 6",
-            "BadContentLength",
-        ),
-        ("dflt", 200, "content-length: -1", "BadContentLength"),
-        (
-            "dflt",
-            200,
-            "content-length: 99999999999999999999999",
-            "BadContentLength",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=60, stale-while-revalidate=30, stale-if-error=9",
-            "fresh=60 swr=30 sie=9 age=0",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=60, stale-while-revalidate=30, must-revalidate",
-            "fresh=60 swr=0 sie=0 age=0",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=60, stale-if-error=30, proxy-revalidate",
-            "fresh=60 swr=0 sie=0 age=0",
-        ),
-        (
-            "plain",
-            200,
-            "cc: max-age=60, stale-if-error=-3",
-            "fresh=60 swr=0 sie=0 age=0",
-        ),
-        (
-            "dflt",
-            200,
-            "cache-control: max-age=10",
-            "fresh=10 swr=60 sie=300 age=0",
-        ),
-        (
-            "dflt",
-            200,
-            "cc: max-age=10, stale-while-revalidate=x",
-            "fresh=10 swr=0 sie=300 age=0",
-        ),
-        ("dflt", 200, "cc: s-maxage=10", "fresh=10 swr=0 sie=0 age=0"),
-        (
-            "dflt",
-            200,
-            "cc: s-maxage=10, stale-while-revalidate=5",
-            "fresh=10 swr=5 sie=0 age=0",
-        ),
-        ("dflt", 404, "", "fresh=30 swr=60 sie=300 age=0"),
-        ("dflt", 200, "age: 40", "AlreadyStale"),
-        ("dflt", 200, "expires: -1", "Expires"),
-        ("cookie", 200, "", "Personal"),
-        ("dflt", 200, "set-cookie: a=1", "Personal"),
-        (
-            "cookie",
-            200,
-            "cache-control: max-age=10",
-            "fresh=10 swr=60 sie=300 age=0",
-        ),
-        (
-            "nocookie",
-            200,
-            "cc: max-age=10 | Set-Cookie: a=1",
-            "SetCookie",
-        ),
-        ("auth", 200, "cc: max-age=60", "Authorization"),
-        (
-            "auth",
-            200,
-            "cc: public, max-age=60",
-            "fresh=60 swr=0 sie=0 age=0",
-        ),
-        ("auth", 200, "cc: s-maxage=60", "fresh=60 swr=0 sie=0 age=0"),
-        (
-            "auth",
-            200,
-            "cc: must-revalidate, max-age=60, stale-if-error=5",
-            "fresh=60 swr=0 sie=0 age=0",
-        ),
-        ("auth", 200, "cc: public=1, max-age=60", "Authorization"),
-    ];
+    // A row a line: the setup, the status, the response's headers (as in `pairs`, maybe none)
+    // and, after `=>`, the decision (as in `summary`).
+    let rows = table(
+        r#"
+        plain    200 => NoFreshness
+        plain    200 cc: max-age=60 => fresh=60 swr=0 sie=0 age=0
+        bypass   200 cc: max-age=60 => Bypassed
+        plain    500 cc: max-age=60 => Status(500)
+        plain    302 cc: public, max-age=60 => Status(302)
+        plain    200 cc: max-age=60, no-store => NoStore
+        plain    200 Cache-Control: private | cc: max-age=9 => Private
+        plain    200 cc: private="x", public, max-age=9 => Private
+        plain    200 cc: no-cache, max-age=9 => NoCache
+        plain    200 cc: max-age=0 => AlreadyStale
+        plain    200 cc: max-age=60 | age: 60 => AlreadyStale
+        plain    200 cc: max-age=60 | Age: 10 => fresh=50 swr=0 sie=0 age=10
+        plain    200 cc: max-age=60 | age: ten => fresh=60 swr=0 sie=0 age=0
+        plain    200 cc: max-age=60 | age: 5, 7 => fresh=55 swr=0 sie=0 age=5
+        plain    200 cc: max-age=soon => InvalidFreshness
+        plain    200 cc: max-age=5 | cc: max-age=6 => InvalidFreshness
+        plain    200 cc: s-maxage=10, max-age=60 => fresh=10 swr=0 sie=0 age=0
+        plain    200 cc: s-maxage=x, max-age=60 => InvalidFreshness
+        plain    200 cc: max-age=99999999999 => fresh=31536000 swr=0 sie=0 age=0
+        plain    200 expires: Thu, 01 Jan 2099 00:00:00 GMT => Expires
+        plain    200 expires: 0 | cc: max-age=5 => fresh=5 swr=0 sie=0 age=0
+        plain    200 cc: max-age=5 | vary: * => VaryStar
+        plain    200 cc: max-age=5 | Vary: Accept => VaryNotKeyed("accept")
+        dflt     200 Vary: ACCEPT, ,accept => fresh=30 swr=60 sie=300 age=0
+        dflt     200 Vary: accept, x => VaryNotKeyed("x")
+        dflt     200 content-length: 101 => TooLarge { limit: 100 }
+        dflt     200 content-length: 100, 100 => fresh=30 swr=60 sie=300 age=0
+        dflt     200 content-length: 5 | content-length: 6 => BadContentLength
+        dflt     200 content-length: -1 => BadContentLength
+        dflt     200 content-length: 99999999999999999999999 => BadContentLength
+        plain    200 cc: max-age=60, stale-while-revalidate=30, stale-if-error=9 => fresh=60 swr=30 sie=9 age=0
+        plain    200 cc: max-age=60, stale-while-revalidate=30, must-revalidate => fresh=60 swr=0 sie=0 age=0
+        plain    200 cc: max-age=60, stale-if-error=30, proxy-revalidate => fresh=60 swr=0 sie=0 age=0
+        plain    200 cc: max-age=60, stale-if-error=-3 => fresh=60 swr=0 sie=0 age=0
+        dflt     200 cache-control: max-age=10 => fresh=10 swr=60 sie=300 age=0
+        dflt     200 cc: max-age=10, stale-while-revalidate=x => fresh=10 swr=0 sie=300 age=0
+        dflt     200 cc: s-maxage=10 => fresh=10 swr=0 sie=0 age=0
+        dflt     200 cc: s-maxage=10, stale-while-revalidate=5 => fresh=10 swr=5 sie=0 age=0
+        dflt     404 => fresh=30 swr=60 sie=300 age=0
+        dflt     200 age: 40 => AlreadyStale
+        dflt     200 expires: -1 => Expires
+        cookie   200 => Personal
+        dflt     200 set-cookie: a=1 => Personal
+        cookie   200 cache-control: max-age=10 => fresh=10 swr=60 sie=300 age=0
+        nocookie 200 cc: max-age=10 | Set-Cookie: a=1 => SetCookie
+        auth     200 cc: max-age=60 => Authorization
+        auth     200 cc: public, max-age=60 => fresh=60 swr=0 sie=0 age=0
+        auth     200 cc: s-maxage=60 => fresh=60 swr=0 sie=0 age=0
+        auth     200 cc: must-revalidate, max-age=60, stale-if-error=5 => fresh=60 swr=0 sie=0 age=0
+        auth     200 cc: public=1, max-age=60 => Authorization
+        "#,
+    );
     assert!(rows.len() >= 30);
-    for (who, status, headers, expected) in rows {
+    for (who, status, headers, expected) in &rows {
         let (_, rules, request) = setups.iter().find(|(name, ..)| name == who).unwrap();
         let decision = rules.decide_request(request);
         let response = rules.decide_response(*status, &pairs(headers), &decision);

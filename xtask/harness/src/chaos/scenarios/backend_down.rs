@@ -28,7 +28,7 @@ use crate::chaos::process::{Event, Worker};
 use crate::chaos::report::{p50_p99, Measured};
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
-use crate::load::{client, exchange, HttpClient};
+use crate::shared::load::{client, exchange, HttpClient};
 
 /// Requests per second on each route.
 const RATE: u64 = 20;

@@ -8,37 +8,20 @@
 
 use std::time::Duration;
 
-use super::{ms, ms_between, rounds, Chaos, START};
-use crate::chaos::proxy::{Direction, Fault};
+use super::{answer_rounds, ms, ms_between, Chaos, START};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
+use crate::shared::proxy::{Direction, Fault};
 
 /// Runs the scenario's rounds.
 pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {
-    rounds(
+    answer_rounds(
         cx,
         3,
         target,
-        "answer→next grant",
-        async |cx, key, _resource, m| {
+        |cx| vec!["--response-timeout-ms".to_owned(), ms(cx.ttl() * 4)],
+        async |cx, key, proxy, mut a, m| {
             let ttl = cx.ttl();
-            let proxy = target.proxy().await?;
-            let extra = [
-                "--acquire-only".to_owned(),
-                "--start-delay-ms".to_owned(),
-                "300".to_owned(),
-                "--response-timeout-ms".to_owned(),
-                ms(ttl * 4),
-            ];
-            let mut a = cx.worker(
-                "A",
-                target.kind,
-                &target.via(proxy.addr()),
-                key,
-                true,
-                &extra,
-            )?;
-            a.wait_for("ready", START).await?;
             proxy.set(
                 Direction::ToClient,
                 Fault::Delay(ttl + Duration::from_millis(500)),

@@ -34,6 +34,7 @@ use super::process::{Event, Worker};
 use super::report::{Measured, Outcome};
 use super::resource::Resource;
 use super::target::Target;
+use crate::shared::proxy::FaultProxy;
 
 /// The catalogue: number, short name, and whether it is built.
 pub const CATALOGUE: &[(u32, &str, bool)] = &[
@@ -312,6 +313,75 @@ async fn holder_and_waiter(
     let mut b = cx.direct("B", target, key, false, &hold)?;
     b.wait_for("ready", START).await?;
     Ok((a, a_fence, b))
+}
+
+/// Rounds of a scenario whose fault hits A's acquire (3, 9): in each, A (the holder the fault
+/// hits) reaches the server through a fresh [`FaultProxy`], only to acquire, 300 ms after it
+/// is ready (so that the fault is set first), with the flags `extra` gives; `one` gets the
+/// proxy and A, ready. The latency is from A's answer to the next grant.
+async fn answer_rounds<F>(
+    cx: &Chaos,
+    scenario: u32,
+    target: &Target,
+    extra: fn(&Chaos) -> Vec<String>,
+    mut one: F,
+) -> Measured
+where
+    F: AsyncFnMut(&Chaos, &str, FaultProxy, Worker, &mut Measured) -> Result<(), String>,
+{
+    rounds(
+        cx,
+        scenario,
+        target,
+        "answer→next grant",
+        async |cx, key, _resource, m| {
+            let proxy = target.proxy().await?;
+            let mut flags = vec![
+                "--acquire-only".to_owned(),
+                "--start-delay-ms".to_owned(),
+                "300".to_owned(),
+            ];
+            flags.extend(extra(cx));
+            let via = target.via(proxy.addr());
+            let mut a = cx.worker("A", target.kind, &via, key, true, &flags)?;
+            a.wait_for("ready", START).await?;
+            one(cx, key, proxy, a, m).await
+        },
+    )
+    .await
+}
+
+/// A waiter's flags: once it has the key it holds it `hold`; it gives up after `give_up`.
+fn hold_then_give_up(hold: Duration, give_up: Duration) -> Vec<String> {
+    vec![
+        "--hold-ms".to_owned(),
+        ms(hold),
+        "--give-up-ms".to_owned(),
+        ms(give_up),
+    ]
+}
+
+/// Waits (up to `within`) for B's grant after the key was let go at `from` (wall-clock µs):
+/// the gap is a latency of `m`, printed as `said` words it, and a violation (worded by
+/// `held`) when it is over the lease + 1 s. Returns B's `acquired` event.
+async fn next_grant_within_lease(
+    cx: &Chaos,
+    m: &mut Measured,
+    b: &mut Worker,
+    from: u64,
+    within: Duration,
+    said: impl FnOnce(f64) -> String,
+    held: impl FnOnce(f64) -> String,
+) -> Result<Event, String> {
+    let bound = cx.ttl() + Duration::from_secs(1);
+    let taken = b.wait_for("acquired", within).await?;
+    let gap = ms_between(from, taken.at);
+    m.latencies.push(gap);
+    eprintln!("    {}", said(gap));
+    if gap > bound.as_secs_f64() * 1000.0 {
+        m.violation(held(gap));
+    }
+    Ok(taken)
 }
 
 /// The close of a handover: the faulted holder `a` (called `who`) must not free the lock

@@ -13,10 +13,10 @@ use super::{
     check_fences, check_handover_releases, fence_of, holder_and_waiter, ms_between, rounds, Chaos,
     START,
 };
-use crate::chaos::proxy::{Direction, Fault};
 use crate::chaos::report::Measured;
 use crate::chaos::target::Target;
 use crate::chaos::worker::wall_us;
+use crate::shared::proxy::{Direction, Fault};
 
 /// Runs the scenario's rounds.
 pub(super) async fn run(cx: &Chaos, target: &Target) -> Measured {

@@ -1,0 +1,31 @@
+//! `cargo xtask bench` (`src/bin/bench.rs`, `src/bin/allocations.rs`): the lock figures'
+//! raw floors and the figures of their own, each measured beside its floor in the same run.
+//!
+//! - [`floor`]: per backend, the cheapest server operation on the same kind of client the
+//!   backend uses, and the [`Summary`](floor::Summary) every figure is reported in.
+//! - [`fair`], [`cache`], [`middleware`], [`idempotency`], [`stock`], [`etcd_contention`] and
+//!   `redlock` (feature `compare`): the figures of one feature or backend each.
+//! - `rslock_compare` (feature `compare`): the comparison rows with rslock.
+//! - [`overhead`]: the same locked work with `#[distributed_lock]` and by hand.
+//! - [`busy_cores`]: `--load`'s busy process on every core.
+
+pub mod busy_cores;
+// The floors speak to every server (feature `servers`).
+#[cfg(feature = "servers")]
+pub mod cache;
+#[cfg(feature = "servers")]
+pub mod etcd_contention;
+pub mod fair;
+#[cfg(feature = "servers")]
+pub mod floor;
+#[cfg(feature = "servers")]
+pub mod idempotency;
+#[cfg(feature = "servers")]
+pub mod middleware;
+pub mod overhead;
+#[cfg(all(feature = "servers", feature = "compare"))]
+pub mod redlock;
+#[cfg(all(feature = "servers", feature = "compare"))]
+pub mod rslock_compare;
+#[cfg(feature = "servers")]
+pub mod stock;

@@ -39,6 +39,18 @@ impl Leader {
     }
 }
 
+/// What [`ElectionBackend::leader_after`] waits on: the election `key`, the leader the caller
+/// has `seen` (`None`: nobody), and the instant `until` which it waits at most.
+#[derive(Clone, Copy, Debug)]
+pub struct LeaderWait<'a> {
+    /// The election.
+    pub key: &'a LockKey,
+    /// The leader the caller knows of.
+    pub seen: Option<&'a Leader>,
+    /// When to answer whatever the leader is.
+    pub until: Instant,
+}
+
 /// A backend that holds elections: it grants [`LeaseKind::Leader`](super::LeaseKind::Leader)
 /// leases in campaign order and keeps each candidate's participant id with its lease, so that
 /// anyone can read the leader. It hands itself out from [`LockBackend::optional_traits`].
@@ -66,10 +78,9 @@ pub trait ElectionBackend: LockBackend {
     /// an election changes (a watch, a published message, a lease's known end) waits for that.
     fn leader_after(
         &self,
-        key: &LockKey,
-        seen: Option<&Leader>,
-        until: Instant,
+        wait: LeaderWait<'_>,
     ) -> impl Future<Output = Result<Option<Leader>>> + Send {
+        let LeaderWait { key, seen, until } = wait;
         async move {
             let leader = self.leader(key).await?;
             if leader.as_ref() != seen {
@@ -87,12 +98,7 @@ pub trait DynElectionBackend: Send + Sync {
     fn leader<'a>(&'a self, key: &'a LockKey) -> BoxFuture<'a, Result<Option<Leader>>>;
 
     /// See [`ElectionBackend::leader_after`].
-    fn leader_after<'a>(
-        &'a self,
-        key: &'a LockKey,
-        seen: Option<&'a Leader>,
-        until: Instant,
-    ) -> BoxFuture<'a, Result<Option<Leader>>>;
+    fn leader_after<'a>(&'a self, wait: LeaderWait<'a>) -> BoxFuture<'a, Result<Option<Leader>>>;
 }
 
 impl<B: ElectionBackend> DynElectionBackend for B {
@@ -100,12 +106,7 @@ impl<B: ElectionBackend> DynElectionBackend for B {
         Box::pin(ElectionBackend::leader(self, key))
     }
 
-    fn leader_after<'a>(
-        &'a self,
-        key: &'a LockKey,
-        seen: Option<&'a Leader>,
-        until: Instant,
-    ) -> BoxFuture<'a, Result<Option<Leader>>> {
-        Box::pin(ElectionBackend::leader_after(self, key, seen, until))
+    fn leader_after<'a>(&'a self, wait: LeaderWait<'a>) -> BoxFuture<'a, Result<Option<Leader>>> {
+        Box::pin(ElectionBackend::leader_after(self, wait))
     }
 }

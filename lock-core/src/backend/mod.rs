@@ -72,7 +72,7 @@ pub use self::capabilities::{Capabilities, Primitives};
 #[cfg(feature = "redis")]
 pub(crate) use self::dyn_backend::bind;
 pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
-pub use self::election::{DynElectionBackend, ElectionBackend, Leader};
+pub use self::election::{DynElectionBackend, ElectionBackend, Leader, LeaderWait};
 pub use self::kind::LeaseKind;
 pub use self::latch::{DynLatchBackend, LatchBackend};
 pub use self::optional_traits::OptionalTraits;

@@ -3,6 +3,7 @@
 use tokio::time::Instant;
 
 use super::{Election, Leader};
+use crate::backend::LeaderWait;
 use crate::Result;
 
 /// Follows an election's leader (from [`Election::observe`]): each
@@ -62,7 +63,13 @@ impl LeaderWatch {
         let (key, backend) = (self.election.key()?, self.election.backend()?);
         loop {
             let until = Instant::now() + self.election.observe_every;
-            let leader = backend.leader_after(&key, seen.as_ref(), until).await?;
+            let leader = backend
+                .leader_after(LeaderWait {
+                    key: &key,
+                    seen: seen.as_ref(),
+                    until,
+                })
+                .await?;
             if leader != seen {
                 self.last = Some(leader.clone());
                 return Ok(leader);

@@ -11,7 +11,7 @@ use tokio::time::{sleep_until, Instant};
 use super::keys::{owner_of, parse_value, participant_of, queue_prefix};
 use super::watch::Target;
 use super::EtcdBackend;
-use crate::backend::{ElectionBackend, Leader, LeaseKind};
+use crate::backend::{ElectionBackend, Leader, LeaderWait, LeaseKind};
 use crate::{FencingToken, LockKey, Result};
 
 impl ElectionBackend for EtcdBackend {
@@ -45,12 +45,8 @@ impl ElectionBackend for EtcdBackend {
 
     /// Puts a watch on the election's range before reading it: a change after the read fires
     /// the watch (a candidate joining, leaving, or marking itself the holder).
-    async fn leader_after(
-        &self,
-        key: &LockKey,
-        seen: Option<&Leader>,
-        until: Instant,
-    ) -> Result<Option<Leader>> {
+    async fn leader_after(&self, wait: LeaderWait<'_>) -> Result<Option<Leader>> {
+        let LeaderWait { key, seen, until } = wait;
         let range = queue_prefix(&self.shared.prefix, LeaseKind::Leader, key.full());
         loop {
             let target = Target::InQueue {

@@ -8,7 +8,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::state::Family;
 use super::MemoryBackend;
-use crate::backend::{ElectionBackend, Leader};
+use crate::backend::{ElectionBackend, Leader, LeaderWait};
 use crate::sync::lock;
 use crate::{FencingToken, LockKey, Result};
 
@@ -30,12 +30,8 @@ impl ElectionBackend for MemoryBackend {
         Ok(self.read_leader(key).map(|(leader, _)| leader))
     }
 
-    async fn leader_after(
-        &self,
-        key: &LockKey,
-        seen: Option<&Leader>,
-        until: Instant,
-    ) -> Result<Option<Leader>> {
+    async fn leader_after(&self, wait: LeaderWait<'_>) -> Result<Option<Leader>> {
+        let LeaderWait { key, seen, until } = wait;
         let mut changed = pin!(self.shared.elections.notified());
         // Registered before the read: a change after it wakes this wait.
         changed.as_mut().enable();

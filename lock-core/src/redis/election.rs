@@ -11,7 +11,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::Family;
 use super::{protocol, scripts, RedisBackend};
-use crate::backend::{ElectionBackend, Leader};
+use crate::backend::{ElectionBackend, Leader, LeaderWait};
 use crate::{FencingToken, LockError, LockKey, Result};
 
 impl RedisBackend {
@@ -43,12 +43,8 @@ impl ElectionBackend for RedisBackend {
 
     /// Subscribes to the election's channel, then reads: a change after the read is a message.
     /// A lease that runs out publishes nothing, so the wait also ends when the leader's does.
-    async fn leader_after(
-        &self,
-        key: &LockKey,
-        seen: Option<&Leader>,
-        until: Instant,
-    ) -> Result<Option<Leader>> {
+    async fn leader_after(&self, wait: LeaderWait<'_>) -> Result<Option<Leader>> {
+        let LeaderWait { key, seen, until } = wait;
         let unavailable = |error| LockError::unavailable("redis", error);
         let keys = self.primitive_keys(Family::Leader, key);
         let channel = format!("{}leader:{}", self.shared.hub.channel_prefix, keys.holders);

@@ -14,7 +14,7 @@ use super::kinds::Family;
 use super::path::sort_queue;
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend};
-use crate::backend::{ElectionBackend, Leader};
+use crate::backend::{ElectionBackend, Leader, LeaderWait};
 use crate::{FencingToken, LockKey, Result};
 
 impl ZooKeeperBackend {
@@ -93,12 +93,8 @@ impl ElectionBackend for ZooKeeperBackend {
 
     /// Waits on a children watch of the election's directory: a candidate joining, leaving or
     /// its session expiring is an event.
-    async fn leader_after(
-        &self,
-        key: &LockKey,
-        seen: Option<&Leader>,
-        until: Instant,
-    ) -> Result<Option<Leader>> {
+    async fn leader_after(&self, wait: LeaderWait<'_>) -> Result<Option<Leader>> {
+        let LeaderWait { key, seen, until } = wait;
         let dir = self.primitive_dir(Family::Leader, key.full());
         self.guarded(async {
             let session = self.session().await?;

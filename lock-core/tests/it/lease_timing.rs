@@ -3,6 +3,7 @@
 //! A thin wrapper around the memory backend injects the faults a network would: renewals that
 //! fail, replies that arrive late.
 
+use lock_core::LeaseMode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,11 +87,8 @@ async fn watchdog_renews_every_third_of_the_ttl_for_hours() {
     let backend = Faulty::default();
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
-    let guard = locks
-        .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
-        .await
-        .unwrap();
+    let lease = LeaseMode::watchdog(ttl);
+    let guard = locks.lock("k").lease(lease).await.unwrap();
     // Ten simulated minutes, well past 3 × TTL.
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert!(!guard.is_lost());
@@ -117,11 +115,8 @@ async fn failed_renewals_fire_lost_before_the_lease_ends_not_after() {
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
     let start = Instant::now();
-    let guard = locks
-        .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
-        .await
-        .unwrap();
+    let lease = LeaseMode::watchdog(ttl);
+    let guard = locks.lock("k").lease(lease).await.unwrap();
     backend.renew_fails.store(true, Ordering::SeqCst);
     let reason = guard.lost().await;
     let fired_after = start.elapsed();
@@ -144,11 +139,8 @@ async fn a_renewal_that_recovers_keeps_the_lease() {
     let backend = Faulty::default();
     let locks = client(&backend);
     let ttl = Duration::from_secs(30);
-    let guard = locks
-        .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
-        .await
-        .unwrap();
+    let lease = LeaseMode::watchdog(ttl);
+    let guard = locks.lock("k").lease(lease).await.unwrap();
     backend.renew_fails.store(true, Ordering::SeqCst);
     advance(Duration::from_secs(15)).await;
     backend.renew_fails.store(false, Ordering::SeqCst);
@@ -162,11 +154,7 @@ async fn fixed_leases_are_not_renewed_and_end_with_expired() {
     let locks = client(&backend);
     let ttl = Duration::from_secs(9);
     let start = Instant::now();
-    let guard = locks
-        .lock("k")
-        .lease(lock_core::LeaseMode::fixed(ttl))
-        .await
-        .unwrap();
+    let guard = locks.lock("k").lease(LeaseMode::fixed(ttl)).await.unwrap();
     assert_eq!(guard.lost().await, LostReason::Expired);
     assert_eq!(start.elapsed(), ttl - drift_margin(ttl));
     // Ownership was checked meanwhile, but never extended.
@@ -186,7 +174,7 @@ async fn extend_moves_a_fixed_lease_and_its_loss() {
     let start = Instant::now();
     let guard = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::fixed(Duration::from_secs(10)))
+        .lease(LeaseMode::fixed(Duration::from_secs(10)))
         .await
         .unwrap();
     advance(Duration::from_secs(5)).await;
@@ -206,7 +194,7 @@ async fn a_reply_delayed_past_the_lease_is_not_a_grant() {
     *backend.reply_delay.lock().unwrap() = Duration::from_secs(31);
     let outcome = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(30)))
+        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
         .try_acquire()
         .await
         .unwrap();
@@ -231,7 +219,7 @@ async fn a_slow_reply_shortens_the_lease() {
     *backend.reply_delay.lock().unwrap() = Duration::from_secs(4);
     let guard = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
+        .lease(LeaseMode::watchdog(ttl))
         .try_acquire()
         .await
         .unwrap()
@@ -249,21 +237,12 @@ async fn a_slow_reply_shortens_the_lease() {
 async fn a_holder_paused_past_its_lease_sees_it_lost_at_once() {
     let locks = LockClient::new(MemoryBackend::new());
     let ttl = Duration::from_millis(100);
-    let checked = locks
-        .lock("paused:ensure")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
-        .await
-        .unwrap();
-    let asked = locks
-        .lock("paused:is-lost")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
-        .await
-        .unwrap();
-    let awaited = locks
-        .lock("paused:lost")
-        .lease(lock_core::LeaseMode::watchdog(ttl))
-        .await
-        .unwrap();
+    let lease = LeaseMode::watchdog(ttl);
+    let checked = locks.lock("paused:ensure").lease(lease).await.unwrap();
+    let lease = LeaseMode::watchdog(ttl);
+    let asked = locks.lock("paused:is-lost").lease(lease).await.unwrap();
+    let lease = LeaseMode::watchdog(ttl);
+    let awaited = locks.lock("paused:lost").lease(lease).await.unwrap();
     let lost = awaited.lost();
     std::thread::sleep(ttl * 3);
     let err = checked.ensure_held().unwrap_err();
@@ -294,7 +273,7 @@ async fn a_failed_acquire_releases_what_the_store_granted() {
     let locks = client(&backend);
     let err = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(60)))
+        .lease(LeaseMode::watchdog(Duration::from_secs(60)))
         .try_acquire()
         .await
         .unwrap_err();
@@ -312,7 +291,7 @@ async fn a_dropped_release_still_releases() {
     let locks = client(&backend);
     let guard = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(60)))
+        .lease(LeaseMode::watchdog(Duration::from_secs(60)))
         .await
         .unwrap();
     let cut_short = tokio::time::timeout(Duration::from_millis(10), guard.release()).await;
@@ -344,7 +323,7 @@ async fn a_claim_window_grant_is_extended_to_the_full_lease() {
     let locks = client(&backend);
     let guard = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::watchdog(Duration::from_secs(30)))
+        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
         .await
         .unwrap();
     assert!(guard.remaining() <= Duration::from_millis(200));
@@ -355,7 +334,7 @@ async fn a_claim_window_grant_is_extended_to_the_full_lease() {
 
     let fixed = locks
         .lock("k")
-        .lease(lock_core::LeaseMode::fixed(Duration::from_secs(30)))
+        .lease(LeaseMode::fixed(Duration::from_secs(30)))
         .await
         .unwrap();
     assert!(fixed.remaining() > Duration::from_secs(29));

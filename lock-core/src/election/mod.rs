@@ -3,7 +3,7 @@
 //!
 //! An [`Election`] is a named election on a [`LockClient`](crate::LockClient)'s backend.
 //! [`campaign`](Election::campaign) waits until this participant leads and returns its
-//! [`Leadership`]: the term ([`Leadership::term`], the lease's fencing token, larger than
+//! [`Leadership`]: the term ([`Leadership::fencing_token`], the lease's fencing token, larger than
 //! every earlier leader's), [`lost()`](Leadership::lost) when leadership ends behind the
 //! leader's back, and [`resign`](Leadership::resign). Anyone, candidate or not, reads the
 //! current [`Leader`] with [`Election::leader`] or follows it with [`Election::observe`].

@@ -12,7 +12,7 @@
 //! replaced), what they hand an adapter to send ([`PlainResponse`], in the keyed lock's
 //! [`Rejection`], the idempotency [`Reply`](idempotency::Reply) and the cache's
 //! [`Answer`](cache::Answer) alike), the `application/problem+json` answers, and their
-//! [`metrics`].
+//! [`metrics`](crate::metrics).
 //!
 //! ```
 //! use lock_core::http::{decode_path_segment, RequestHead};

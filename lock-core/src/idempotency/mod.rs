@@ -50,7 +50,7 @@
 //!   | records in | effect in | what `commit_in` writes | guarantee |
 //!   |---|---|---|---|
 //!   | `PostgresResultStore` | the same PostgreSQL database | the completed record itself, fence-checked | exactly once |
-//!   | Redis (or memory) | PostgreSQL or MySQL, with [`RecoveryPoints`] there | a recovery point, which a retry replays | exactly once |
+//!   | Redis (or memory) | PostgreSQL or MySQL, with `lock_core::sql::RecoveryPoints` there | a recovery point, which a retry replays | exactly once |
 //!   | anywhere | an effect written without `commit_in` | nothing | at most once per claim; a crash between the effect and the record runs it again |
 //!
 //!   Two executions that overlap (a holder paused past its lease and the retry that took

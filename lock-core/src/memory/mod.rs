@@ -2,8 +2,8 @@
 //!
 //! It is the default for examples, the first-run demo and unit tests. Leases expire on tokio's
 //! clock (so paused-time tests work), a release wakes one waiter, and a loss is pushed to the
-//! holder at once. It offers every primitive: the grant rules of each are in [`state`], the
-//! count-down latch in [`latch`]. It excludes tasks of one process only.
+//! holder at once. It offers every primitive: the grant rules of each are in `memory/state.rs`,
+//! the count-down latch in `memory/latch.rs`. It excludes tasks of one process only.
 
 mod acquire;
 mod defaults;

@@ -180,7 +180,7 @@ impl MemoryStock {
     ///
     /// # Errors
     /// [`LockError::InvalidConfig`](crate::LockError::InvalidConfig) outside
-    /// 1 ms..=[`MAX_RETENTION`](super::MAX_RETENTION).
+    /// 1 ms..=[`MAX_RETENTION`](crate::stock::MAX_RETENTION).
     pub fn with_retention(retention: Duration) -> Result<Self> {
         check_retention(retention)?;
         Ok(Self {

@@ -64,8 +64,8 @@
 //!
 //! Every key and pub/sub channel starts with the prefix, the stores' made from the backend too:
 //! `lock:cache:{#…}` (with `:watchers`) for the cache's entries and the idempotency records of a
-//! [`RedisResultStore`](crate::redis::RedisResultStore), `lock:fenced:…` for a
-//! [`RedisFencedStore`](crate::redis::RedisFencedStore); the wake-ups go to
+//! [`RedisResultStore`], `lock:fenced:…` for a
+//! [`RedisFencedStore`]; the wake-ups go to
 //! `lock:wake:<client id>` (an election's changes to `lock:wake:leader:…`), a result store's
 //! pushes to `lock:cache:push:<store id>`. No pattern subscription is used. So applications
 //! sharing a server keep apart with a prefix each
@@ -252,8 +252,8 @@ impl RedisBackend {
     /// The prefix of every Redis key and pub/sub channel of this backend
     /// ([`RedisBackendBuilder::key_prefix`], `lock` by default). The stores made from it put
     /// theirs under it too: `<prefix>:cache:…` for a
-    /// [`RedisResultStore`](crate::redis::RedisResultStore) (cache entries and idempotency
-    /// records), `<prefix>:fenced:…` for a [`RedisFencedStore`](crate::redis::RedisFencedStore).
+    /// [`RedisResultStore`] (cache entries and idempotency
+    /// records), `<prefix>:fenced:…` for a [`RedisFencedStore`].
     ///
     /// ```no_run
     /// use lock_core::RedisBackend;

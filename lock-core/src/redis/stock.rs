@@ -199,7 +199,7 @@ impl RedisStock {
     /// one prefix the same.
     ///
     /// # Errors
-    /// [`LockError::InvalidConfig`] outside 1 ms..=[`MAX_RETENTION`](super::MAX_RETENTION).
+    /// [`LockError::InvalidConfig`] outside 1 ms..=[`MAX_RETENTION`](crate::stock::MAX_RETENTION).
     pub fn with_retention(mut self, retention: Duration) -> Result<Self> {
         check_retention(retention)?;
         self.retention_ms = retention.as_millis().to_string();
@@ -207,7 +207,7 @@ impl RedisStock {
     }
 
     /// The Redis key of the level of the SKU whose key is `full_sku` (`namespace:sku`, as
-    /// [`Stock`](super::Stock) hands it to its store); its other keys are this one with a
+    /// [`Stock`](crate::stock::Stock) hands it to its store); its other keys are this one with a
     /// suffix (see the type's docs).
     #[must_use]
     pub fn redis_key(&self, full_sku: &str) -> String {
@@ -329,7 +329,7 @@ impl RedisStock {
             .map_err(|e| LockError::unavailable(BACKEND, e))
     }
 
-    /// Deducts `quantity` units of `sku` (its key as [`Stock`](super::Stock) hands it,
+    /// Deducts `quantity` units of `sku` (its key as [`Stock`](crate::stock::Stock) hands it,
     /// `namespace:sku`) for the orders `<prefix><n>`, `n` from `first` to `last`, in one
     /// script call running the deduction's own code once per order (each a request of its
     /// own: due reservations returned, due records forgotten, the record written). For load

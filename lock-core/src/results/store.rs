@@ -11,7 +11,7 @@ use crate::backend::BoxFuture;
 use crate::{LockKey, Result};
 
 /// A store of results that pushes each stored entry to the processes waiting for it.
-/// Implemented by [`MemoryResultStore`](super::MemoryResultStore) and, with the `redis` and
+/// Implemented by [`MemoryResultStore`](crate::memory::MemoryResultStore) and, with the `redis` and
 /// `postgres` features, `RedisResultStore` and `PostgresResultStore`; used through
 /// [`Cache`](crate::cache::Cache) and [`Idempotency`](crate::idempotency::Idempotency), which
 /// hold it as a [`DynResultStore`].

@@ -70,10 +70,10 @@ impl ClaimInfo {
     /// [`Committed::Recorded`] and roll back on anything else (see [`Committed`]). The
     /// response you send must be the one written here: duplicates are answered with it.
     ///
-    /// Needs an [`Idempotency`](super::Idempotency) whose records are in a
+    /// Needs an [`Idempotency`](crate::idempotency::Idempotency) whose records are in a
     /// [`PostgresResultStore`](crate::sql::PostgresResultStore) *on the transaction's
     /// database*, or one with [`RecoveryPoints`] there
-    /// ([`IdempotencyBuilder::recovery_points`](super::IdempotencyBuilder::recovery_points));
+    /// ([`IdempotencyBuilder::recovery_points`](crate::idempotency::IdempotencyBuilder::recovery_points));
     /// otherwise, or when the claim's record is not in the transaction's database, an
     /// [`LockError::InvalidConfig`] (roll back: nothing is recorded). Database errors are
     /// [`LockError::Unavailable`]; roll back on them too.

@@ -45,7 +45,7 @@ use crate::{LockError, LockKey, Result};
 /// The largest quantity one operation accepts.
 pub const MAX_QUANTITY: u64 = 1_000_000_000;
 
-/// How long a store keeps the record of a request by default ([`MemoryStock::with_retention`],
+/// How long a store keeps the record of a request by default ([`MemoryStock::with_retention`](crate::memory::MemoryStock::with_retention),
 /// `RedisStock::with_retention`, `SqlStockBuilder::retention` change it): the window in which
 /// a retry with the same order id (or restock id) is recognised and answered with the first
 /// outcome. A week, far longer than any client retries.

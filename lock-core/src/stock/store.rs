@@ -9,7 +9,7 @@ use super::{
 use crate::backend::BoxFuture;
 use crate::Result;
 
-/// A store that keeps stock; [`MemoryStock`](super::MemoryStock), (feature `redis`)
+/// A store that keeps stock; [`MemoryStock`](crate::memory::MemoryStock), (feature `redis`)
 /// `RedisStock` and (features `postgres`, `mysql`) `SqlStock`. Each operation is one atomic
 /// step in the store that also records the order id (or restock id) and quantity, so a retried
 /// request returns its first outcome for as long as the store's retention keeps the record.

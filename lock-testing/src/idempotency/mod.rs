@@ -1,7 +1,7 @@
 //! The idempotency adapters' conformance suite: one set of HTTP scenarios (the statuses of
 //! the IETF Idempotency-Key draft and of [`IdempotencyRules`]: 400, 409, 413, 422, 503,
 //! replays, scopes, which responses are kept, a lost claim, the store down) that every
-//! framework adapter (lock-tower's `IdempotencyLayer`, lock-actix's `Idempotent`) runs.
+//! framework adapter (lock-tower's `IdempotencyLayer`, lock-actix's `Idempotency`) runs.
 //!
 //! An adapter's test file keeps only how to talk to its framework: a [`Driver`] builds an
 //! application that puts its idempotency layer in front of a [`Handler`] (the

@@ -33,7 +33,7 @@ const MAX_KEEP: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// was completed leaves a record that says "in flight", its claim expires, and the retry runs
 /// the payment again (a fencing token cannot stop it: the retry's token is the newer one). A
 /// recovery point closes that gap. The handler writes it in its own transaction with
-/// [`ClaimInfo::commit_in`](super::ClaimInfo::commit_in): one row per (scope, key), holding
+/// [`ClaimInfo::commit_in`](crate::idempotency::ClaimInfo::commit_in): one row per (scope, key), holding
 /// the answer, committed with the effect or not at all. A retry whose claim finds a recovery
 /// point replays its answer (and completes the record with it) instead of running; two
 /// executions that overlap (a holder paused past its lease) cannot both commit, as the

@@ -41,6 +41,20 @@ impl Leader {
 
 /// What [`ElectionBackend::leader_after`] waits on: the election `key`, the leader the caller
 /// has `seen` (`None`: nobody), and the instant `until` which it waits at most.
+///
+/// ```
+/// use lock_core::backend::{ElectionBackend, LeaderWait};
+/// use lock_core::{LockKey, MemoryBackend};
+/// use tokio::time::{Duration, Instant};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+/// let key = LockKey::new("", "scheduler")?;
+/// let until = Instant::now() + Duration::from_millis(10);
+/// // Nobody leads, and nobody did: the answer comes at `until`.
+/// let leader = MemoryBackend::new().leader_after(LeaderWait { key: &key, seen: None, until }).await?;
+/// assert_eq!(leader, None);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct LeaderWait<'a> {
     /// The election.

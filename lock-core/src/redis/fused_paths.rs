@@ -20,13 +20,6 @@ impl RedisFusedPaths {
     }
 }
 
-/// The Redis keys of `key`'s record and of its watchers.
-fn record_keys(store: &RedisResultStore, key: &LockKey) -> (String, String) {
-    let record = store.redis_key(key.full());
-    let watchers = format!("{record}:watchers");
-    (record, watchers)
-}
-
 impl FusedPaths for RedisFusedPaths {
     fn acquire_then_read<'a>(
         &'a self,
@@ -46,14 +39,7 @@ impl FusedPaths for RedisFusedPaths {
         claim: &'a RecordClaim<'a>,
     ) -> BoxFuture<'a, Result<(Option<DynGrant>, RecordSeen)>> {
         Box::pin(async move {
-            let (record, watchers) = record_keys(&self.store, claim.key);
-            let place = RecordPlace {
-                record: &record,
-                watchers: &watchers,
-                keep: claim.keep,
-                push_prefix: self.store.push_prefix(),
-                key: claim.key.full(),
-            };
+            let place = RecordPlace::of(&self.store, claim.key, claim.keep);
             let (grant, seen) = self.backend().claim_record(request, &place, claim).await?;
             Ok((grant.map(|grant| bind(self.backend(), grant)), seen))
         })
@@ -66,14 +52,7 @@ impl FusedPaths for RedisFusedPaths {
         end: &'a RecordEnd<'a>,
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            let (record, watchers) = record_keys(&self.store, end.key);
-            let place = RecordPlace {
-                record: &record,
-                watchers: &watchers,
-                keep: end.keep,
-                push_prefix: self.store.push_prefix(),
-                key: end.key.full(),
-            };
+            let place = RecordPlace::of(&self.store, end.key, end.keep);
             self.backend().end_claim(&place, owner, fence, end).await
         })
     }

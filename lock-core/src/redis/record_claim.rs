@@ -15,10 +15,12 @@ use tokio::time::Instant;
 use super::entry_layout::lua_entry_layout;
 use super::keys::LockKeys;
 use super::script_call::ScriptCall;
-use super::{millis, protocol, scripts, RedisBackend, RedisLease, FENCE_RETENTION};
+use super::{
+    millis, protocol, scripts, RedisBackend, RedisLease, RedisResultStore, FENCE_RETENTION,
+};
 use crate::backend::{AcquireRequest, Grant};
 use crate::results::{RecordClaim, RecordEnd, RecordSeen};
-use crate::{FencingToken, OwnerToken, Result};
+use crate::{FencingToken, LockKey, OwnerToken, Result};
 
 /// Reads the record and, unless it settles the request, takes the lease and writes the record
 /// in flight.
@@ -45,15 +47,29 @@ static RECORD_COMPLETE: LazyLock<Script> = LazyLock::new(|| {
 /// Where an idempotency record lives in the result store, and who hears of its changes.
 pub(crate) struct RecordPlace<'a> {
     /// The record's Redis key (the result store's).
-    pub(crate) record: &'a str,
+    pub(crate) record: String,
     /// The key of the processes waiting for the record's next value.
-    pub(crate) watchers: &'a str,
+    pub(crate) watchers: String,
     /// How long the record is kept (the idempotency retention: at least a millisecond).
     pub(crate) keep: Duration,
     /// The channel prefix pushes go to (the result store's).
     pub(crate) push_prefix: &'a str,
     /// The record's key as receivers know it (`namespace:key`).
     pub(crate) key: &'a str,
+}
+
+impl<'a> RecordPlace<'a> {
+    /// Where the record of `key` is in `store`, kept for `keep`.
+    pub(crate) fn of(store: &'a RedisResultStore, key: &'a LockKey, keep: Duration) -> Self {
+        let record = store.redis_key(key.full());
+        Self {
+            watchers: format!("{record}:watchers"),
+            record,
+            keep,
+            push_prefix: store.push_prefix(),
+            key: key.full(),
+        }
+    }
 }
 
 impl RedisBackend {
@@ -69,8 +85,8 @@ impl RedisBackend {
     ) -> Result<bool> {
         let keys = LockKeys::new(&self.shared.prefix, end.key.full());
         let mut call = ScriptCall::new(&RECORD_COMPLETE, 4);
-        call.key(place.record)
-            .key(place.watchers)
+        call.key(&place.record)
+            .key(&place.watchers)
             .key(&*keys.lock)
             .key_from_parts(&keys.waiters())
             .arg(end.fence_digits)
@@ -98,8 +114,8 @@ impl RedisBackend {
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let mut call = ScriptCall::new(&RECORD_CLAIM, 4);
-        call.key(place.record)
-            .key(place.watchers)
+        call.key(&place.record)
+            .key(&place.watchers)
             .key(&*keys.lock)
             .key_from_parts(&keys.fence())
             .arg_fmt(request.owner.hex())

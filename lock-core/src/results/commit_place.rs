@@ -15,6 +15,16 @@ use crate::Result;
 /// [`IdempotencyBuilder::recovery_points`](crate::idempotency::IdempotencyBuilder::recovery_points),
 /// and the table of a `PostgresResultStore`, which the store declares itself
 /// ([`ResultStore::commit_place`](super::ResultStore::commit_place)).
+///
+/// ```
+/// use lock_core::results::CommitPlace;
+/// use lock_core::sql::RecoveryPoints;
+///
+/// fn completes_in_transactions(_: &impl CommitPlace) {}
+/// # fn example(points: RecoveryPoints) {
+/// completes_in_transactions(&points); // what `IdempotencyBuilder::recovery_points` takes
+/// # }
+/// ```
 pub trait CommitPlace: Any + fmt::Debug + Send + Sync + sealed::Sealed {
     /// For recovery points: the point an earlier execution left for `key` (`namespace:key`),
     /// looked for beside a claim's in-flight write. `None` for a place that is the records

@@ -320,8 +320,9 @@ impl RecoveryPoints {
         .await
     }
 
-    /// Writes `entry` as the point of `key` on `connection`, in the application's transaction; `Ok(None)` when written,
-    /// `Ok(Some(there))` when another execution's point is there (committed), in which case
+    /// Writes `entry` as the point of `key` on `connection`, in the application's transaction:
+    /// `Ok(None)` when written, `Ok(Some(there))` when another execution's point is there
+    /// (committed), in which case
     /// the transaction must not commit this execution's effect. No time limit of its own: the
     /// statements run on the application's transaction, under the application's timeouts.
     pub(crate) async fn record_in<D: Dialect>(

@@ -156,8 +156,10 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
 
 /// Parses the flags of `stack up`/`stack down`: `--with a,b`, `--with=a,b`,
 /// repeatable, `all` for every server; `--zk-ensemble` / `--etcd-cluster` for
-/// the 3 members of a cluster, `--redlock` for RedLock's 5 nodes (with `--with`: in addition). No flag means all
-/// single servers. Each server is listed once, in the order first named.
+/// the 3 members of a cluster, `--redlock` for RedLock's 5 nodes, `--redis-cluster` for the
+/// Redis Cluster's 6 nodes, `--redis-sentinel` for the Sentinel set's 6 processes (with
+/// `--with`: in addition). No flag means all single servers. Each server is listed once, in
+/// the order first named.
 fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
     let mut args = args.into_iter();
     let mut names: Vec<String> = Vec::new();
@@ -167,6 +169,8 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
             "--zk-ensemble" => clusters.extend_from_slice(stack::ZK_ENSEMBLE),
             "--etcd-cluster" => clusters.extend_from_slice(stack::ETCD_CLUSTER),
             "--redlock" => clusters.extend_from_slice(stack::REDLOCK_NODES),
+            "--redis-cluster" => clusters.extend_from_slice(stack::REDIS_CLUSTER),
+            "--redis-sentinel" => clusters.extend_from_slice(stack::SENTINEL_SET),
             "--with" => names.push(
                 args.next()
                     .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?,
@@ -268,12 +272,50 @@ mod tests {
     }
 
     #[test]
+    fn redis_set_flags() {
+        assert_eq!(
+            names(&["--redis-cluster"]),
+            [
+                "redis-cluster-1",
+                "redis-cluster-2",
+                "redis-cluster-3",
+                "redis-cluster-4",
+                "redis-cluster-5",
+                "redis-cluster-6"
+            ]
+        );
+        assert_eq!(
+            names(&["--redis-sentinel", "--with", "redis"]),
+            [
+                "redis",
+                "redis-sentinel-primary",
+                "redis-sentinel-replica-1",
+                "redis-sentinel-replica-2",
+                "redis-sentinel-1",
+                "redis-sentinel-2",
+                "redis-sentinel-3"
+            ]
+        );
+        assert_eq!(
+            names(&["--redis-cluster", "--redis-sentinel", "--redlock"]).len(),
+            17
+        );
+        assert_eq!(names(&["--with", "redis-cluster-2"]), ["redis-cluster-2"]);
+        assert_eq!(
+            names(&["--with", "redis-sentinel-replica-2,redis-sentinel-3"]),
+            ["redis-sentinel-replica-2", "redis-sentinel-3"]
+        );
+    }
+
+    #[test]
     fn bad_flags_are_usage_errors() {
         for args in [
             &["--with"][..],
             &["--with", "redis,"],
             &["--with", "nope"],
             &["--what"],
+            &["--redis-clusters"],
+            &["--with", "redis-cluster-7"],
         ] {
             let args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
             assert!(parse_with(args.clone()).is_err(), "{args:?} was accepted");

@@ -60,11 +60,34 @@ Commands:
                                 (redlock-1..5, ports 26391..26395); URLs in
                                 LOCK_TEST_REDLOCK_URLS. `--backend redlock`
                                 brings them up too.
+  stack up --redis-cluster      A Redis Cluster: 6 nodes (redis-cluster-1..6,
+                                ports 26401..26406, bus port + 10000), 3
+                                primaries with 1 replica each, formed with
+                                `redis-cli --cluster create` once all 6 run;
+                                URLs in LOCK_TEST_REDIS_CLUSTER_URLS. A node
+                                stopped with `--with redis-cluster-2` rejoins
+                                when started again.
+  stack up --redis-sentinel     A Sentinel-watched Redis: primary
+                                redis-sentinel-primary (26411), replicas
+                                redis-sentinel-replica-1/2 (26412, 26413),
+                                sentinels redis-sentinel-1..3 (26421..26423)
+                                monitoring `lock-primary`; URLs in
+                                LOCK_TEST_REDIS_SENTINEL_URLS (sentinels),
+                                LOCK_TEST_REDIS_SENTINEL_NODES (data nodes),
+                                service name in LOCK_TEST_REDIS_SENTINEL_SERVICE.
+                                Comes up as a whole: with any member down
+                                (e.g. after a failover test), `up` restarts
+                                all six afresh. `--backend redis-cluster` /
+                                `redis-sentinel` bring the sets up too.
   stack down [--with <SERVERS>] [--zk-ensemble] [--etcd-cluster] [--redlock]
+             [--redis-cluster] [--redis-sentinel]
                                 Stop the servers that `stack up` started;
                                 never touches servers it did not start.
-  stack status                  Show each known server: running or stopped.
-  test [CARGO_TEST_ARGS...]     Bring the stack up, run
+  stack status                  Show each known server: running or stopped
+                                (and the Redis Cluster's state, the Sentinel
+                                set's current primary).
+  test [CARGO_TEST_ARGS...]     Bring the stack up (every single server, the
+                                Redis Cluster and the Sentinel set), run
                                 `cargo test --workspace --all-features -j 2`
                                 with LOCK_TEST_* env vars set, then stop what
                                 this run started. Args go to `cargo test`.
@@ -136,7 +159,11 @@ Commands:
   help, -h, --help              Show this text.
 
 Environment:
-{ports}
+{ports}  LOCK_STACK_REDIS_CLUSTER_<N>_PORT, LOCK_STACK_REDIS_SENTINEL_PRIMARY_PORT,
+  LOCK_STACK_REDIS_SENTINEL_REPLICA_<N>_PORT, LOCK_STACK_REDIS_SENTINEL_<N>_PORT
+                                Ports of the Redis Cluster's and the Sentinel
+                                set's members (defaults above).
+
 State (pidfiles, logs, data) lives in target/stack/; target/stack/env holds
 the KEY=value lines (e.g. LOCK_TEST_REDIS_URL) for the running servers.
 "

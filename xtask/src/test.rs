@@ -2,8 +2,9 @@
 //!
 //! Runs the whole workspace's tests with every backend feature against a
 //! real stack, so the integration suites cannot silently skip: the stack is
-//! brought up first and `LOCK_TEST_REQUIRE_SERVERS=1` turns "server missing"
-//! into a failure.
+//! brought up first (every single server, the Redis Cluster and the Sentinel
+//! set) and `LOCK_TEST_REQUIRE_SERVERS=1` turns "server missing" into a
+//! failure.
 
 use crate::stack::{self, REQUIRE_SERVERS_ENV};
 use crate::{cmd, Result};
@@ -21,7 +22,7 @@ pub(crate) fn run(cargo_args: &[String]) -> Result<()> {
     stack::ensure_installed()?;
     // Servers that were already running stay running: they belong to a
     // developer's `stack up` (or another run) that still relies on them.
-    let started = stack::up(stack::SERVERS)?;
+    let started = stack::up(&stack::for_tests())?;
 
     let result = cargo_test(cargo_args);
 

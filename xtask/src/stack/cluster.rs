@@ -171,11 +171,14 @@ impl Server for EtcdMember {
     }
 }
 
-/// Every member of every cluster (RedLock's nodes too), for `status`, `by_name` and the env file.
+/// Every member of every cluster (RedLock's nodes, the Redis Cluster's nodes and the Sentinel
+/// set's processes too), for `status`, `by_name` and the env file.
 pub(crate) fn members() -> impl Iterator<Item = &'static dyn Server> {
     ZK_ENSEMBLE
         .iter()
         .chain(ETCD_CLUSTER)
         .chain(super::redlock::REDLOCK_NODES)
+        .chain(super::redis_cluster::REDIS_CLUSTER)
+        .chain(super::redis_sentinel::SENTINEL_SET)
         .copied()
 }

@@ -11,6 +11,12 @@
 //! Adding a server (zookeeper, etcd, postgres, mysql) means one new file
 //! implementing [`Server`] plus one entry in [`SERVERS`]; the lifecycle
 //! (install, start, readiness wait, stop, status, env file) is shared here.
+//!
+//! Sets of servers (clusters, RedLock's nodes, a Redis Cluster, a Sentinel-watched Redis) are
+//! one [`Server`] per member; what concerns a set as a whole is done by `up` after its members
+//! started: forming the Redis Cluster ([`redis_cluster`]), and for the Sentinel set
+//! ([`redis_sentinel`]) bringing up (or restarting) all six members together and waiting until
+//! the sentinels know the primary, its replicas and each other.
 
 mod certs;
 mod cluster;
@@ -22,8 +28,11 @@ mod mysql_tls;
 mod postgres;
 mod postgres_tls;
 mod redis;
+mod redis_cluster;
+mod redis_sentinel;
 mod redis_tls;
 mod redlock;
+mod resp;
 mod zookeeper;
 mod zookeeper_tls;
 
@@ -125,6 +134,14 @@ pub(crate) trait Server: Sync {
     /// connect alone is not enough: the port opens before it serves).
     fn ping(&self, port: u16) -> bool;
 
+    /// Whether a server just started on `port` is ready for what starts after it: what `up`
+    /// waits for. Defaults to [`Server::ping`]; may ask for more than being alive (a Sentinel
+    /// set's replica: its link to the primary is up), which [`Server::ping`] must not, as it
+    /// also decides whether a running server counts as running.
+    fn ready(&self, port: u16) -> bool {
+        self.ping(port)
+    }
+
     /// Finds the executable. Defaults to a PATH lookup of
     /// [`Server::binary`]; servers installed off PATH override this.
     fn locate(&self) -> Option<PathBuf> {
@@ -150,15 +167,31 @@ pub(crate) fn by_name(name: &str) -> Option<&'static dyn Server> {
 }
 
 pub(crate) use cluster::{ETCD_CLUSTER, ZK_ENSEMBLE};
+pub(crate) use redis_cluster::REDIS_CLUSTER;
+pub(crate) use redis_sentinel::SENTINEL_SET;
 pub(crate) use redlock::REDLOCK_NODES;
 
-/// The servers a `--backend` value needs: RedLock's nodes for `redlock`, else the server of
-/// that name (none for `memory`).
+/// The servers a `--backend` value needs: RedLock's nodes for `redlock`, the six nodes of the
+/// Redis Cluster for `redis-cluster`, the Sentinel set's six processes for `redis-sentinel`,
+/// else the server of that name (none for `memory`).
 pub(crate) fn for_backend(name: &str) -> Vec<&'static dyn Server> {
-    if name == redlock::BACKEND {
-        return REDLOCK_NODES.to_vec();
+    match name {
+        redlock::BACKEND => REDLOCK_NODES.to_vec(),
+        redis_cluster::BACKEND => REDIS_CLUSTER.to_vec(),
+        redis_sentinel::BACKEND => SENTINEL_SET.to_vec(),
+        _ => by_name(name).into_iter().collect(),
     }
-    by_name(name).into_iter().collect()
+}
+
+/// What `cargo xtask test` runs the suites against: every single server, the Redis Cluster and
+/// the Sentinel set.
+pub(crate) fn for_tests() -> Vec<&'static dyn Server> {
+    SERVERS
+        .iter()
+        .chain(REDIS_CLUSTER)
+        .chain(SENTINEL_SET)
+        .copied()
+        .collect()
 }
 
 /// Comma-separated list of known server names, for error messages.
@@ -276,6 +309,17 @@ fn state(server: &dyn Server) -> Result<State> {
     } else {
         State::Unresponsive { pid, port }
     })
+}
+
+/// The ports of those of `servers` that run (answer), in order.
+fn running_ports(servers: &[&dyn Server]) -> Result<Vec<u16>> {
+    let mut ports = Vec::new();
+    for &server in servers {
+        if let State::Running { port, .. } = state(server)? {
+            ports.push(port);
+        }
+    }
+    Ok(ports)
 }
 
 /// The port `server` should use now: its env override or its default.
@@ -417,7 +461,7 @@ const BUILD_PACKAGES: &[(&str, &str)] = &[
 /// build and test every backend on a fresh machine. Not root: prints the
 /// command to run and fails.
 pub(crate) fn ensure_installed() -> Result<()> {
-    install_missing(SERVERS)
+    install_missing(&for_tests())
 }
 
 /// Installs the packages of whichever of `servers` are missing, plus the
@@ -441,6 +485,15 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     let etcd_tls = servers.iter().any(|server| server.name() == "etcd-tls");
     if etcd_tls && cmd::which("etcdctl").is_none() {
         packages.push(etcd_tls::ETCDCTL_PACKAGE);
+    }
+    // The Redis Cluster is formed with `redis-cli --cluster create`.
+    let redis_cluster = servers.iter().any(|server| {
+        REDIS_CLUSTER
+            .iter()
+            .any(|node| node.name() == server.name())
+    });
+    if redis_cluster && cmd::which(redis_cluster::REDIS_CLI).is_none() {
+        packages.push(redis_cluster::REDIS_CLI_PACKAGE);
     }
     apt_install(&packages)?;
     if zookeeper {
@@ -519,24 +572,46 @@ pub(crate) fn run(cmd: StackCmd) -> Result<()> {
 /// answers. Returns the servers this call started, which are exactly the
 /// ones the caller may stop again; servers that already ran are left out.
 ///
+/// Sets are settled afterwards: any member of the Sentinel set brings the
+/// whole set (restarted afresh when some member was down, see
+/// [`redis_sentinel`]), any node of the Redis Cluster has the cluster formed
+/// and serving once all six run (see [`redis_cluster`]).
+///
 /// On failure, stops what this call had started before returning the error,
 /// so a half-started stack does not linger.
 pub(crate) fn up(servers: &[&'static dyn Server]) -> Result<Vec<&'static dyn Server>> {
-    install_missing(servers)?;
+    let servers = redis_sentinel::with_whole_set(servers);
+    install_missing(&servers)?;
+    // Members of the Sentinel set that ran before this call and were stopped for a fresh start
+    // of the set: started again below, but not this call's to stop afterwards.
+    let restarted = redis_sentinel::reset_if_partial(&servers)?;
     let mut started = Vec::new();
-    for &server in servers {
+    let mut result = Ok(());
+    for &server in &servers {
         match up_one(server) {
             Ok(true) => started.push(server),
             Ok(false) => {}
             Err(err) => {
-                if let Err(cleanup) = down(&started) {
-                    eprintln!("xtask: error while cleaning up: {cleanup}");
-                }
-                return Err(err);
+                result = Err(err);
+                break;
             }
         }
     }
+    if result.is_ok() && servers.iter().any(|&s| redis_sentinel::is_member(s)) {
+        result = redis_sentinel::wait_set();
+    }
+    let cluster = |s: &&dyn Server| REDIS_CLUSTER.iter().any(|node| node.name() == s.name());
+    if result.is_ok() && servers.iter().any(cluster) {
+        result = redis_cluster::settle();
+    }
+    if let Err(err) = result {
+        if let Err(cleanup) = down(&started) {
+            eprintln!("xtask: error while cleaning up: {cleanup}");
+        }
+        return Err(err);
+    }
     write_env_file()?;
+    started.retain(|s| !restarted.contains(&s.name()));
     Ok(started)
 }
 
@@ -649,7 +724,7 @@ fn wait_ready(server: &dyn Server, dir: &StateDir, port: u16) -> Result<u32> {
                     log_tail(&dir.logfile)
                 )));
             }
-            if server.ping(port) {
+            if server.ready(port) {
                 return Ok(pid);
             }
         }
@@ -731,7 +806,8 @@ fn wait_gone(pid: u32, name: &str, timeout: Duration) -> bool {
 }
 
 /// `cargo xtask stack status`: one line per known server (cluster members
-/// only when one of them has a state dir, i.e. was ever started).
+/// only when one of them has a state dir, i.e. was ever started), then one
+/// per running Redis set (the cluster's state, the Sentinel set's primary).
 fn status() -> Result<()> {
     let members = cluster::members().filter(|&member| StateDir::of(member).dir.exists());
     for server in SERVERS.iter().copied().chain(members) {
@@ -749,6 +825,16 @@ fn status() -> Result<()> {
             State::Stale { .. } => println!("{name}: stopped (stale pidfile)"),
             State::Stopped => println!("{name}: stopped"),
         }
+    }
+    // The sets as a whole: the Redis Cluster's state, the Sentinel set's current primary.
+    for line in [
+        redis_cluster::status_line()?,
+        redis_sentinel::status_line()?,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        println!("{line}");
     }
     Ok(())
 }
@@ -769,7 +855,12 @@ pub(crate) fn env_vars() -> Result<Vec<(&'static str, String)>> {
                 }
                 None => vars.push((server.url_env(), url)),
             }
-            vars.extend(server.extra_env());
+            for (key, value) in server.extra_env() {
+                // A set's members may share extra variables too (the Sentinel service name).
+                if !vars.iter().any(|(known, _)| *known == key) {
+                    vars.push((key, value));
+                }
+            }
         }
     }
     Ok(vars)

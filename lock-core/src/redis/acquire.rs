@@ -84,9 +84,13 @@ impl LockBackend for RedisBackend {
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let mut waiting: Option<Waiting<'_>> = None;
         let mut queued_before = false;
+        // On a Redis Cluster a waiter subscribes to its wake channel before it queues, so the
+        // first attempt goes without queuing: uncontended, an acquire stays one script.
+        let mut tried_unqueued = !self.subscribes_per_key();
         loop {
             let queue = request.deadline.is_none_or(|d| Instant::now() < d);
-            if queue && waiting.is_none() {
+            if queue && waiting.is_none() && tried_unqueued {
+                let channel = self.wake_channel(&keys.lock).await?;
                 let (seq, notify) = self.shared.hub.register_seq();
                 waiting = Some(Waiting {
                     backend: self,
@@ -94,6 +98,7 @@ impl LockBackend for RedisBackend {
                     seq,
                     notify,
                     granted: false,
+                    _channel: channel,
                 });
             }
             let waiter = waiting.as_ref().map(|w| w.seq);
@@ -118,6 +123,12 @@ impl LockBackend for RedisBackend {
                 }
                 Err(remaining) => {
                     queued_before |= waiter.is_some();
+                    if !tried_unqueued {
+                        tried_unqueued = true;
+                        if queue && !request.deadline_passed() {
+                            continue; // subscribe, then queue at once
+                        }
+                    }
                     let Some(waiting) = waiting.as_ref().filter(|_| !request.deadline_passed())
                     else {
                         return Ok(None);
@@ -181,7 +192,7 @@ impl LockBackend for RedisBackend {
         call.key(&*keys.lock)
             .key_from_parts(&keys.waiters())
             .arg(value)
-            .arg(&self.shared.hub.channel_prefix);
+            .arg(&self.shared.hub.route);
         let released: i64 = self.run("release", &call).await?;
         Ok(released == 1)
     }
@@ -199,7 +210,7 @@ impl LockBackend for RedisBackend {
         call.key(&*keys.lock)
             .key_from_parts(&keys.waiters())
             .arg_fmt(abandoned.owner.hex())
-            .arg(&self.shared.hub.channel_prefix);
+            .arg(&self.shared.hub.route);
         let released: i64 = self.run("release", &call).await?;
         Ok(released == 1)
     }

@@ -1,16 +1,21 @@
-//! Settings of a [`RedisBackend`] and connecting it: from a URL, your `redis::Client`, or your
-//! client and `ConnectionManager`.
+//! Settings of a [`RedisBackend`] and connecting it: from a URL, your `redis::Client`, your
+//! client and `ConnectionManager`, a Redis Cluster's node URLs, or Sentinel's.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
+use redis::cluster::ClusterClient;
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use tokio_util::sync::CancellationToken;
 
+use super::connection::{manager_config, SentinelPrimary};
 use super::leases::LeaseBook;
+use super::shard_wakeups::ShardWakeups;
+use super::subscription::PubSubSource;
 use super::wakeups::{self, WakeHub};
-use super::{scripts, tls, to_lock_error, RedisBackend, Shared, BACKEND};
+use super::{scripts, tls, to_lock_error, RedisBackend, RedisConnection, Shared, BACKEND};
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, OwnerToken, Result};
 
@@ -21,6 +26,8 @@ use crate::{LockError, OwnerToken, Result};
 #[must_use]
 pub struct RedisBackendBuilder {
     source: Source,
+    /// [`sentinel_nodes`](Self::sentinel_nodes) was called on a builder of another kind.
+    nodes_without_sentinel: bool,
     prefix: String,
     config: RedisConfig,
 }
@@ -31,6 +38,15 @@ enum Source {
     Url(String),
     Client(redis::Client),
     Parts(redis::Client, ConnectionManager),
+    /// A Redis Cluster: some of its nodes' URLs (the rest are discovered).
+    Cluster(Vec<String>),
+    /// A primary monitored by Sentinel: the sentinels' URLs, the service (master) name, and
+    /// how to connect to the servers they name.
+    Sentinel {
+        sentinels: Vec<String>,
+        service: String,
+        nodes: SentinelNodeConnectionInfo,
+    },
 }
 
 impl std::fmt::Debug for RedisBackendBuilder {
@@ -40,6 +56,8 @@ impl std::fmt::Debug for RedisBackendBuilder {
             Source::Url(_) => "url",
             Source::Client(_) => "client",
             Source::Parts(..) => "client and connection manager",
+            Source::Cluster(_) => "cluster",
+            Source::Sentinel { .. } => "sentinel",
         };
         f.debug_struct("RedisBackendBuilder")
             .field("source", &source)
@@ -169,6 +187,33 @@ impl RedisBackendBuilder {
         self
     }
 
+    /// How to connect to the servers the sentinels name (a backend from
+    /// [`RedisBackend::builder_sentinel`]): TLS, ACL user and password, database, RESP version,
+    /// as `redis-rs` takes them. The sentinels' own user, password and TLS are in their URLs.
+    ///
+    /// ```no_run
+    /// use lock_core::redis::redis::sentinel::SentinelNodeConnectionInfo;
+    /// use lock_core::redis::redis::RedisConnectionInfo;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let nodes = SentinelNodeConnectionInfo::default().set_redis_connection_info(
+    ///     RedisConnectionInfo::default().set_username("orders").set_password("secret"),
+    /// );
+    /// let backend = RedisBackend::builder_sentinel(["redis://127.0.0.1:26379/"], "orders-primary")
+    ///     .sentinel_nodes(nodes)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn sentinel_nodes(mut self, connection: SentinelNodeConnectionInfo) -> Self {
+        match &mut self.source {
+            Source::Sentinel { nodes, .. } => *nodes = connection,
+            _ => self.nodes_without_sentinel = true,
+        }
+        self
+    }
+
     /// Connects, loads the scripts and subscribes for wake-ups.
     pub async fn connect(self) -> Result<RedisBackend> {
         self.config.breaker.validate()?;
@@ -184,29 +229,17 @@ impl RedisBackendBuilder {
                 self.config.claim_window
             )));
         }
-        let (client, manager) = match self.source {
-            Source::Url(url) => (open_client(&url)?, None),
-            Source::Client(client) => (client, None),
-            Source::Parts(client, manager) => (client, Some(manager)),
-        };
-        tls::ensure_crypto_provider(&client);
-        let mut connection = match manager {
-            Some(manager) => manager,
-            None => {
-                let manager_config = ConnectionManagerConfig::new()
-                    .set_response_timeout(Some(self.config.response_timeout))
-                    .set_connection_timeout(Some(self.config.response_timeout))
-                    .set_number_of_retries(2)
-                    .set_max_delay(Duration::from_secs(1));
-                match ConnectionManager::new_with_config(client.clone(), manager_config).await {
-                    Ok(manager) => manager,
-                    Err(error) => {
-                        let timeout = self.config.response_timeout;
-                        return Err(tls::explain_failed_connect(&client, error, timeout).await);
-                    }
-                }
-            }
-        };
+        if self.nodes_without_sentinel {
+            return Err(LockError::InvalidConfig(
+                "sentinel_nodes applies to a backend from RedisBackend::builder_sentinel".into(),
+            ));
+        }
+        let Connected {
+            mut connection,
+            pubsub,
+            server,
+            cluster_nodes,
+        } = self.source.connect(self.config.response_timeout).await?;
         for script in scripts::all().into_iter().chain(super::redlock::scripts()) {
             script
                 .prepare_invoke()
@@ -217,31 +250,52 @@ impl RedisBackendBuilder {
         let hub = Arc::new(WakeHub::new(
             &self.prefix,
             OwnerToken::random()?.to_hex()[..16].to_owned(),
+            cluster_nodes.is_some(),
         ));
         let breaker = Breaker::new(BACKEND, self.config.breaker);
         let stop = CancellationToken::new();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let leases = Arc::new(LeaseBook::default());
-        tokio::spawn(wakeups::run(
-            client.clone(),
-            hub.clone(),
-            leases.clone(),
-            connection.clone(),
-            breaker.clone(),
-            stop.clone(),
-            ready_tx,
-        ));
-        ready_rx
-            .await
-            .map_err(|_| LockError::Protocol {
-                backend: BACKEND,
-                detail: "the wake-up subscription task ended before subscribing".into(),
-            })?
-            .map_err(to_lock_error)?;
+        let shards = match cluster_nodes {
+            // A cluster's wake-ups go on sharded channels, subscribed per key by its waiters.
+            Some(nodes) => Some(
+                ShardWakeups::start(
+                    &nodes,
+                    self.config.response_timeout,
+                    hub.clone(),
+                    leases.clone(),
+                    connection.clone(),
+                    stop.clone(),
+                )
+                .await
+                .map_err(to_lock_error)?,
+            ),
+            None => {
+                let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+                tokio::spawn(wakeups::run(
+                    pubsub.clone(),
+                    hub.clone(),
+                    leases.clone(),
+                    connection.clone(),
+                    breaker.clone(),
+                    stop.clone(),
+                    ready_tx,
+                ));
+                ready_rx
+                    .await
+                    .map_err(|_| LockError::Protocol {
+                        backend: BACKEND,
+                        detail: "the wake-up subscription task ended before subscribing".into(),
+                    })?
+                    .map_err(to_lock_error)?;
+                None
+            }
+        };
         Ok(RedisBackend {
             shared: Arc::new(Shared {
                 connection,
-                client,
+                pubsub,
+                server,
+                shards,
                 prefix: self.prefix,
                 hub,
                 leases,
@@ -252,6 +306,145 @@ impl RedisBackendBuilder {
             }),
         })
     }
+}
+
+/// A backend's connection, where its subscriptions go, and how errors name its server.
+struct Connected {
+    connection: RedisConnection,
+    pubsub: PubSubSource,
+    server: String,
+    /// A cluster's node URLs, for the connection of its sharded wake-up channels.
+    cluster_nodes: Option<Vec<String>>,
+}
+
+impl Source {
+    async fn connect(self, timeout: Duration) -> Result<Connected> {
+        match self {
+            Source::Url(url) => connect_server(open_client(&url)?, None, timeout).await,
+            Source::Client(client) => connect_server(client, None, timeout).await,
+            Source::Parts(client, manager) => connect_server(client, Some(manager), timeout).await,
+            Source::Cluster(urls) => connect_cluster(urls, timeout).await,
+            Source::Sentinel {
+                sentinels,
+                service,
+                nodes,
+            } => connect_sentinel(sentinels, service, nodes, timeout).await,
+        }
+    }
+}
+
+/// One server, through `client` and, when given, the application's `manager`.
+async fn connect_server(
+    client: redis::Client,
+    manager: Option<ConnectionManager>,
+    timeout: Duration,
+) -> Result<Connected> {
+    tls::ensure_crypto_provider(&client);
+    let manager = match manager {
+        Some(manager) => manager,
+        None => match ConnectionManager::new_with_config(client.clone(), manager_config(timeout))
+            .await
+        {
+            Ok(manager) => manager,
+            Err(error) => return Err(tls::explain_failed_connect(&client, error, timeout).await),
+        },
+    };
+    Ok(Connected {
+        connection: manager.into(),
+        server: client.get_connection_info().addr().to_string(),
+        pubsub: PubSubSource::Server(client),
+        cluster_nodes: None,
+    })
+}
+
+/// A Redis Cluster from some of its nodes: one cluster connection (a multiplexed connection
+/// per primary) for the commands; subscriptions on any one node, since a `PUBLISH` reaches
+/// them all.
+async fn connect_cluster(urls: Vec<String>, timeout: Duration) -> Result<Connected> {
+    if urls.is_empty() {
+        return Err(LockError::InvalidConfig(
+            "a Redis Cluster backend needs at least one node URL".into(),
+        ));
+    }
+    let nodes = urls
+        .iter()
+        .map(|url| open_client(url))
+        .collect::<Result<Vec<_>>>()?;
+    for node in &nodes {
+        tls::ensure_crypto_provider(node);
+    }
+    let client = ClusterClient::builder(urls.iter().map(String::as_str))
+        .connection_timeout(timeout)
+        .response_timeout(timeout)
+        .retries(3)
+        .build()
+        .map_err(|e| LockError::InvalidConfig(format!("Redis Cluster nodes: {e}")))?;
+    let connection = client.get_async_connection().await.map_err(to_lock_error)?;
+    let server = format!(
+        "cluster ({})",
+        nodes
+            .iter()
+            .map(|node| node.get_connection_info().addr().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(Connected {
+        connection: connection.into(),
+        pubsub: PubSubSource::ClusterNodes {
+            nodes: nodes.into(),
+            next: Arc::default(),
+        },
+        server,
+        cluster_nodes: Some(urls),
+    })
+}
+
+/// The primary that the sentinels at `sentinels` name for `service`, followed across
+/// failovers.
+async fn connect_sentinel(
+    sentinels: Vec<String>,
+    service: String,
+    nodes: SentinelNodeConnectionInfo,
+    timeout: Duration,
+) -> Result<Connected> {
+    if sentinels.is_empty() || service.is_empty() {
+        return Err(LockError::InvalidConfig(
+            "a Sentinel backend needs at least one sentinel URL and the service name".into(),
+        ));
+    }
+    for sentinel in &sentinels {
+        tls::ensure_crypto_provider(&open_client(sentinel)?);
+    }
+    tls::ensure_any_crypto_provider();
+    let client = SentinelClient::build(
+        sentinels.clone(),
+        service.clone(),
+        Some(nodes),
+        SentinelServerType::Master,
+    )
+    .map_err(|e| LockError::InvalidConfig(format!("Sentinel URLs: {e}")))?;
+    let primary = tokio::time::timeout(
+        timeout * 2,
+        SentinelPrimary::connect(client, manager_config(timeout)),
+    )
+    .await
+    .map_err(|_| {
+        LockError::unavailable(
+            BACKEND,
+            format!(
+                "no primary for {service:?} from the sentinels within {:?}",
+                timeout * 2
+            ),
+        )
+    })?
+    .map_err(to_lock_error)?;
+    let primary = Arc::new(primary);
+    Ok(Connected {
+        connection: RedisConnection::sentinel(primary.clone()),
+        pubsub: PubSubSource::Sentinel(primary),
+        server: format!("sentinel service {service:?}"),
+        cluster_nodes: None,
+    })
 }
 
 impl RedisBackend {
@@ -344,8 +537,67 @@ impl RedisBackend {
         Self::builder_with(Source::Parts(client, connection))
     }
 
+    /// Starts configuring a backend on a Redis Cluster, from the URLs of some of its nodes
+    /// (the others are discovered; give several, in case one is down at start). Every key of
+    /// one lock, primitive, cache entry or SKU shares one hash tag, so each script runs on the
+    /// one primary that owns its slot; `MOVED` and `ASK` are followed and the scripts loaded on
+    /// a new primary when it answers `NOSCRIPT`. `rediss://` URLs (with `redis-tls`) and URLs
+    /// with an ACL user and password work as for one server.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, RedisBackend};
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder_cluster([
+    ///     "redis://127.0.0.1:7000/",
+    ///     "redis://127.0.0.1:7001/",
+    ///     "redis://127.0.0.1:7002/",
+    /// ])
+    /// .connect()
+    /// .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_cluster<U: Into<String>>(
+        nodes: impl IntoIterator<Item = U>,
+    ) -> RedisBackendBuilder {
+        Self::builder_with(Source::Cluster(nodes.into_iter().map(Into::into).collect()))
+    }
+
+    /// Starts configuring a backend on the primary that Redis Sentinel names for `service`
+    /// (the `sentinel monitor <service> …` name), from the URLs of some sentinels. After a
+    /// failover (a command fails on a server that is gone, or answers `READONLY` because it
+    /// was demoted) the backend asks the sentinels again and moves to the new primary; the
+    /// fencing tokens keep increasing across it. How to reach the data servers (TLS, ACL user):
+    /// [`sentinel_nodes`](RedisBackendBuilder::sentinel_nodes).
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, RedisBackend};
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder_sentinel(
+    ///     ["redis://127.0.0.1:26379/", "redis://127.0.0.1:26380/"],
+    ///     "orders-primary",
+    /// )
+    /// .connect()
+    /// .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_sentinel<U: Into<String>>(
+        sentinels: impl IntoIterator<Item = U>,
+        service: impl Into<String>,
+    ) -> RedisBackendBuilder {
+        Self::builder_with(Source::Sentinel {
+            sentinels: sentinels.into_iter().map(Into::into).collect(),
+            service: service.into(),
+            nodes: SentinelNodeConnectionInfo::default(),
+        })
+    }
+
     fn builder_with(source: Source) -> RedisBackendBuilder {
         RedisBackendBuilder {
+            nodes_without_sentinel: false,
             source,
             prefix: "lock".into(),
             config: RedisConfig {

@@ -48,12 +48,7 @@ impl ElectionBackend for RedisBackend {
         let unavailable = |error| LockError::unavailable("redis", error);
         let keys = self.primitive_keys(Family::Leader, key);
         let channel = format!("{}leader:{}", self.shared.hub.channel_prefix, keys.holders);
-        let mut pubsub = self
-            .shared
-            .client
-            .get_async_pubsub()
-            .await
-            .map_err(unavailable)?;
+        let mut pubsub = self.shared.pubsub.open().await.map_err(unavailable)?;
         pubsub.subscribe(&channel).await.map_err(unavailable)?;
         let read = self.read_leader(key).await?;
         let leader = read.as_ref().map(|(leader, _)| leader.clone());

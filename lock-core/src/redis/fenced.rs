@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use redis::aio::ConnectionManager;
+use super::RedisConnection;
 use redis::Script;
 
 use crate::fenced::FencedWrite;
@@ -51,7 +51,7 @@ return {1, ARGV[1]}",
 /// ```
 #[derive(Clone)]
 pub struct RedisFencedStore {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     prefix: String,
 }
 
@@ -59,19 +59,17 @@ impl RedisFencedStore {
     /// A store on `backend`'s server, its keys under the backend's
     /// [key prefix](RedisBackend::key_prefix): `<prefix>:fenced:<key>`.
     pub async fn from_backend(backend: &RedisBackend) -> Result<Self> {
-        let connection = ConnectionManager::new(backend.redis_client())
-            .await
-            .map_err(|e| LockError::unavailable("redis", e))?;
-        Self::from_connection(connection).with_key_prefix(backend.key_prefix())
+        Self::from_connection(backend.connection()).with_key_prefix(backend.key_prefix())
     }
 
-    /// A store on a connection you already have, its keys under the default key prefix
+    /// A store on a connection you already have (a `ConnectionManager`, a Redis Cluster
+    /// connection, or any [`RedisConnection`]), its keys under the default key prefix
     /// `lock` (`lock:fenced:<key>`, as with a backend's default); give it the prefix of your
     /// backend with [`with_key_prefix`](Self::with_key_prefix).
     #[must_use]
-    pub fn from_connection(connection: ConnectionManager) -> Self {
+    pub fn from_connection(connection: impl Into<RedisConnection>) -> Self {
         Self {
-            connection,
+            connection: connection.into(),
             prefix: "lock:fenced".to_owned(),
         }
     }

@@ -10,6 +10,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::LatchKeys;
 use super::script_call::ScriptCall;
+use super::shard_wakeups::ChannelHold;
 use super::{millis, scripts, RedisBackend};
 use crate::backend::LatchBackend;
 use crate::{LockKey, Result};
@@ -21,6 +22,8 @@ struct LatchWaiter<'a> {
     seq: u64,
     id: String,
     notify: Arc<Notify>,
+    /// On a Redis Cluster, the waiter's wake channel, subscribed before it queued.
+    _channel: Option<ChannelHold>,
 }
 
 impl Drop for LatchWaiter<'_> {
@@ -74,7 +77,7 @@ impl LatchBackend for RedisBackend {
         invocation
             .key(&keys.count)
             .key(&keys.waiters)
-            .arg(&self.shared.hub.channel_prefix);
+            .arg(&self.shared.hub.route);
         let left: i64 = self.run("latch count down", &invocation).await?;
         Ok(u64::try_from(left).unwrap_or(0))
     }
@@ -89,8 +92,10 @@ impl LatchBackend for RedisBackend {
 
     async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
         let keys = self.latch_keys(key);
+        let channel = self.wake_channel(&keys.count).await?;
         let (seq, id, notify) = self.shared.hub.register();
         let waiter = LatchWaiter {
+            _channel: channel,
             backend: self,
             keys: &keys,
             seq,

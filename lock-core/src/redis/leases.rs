@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use redis::aio::ConnectionManager;
+use super::RedisConnection;
 
 use crate::sync::lock;
 use crate::{LossSignal, LostReason};
@@ -104,7 +104,7 @@ impl LeaseBook {
     /// not checked; their grant already ran on the server that answers now.
     pub(super) async fn recheck(
         &self,
-        connection: &mut ConnectionManager,
+        connection: &mut RedisConnection,
     ) -> redis::RedisResult<usize> {
         let snapshot: Vec<Check> = lock(&self.leases)
             .values()
@@ -126,11 +126,7 @@ impl LeaseBook {
                     .query_async(connection)
                     .await?
             } else {
-                let mut pipe = redis::pipe();
-                for (key, field, ..) in batch {
-                    pipe.hget(key, field.as_deref().unwrap_or_default());
-                }
-                pipe.query_async(connection).await?
+                hget_each(connection, batch).await?
             };
             for ((key, _, expected, loss), found) in batch.iter().zip(values) {
                 if found.as_deref() != Some(expected.as_str()) && loss.fire(LostReason::NotOwner) {
@@ -145,4 +141,29 @@ impl LeaseBook {
     pub(super) fn len(&self) -> usize {
         lock(&self.leases).len()
     }
+}
+
+/// The field of each hashed lease in `batch`: one pipeline on one server; on a Redis Cluster,
+/// one command each (their keys are in different slots, which one pipeline cannot mix).
+async fn hget_each(
+    connection: &mut RedisConnection,
+    batch: &[Check],
+) -> redis::RedisResult<Vec<Option<String>>> {
+    if connection.is_cluster() {
+        let mut values = Vec::with_capacity(batch.len());
+        for (key, field, ..) in batch {
+            let value: Option<String> = redis::cmd("HGET")
+                .arg(key)
+                .arg(field.as_deref().unwrap_or_default())
+                .query_async(connection)
+                .await?;
+            values.push(value);
+        }
+        return Ok(values);
+    }
+    let mut pipe = redis::pipe();
+    for (key, field, ..) in batch {
+        pipe.hget(key, field.as_deref().unwrap_or_default());
+    }
+    pipe.query_async(connection).await
 }

@@ -109,6 +109,7 @@
 mod acquire;
 pub(crate) mod availability;
 mod builder;
+mod connection;
 mod election;
 mod entry_layout;
 mod fenced;
@@ -126,6 +127,7 @@ mod result_store;
 pub(crate) mod script_call;
 mod scripts;
 mod semaphore;
+mod shard_wakeups;
 mod stock;
 pub(crate) mod subscription;
 mod tls;
@@ -135,12 +137,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use tokio_util::sync::DropGuard;
 
 pub(crate) use self::builder::validate_prefix;
 pub use self::builder::RedisBackendBuilder;
 use self::builder::RedisConfig;
+pub use self::connection::RedisConnection;
 pub use self::fenced::RedisFencedStore;
 use self::keys::LockKeys;
 use self::leases::{Entered, LeaseBook};
@@ -148,6 +150,7 @@ use self::primitive_keys::PrimitiveKeys;
 pub use self::result_store::RedisResultStore;
 use self::script_call::ScriptCall;
 pub use self::stock::{RedisStock, UnprefixedMigration};
+use self::subscription::PubSubSource;
 use self::wakeups::WakeHub;
 use crate::breaker::Breaker;
 use crate::{LockError, Result};
@@ -181,9 +184,13 @@ pub struct RedisBackend {
 }
 
 struct Shared {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     /// For other primitives' own subscriptions (the cache's value pushes).
-    client: redis::Client,
+    pubsub: PubSubSource,
+    /// The server, cluster or Sentinel service, for errors and logs (no password).
+    server: String,
+    /// On a Redis Cluster, the sharded wake-up channels its waiters subscribe to.
+    shards: Option<Arc<shard_wakeups::ShardWakeups>>,
     prefix: String,
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
@@ -223,13 +230,18 @@ impl RedisBackend {
     }
 
     /// The multiplexed connection, for other primitives on the same server (stock, cache).
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    pub(crate) fn connection(&self) -> RedisConnection {
         self.shared.connection.clone()
     }
 
-    /// The client, for other primitives' own subscriptions (the cache's value pushes).
-    pub(crate) fn redis_client(&self) -> redis::Client {
-        self.shared.client.clone()
+    /// Where other primitives' own subscriptions connect (the cache's value pushes).
+    pub(crate) fn pubsub_source(&self) -> PubSubSource {
+        self.shared.pubsub.clone()
+    }
+
+    /// The server, cluster or Sentinel service this backend uses, for errors and logs.
+    pub(crate) fn server(&self) -> &str {
+        &self.shared.server
     }
 
     /// The [circuit breaker](crate::breaker) of this backend's connection, shared by its
@@ -304,6 +316,25 @@ impl RedisBackend {
         LockKeys::new(&self.shared.prefix, full_key).waiters_key()
     }
 
+    /// On a Redis Cluster, subscribes to the wake channel of `key`'s slot and holds it (a
+    /// waiter holds it from before it queues until it leaves); `None` on one server, where the
+    /// backend's one channel is always subscribed.
+    pub(in crate::redis) async fn wake_channel(
+        &self,
+        key: &str,
+    ) -> Result<Option<shard_wakeups::ChannelHold>> {
+        match &self.shared.shards {
+            Some(shards) => shards.hold(key).await.map(Some).map_err(to_lock_error),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether waiters subscribe per key before they queue (a Redis Cluster): their first
+    /// attempt then goes without queuing, so an uncontended acquire stays one script.
+    pub(in crate::redis) fn subscribes_per_key(&self) -> bool {
+        self.shared.shards.is_some()
+    }
+
     /// Runs a script through the breaker, sending it again (same arguments, so the same owner
     /// token) when the reply was lost to a timeout or a dropped connection.
     pub(super) async fn run<T: redis::FromRedisValue>(
@@ -372,8 +403,13 @@ fn millis(duration: Duration) -> u64 {
         .max(1)
 }
 
+/// A failure after which the same command may be sent again: its reply was lost, or it reached
+/// a replica that had just been demoted (`READONLY`: it did not run).
 fn is_transient(error: &redis::RedisError) -> bool {
-    error.is_timeout() || error.is_connection_dropped() || error.is_io_error()
+    error.is_timeout()
+        || error.is_connection_dropped()
+        || error.is_io_error()
+        || connection::is_read_only(error)
 }
 
 fn to_lock_error(error: redis::RedisError) -> LockError {

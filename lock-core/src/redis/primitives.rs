@@ -28,6 +28,7 @@ use tokio::time::{sleep_until, Instant};
 
 use super::primitive_keys::{kind_code, Family, PrimitiveKeys};
 use super::script_call::ScriptCall;
+use super::shard_wakeups::ChannelHold;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, FENCE_RETENTION};
 use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
@@ -42,6 +43,8 @@ struct Waiting<'a> {
     owner: String,
     notify: Arc<Notify>,
     granted: bool,
+    /// On a Redis Cluster, the waiter's wake channel, subscribed before it queued.
+    _channel: Option<ChannelHold>,
 }
 
 impl Drop for Waiting<'_> {
@@ -85,7 +88,7 @@ impl RedisBackend {
         }
         invocation
             .arg(keys.family.name())
-            .arg(&self.shared.hub.channel_prefix)
+            .arg(&self.shared.hub.route)
             .arg(millis(self.shared.config.claim_window))
             .arg(millis(FENCE_RETENTION));
         invocation
@@ -121,9 +124,12 @@ impl RedisBackend {
             cap = cap.min(claim / 3);
         }
         let mut waiting: Option<Waiting<'_>> = None;
+        // As the lock's (`acquire.rs`): on a Redis Cluster the first attempt goes unqueued.
+        let mut tried_unqueued = !self.subscribes_per_key();
         loop {
             let queue = request.deadline.is_none_or(|d| Instant::now() < d);
-            if queue && waiting.is_none() {
+            if queue && waiting.is_none() && tried_unqueued {
+                let channel = self.wake_channel(&keys.holders).await?;
                 let (seq, id, notify) = self.shared.hub.register();
                 waiting = Some(Waiting {
                     backend: self,
@@ -133,6 +139,7 @@ impl RedisBackend {
                     owner: owner.clone(),
                     notify,
                     granted: false,
+                    _channel: channel,
                 });
             }
             let entry = waiting.as_ref().map_or("", |w| w.entry.as_str());
@@ -172,6 +179,12 @@ impl RedisBackend {
                 }
                 0 => {}
                 other => return Err(protocol(format!("acquire script answered {other}"))),
+            }
+            if !tried_unqueued {
+                tried_unqueued = true;
+                if queue && !request.deadline_passed() {
+                    continue; // subscribe, then queue at once
+                }
             }
             let Some(waiting) = waiting.as_mut().filter(|_| !request.deadline_passed()) else {
                 return Ok(None);

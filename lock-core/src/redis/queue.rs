@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::keys::LockKeys;
 use super::primitive_keys::Family;
+use super::shard_wakeups::ChannelHold;
 use super::{scripts, RedisBackend};
 use crate::backend::{LeaseKind, QueueBackend};
 use crate::{LockKey, Result};
@@ -18,6 +19,8 @@ pub(super) struct Waiting<'a> {
     pub(super) seq: u64,
     pub(super) notify: Arc<tokio::sync::Notify>,
     pub(super) granted: bool,
+    /// On a Redis Cluster, the waiter's wake channel, subscribed before it queued.
+    pub(super) _channel: Option<ChannelHold>,
 }
 
 impl Drop for Waiting<'_> {
@@ -49,7 +52,7 @@ impl Drop for Waiting<'_> {
                 let passed: redis::RedisResult<i64> = scripts::WAKE
                     .key(&*lock_key)
                     .key(&waiters)
-                    .arg(&backend.shared.hub.channel_prefix)
+                    .arg(&backend.shared.hub.route)
                     .invoke_async(&mut connection)
                     .await;
                 if let Err(error) = passed {

@@ -38,7 +38,7 @@ static RECORD_COMPLETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{}\n{}\nlocal function put()\n{}\nend\n{}",
         lua_entry_layout(),
-        scripts::WAKE_NEXT,
+        *scripts::WAKE_NEXT,
         include_str!("lua/result_put.lua"),
         include_str!("lua/record_complete.lua")
     ))
@@ -96,7 +96,7 @@ impl RedisBackend {
             .arg(place.key)
             .arg(super::entry_layout::replace_word(end.rule))
             .arg_fmt(format_args!("{}:{}", owner.hex(), fence.get()))
-            .arg(&self.shared.hub.channel_prefix);
+            .arg(&self.shared.hub.route);
         // The script also says whether the lease was still this claim's; either way it is
         // gone, which is all the claim needs.
         let (stored, _released): (i64, i64) = self.run("idempotency completion", &call).await?;

@@ -22,7 +22,6 @@ use std::any::Any;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -31,6 +30,7 @@ use super::fused_paths::RedisFusedPaths;
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
+use crate::redis::RedisConnection;
 use crate::results::{FusedPaths, PutEntry, ResultStore, ValueWatch, Watchers};
 use crate::{LockBackend, LockError, LockKey, OwnerToken, RedisBackend, Result};
 
@@ -67,7 +67,7 @@ pub struct RedisResultStore {
 }
 
 struct Shared {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     prefix: String,
     client_id: String,
     channel_prefix: String,
@@ -92,7 +92,7 @@ impl RedisResultStore {
         let (ready, subscribed) = oneshot::channel();
         let breaker = backend.breaker().clone();
         tokio::spawn(subscription::run(
-            backend.redis_client(),
+            backend.pubsub_source(),
             format!("{channel_prefix}{client_id}"),
             breaker.clone(),
             stop.clone(),
@@ -145,7 +145,7 @@ impl RedisResultStore {
         &self.shared.channel_prefix
     }
 
-    fn connection(&self) -> ConnectionManager {
+    fn connection(&self) -> RedisConnection {
         self.shared.connection.clone()
     }
 }

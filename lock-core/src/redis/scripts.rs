@@ -5,7 +5,13 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-pub(super) const WAKE_NEXT: &str = include_str!("lua/wake_next.lua");
+pub(super) static WAKE_NEXT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{}\n{}",
+        include_str!("lua/publish_wake.lua"),
+        include_str!("lua/wake_next.lua")
+    )
+});
 
 /// The next fencing token of a lock, prepended to the scripts that grant a lock's lease.
 pub(super) const LOCK_FENCE: &str = include_str!("lua/lock_fence.lua");
@@ -19,13 +25,19 @@ pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
 });
 
 /// Owner-checked release that wakes one waiter.
-pub(super) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&format!("{WAKE_NEXT}\n{}", include_str!("lua/release.lua"))));
+pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{}\n{}",
+        *WAKE_NEXT,
+        include_str!("lua/release.lua")
+    ))
+});
 
 /// Releases a lease won under an owner token by an acquisition that was abandoned.
 pub(super) static RELEASE_ABANDONED: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{WAKE_NEXT}\n{}",
+        "{}\n{}",
+        *WAKE_NEXT,
         include_str!("lua/release_abandoned.lua")
     ))
 });
@@ -40,13 +52,15 @@ pub(super) static RENEW: LazyLock<Script> =
 
 /// Passes an unused wake-up on to the next waiter.
 pub(super) static WAKE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&format!("{WAKE_NEXT}\n{}", include_str!("lua/wake.lua"))));
+    LazyLock::new(|| Script::new(&format!("{}\n{}", *WAKE_NEXT, include_str!("lua/wake.lua"))));
 
 const PRIMITIVE_LIB: &str = include_str!("lua/primitive_lib.lua");
 
+const PUBLISH_WAKE: &str = include_str!("lua/publish_wake.lua");
+
 /// A script of the fair lock, read-write lock and semaphore: `primitive_lib.lua` and `body`.
 fn primitive(body: &str) -> Script {
-    Script::new(&format!("{PRIMITIVE_LIB}\n{body}"))
+    Script::new(&format!("{PUBLISH_WAKE}\n{PRIMITIVE_LIB}\n{body}"))
 }
 
 /// Grants a fair lock's turn, a read or write share or permits, or queues the caller.
@@ -82,8 +96,12 @@ pub(super) static LATCH_CREATE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/latch_create.lua")));
 
 /// Counts a latch down, waking its waiters at zero.
-pub(super) static LATCH_COUNT_DOWN: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/latch_count_down.lua")));
+pub(super) static LATCH_COUNT_DOWN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{PUBLISH_WAKE}\n{}",
+        include_str!("lua/latch_count_down.lua")
+    ))
+});
 
 /// Registers a latch waiter, or says the latch is open.
 pub(super) static LATCH_WAIT: LazyLock<Script> =

@@ -4,11 +4,11 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::Script;
 
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::redis::availability::through;
+use crate::redis::RedisConnection;
 use crate::stock::OrderLine;
 use crate::stock::{check_retention, DEFAULT_RETENTION};
 use crate::stock::{order_reused, restock_reused};
@@ -135,7 +135,7 @@ pub struct UnprefixedMigration {
 /// ```
 #[derive(Clone)]
 pub struct RedisStock {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     /// The backend's breaker: the connection is the backend's.
     breaker: Breaker,
     /// `<key prefix>:stock`.
@@ -173,7 +173,8 @@ impl RedisStock {
     /// # Ok(()) }
     /// ```
     #[must_use]
-    pub fn from_connection(connection: ConnectionManager) -> Self {
+    pub fn from_connection(connection: impl Into<RedisConnection>) -> Self {
+        let connection = connection.into();
         Self {
             connection,
             breaker: Breaker::new(BACKEND, BreakerOptions::default()),
@@ -238,8 +239,17 @@ impl RedisStock {
     /// ```
     ///
     /// # Errors
-    /// [`LockError::Unavailable`] when the server cannot be reached or refuses a command.
+    /// [`LockError::Unavailable`] when the server cannot be reached or refuses a command;
+    /// [`LockError::InvalidConfig`] on a Redis Cluster, which no release before the prefix
+    /// (nor before cluster support) ran on.
     pub async fn migrate_unprefixed(&self) -> Result<UnprefixedMigration> {
+        if self.connection.is_cluster() {
+            return Err(LockError::InvalidConfig(
+                "migrate_unprefixed scans one server: releases that kept stock unprefixed ran on \
+                 one Redis, not on a cluster"
+                    .into(),
+            ));
+        }
         let mut connection = self.connection.clone();
         let mut done = UnprefixedMigration::default();
         let mut cursor = 0u64;

@@ -9,6 +9,8 @@
 //! that is down. Each try is logged at DEBUG; the outage is the breaker's to report.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -16,6 +18,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::availability;
+use super::connection::SentinelPrimary;
 use crate::breaker::Breaker;
 
 /// The first pause before subscribing again after the subscription dropped.
@@ -24,6 +27,60 @@ const RECONNECT_FIRST: Duration = Duration::from_millis(50);
 /// against a server that is down fails at once, and the sooner it is back, the sooner the
 /// listener can catch up. Once the breaker is open, its cool-down paces the tries.
 const RECONNECT_CAP: Duration = Duration::from_millis(250);
+
+/// Where a backend's subscriptions connect.
+#[derive(Clone)]
+pub(crate) enum PubSubSource {
+    /// The one server.
+    Server(redis::Client),
+    /// Any node of a Redis Cluster, tried in turn from the last that answered: a `PUBLISH`
+    /// reaches every node of a cluster.
+    ClusterNodes {
+        nodes: Arc<[redis::Client]>,
+        next: Arc<AtomicUsize>,
+    },
+    /// The primary Sentinel names now (replicas also see what is published on it, but a
+    /// primary that failed may come back as a lagging replica).
+    Sentinel(Arc<SentinelPrimary>),
+}
+
+impl PubSubSource {
+    /// A new pub/sub connection.
+    pub(crate) async fn open(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        match self {
+            Self::Server(client) => client.get_async_pubsub().await,
+            Self::ClusterNodes { nodes, next } => {
+                let start = next.load(Ordering::Relaxed);
+                let mut last_error = None;
+                for offset in 0..nodes.len() {
+                    let index = (start + offset) % nodes.len();
+                    match nodes[index].get_async_pubsub().await {
+                        Ok(pubsub) => {
+                            next.store(index, Ordering::Relaxed);
+                            return Ok(pubsub);
+                        }
+                        Err(error) => last_error = Some(error),
+                    }
+                }
+                Err(last_error.unwrap_or_else(|| {
+                    redis::RedisError::from((
+                        redis::ErrorKind::InvalidClientConfig,
+                        "a Redis Cluster backend without nodes",
+                    ))
+                }))
+            }
+            Self::Sentinel(primary) => match primary.client().get_async_pubsub().await {
+                Ok(pubsub) => Ok(pubsub),
+                Err(error) => {
+                    // The primary may have failed over: the next try goes where the
+                    // sentinels point now.
+                    primary.recheck().await;
+                    Err(error)
+                }
+            },
+        }
+    }
+}
 
 /// What a subscription does with what it receives.
 pub(crate) trait Listener: Send {
@@ -39,7 +96,7 @@ pub(crate) trait Listener: Send {
 /// Keeps `channel` subscribed until `stop`. Reports on `ready` once the first subscription is
 /// up, or that the first attempt failed (then it gives up: the caller's connect fails).
 pub(crate) async fn run(
-    client: redis::Client,
+    source: PubSubSource,
     channel: String,
     breaker: Breaker,
     stop: CancellationToken,
@@ -61,7 +118,7 @@ pub(crate) async fn run(
             }
         };
         let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
+            let mut pubsub = source.open().await?;
             pubsub.subscribe(&channel).await?;
             Ok::<_, redis::RedisError>(pubsub)
         };

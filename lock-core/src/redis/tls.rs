@@ -25,7 +25,16 @@ fn tls_address(client: &redis::Client) -> Option<(&str, u16)> {
 /// the first TLS connection would panic. A provider the application installed first is kept.
 #[cfg(feature = "redis-tls")]
 pub(super) fn ensure_crypto_provider(client: &redis::Client) {
-    if tls_address(client).is_none() || rustls::crypto::CryptoProvider::get_default().is_some() {
+    if tls_address(client).is_some() {
+        ensure_any_crypto_provider();
+    }
+}
+
+/// Installs the `ring` provider when the process has none, for connections whose TLS is not
+/// known up front (the servers a Sentinel names, with the connection settings given for them).
+#[cfg(feature = "redis-tls")]
+pub(super) fn ensure_any_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_some() {
         return;
     }
     // Err: another thread installed one in between, which is as good.
@@ -42,6 +51,10 @@ pub(super) fn ensure_crypto_provider(client: &redis::Client) {
 /// Without `redis-tls` a `rediss://` URL is refused before any connection.
 #[cfg(not(feature = "redis-tls"))]
 pub(super) fn ensure_crypto_provider(_client: &redis::Client) {}
+
+/// Without `redis-tls` no connection uses TLS.
+#[cfg(not(feature = "redis-tls"))]
+pub(super) fn ensure_any_crypto_provider() {}
 
 /// `error`, the failure of `client`'s first connection, said for what it is when the client
 /// speaks TLS and the attempt timed out: if the server accepts a TCP connection within

@@ -24,7 +24,8 @@ use tokio_util::sync::CancellationToken;
 use super::keys::LockKeys;
 use super::leases::LeaseBook;
 use super::scripts;
-use super::subscription::{self, Listener};
+use super::subscription::{self, Listener, PubSubSource};
+use super::RedisConnection;
 use crate::breaker::Breaker;
 use crate::sync::lock;
 
@@ -33,6 +34,10 @@ pub(super) struct WakeHub {
     pub(super) client_id: String,
     pub(super) channel: String,
     pub(super) channel_prefix: String,
+    /// What the scripts are told of the wake channels (see `lua/publish_wake.lua`): `P` and
+    /// the channel prefix on one server (a channel per client), `S` and the prefix on a Redis
+    /// Cluster (a sharded channel per client and key, see `shard_wakeups.rs`).
+    pub(super) route: String,
     next_waiter: AtomicU64,
     waiters: Mutex<HashMap<u64, Arc<Notify>>>,
     /// Fair locks handed over to a waiter by the server: waiter sequence → (fence, claim ms).
@@ -42,10 +47,13 @@ pub(super) struct WakeHub {
 }
 
 impl WakeHub {
-    pub(super) fn new(prefix: &str, client_id: String) -> Self {
+    /// The hub of client `client_id`, whose wake-ups go on sharded channels when `sharded`
+    /// (a Redis Cluster).
+    pub(super) fn new(prefix: &str, client_id: String, sharded: bool) -> Self {
         let channel_prefix = format!("{prefix}:wake:");
         Self {
             channel: format!("{channel_prefix}{client_id}"),
+            route: format!("{}{channel_prefix}", if sharded { 'S' } else { 'P' }),
             channel_prefix,
             client_id,
             next_waiter: AtomicU64::new(1),
@@ -102,7 +110,7 @@ impl WakeHub {
     /// `f<fence> <claim ms>` for a fair lock handed over, `w` for a nudge to re-check, `l` for a latch that opened.
     /// Those are never passed on here: a waiter that leaves removes its own entry and wakes the
     /// next one itself, releasing a fair lock handed to it too late (`primitive_abandon.lua`).
-    fn deliver(&self, payload: &str) -> Option<String> {
+    pub(super) fn deliver(&self, payload: &str) -> Option<String> {
         self.messages.fetch_add(1, Ordering::Relaxed);
         let mut lines = payload.splitn(3, '\n');
         let (waiter, lock_key, tag) = (lines.next()?, lines.next()?, lines.next());
@@ -120,7 +128,7 @@ impl WakeHub {
         }
     }
 
-    fn wake_all(&self) {
+    pub(super) fn wake_all(&self) {
         for notify in lock(&self.waiters).values() {
             notify.notify_one();
         }
@@ -135,10 +143,10 @@ fn parse_handoff(tag: &str) -> Option<(u64, u64)> {
 
 /// Runs the wake-up subscription until `stop`; reports on `ready` once it is first up.
 pub(super) async fn run(
-    client: redis::Client,
+    source: PubSubSource,
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
-    mut connection: redis::aio::ConnectionManager,
+    mut connection: RedisConnection,
     breaker: Breaker,
     stop: CancellationToken,
     ready: oneshot::Sender<redis::RedisResult<()>>,
@@ -151,14 +159,14 @@ pub(super) async fn run(
         connection,
         run_id,
     };
-    subscription::run(client, channel, breaker, stop, ready, listener).await;
+    subscription::run(source, channel, breaker, stop, ready, listener).await;
 }
 
 /// Routes wake-ups to waiters, and catches up after a drop.
 struct WakeListener {
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
-    connection: redis::aio::ConnectionManager,
+    connection: RedisConnection,
     run_id: Option<String>,
 }
 
@@ -190,12 +198,12 @@ impl Listener for WakeListener {
 }
 
 /// A waiter was woken after it left: wake the next one if the lock is still free.
-async fn pass_on(connection: &mut redis::aio::ConnectionManager, hub: &WakeHub, lock_key: String) {
+pub(super) async fn pass_on(connection: &mut RedisConnection, hub: &WakeHub, lock_key: String) {
     let waiters = LockKeys::waiters_of(&lock_key);
     let result: redis::RedisResult<i64> = scripts::WAKE
         .key(&lock_key)
         .key(&waiters)
-        .arg(&hub.channel_prefix)
+        .arg(&hub.route)
         .invoke_async(connection)
         .await;
     if let Err(error) = result {
@@ -205,9 +213,9 @@ async fn pass_on(connection: &mut redis::aio::ConnectionManager, hub: &WakeHub, 
 
 /// The subscription is back after a drop: the server may have restarted or failed over and
 /// lost lock keys, so every held lease is checked now rather than at its next renewal.
-async fn reconnected(
+pub(super) async fn reconnected(
     leases: &LeaseBook,
-    connection: &mut redis::aio::ConnectionManager,
+    connection: &mut RedisConnection,
     run_id: &mut Option<String>,
 ) {
     let now = server_run_id(connection).await;
@@ -234,7 +242,7 @@ async fn reconnected(
 }
 
 /// The server's `run_id` (new at every start), if `INFO server` answers.
-async fn server_run_id(connection: &mut redis::aio::ConnectionManager) -> Option<String> {
+pub(super) async fn server_run_id(connection: &mut RedisConnection) -> Option<String> {
     let info: String = redis::cmd("INFO")
         .arg("server")
         .query_async(connection)

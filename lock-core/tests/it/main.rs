@@ -69,6 +69,8 @@ mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "redis")]
+mod redis_cluster;
+#[cfg(feature = "redis")]
 mod redis_failover;
 #[cfg(feature = "redis")]
 mod redis_prefix;
@@ -76,6 +78,8 @@ mod redis_prefix;
 mod redis_primitives;
 #[cfg(feature = "redis")]
 mod redis_restart;
+#[cfg(feature = "redis")]
+mod redis_sentinel;
 #[cfg(feature = "redis")]
 mod redlock;
 mod result_store;

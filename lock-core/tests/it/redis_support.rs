@@ -1,6 +1,7 @@
 //! Shared by the Redis suites: the stack's server, connections of the test's own to look
 //! behind the toolkit's back, and backends with a key prefix.
 
+use lock_core::redis::RedisConnection;
 use lock_core::RedisBackend;
 
 use crate::acl_support::AclRedis;
@@ -55,12 +56,12 @@ pub(crate) async fn keys_naming(
 
 /// The conformance suite's fault injection on Redis: an admin connection and the backend that
 /// names the keys.
-pub(crate) struct BehindTheBack {
-    pub(crate) admin: redis::aio::MultiplexedConnection,
+pub(crate) struct BehindTheBack<C = redis::aio::MultiplexedConnection> {
+    pub(crate) admin: C,
     pub(crate) names: RedisBackend,
 }
 
-impl BehindTheBack {
+impl<C: redis::aio::ConnectionLike + Clone + Send + Sync> BehindTheBack<C> {
     /// Deletes the lock `full_key`, behind its holder's back.
     pub(crate) async fn delete_behind(&self, full_key: &str) {
         let deleted: i64 = redis::cmd("DEL")
@@ -115,5 +116,91 @@ impl SharedRedis {
     /// A backend on a connection of its own, with the key prefix.
     pub(crate) async fn backend(&self) -> RedisBackend {
         prefixed_backend(&self.url, &self.prefix).await
+    }
+}
+
+/// A Redis deployment of the stack beside its single server: the cluster (`cargo xtask stack
+/// up --redis-cluster`: 3 primaries, 3 replicas) or the Sentinel set (`--redis-sentinel`: a
+/// primary, 2 replicas, 3 sentinels).
+#[derive(Clone, Debug)]
+pub(crate) enum Deployment {
+    /// The cluster's node URLs.
+    Cluster(Vec<String>),
+    /// The sentinels' URLs and the service they monitor.
+    Sentinel {
+        sentinels: Vec<String>,
+        service: String,
+    },
+}
+
+/// The comma-separated URLs in `variable`; `None` (after saying so) when the suite may skip.
+fn urls(variable: &str) -> Option<Vec<String>> {
+    let urls = lock_testing::server_url(variable).expect("test server")?;
+    Some(urls.split(',').map(str::to_owned).collect())
+}
+
+impl Deployment {
+    /// The stack's cluster (`LOCK_TEST_REDIS_CLUSTER_URLS`).
+    pub(crate) fn cluster() -> Option<Self> {
+        urls("LOCK_TEST_REDIS_CLUSTER_URLS").map(Self::Cluster)
+    }
+
+    /// The stack's Sentinel set (`LOCK_TEST_REDIS_SENTINEL_URLS`, the service in
+    /// `LOCK_TEST_REDIS_SENTINEL_SERVICE`, `lock-primary` by default).
+    pub(crate) fn sentinel() -> Option<Self> {
+        let sentinels = urls("LOCK_TEST_REDIS_SENTINEL_URLS")?;
+        let service = std::env::var("LOCK_TEST_REDIS_SENTINEL_SERVICE")
+            .unwrap_or_else(|_| "lock-primary".to_owned());
+        Some(Self::Sentinel { sentinels, service })
+    }
+
+    /// A backend builder for the deployment.
+    pub(crate) fn builder(&self) -> lock_core::redis::RedisBackendBuilder {
+        match self {
+            Self::Cluster(nodes) => RedisBackend::builder_cluster(nodes.clone()),
+            Self::Sentinel { sentinels, service } => {
+                RedisBackend::builder_sentinel(sentinels.clone(), service.clone())
+            }
+        }
+    }
+
+    /// A backend on connections of its own.
+    pub(crate) async fn backend(&self) -> RedisBackend {
+        self.builder().connect().await.unwrap()
+    }
+
+    /// A connection of the test's own (every key and command): a cluster connection, or one to
+    /// the primary the sentinels name now.
+    pub(crate) async fn admin(&self) -> RedisConnection {
+        match self {
+            Self::Cluster(nodes) => redis::cluster::ClusterClient::new(nodes.clone())
+                .unwrap()
+                .get_async_connection()
+                .await
+                .unwrap()
+                .into(),
+            Self::Sentinel { sentinels, service } => {
+                let mut sentinel = redis::sentinel::SentinelClient::build(
+                    sentinels.clone(),
+                    service.clone(),
+                    None,
+                    redis::sentinel::SentinelServerType::Master,
+                )
+                .unwrap();
+                let client = sentinel.async_get_client().await.unwrap();
+                redis::aio::ConnectionManager::new(client)
+                    .await
+                    .unwrap()
+                    .into()
+            }
+        }
+    }
+
+    /// The fault injection of the conformance suite on this deployment.
+    pub(crate) async fn behind(&self) -> BehindTheBack<RedisConnection> {
+        BehindTheBack {
+            admin: self.admin().await,
+            names: self.backend().await,
+        }
     }
 }

@@ -5,7 +5,7 @@
 -- KEYS[3] fencing counter   KEYS[4] queue (zset: entry by arrival sequence)
 -- KEYS[5] queue deadlines (zset: entry by the server ms at which it is dropped unless its
 --         waiter re-checks first)   KEYS[6] semaphore size
--- ARGV[1] family: 'fair', 'rw' or 'sem'   ARGV[2] wake channel prefix
+-- ARGV[1] family: 'fair', 'rw' or 'sem'   ARGV[2] wake channel route (publish_wake.lua, prepended)
 -- ARGV[3] claim window ms (fair handoff)   ARGV[4] fence counter and size retention ms
 -- Queue entries are "<waiter id>|<owner token>|<lease ms>"; waiter ids "<client id>:<seq>".
 
@@ -50,7 +50,7 @@ end
 -- leadership on their channel; a lease running out they time themselves.
 local function leader_changed()
   if ARGV[1] == 'leader' then
-    redis.call('PUBLISH', ARGV[2] .. 'leader:' .. KEYS[1], '1')
+    redis.call('PUBLISH', string.sub(ARGV[2], 2) .. 'leader:' .. KEYS[1], '1')
   end
 end
 
@@ -128,13 +128,13 @@ local function wake_head()
         local fence = next_fence()
         local claim = math.min(tonumber(ARGV[3]), ms)
         local message = id .. '\n' .. KEYS[1] .. '\nf' .. int(fence) .. ' ' .. int(claim)
-        if redis.call('PUBLISH', ARGV[2] .. client, message) > 0 then
+        if publish_wake(ARGV[2], client, KEYS[1], message) > 0 then
           remove_entry(entry)
           hold(owner, 'F', 1, claim, fence)
           return
         end
       end
-    elseif client and redis.call('PUBLISH', ARGV[2] .. client, id .. '\n' .. KEYS[1] .. '\nw') > 0 then
+    elseif client and publish_wake(ARGV[2], client, KEYS[1], id .. '\n' .. KEYS[1] .. '\nw') > 0 then
       return
     end
     remove_entry(entry)

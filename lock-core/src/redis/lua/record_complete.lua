@@ -3,7 +3,7 @@
 -- wake_next), then releases the claim's lease if it is still this claim's and wakes one waiter,
 -- as release.lua does.
 -- KEYS[1] record   KEYS[2] the record's watchers   KEYS[3] lock   KEYS[4] the lock's waiter queue
--- ARGV[1]..ARGV[6] put.lua's   ARGV[7] the lease, "<owner>:<fence>"   ARGV[8] wake channel prefix
+-- ARGV[1]..ARGV[6] put.lua's   ARGV[7] the lease, "<owner>:<fence>"   ARGV[8] wake channel route (publish_wake.lua)
 -- Returns {stored, released}: 1 when the record was written, 1 when the lease was released.
 local stored = put()
 local released = 0

@@ -1,7 +1,7 @@
 -- Releases a lease if, and only if, it is still held by this owner and grant, then wakes one
 -- waiter. (wake_next is prepended from wake_next.lua.)
 -- KEYS[1] lock   KEYS[2] waiter queue
--- ARGV[1] "<owner>:<fence>"   ARGV[2] wake channel prefix
+-- ARGV[1] "<owner>:<fence>"   ARGV[2] wake channel route (publish_wake.lua)
 -- Returns 1 when released, 0 when the lock was not this owner's.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0

@@ -28,11 +28,7 @@ pub(super) struct Node {
 impl Node {
     /// The `index`th node, connected.
     pub(super) fn connected(index: usize, backend: RedisBackend) -> Self {
-        let address = backend
-            .redis_client()
-            .get_connection_info()
-            .addr()
-            .to_string();
+        let address = backend.server().to_owned();
         Self {
             label: format!("node {index} ({address})"),
             backend: Arc::new(OnceLock::from(backend)),

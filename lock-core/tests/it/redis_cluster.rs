@@ -1,0 +1,39 @@
+//! The conformance suites of the lock and the primitives on the stack's Redis Cluster
+//! (`LOCK_TEST_REDIS_CLUSTER_URLS`: 3 primaries with a replica each): every script routed to
+//! the primary of its keys' slot, wake-ups by a `PUBLISH` that reaches every node.
+
+use lock_core::redis::RedisConnection;
+use lock_core::LockClient;
+
+use crate::conformance::{self, conformance_suite, Harness};
+use crate::primitives::primitives_suite;
+use crate::redis_support::{BehindTheBack, Deployment};
+
+pub(crate) struct OnDeployment {
+    deployment: Deployment,
+    behind: BehindTheBack<RedisConnection>,
+}
+
+/// The suites' harness on `deployment`, when it is there.
+pub(crate) async fn on(deployment: Option<Deployment>) -> Option<OnDeployment> {
+    let deployment = deployment?;
+    let behind = deployment.behind().await;
+    Some(OnDeployment { deployment, behind })
+}
+
+impl Harness for OnDeployment {
+    async fn client(&self) -> LockClient {
+        conformance::client_on(self.deployment.backend().await)
+    }
+
+    async fn delete_behind(&self, full_key: &str) {
+        self.behind.delete_behind(full_key).await;
+    }
+
+    async fn queued(&self, full_key: &str) -> usize {
+        self.behind.queued(full_key).await
+    }
+}
+
+conformance_suite!(on(Deployment::cluster()));
+primitives_suite!(on(Deployment::cluster()));

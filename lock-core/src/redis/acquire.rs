@@ -36,7 +36,7 @@ impl RedisBackend {
 
     /// One acquire attempt: `Ok(Ok(fence))` when granted, `Ok(Err(pttl))` when busy.
     /// `waiter` is the sequence number of this acquisition's waiter registration, if it queues.
-    async fn attempt(
+    pub(super) async fn attempt(
         &self,
         keys: &LockKeys,
         owner: OwnerToken,
@@ -59,13 +59,35 @@ impl RedisBackend {
         call.arg(if queued_before { "1" } else { "0" })
             .arg(millis(queue_lifetime))
             .arg(millis(fence_retention));
-        let (granted, value): (i64, i64) = self.run("acquire", &call).await?;
+        let ((granted, value), short): ((i64, i64), _) = self.run_grant(&call).await?;
         match granted {
-            1 => u64::try_from(value)
-                .map(|fence| Ok(FencingToken::new(fence)))
-                .map_err(|_| protocol(format!("negative fencing token {value}"))),
+            1 => {
+                let fence = u64::try_from(value)
+                    .map_err(|_| protocol(format!("negative fencing token {value}")))?;
+                if let Some(short) = short {
+                    self.give_back(keys, &format!("{}:{fence}", owner.hex()))
+                        .await;
+                    return Err(short);
+                }
+                Ok(Ok(FencingToken::new(fence)))
+            }
             0 => Ok(Err(u64::try_from(value).ok().map(Duration::from_millis))),
             other => Err(protocol(format!("acquire script answered {other}"))),
+        }
+    }
+}
+
+impl RedisBackend {
+    /// Releases a lock granted as `value` (`<owner>:<fence>`) that the caller will not get:
+    /// its grant was not acknowledged by the replicas asked for.
+    async fn give_back(&self, keys: &LockKeys, value: &str) {
+        let mut call = ScriptCall::new(&scripts::RELEASE, 2);
+        call.key(&*keys.lock)
+            .key_from_parts(&keys.waiters())
+            .arg(value)
+            .arg(&self.shared.hub.route);
+        if let Err(error) = self.run::<i64>("release", &call).await {
+            tracing::debug!(%error, "giving back an unacknowledged grant failed; its lease runs out");
         }
     }
 }

@@ -106,6 +106,8 @@ pub(super) struct RedisConfig {
     pub(super) attempts: u32,
     pub(super) claim_window: Duration,
     pub(super) breaker: BreakerOptions,
+    /// Replicas that must acknowledge a grant, and how long to wait for them.
+    pub(super) replica_acks: Option<(u32, Duration)>,
 }
 
 impl RedisBackendBuilder {
@@ -187,6 +189,38 @@ impl RedisBackendBuilder {
         self
     }
 
+    /// Replication acknowledgement: after each grant (a lock, fair lock, read-write lock or
+    /// semaphore lease), `WAIT <replicas> <timeout>` on the same server, so a grant answered
+    /// to the caller has reached `replicas` replicas. A grant that reached fewer within
+    /// `timeout` is released at once and the acquire fails with [`LockError::Unavailable`]
+    /// (fail-closed). `timeout` must be below the
+    /// [response timeout](Self::response_timeout). Off by default.
+    ///
+    /// It narrows, not closes, the window in which a failover to a replica that missed the
+    /// last grants hands a lock out twice: Redis's `WAIT` does not make Redis strongly
+    /// consistent (the replica acknowledged the write, but Sentinel or the cluster may still
+    /// promote another one, and a replica may lose it in a restart without persistence). The
+    /// fencing tokens stay increasing either way; for a lock whose exclusion must hold across
+    /// the loss of a server, use [`RedLock`](crate::redis::redlock::RedLock) over independent
+    /// servers, or a consensus store (etcd, ZooKeeper). Each grant costs one more round trip
+    /// on the server (the replica's acknowledgement).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder_sentinel(["redis://127.0.0.1:26379/"], "orders-primary")
+    ///     .wait_for_replicas(1, Duration::from_millis(200))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.config.replica_acks = Some((replicas, timeout));
+        self
+    }
+
     /// How to connect to the servers the sentinels name (a backend from
     /// [`RedisBackend::builder_sentinel`]): TLS, ACL user and password, database, RESP version,
     /// as `redis-rs` takes them. The sentinels' own user, password and TLS are in their URLs.
@@ -228,6 +262,15 @@ impl RedisBackendBuilder {
                 "the fair lock's claim window ({:?}) must be at least 10ms",
                 self.config.claim_window
             )));
+        }
+        if let Some((replicas, timeout)) = self.config.replica_acks {
+            if replicas == 0 || timeout.is_zero() || timeout >= self.config.response_timeout {
+                return Err(LockError::InvalidConfig(format!(
+                    "wait_for_replicas({replicas}, {timeout:?}) needs at least one replica and \
+                     a timeout above zero and below the response timeout ({:?})",
+                    self.config.response_timeout
+                )));
+            }
         }
         if self.nodes_without_sentinel {
             return Err(LockError::InvalidConfig(
@@ -606,6 +649,7 @@ impl RedisBackend {
                 attempts: 3,
                 claim_window: Duration::from_secs(2),
                 breaker: BreakerOptions::new(),
+                replica_acks: None,
             },
         }
     }

@@ -135,6 +135,17 @@ impl ConnectionLike for RedisConnection {
     }
 }
 
+/// The hash tag of `key`: the text from its first `{` to the next `}`, braces included (empty
+/// when it has none). Keys with the same tag are in the same Redis Cluster slot.
+pub(crate) fn hash_tag(key: &str) -> &str {
+    key.find('{')
+        .and_then(|open| {
+            let close = key[open..].find('}')?;
+            Some(&key[open..=open + close])
+        })
+        .unwrap_or_default()
+}
+
 /// Whether `error` may mean that the server answering is no longer the primary: it is gone,
 /// or it was demoted to a replica (`READONLY`) after a failover.
 pub(crate) fn may_be_failover(error: &redis::RedisError) -> bool {

@@ -10,9 +10,13 @@ use std::sync::LazyLock;
 use redis::Script;
 use tokio::time::Instant;
 
+use super::connection::hash_tag;
 use super::keys::LockKeys;
 use super::script_call::ScriptCall;
-use super::{millis, protocol, scripts, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
+use super::{
+    availability, millis, protocol, scripts, to_lock_error, RedisBackend, RedisLease, BACKEND,
+    FENCE_RETENTION,
+};
 use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{FencingToken, Result};
 
@@ -47,6 +51,29 @@ impl RedisBackend {
         }
         let keys = LockKeys::new(&self.shared.prefix, request.key.full());
         let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
+        if self.shared.connection.is_cluster() && hash_tag(&keys.lock) != hash_tag(key) {
+            // On a Redis Cluster one script touches one slot: the lease, then the read.
+            let sent = Instant::now();
+            let attempt = self.attempt(&keys, request.owner, request.ttl, None, false, retention);
+            let Ok(fence) = attempt.await? else {
+                return Ok((None, None));
+            };
+            let grant = self.lock_grant(keys, request.owner, fence, sent);
+            let mut get = redis::cmd("GET");
+            get.arg(key);
+            // As the script's `pcall`: a key that cannot be read reads as nothing.
+            self.shared
+                .commands
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut connection = self.shared.connection.clone();
+            let read = get.query_async::<Option<Vec<u8>>>(&mut connection);
+            let value = match availability::through(&self.shared.breaker, read).await? {
+                Ok(value) => value,
+                Err(error) if error.code().is_some() => None,
+                Err(error) => return Err(to_lock_error(error)),
+            };
+            return Ok((Some(grant), value));
+        }
         let mut call = ScriptCall::new(&ACQUIRE_THEN_READ, 4);
         call.key(&*keys.lock)
             .key_from_parts(&keys.fence())

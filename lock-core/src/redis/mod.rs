@@ -358,6 +358,48 @@ impl RedisBackend {
         })
     }
 
+    /// Runs a script that may grant a lease: as [`run`](Self::run), followed by `WAIT` on the
+    /// same server when the backend asks for replication acknowledgement
+    /// ([`RedisBackendBuilder::wait_for_replicas`]). Returns the reply and, when the
+    /// acknowledgement fell short, the error to fail the acquire with once its grant is given
+    /// back.
+    pub(super) async fn run_grant<T: redis::FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+    ) -> Result<(T, Option<LockError>)> {
+        let Some((replicas, timeout)) = self.shared.config.replica_acks else {
+            return Ok((self.run("acquire", call).await?, None));
+        };
+        let admission = self.shared.breaker.admit()?;
+        let mut attempt = 0;
+        let outcome = loop {
+            attempt += 1;
+            self.shared.commands.fetch_add(2, Ordering::Relaxed);
+            let mut connection = self.shared.connection.clone();
+            match call
+                .invoke_then_wait(&mut connection, replicas, millis(timeout))
+                .await
+            {
+                Err(error) if attempt < self.shared.config.attempts && is_transient(&error) => {
+                    tokio::time::sleep(Duration::from_millis(20) * attempt).await;
+                }
+                outcome => break outcome,
+            }
+        };
+        availability::settle(admission, &outcome);
+        let (reply, acked): (T, u64) = outcome.map_err(to_lock_error)?;
+        let short = (acked < u64::from(replicas)).then(|| {
+            LockError::unavailable(
+                BACKEND,
+                format!(
+                    "the grant reached {acked} of {replicas} replicas within {timeout:?} \
+                     (wait_for_replicas); it was given back"
+                ),
+            )
+        });
+        Ok((reply, short))
+    }
+
     async fn run_admitted<T: redis::FromRedisValue>(
         &self,
         operation: &'static str,

@@ -155,14 +155,21 @@ impl RedisBackend {
                 .arg(lifetime)
                 .arg(request.participant.unwrap_or_default());
             let sent = Instant::now();
-            let (status, value): (i64, i64) = self.run("acquire", &invocation).await?;
+            let ((status, value), short): ((i64, i64), _) = self.run_grant(&invocation).await?;
             match status {
                 1 => {
+                    let fence = u64::try_from(value)
+                        .map_err(|_| protocol(format!("negative fencing token {value}")))?;
+                    if let Some(short) = short {
+                        // Not acknowledged: given back, and the waiter leaves the queue.
+                        if let Err(error) = self.release_primitive(&keys, &owner, fence).await {
+                            tracing::debug!(%error, "giving back an unacknowledged grant failed; its lease runs out");
+                        }
+                        return Err(short);
+                    }
                     if let Some(waiting) = waiting.as_mut() {
                         waiting.granted = true;
                     }
-                    let fence = u64::try_from(value)
-                        .map_err(|_| protocol(format!("negative fencing token {value}")))?;
                     return Ok(Some(self.primitive_grant(
                         &keys,
                         &owner,

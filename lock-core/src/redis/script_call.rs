@@ -89,6 +89,36 @@ impl ScriptCall {
     }
 }
 
+impl ScriptCall {
+    /// Sends the call followed, on the same connection (on a Redis Cluster, the same node: a
+    /// pipeline goes to its first keyed command's slot, and `WAIT` has no key), by
+    /// `WAIT <replicas> <timeout ms>`: the script's reply and how many replicas acknowledged
+    /// every write before it. After `NOSCRIPT` loads the script and sends both again.
+    pub(crate) async fn invoke_then_wait<T: FromRedisValue>(
+        &self,
+        connection: &mut impl ConnectionLike,
+        replicas: u32,
+        timeout_ms: u64,
+    ) -> RedisResult<(T, u64)> {
+        debug_assert_eq!(self.keys_left, 0, "fewer keys than the call declared");
+        let mut pipeline = redis::pipe();
+        pipeline
+            .add_command(self.cmd.clone())
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout_ms);
+        match pipeline.query_async(connection).await {
+            Err(error)
+                if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                self.script.load_async(connection).await?;
+                pipeline.query_async(connection).await
+            }
+            outcome => outcome,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

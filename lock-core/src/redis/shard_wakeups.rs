@@ -25,6 +25,7 @@ use redis::{PushInfo, PushKind, RedisResult};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use super::connection::hash_tag;
 use super::leases::LeaseBook;
 use super::wakeups::{pass_on, WakeHub};
 use super::RedisConnection;
@@ -81,14 +82,7 @@ impl ShardWakeups {
     /// The channel of `key`'s slot: the prefix and the key's hash tag (`{…}`, as
     /// `lua/publish_wake.lua` finds it).
     fn channel_of(&self, key: &str) -> String {
-        let tag = key
-            .find('{')
-            .and_then(|open| {
-                let close = key[open..].find('}')?;
-                Some(&key[open..=open + close])
-            })
-            .unwrap_or_default();
-        format!("{}{tag}", self.channel_prefix)
+        format!("{}{}", self.channel_prefix, hash_tag(key))
     }
 
     /// Subscribes to the wake channel of `key` (unless a hold on it already did) and holds it.

@@ -735,6 +735,58 @@ async fn redis_acl_user() -> Option<Redis> {
 #[cfg(feature = "redis")]
 cache_suite!(on_redis_acl_user, redis_acl_user());
 
+/// A Redis Cluster or Sentinel deployment of the stack, each instance on connections of its
+/// own.
+#[cfg(feature = "redis")]
+struct OnDeployment {
+    deployment: crate::redis_support::Deployment,
+    names: lock_core::RedisBackend,
+    admin: lock_core::redis::RedisConnection,
+}
+
+#[cfg(feature = "redis")]
+impl Instances for OnDeployment {
+    async fn instance(
+        &self,
+        configure: fn(lock_core::cache::CacheBuilder) -> lock_core::cache::CacheBuilder,
+    ) -> Cache {
+        configure(cache_support::on_redis(self.deployment.backend().await).await)
+            .build()
+            .unwrap()
+    }
+
+    async fn lease_waiters(&self, key: &str) -> usize {
+        redis::cmd("ZCARD")
+            .arg(self.names.waiters_key(&cache_support::lease_key(key)))
+            .query_async(&mut self.admin.clone())
+            .await
+            .unwrap()
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn on_deployment(
+    deployment: Option<crate::redis_support::Deployment>,
+) -> Option<OnDeployment> {
+    let deployment = deployment?;
+    Some(OnDeployment {
+        names: deployment.backend().await,
+        admin: deployment.admin().await,
+        deployment,
+    })
+}
+
+#[cfg(feature = "redis")]
+cache_suite!(
+    on_redis_cluster,
+    on_deployment(crate::redis_support::Deployment::cluster())
+);
+#[cfg(feature = "redis")]
+cache_suite!(
+    on_redis_sentinel,
+    on_deployment(crate::redis_support::Deployment::sentinel())
+);
+
 /// Redis with the store connected on a backend of its own: not the leases' own backend, so
 /// the miss's lease and its second read go as two commands (see `on_redis`: one script).
 #[cfg(feature = "redis")]

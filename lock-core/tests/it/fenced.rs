@@ -29,8 +29,31 @@ async fn redis_refuses_a_stale_token_and_compares_tokens_exactly() {
     let Some(url) = server_url("LOCK_TEST_REDIS_URL").expect("test server") else {
         return;
     };
+    refuses_stale_tokens(RedisBackend::connect(&url).await.unwrap()).await;
+}
+
+/// The same on the stack's Redis Cluster: the value and its token in one key, in one slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cluster_refuses_a_stale_token() {
+    let Some(deployment) = crate::redis_support::Deployment::cluster() else {
+        return;
+    };
+    refuses_stale_tokens(deployment.backend().await).await;
+}
+
+/// The same on the primary of the stack's Sentinel set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_sentinel_refuses_a_stale_token() {
+    let Some(deployment) = crate::redis_support::Deployment::sentinel() else {
+        return;
+    };
+    refuses_stale_tokens(deployment.backend().await).await;
+}
+
+/// The Redis fenced store on `backend`'s server: stale tokens refused, tokens compared exactly
+/// past 2^53, and a holder that lost its lease to a newer one refused.
+async fn refuses_stale_tokens(backend: RedisBackend) {
     bounded(async {
-        let backend = RedisBackend::connect(&url).await.unwrap();
         let store = RedisFencedStore::from_backend(&backend).await.unwrap();
         let key = unique("fenced");
         let write = |fence: u64, value: &'static [u8]| {

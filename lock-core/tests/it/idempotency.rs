@@ -449,6 +449,25 @@ mod redis_harness {
         Some(Redis { server, two_steps })
     }
 
+    /// A Redis Cluster or Sentinel deployment: each instance on a backend of its own, its
+    /// store connected through it.
+    pub(crate) struct OnDeployment(crate::redis_support::Deployment);
+
+    impl Harness for OnDeployment {
+        async fn instance(&self, lease: LeaseMode) -> Idempotency {
+            let backend = self.0.backend().await;
+            let store = RedisResultStore::from_backend(&backend).await.unwrap();
+            built(Idempotency::builder(store, backend), lease)
+        }
+    }
+
+    /// The stack's deployment, when it is there.
+    pub(crate) async fn deployment(
+        deployment: Option<crate::redis_support::Deployment>,
+    ) -> Option<OnDeployment> {
+        deployment.map(OnDeployment)
+    }
+
     /// A server of the test's own, as an ACL user limited to its key prefix (`~svc:*`,
     /// `&svc:*`; see `acl_support.rs`): every record's key and push channel is under it.
     pub(crate) async fn acl_user() -> Option<Redis> {
@@ -462,6 +481,16 @@ mod redis_harness {
 
 #[cfg(feature = "redis")]
 idempotency_suite!(redis_store, redis_harness::redis(false));
+#[cfg(feature = "redis")]
+idempotency_suite!(
+    redis_cluster,
+    redis_harness::deployment(crate::redis_support::Deployment::cluster())
+);
+#[cfg(feature = "redis")]
+idempotency_suite!(
+    redis_sentinel,
+    redis_harness::deployment(crate::redis_support::Deployment::sentinel())
+);
 #[cfg(feature = "redis")]
 idempotency_suite!(redis_store_two_steps, redis_harness::redis(true));
 #[cfg(feature = "redis")]

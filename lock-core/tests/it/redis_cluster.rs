@@ -37,3 +37,27 @@ impl Harness for OnDeployment {
 
 conformance_suite!(on(Deployment::cluster()));
 primitives_suite!(on(Deployment::cluster()));
+
+/// On a cluster the `WAIT` goes to the node that ran the grant (a pipeline goes to its first
+/// keyed command's slot): with each primary's one replica, grants are acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_wait_for_the_primarys_replica() {
+    let Some(deployment) = Deployment::cluster() else {
+        return;
+    };
+    conformance::bounded(async {
+        let backend = deployment
+            .builder()
+            .wait_for_replicas(1, std::time::Duration::from_millis(500))
+            .connect()
+            .await
+            .unwrap();
+        let locks = LockClient::new(backend);
+        for n in 0..20 {
+            let key = conformance::unique_key(&format!("acks-{n}"));
+            let guard = locks.lock(&key).try_acquire().await.unwrap().unwrap();
+            assert!(guard.release().await.unwrap());
+        }
+    })
+    .await;
+}

@@ -448,6 +448,30 @@ async fn redis(retention: Duration) -> Option<Stock> {
 #[cfg(feature = "redis")]
 stock_suite!(redis_stock, redis);
 
+/// The stock on a Redis Cluster or Sentinel deployment of the stack.
+#[cfg(feature = "redis")]
+async fn on_deployment(
+    deployment: Option<crate::redis_support::Deployment>,
+    retention: Duration,
+) -> Option<Stock> {
+    let backend = deployment?.backend().await;
+    let store = lock_core::redis::RedisStock::from_backend(&backend)
+        .with_retention(retention)
+        .unwrap();
+    Some(Stock::builder(store).namespace("test").build().unwrap())
+}
+
+#[cfg(feature = "redis")]
+stock_suite!(redis_cluster_stock, |retention| on_deployment(
+    crate::redis_support::Deployment::cluster(),
+    retention
+));
+#[cfg(feature = "redis")]
+stock_suite!(redis_sentinel_stock, |retention| on_deployment(
+    crate::redis_support::Deployment::sentinel(),
+    retention
+));
+
 /// The SQL stock with `strategy` and `retention`, on the server `variable` names.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn sql<D: lock_core::sql::Dialect>(

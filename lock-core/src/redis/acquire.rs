@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
 
+use super::batch::Kind;
 use super::keys::LockKeys;
 use super::primitive_keys::Family;
 use super::queue::Waiting;
@@ -59,7 +60,15 @@ impl RedisBackend {
         call.arg(if queued_before { "1" } else { "0" })
             .arg(millis(queue_lifetime))
             .arg(millis(fence_retention));
-        let ((granted, value), short): ((i64, i64), _) = self.run_grant(&call).await?;
+        let ((granted, value), short): ((i64, i64), _) =
+            if self.shared.config.replica_acks.is_some() {
+                self.run_grant(&call).await?
+            } else {
+                (
+                    self.run_batched(Kind::Acquire, "acquire", call).await?,
+                    None,
+                )
+            };
         match granted {
             1 => {
                 let fence = u64::try_from(value)
@@ -215,7 +224,7 @@ impl LockBackend for RedisBackend {
             .key_from_parts(&keys.waiters())
             .arg(value)
             .arg(&self.shared.hub.route);
-        let released: i64 = self.run("release", &call).await?;
+        let released: i64 = self.run_batched(Kind::Release, "release", call).await?;
         Ok(released == 1)
     }
 

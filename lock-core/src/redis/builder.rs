@@ -108,6 +108,8 @@ pub(super) struct RedisConfig {
     pub(super) breaker: BreakerOptions,
     /// Replicas that must acknowledge a grant, and how long to wait for them.
     pub(super) replica_acks: Option<(u32, Duration)>,
+    /// Whether the lock's acquisitions and releases in flight together go in one call.
+    pub(super) batching: bool,
 }
 
 impl RedisBackendBuilder {
@@ -221,6 +223,28 @@ impl RedisBackendBuilder {
         self
     }
 
+    /// Whether the lock's acquisitions (and, apart, its releases) in flight at the same moment
+    /// go to the server as one script call for all of them (default on; off on a Redis
+    /// Cluster, where one call touches one slot, and with
+    /// [`wait_for_replicas`](Self::wait_for_replicas)). Nothing waits to fill a batch: a
+    /// caller alone sends its own script at once, and callers that queue behind a busy
+    /// connection go together in the next call. Each gets its own reply and error.
+    ///
+    /// ```no_run
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// let backend = RedisBackend::builder("redis://127.0.0.1:6379/")
+    ///     .batching(false)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn batching(mut self, batching: bool) -> Self {
+        self.config.batching = batching;
+        self
+    }
+
     /// How to connect to the servers the sentinels name (a backend from
     /// [`RedisBackend::builder_sentinel`]): TLS, ACL user and password, database, RESP version,
     /// as `redis-rs` takes them. The sentinels' own user, password and TLS are in their URLs.
@@ -283,7 +307,11 @@ impl RedisBackendBuilder {
             server,
             cluster_nodes,
         } = self.source.connect(self.config.response_timeout).await?;
-        for script in scripts::all().into_iter().chain(super::redlock::scripts()) {
+        for script in scripts::all()
+            .into_iter()
+            .chain(super::redlock::scripts())
+            .chain(super::batch::scripts())
+        {
             script
                 .prepare_invoke()
                 .load_async(&mut connection)
@@ -298,6 +326,9 @@ impl RedisBackendBuilder {
         let breaker = Breaker::new(BACKEND, self.config.breaker);
         let stop = CancellationToken::new();
         let leases = Arc::new(LeaseBook::default());
+        let batches =
+            (self.config.batching && cluster_nodes.is_none() && self.config.replica_acks.is_none())
+                .then(super::batch::Batches::default);
         let shards = match cluster_nodes {
             // A cluster's wake-ups go on sharded channels, subscribed per key by its waiters.
             Some(nodes) => Some(
@@ -339,6 +370,7 @@ impl RedisBackendBuilder {
                 pubsub,
                 server,
                 shards,
+                batches,
                 prefix: self.prefix,
                 hub,
                 leases,
@@ -395,7 +427,7 @@ async fn connect_server(
     Ok(Connected {
         connection: manager.into(),
         server: client.get_connection_info().addr().to_string(),
-        pubsub: PubSubSource::Server(client),
+        pubsub: PubSubSource::Server(Box::new(client)),
         cluster_nodes: None,
     })
 }
@@ -650,6 +682,7 @@ impl RedisBackend {
                 claim_window: Duration::from_secs(2),
                 breaker: BreakerOptions::new(),
                 replica_acks: None,
+                batching: true,
             },
         }
     }

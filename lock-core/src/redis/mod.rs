@@ -108,6 +108,7 @@
 
 mod acquire;
 pub(crate) mod availability;
+mod batch;
 mod builder;
 mod connection;
 mod election;
@@ -191,6 +192,8 @@ struct Shared {
     server: String,
     /// On a Redis Cluster, the sharded wake-up channels its waiters subscribe to.
     shards: Option<Arc<shard_wakeups::ShardWakeups>>,
+    /// The lock's calls waiting to go to the server in a batch (`None`: each goes alone).
+    batches: Option<batch::Batches>,
     prefix: String,
     hub: Arc<WakeHub>,
     leases: Arc<LeaseBook>,
@@ -345,17 +348,20 @@ impl RedisBackend {
         let admission = self.shared.breaker.admit()?;
         let outcome = self.run_admitted(operation, call).await;
         availability::settle(admission, &outcome);
-        outcome.map_err(|error| {
-            if error.is_timeout() {
-                LockError::Timeout {
-                    backend: BACKEND,
-                    operation,
-                    after: self.shared.config.response_timeout,
-                }
-            } else {
-                to_lock_error(error)
+        outcome.map_err(|error| self.lock_error(operation, error))
+    }
+
+    /// The error a failed `operation` reports: a timeout as one, the rest as unavailable.
+    fn lock_error(&self, operation: &'static str, error: redis::RedisError) -> LockError {
+        if error.is_timeout() {
+            LockError::Timeout {
+                backend: BACKEND,
+                operation,
+                after: self.shared.config.response_timeout,
             }
-        })
+        } else {
+            to_lock_error(error)
+        }
     }
 
     /// Runs a script that may grant a lease: as [`run`](Self::run), followed by `WAIT` on the

@@ -17,6 +17,8 @@ use redis::{Cmd, FromRedisValue, RedisResult, RedisWrite, Script, ToRedisArgs};
 pub(crate) struct ScriptCall {
     script: &'static Script,
     cmd: Cmd,
+    /// How many keys the call has.
+    keys: usize,
     /// Keys still to come before the first argument.
     keys_left: usize,
 }
@@ -29,6 +31,7 @@ impl ScriptCall {
         Self {
             script,
             cmd,
+            keys,
             keys_left: keys,
         }
     }
@@ -69,6 +72,21 @@ impl ScriptCall {
         debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
         self.cmd.write_arg_fmt(arg);
         self
+    }
+
+    /// The script this call runs.
+    pub(crate) fn script(&self) -> &'static Script {
+        self.script
+    }
+
+    /// The call's keys, then its arguments, as sent.
+    pub(crate) fn keys_and_args(&self) -> (Vec<&[u8]>, Vec<&[u8]>) {
+        let mut parts = self.cmd.args_iter().skip(3).filter_map(|arg| match arg {
+            redis::Arg::Simple(bytes) => Some(bytes),
+            _ => None,
+        });
+        let keys = parts.by_ref().take(self.keys).collect();
+        (keys, parts.collect())
     }
 
     /// Sends the call; after `NOSCRIPT`, loads the script and sends it once more.

@@ -32,7 +32,7 @@ const RECONNECT_CAP: Duration = Duration::from_millis(250);
 #[derive(Clone)]
 pub(crate) enum PubSubSource {
     /// The one server.
-    Server(redis::Client),
+    Server(Box<redis::Client>),
     /// Any node of a Redis Cluster, tried in turn from the last that answered: a `PUBLISH`
     /// reaches every node of a cluster.
     ClusterNodes {

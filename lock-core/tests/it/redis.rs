@@ -368,3 +368,60 @@ async fn a_beaten_waiter_keeps_its_place() {
     .await
     .expect("bounded");
 }
+
+/// Batching: 64 tasks acquiring and releasing distinct keys at once go to the server in fewer
+/// script calls than locks (their calls queue behind a busy connection and go together), each
+/// getting its own grant and fence; a key holding another program's data fails its own
+/// caller only, not the others in its batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_together_go_in_batches_with_their_own_replies() {
+    let Some(h) = redis().await else { return };
+    conformance::bounded(async {
+        let backend = RedisBackend::connect(&h.url).await.unwrap();
+        let client = conformance::client_on(backend.clone());
+        let foreign = unique_key("batch-foreign");
+        let _: () = redis::cmd("HSET")
+            .arg(h.behind.names.redis_key(&format!("conformance:{foreign}")))
+            .arg("field")
+            .arg("not a lock")
+            .query_async(&mut h.behind.admin.clone())
+            .await
+            .unwrap();
+        let before = backend.commands_sent();
+        let rounds = 20;
+        let tasks: Vec<_> = (0..64)
+            .map(|task| {
+                let (client, foreign) = (client.clone(), foreign.clone());
+                tokio::spawn(async move {
+                    let mut fences = Vec::new();
+                    for round in 0..rounds {
+                        if task == 0 && round % 2 == 0 {
+                            let error = client.lock(&foreign).try_acquire().await.unwrap_err();
+                            assert!(error.is_unavailable(), "{error}");
+                            continue;
+                        }
+                        let key = format!("batch-{task}");
+                        let guard = client.lock(&key).try_acquire().await.unwrap().unwrap();
+                        fences.push(guard.fencing_token().get());
+                        assert!(guard.release().await.unwrap());
+                    }
+                    fences
+                })
+            })
+            .collect();
+        for task in tasks {
+            let fences = task.await.unwrap();
+            assert!(
+                fences.windows(2).all(|pair| pair[0] < pair[1]),
+                "{fences:?}"
+            );
+        }
+        let calls = backend.commands_sent() - before;
+        let operations = 64 * rounds * 2;
+        assert!(
+            calls < operations,
+            "{calls} script calls for {operations} acquisitions and releases: no batch formed"
+        );
+    })
+    .await;
+}

@@ -86,6 +86,11 @@ struct GuideMemory;
 #[doc = include_str!("../../../docs/backends/redis.md")]
 struct GuideRedis;
 
+/// The guide: Redis Cluster and Sentinel.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/backends/redis-cluster.md")]
+struct GuideRedisCluster;
+
 /// The guide: RedLock.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/backends/redlock.md")]

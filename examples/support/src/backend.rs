@@ -27,10 +27,16 @@ pub enum BackendKind {
     Etcd,
     /// RedLock over the independent Redis nodes at `LOCK_TEST_REDLOCK_URLS`.
     Redlock,
+    /// The Redis Cluster whose nodes are at `LOCK_TEST_REDIS_CLUSTER_URLS`.
+    RedisCluster,
+    /// The primary the sentinels at `LOCK_TEST_REDIS_SENTINEL_URLS` name for
+    /// `LOCK_TEST_REDIS_SENTINEL_SERVICE`, followed across failovers.
+    RedisSentinel,
 }
 
 impl BackendKind {
-    /// Parses `memory`, `redis`, `postgres`, `mysql`, `zookeeper`, `etcd` or `redlock`.
+    /// Parses `memory`, `redis`, `postgres`, `mysql`, `zookeeper`, `etcd`, `redlock`,
+    /// `redis-cluster` or `redis-sentinel`.
     pub fn parse(name: &str) -> Result<Self, String> {
         match name {
             "memory" => Ok(Self::Memory),
@@ -40,8 +46,11 @@ impl BackendKind {
             "zookeeper" => Ok(Self::Zookeeper),
             "etcd" => Ok(Self::Etcd),
             "redlock" => Ok(Self::Redlock),
+            "redis-cluster" => Ok(Self::RedisCluster),
+            "redis-sentinel" => Ok(Self::RedisSentinel),
             other => Err(format!(
-                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper, etcd or redlock"
+                "unknown backend {other:?}; expected memory, redis, postgres, mysql, zookeeper, \
+                 etcd, redlock, redis-cluster or redis-sentinel"
             )),
         }
     }
@@ -57,6 +66,8 @@ impl BackendKind {
             Self::Zookeeper => "zookeeper",
             Self::Etcd => "etcd",
             Self::Redlock => "redlock",
+            Self::RedisCluster => "redis-cluster",
+            Self::RedisSentinel => "redis-sentinel",
         }
     }
 }
@@ -76,7 +87,11 @@ impl BackendKind {
             Self::Memory | Self::Redis => true,
             Self::Postgres => cfg!(feature = "postgres"),
             Self::Mysql => cfg!(feature = "mysql"),
-            Self::Zookeeper | Self::Etcd | Self::Redlock => false,
+            Self::Zookeeper
+            | Self::Etcd
+            | Self::Redlock
+            | Self::RedisCluster
+            | Self::RedisSentinel => false,
         }
     }
 }
@@ -118,6 +133,54 @@ pub fn redlock_urls() -> Vec<String> {
     .split(',')
     .map(str::to_owned)
     .collect()
+}
+
+/// The Redis Cluster's node URLs: `LOCK_TEST_REDIS_CLUSTER_URLS` (comma-separated, as `cargo
+/// xtask` sets it), else the xtask stack's six nodes.
+#[must_use]
+pub fn redis_cluster_urls() -> Vec<String> {
+    url_list(
+        "LOCK_TEST_REDIS_CLUSTER_URLS",
+        "redis://127.0.0.1:26401/,redis://127.0.0.1:26402/,redis://127.0.0.1:26403/,\
+         redis://127.0.0.1:26404/,redis://127.0.0.1:26405/,redis://127.0.0.1:26406/",
+    )
+}
+
+/// The sentinels' URLs: `LOCK_TEST_REDIS_SENTINEL_URLS` (comma-separated), else the xtask
+/// stack's three sentinels.
+#[must_use]
+pub fn redis_sentinel_urls() -> Vec<String> {
+    url_list(
+        "LOCK_TEST_REDIS_SENTINEL_URLS",
+        "redis://127.0.0.1:26421/,redis://127.0.0.1:26422/,redis://127.0.0.1:26423/",
+    )
+}
+
+/// The name the sentinels monitor the primary under: `LOCK_TEST_REDIS_SENTINEL_SERVICE`, else
+/// the xtask stack's `lock-primary`.
+#[must_use]
+pub fn redis_sentinel_service() -> String {
+    server_url("LOCK_TEST_REDIS_SENTINEL_SERVICE", "lock-primary")
+}
+
+/// The Sentinel set's data nodes (primary and replicas, whichever is which now):
+/// `LOCK_TEST_REDIS_SENTINEL_NODES` (comma-separated), else the xtask stack's three.
+#[must_use]
+pub fn redis_sentinel_nodes() -> Vec<String> {
+    url_list(
+        "LOCK_TEST_REDIS_SENTINEL_NODES",
+        "redis://127.0.0.1:26411/,redis://127.0.0.1:26412/,redis://127.0.0.1:26413/",
+    )
+}
+
+/// The comma-separated URLs of `var`, else of `default`.
+fn url_list(var: &str, default: &str) -> Vec<String> {
+    server_url(var, default)
+        .split(',')
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A server's URL: the env var `var` (as `cargo xtask` sets it), else the xtask stack's default.

@@ -103,6 +103,34 @@ pub async fn connect(
                 redis: None,
             })
         }
+        #[cfg(feature = "servers")]
+        BackendKind::RedisCluster => {
+            let backend =
+                RedisBackend::builder_cluster(example_support::backend::redis_cluster_urls())
+                    .connect()
+                    .await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend.clone())
+                    .namespace(namespace)
+                    .build()?,
+                redis: Some(backend),
+            })
+        }
+        #[cfg(feature = "servers")]
+        BackendKind::RedisSentinel => {
+            let backend = RedisBackend::builder_sentinel(
+                example_support::backend::redis_sentinel_urls(),
+                example_support::backend::redis_sentinel_service(),
+            )
+            .connect()
+            .await?;
+            Ok(Connected {
+                locks: LockClient::builder(backend.clone())
+                    .namespace(namespace)
+                    .build()?,
+                redis: Some(backend),
+            })
+        }
         #[cfg(not(feature = "servers"))]
         other => Err(LockError::InvalidConfig(format!(
             "the {} backend needs lock-harness's `servers` feature",

@@ -46,8 +46,9 @@ Usage: chaos [--backend B|all] [--scenario N|all] [--short] [--rounds N] [--ttl-
              [--unsafe-no-breaker]
 
   --backend B           redis, zookeeper, etcd, postgres, mysql, redlock (3 nodes of the
-                        run's own), a comma list, or all (default)
-  --scenario N          a catalogue number (1..=13, 15..=18), a comma list, or all (default)
+                        run's own), redis-cluster, redis-sentinel (the stack's sets; not in
+                        all), a comma list, or all (default)
+  --scenario N          a catalogue number (1..=13, 15..=20), a comma list, or all (default)
   --short               1 round, smaller sizes (1,000 drops, 200 waiters), Redis, ZooKeeper and
                         RedLock only (unless --backend says otherwise): what `cargo xtask ci` runs
   --rounds N            rounds per scenario and backend (default 3)
@@ -73,7 +74,10 @@ processes); 15 and 16 run on the cache's stores, Redis and PostgreSQL; 17 Redis 
 30 s (6 s with --short) under a service with the response cache, idempotency and keyed-lock
 layers (`chaos web`): latency per route against a route with no layer, WARN lines per minute,
 time to store again once Redis is back; 18 (RedLock) a minority of nodes paused past the lease
-while A holds, then a node A holds restarted empty.
+while A holds, then a node A holds restarted empty; 19 (redis-cluster, redis-sentinel) the
+primary of the contended keys killed after its replicas were stopped for 1 s (so the promoted
+one lags), 8 clients on, fenced writes counted; 20 the same with replication acknowledged
+(WAIT) before a grant counts.
 The lock Redis is a redis-server of the run's own (needs redis-server on PATH); ZooKeeper,
 etcd, PostgreSQL and MySQL are the stack's (LOCK_TEST_*_URL, as `cargo xtask stack up` sets).
 ";
@@ -222,6 +226,8 @@ fn url_of(kind: BackendKind, lock_redis: &str, redlock: &str) -> String {
         BackendKind::Mysql => mysql_url(),
         BackendKind::Memory => String::new(),
         BackendKind::Redlock => redlock.to_owned(),
+        BackendKind::RedisCluster => example_support::backend::redis_cluster_urls().join(","),
+        BackendKind::RedisSentinel => example_support::backend::redis_sentinel_urls().join(","),
     }
 }
 
@@ -259,7 +265,7 @@ fn scenarios(raw: Option<&str>) -> Vec<u32> {
                     .ok()
                     .filter(|n| CATALOGUE.iter().any(|(c, ..)| c == n))
                     .unwrap_or_else(|| {
-                        usage_error(&format!("unknown scenario {n:?} (1..=13, 15..=17 or all)"))
+                        usage_error(&format!("unknown scenario {n:?} (1..=13, 15..=20 or all)"))
                     })
             })
             .collect(),

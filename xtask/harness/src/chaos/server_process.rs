@@ -39,7 +39,11 @@ impl ServerProcesses {
 
     /// The stack server of `kind`, from its pidfile.
     pub fn of_stack_server(kind: BackendKind) -> Result<Self, String> {
-        let name = kind.name();
+        Self::of_stack_name(kind.name())
+    }
+
+    /// The stack server `name` (`target/stack/<name>/<name>.pid`).
+    fn of_stack_name(name: &str) -> Result<Self, String> {
         let pidfile = stack_dir().join(name).join(format!("{name}.pid"));
         let text = std::fs::read_to_string(&pidfile)
             .map_err(|e| format!("{}: {e} (is the stack up?)", pidfile.display()))?;
@@ -50,6 +54,15 @@ impl ServerProcesses {
             .filter(|&pid| pid > 1)
             .ok_or_else(|| format!("{}: no pid in {text:?}", pidfile.display()))?;
         Ok(Self::from_root(pid))
+    }
+
+    /// The stack servers `names` (each from its pidfile), and every process below them.
+    pub fn of_stack_servers(names: &[&str]) -> Result<Self, String> {
+        let mut pids = Vec::new();
+        for name in names {
+            pids.extend(Self::of_stack_name(name)?.pids);
+        }
+        Ok(Self { pids })
     }
 
     /// How many processes.
@@ -72,6 +85,11 @@ impl ServerProcesses {
     /// Lets every process run again (SIGCONT).
     pub fn resume(&self) -> Result<(), String> {
         self.signal("CONT")
+    }
+
+    /// Kills every process (SIGKILL): a crash, nothing flushed or handed over.
+    pub fn kill(&self) -> Result<(), String> {
+        self.signal("KILL")
     }
 
     fn signal(&self, signal: &str) -> Result<(), String> {

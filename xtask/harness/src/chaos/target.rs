@@ -74,7 +74,11 @@ impl Target {
     pub fn can_expire_early(&self) -> bool {
         matches!(
             self.kind,
-            BackendKind::Redis | BackendKind::Zookeeper | BackendKind::Etcd
+            BackendKind::Redis
+                | BackendKind::Zookeeper
+                | BackendKind::Etcd
+                | BackendKind::RedisCluster
+                | BackendKind::RedisSentinel
         )
     }
 
@@ -123,6 +127,20 @@ impl Target {
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(deleted.deleted() as u64)
+            }
+            BackendKind::RedisCluster | BackendKind::RedisSentinel => {
+                let lock = format!("lock:{{#{full}}}");
+                self.on_primaries(|c| {
+                    let lock = lock.clone();
+                    async move {
+                        redis::cmd("PEXPIRE")
+                            .arg(lock)
+                            .arg(1)
+                            .query_async::<u64>(&mut c.clone())
+                            .await
+                    }
+                })
+                .await
             }
             other => Err(format!("no early expiry on {}", other.name())),
         }
@@ -175,6 +193,20 @@ impl Target {
                     .map_err(|e| e.to_string())?;
                 Ok(found.count() as u64)
             }
+            BackendKind::RedisCluster | BackendKind::RedisSentinel => {
+                let lock = format!("lock:{{#{full}}}");
+                self.on_primaries(|c| {
+                    let lock = lock.clone();
+                    async move {
+                        redis::cmd("EXISTS")
+                            .arg(&lock)
+                            .arg(format!("{lock}:waiters"))
+                            .query_async::<u64>(&mut c.clone())
+                            .await
+                    }
+                })
+                .await
+            }
             other => Err(format!("no entry count on {}", other.name())),
         }
     }
@@ -209,6 +241,17 @@ impl Target {
                 Ok(total as u64)
             }
             BackendKind::Redlock => Err("no command count on redlock".to_owned()),
+            // The primaries' counts: a replica counts the commands it replicates too.
+            BackendKind::RedisCluster | BackendKind::RedisSentinel => {
+                self.on_primaries(|c| async move {
+                    let info: String = redis::cmd("INFO")
+                        .arg("stats")
+                        .query_async(&mut c.clone())
+                        .await?;
+                    Ok(field(&info, "total_commands_processed:").unwrap_or(0))
+                })
+                .await
+            }
             BackendKind::Postgres => {
                 use sqlx::Connection;
                 let mut c = sqlx::PgConnection::connect(&self.url)
@@ -255,6 +298,51 @@ impl Target {
         .ok_or_else(|| format!("{addr}: no answer"))
     }
 
+    /// The data nodes of a Redis Cluster or of the Sentinel set (the stack's, from
+    /// `LOCK_TEST_REDIS_CLUSTER_URLS` / `LOCK_TEST_REDIS_SENTINEL_NODES`).
+    #[must_use]
+    pub fn data_nodes(&self) -> Vec<String> {
+        match self.kind {
+            BackendKind::RedisCluster => example_support::backend::redis_cluster_urls(),
+            BackendKind::RedisSentinel => example_support::backend::redis_sentinel_nodes(),
+            _ => vec![self.url.clone()],
+        }
+    }
+
+    /// Runs `query` on every data node that answers as a primary now (`role:master`), and adds
+    /// up the answers; a cluster primary that does not own the key answers `MOVED`, which counts
+    /// 0, and a node that is down is passed over.
+    async fn on_primaries<F, Fut>(&self, query: F) -> Result<u64, String>
+    where
+        F: Fn(redis::aio::MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<u64>>,
+    {
+        let mut total = 0;
+        let mut primaries = 0;
+        for url in self.data_nodes() {
+            let Ok(mut c) = redis_connection(&url).await else {
+                continue;
+            };
+            let role: Result<String, _> = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut c)
+                .await;
+            if !role.is_ok_and(|info| info.contains("role:master")) {
+                continue;
+            }
+            primaries += 1;
+            match query(c).await {
+                Ok(n) => total += n,
+                Err(e) if e.code() == Some("MOVED") => {}
+                Err(e) => return Err(format!("{url}: {e}")),
+            }
+        }
+        if primaries == 0 {
+            return Err(format!("no primary answers among {:?}", self.data_nodes()));
+        }
+        Ok(total)
+    }
+
     async fn redis(&self) -> Result<redis::aio::MultiplexedConnection, String> {
         redis::Client::open(self.url.as_str())
             .map_err(|e| e.to_string())?
@@ -279,6 +367,18 @@ impl Target {
             .await
             .map_err(|e| e.to_string())
     }
+}
+
+/// A connection to the one Redis at `url`, bounded so a paused or dead node is passed over.
+async fn redis_connection(url: &str) -> Result<redis::aio::MultiplexedConnection, String> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_response_timeout(Some(Duration::from_secs(1)));
+    redis::Client::open(url)
+        .map_err(|e| e.to_string())?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The number after `name` on its line of `text`.

@@ -120,6 +120,23 @@ pub async fn connect(
             }
             LockClient::builder(lock_core::RedLock::new(nodes)?)
         }
+        // `url`: some of the cluster's nodes, comma-separated.
+        BackendKind::RedisCluster => LockClient::builder(
+            lock_core::RedisBackend::builder_cluster(url.split(','))
+                .response_timeout(response)
+                .connect()
+                .await?,
+        ),
+        // `url`: the sentinels, comma-separated; the service is the stack's.
+        BackendKind::RedisSentinel => LockClient::builder(
+            lock_core::RedisBackend::builder_sentinel(
+                url.split(','),
+                example_support::backend::redis_sentinel_service(),
+            )
+            .response_timeout(response)
+            .connect()
+            .await?,
+        ),
     };
     client.namespace("chaos").build()
 }

@@ -11,6 +11,7 @@ mod crowd;
 mod delayed_reply;
 mod dropped;
 mod expiry;
+mod failover;
 mod kill;
 mod late_write;
 mod lost_reply;
@@ -55,6 +56,8 @@ pub const CATALOGUE: &[(u32, &str, bool)] = &[
     (16, "computer killed", true),
     (17, "backend down, web layers", true),
     (18, "redlock nodes faulted", true),
+    (19, "primary failover", true),
+    (20, "primary failover, WAIT", true),
 ];
 
 /// How a run is set up.
@@ -113,6 +116,9 @@ impl Chaos {
         if let Some(why) = not_for_redlock(scenario, target.kind) {
             return Outcome::NotApplicable(why.into());
         }
+        if let Some(why) = not_for_multi_node(scenario, target.kind) {
+            return Outcome::NotApplicable(why.into());
+        }
         let measured = match scenario {
             1 => pause::run(self, target).await,
             2 => server_paused::run(self, target).await,
@@ -159,6 +165,13 @@ impl Chaos {
                 return Outcome::NotApplicable("faults RedLock's nodes: RedLock only".into())
             }
             18 => redlock_nodes::run(self, target).await,
+            19 | 20 if !is_multi_node(target.kind) => {
+                return Outcome::NotApplicable(
+                    "fails a primary over: Redis Cluster and Sentinel only".into(),
+                )
+            }
+            19 => failover::run(self, target, false).await,
+            20 => failover::run(self, target, true).await,
             _ => return Outcome::NotBuilt,
         };
         Outcome::Ran(measured)
@@ -252,6 +265,29 @@ fn not_for_redlock(scenario: u32, kind: BackendKind) -> Option<&'static str> {
         6 | 17 => Some("restarts the run's own single Redis: scenario 18 restarts a RedLock node"),
         10 => Some("RedLock waiters retry after a pause: no queue of 1,000 waiters to measure"),
         13 => Some("an early expiry on one node is a minority: scenario 18 covers a lost node"),
+        _ => None,
+    }
+}
+
+/// Whether `kind` is a Redis deployment of several data nodes (a cluster, a Sentinel set).
+fn is_multi_node(kind: BackendKind) -> bool {
+    matches!(kind, BackendKind::RedisCluster | BackendKind::RedisSentinel)
+}
+
+/// Why `scenario` does not run on a Redis Cluster or the Sentinel set (`None`: it does, or
+/// `kind` is another backend).
+fn not_for_multi_node(scenario: u32, kind: BackendKind) -> Option<&'static str> {
+    if !is_multi_node(kind) {
+        return None;
+    }
+    match scenario {
+        3 | 5 | 9 => Some(
+            "a fault proxy in front of one URL is bypassed: the client goes to the addresses \
+             the nodes (CLUSTER SLOTS) or the sentinels announce; 19 faults the primary itself",
+        ),
+        6 | 17 => Some("restarts the run's own single Redis: 19 kills this deployment's primary"),
+        12 => Some("kills members of a ZooKeeper or etcd cluster: 19 kills a Redis primary"),
+        15 | 16 => Some("the response cache's store is one Redis or PostgreSQL"),
         _ => None,
     }
 }

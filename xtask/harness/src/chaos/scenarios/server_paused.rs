@@ -111,5 +111,25 @@ fn server_processes(cx: &Chaos, kind: BackendKind) -> Result<ServerProcesses, St
             .ok_or("the run's redis-server is not running")?;
         return Ok(ServerProcesses::from_root(pid));
     }
-    ServerProcesses::of_stack_server(kind)
+    // A Redis Cluster or the Sentinel set: every process of it (the sentinels too, or they
+    // would fail the primary over while it is paused: scenario 19 is the failover).
+    match kind {
+        BackendKind::RedisCluster => ServerProcesses::of_stack_servers(&[
+            "redis-cluster-1",
+            "redis-cluster-2",
+            "redis-cluster-3",
+            "redis-cluster-4",
+            "redis-cluster-5",
+            "redis-cluster-6",
+        ]),
+        BackendKind::RedisSentinel => ServerProcesses::of_stack_servers(&[
+            "redis-sentinel-primary",
+            "redis-sentinel-replica-1",
+            "redis-sentinel-replica-2",
+            "redis-sentinel-1",
+            "redis-sentinel-2",
+            "redis-sentinel-3",
+        ]),
+        _ => ServerProcesses::of_stack_server(kind),
+    }
 }

@@ -1,0 +1,778 @@
+//! Scenarios 19 and 20, the primary failed over (Redis Cluster, Sentinel set: the stack's).
+//!
+//! A contended in-process workload: [`TASKS`] tasks, each on a backend connection of its own
+//! (as separate processes would be), loop acquire (watchdog lease of the run's TTL) → fenced
+//! writes with bookkeeping of an unfenced critical section → release, on [`KEYS`] keys whose
+//! hash slots are all on ONE primary (on the cluster, chosen by the CRC16 of the text inside
+//! the lock key's braces, `#chaos:<key>`, and `CLUSTER NODES`; on Sentinel, the primary the
+//! sentinels name). The fenced resource is a [`RedisFencedStore`] on the stack's single Redis.
+//!
+//! The fault: the replicas that may be promoted are stopped (SIGSTOP: the cluster primary's
+//! replica; on Sentinel both), the workload runs on the primary for [`LAG`], the primary is
+//! killed (SIGKILL) and the replicas continued: the promoted one lacks the last grants. Then
+//! grants must come back within [`RESUME`]; the workload runs [`AFTER`] more and stops; the
+//! deployment is restored (`cargo xtask stack up --redis-cluster|--redis-sentinel`: the killed
+//! node rejoins as a replica; the Sentinel set is started afresh).
+//!
+//! Scenario 20 is the same with the backend waiting for one replica's acknowledgement of each
+//! grant (`wait_for_replicas(1, 500 ms)`: a grant no replica acknowledged in time is released
+//! and the acquire fails).
+//!
+//! Counted per run: writes accepted and refused by the fence; **stale writes accepted** (a
+//! write accepted with a token below one already accepted for the key, or by a holder whose
+//! grant was followed by another grant of the key with a token at least as large: for any two
+//! grants of a key the later one's token must be larger) — must be 0; overlaps of the
+//! unfenced sections (two tasks inside one key's at once: reported, not a failure); double
+//! grants (a grant of a key while another task holds it, by its own account: granted, not
+//! lost, not released); grants whose token was not above the key's earlier grants'; the time
+//! from the primary's death to the first grant after it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use example_support::backend::{redis_sentinel_service, BackendKind};
+use lock_core::fenced::FencedWrite;
+use lock_core::redis::RedisFencedStore;
+use lock_core::{LeaseMode, LockClient, LockError, RedisBackend};
+use tokio::time::{sleep, Instant};
+
+use super::Chaos;
+use crate::chaos::report::Measured;
+use crate::chaos::resource::Counts;
+use crate::chaos::server_process::ServerProcesses;
+use crate::chaos::target::Target;
+
+/// Tasks, each with a backend connection of its own.
+const TASKS: usize = 8;
+/// Keys, all on one primary.
+const KEYS: usize = 4;
+/// How long the workload runs on the primary while its replicas are stopped.
+const LAG: Duration = Duration::from_secs(1);
+/// The bound on the time from the primary's death to the next grant.
+const RESUME: Duration = Duration::from_secs(20);
+/// How long the workload runs once grants are back.
+const AFTER: Duration = Duration::from_secs(2);
+/// Writes per hold, and the pause after each.
+const WRITES: u32 = 2;
+const WRITE_PAUSE: Duration = Duration::from_millis(10);
+
+/// How long a grant waits for a replica's acknowledgement (below the 1 s response timeout).
+const ACK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Runs the scenario's rounds: without (19) or with (20) replication acknowledged.
+pub(super) async fn run(cx: &Chaos, target: &Target, wait: bool) -> Measured {
+    let scenario = if wait { 20 } else { 19 };
+    let mut m = Measured {
+        latency_label: "death→grant",
+        ..Measured::default()
+    };
+    for round in 0..cx.settings.rounds {
+        eprintln!(
+            "  [{scenario} {}] round {}/{}",
+            target.kind.name(),
+            round + 1,
+            cx.settings.rounds
+        );
+        let prefix = cx.key(scenario, target.kind, round);
+        if let Err(e) = one_round(cx, target, wait, &prefix, &mut m).await {
+            m.violation(format!("round {round}: {e}"));
+        }
+        if let Err(e) = restore(target.kind) {
+            m.violation(format!("round {round}: restoring the deployment: {e}"));
+        }
+    }
+    m
+}
+
+/// One run: workload, lagging replicas, the primary killed, grants back, figures.
+async fn one_round(
+    cx: &Chaos,
+    target: &Target,
+    wait: bool,
+    prefix: &str,
+    m: &mut Measured,
+) -> Result<(), String> {
+    let ttl = cx.ttl();
+    let (primary, keys) = primary_and_keys(target, prefix).await?;
+    let replicas = replicas_of(&primary).await?;
+    if replicas.is_empty() {
+        return Err(format!("the primary {primary} has no replica"));
+    }
+    eprintln!("    keys {keys:?} on primary {primary}; replicas {replicas:?}");
+    let primary_pid = node_pid(&primary).await?;
+    let mut replica_pids = Vec::new();
+    for replica in &replicas {
+        replica_pids.push(node_pid(replica).await?);
+    }
+
+    let resource_backend = RedisBackend::connect(&cx.resource_url)
+        .await
+        .map_err(|e| format!("the resource's Redis: {e}"))?;
+    let store = RedisFencedStore::from_backend(&resource_backend)
+        .await
+        .map_err(|e| format!("the resource's store: {e}"))?;
+    let mut clients = Vec::new();
+    for _ in 0..TASKS {
+        clients.push(client(target, ttl, wait).await?);
+    }
+    let shared = Arc::new(Shared::new(&keys));
+    let started = Instant::now();
+    let handles: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(index, client)| {
+            let task = Task {
+                index,
+                client,
+                store: store.clone(),
+                keys: keys.clone(),
+                prefix: prefix.to_owned(),
+                ttl,
+                shared: Arc::clone(&shared),
+            };
+            tokio::spawn(task.run())
+        })
+        .collect();
+
+    // Warm up, then the replicas lag, then the primary dies.
+    let warm = wait_grants(&shared, 8, Duration::from_secs(10)).await;
+    if !warm {
+        m.violation("fewer than 8 grants in the 10 s before any fault".into());
+    }
+    let replicas_stopped = ServerProcesses::from_roots(&replica_pids);
+    replicas_stopped.pause()?;
+    let before_lag = shared.grants.load(Ordering::SeqCst);
+    sleep(LAG).await;
+    let lag_grants = shared.grants.load(Ordering::SeqCst) - before_lag;
+    ServerProcesses::from_root(primary_pid).kill()?;
+    let death = Instant::now();
+    *lock(&shared.death) = Some(death);
+    replicas_stopped.resume()?;
+    m.faults += 1 + replica_pids.len() as u64;
+    eprintln!(
+        "    {} replica(s) stopped for {LAG:?} ({lag_grants} grants meanwhile), primary killed",
+        replica_pids.len()
+    );
+
+    let resumed = loop {
+        if let Some(at) = *lock(&shared.first_after_death) {
+            break Some(at - death);
+        }
+        if death.elapsed() > RESUME {
+            break None;
+        }
+        sleep(Duration::from_millis(20)).await;
+    };
+    match resumed {
+        Some(after) => {
+            m.latencies.push(ms(after));
+            eprintln!(
+                "    first grant {:.0} ms after the primary's death",
+                ms(after)
+            );
+            sleep(AFTER).await;
+        }
+        None => m.violation(format!("no grant within {RESUME:?} of the primary's death")),
+    }
+
+    shared.stop.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + ttl * 3 + Duration::from_secs(5);
+    let mut stuck = 0;
+    for handle in handles {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if tokio::time::timeout(left, handle).await.is_err() {
+            stuck += 1;
+        }
+    }
+    if stuck > 0 {
+        m.notes
+            .push(format!("{stuck} workload task(s) did not stop in time"));
+    }
+    clean_up(&cx.resource_url, &resource_backend, &keys, prefix).await;
+
+    let seen = lock(&shared.seen).clone();
+    let counts = Counts {
+        sections: seen.holds,
+        accepted: seen.accepted,
+        refused: seen.refused,
+        stale: seen.stale_store + seen.stale_grant_order,
+        overlaps: seen.overlaps,
+    };
+    m.counts.add(counts);
+    if counts.stale > 0 {
+        m.violation(format!(
+            "{} stale write(s) accepted ({} below an accepted token, {} by a holder a later \
+             grant of the key outranked)",
+            counts.stale, seen.stale_store, seen.stale_grant_order
+        ));
+    }
+    if let Some(first) = seen.resource_errors.first() {
+        m.violation(format!(
+            "the resource failed {}× (first: {first})",
+            seen.resource_errors.len()
+        ));
+    }
+    let resumed = resumed.map_or("none".to_owned(), |d| format!("{:.0} ms", ms(d)));
+    let line = format!(
+        "{}: grants {}, writes accepted {}, stale refused by the fence {}, stale accepted {}, \
+         overlaps {}, double grants {}, token regressions {}, death→first grant {resumed}, \
+         holders lost {}, lock errors {}{}; {:.1} s",
+        if wait { "with WAIT" } else { "no WAIT" },
+        seen.grants,
+        seen.accepted,
+        seen.refused,
+        counts.stale,
+        seen.overlaps,
+        seen.double_grants,
+        seen.token_regressions,
+        seen.lost,
+        seen.lock_errors,
+        seen.first_error
+            .as_ref()
+            .map_or(String::new(), |e| format!(" (first: {e})")),
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("    {line}");
+    m.notes.push(line);
+    for text in seen.examples.iter().take(3) {
+        m.notes.push(text.clone());
+    }
+    Ok(())
+}
+
+/// Waits up to `within` for `n` grants in all.
+async fn wait_grants(shared: &Shared, n: u64, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if shared.grants.load(Ordering::SeqCst) >= n {
+            return true;
+        }
+        sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// A lock client on its own connection to the deployment.
+async fn client(target: &Target, ttl: Duration, wait: bool) -> Result<LockClient, String> {
+    let builder = match target.kind {
+        BackendKind::RedisCluster => RedisBackend::builder_cluster(target.url.split(',')),
+        BackendKind::RedisSentinel => {
+            RedisBackend::builder_sentinel(target.url.split(','), redis_sentinel_service())
+        }
+        other => return Err(format!("no failover on {}", other.name())),
+    };
+    let mut builder = builder.response_timeout(Duration::from_secs(1));
+    if wait {
+        builder = builder.wait_for_replicas(1, ACK_TIMEOUT);
+    }
+    let backend = builder
+        .connect()
+        .await
+        .map_err(|e| format!("connecting: {}", e.with_causes()))?;
+    LockClient::builder(backend)
+        .namespace("chaos")
+        .lease(LeaseMode::watchdog(ttl))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// What every task shares.
+struct Shared {
+    stop: AtomicBool,
+    grants: AtomicU64,
+    death: Mutex<Option<Instant>>,
+    first_after_death: Mutex<Option<Instant>>,
+    /// Per key: who holds it by its own account, its grants, the largest accepted token.
+    keys: HashMap<String, Mutex<KeyState>>,
+    /// Per key: tasks inside the unfenced section now.
+    inside: HashMap<String, AtomicU64>,
+    seen: Mutex<Seen>,
+}
+
+impl Shared {
+    fn new(keys: &[String]) -> Self {
+        Self {
+            stop: AtomicBool::new(false),
+            grants: AtomicU64::new(0),
+            death: Mutex::new(None),
+            first_after_death: Mutex::new(None),
+            keys: keys
+                .iter()
+                .map(|k| (k.clone(), Mutex::new(KeyState::default())))
+                .collect(),
+            inside: keys
+                .iter()
+                .map(|k| (k.clone(), AtomicU64::new(0)))
+                .collect(),
+            seen: Mutex::new(Seen::default()),
+        }
+    }
+}
+
+/// One key's bookkeeping.
+#[derive(Default)]
+struct KeyState {
+    /// The grants so far, in the order they were seen: (task, token).
+    grants: Vec<(usize, u64)>,
+    /// Holders now, by their own account: (task, grant index, lost flag).
+    holders: Vec<(usize, usize, Arc<AtomicBool>)>,
+    /// The largest token the store accepted.
+    max_accepted: u64,
+}
+
+/// The run's figures.
+#[derive(Clone, Default)]
+struct Seen {
+    grants: u64,
+    holds: u64,
+    accepted: u64,
+    refused: u64,
+    stale_store: u64,
+    stale_grant_order: u64,
+    overlaps: u64,
+    double_grants: u64,
+    token_regressions: u64,
+    lost: u64,
+    lock_errors: u64,
+    first_error: Option<String>,
+    resource_errors: Vec<String>,
+    /// A few lines on what went wrong, for the notes.
+    examples: Vec<String>,
+}
+
+impl Seen {
+    fn example(&mut self, text: String) {
+        eprintln!("    {text}");
+        if self.examples.len() < 6 {
+            self.examples.push(text);
+        }
+    }
+}
+
+/// One task of the workload.
+struct Task {
+    index: usize,
+    client: LockClient,
+    store: RedisFencedStore,
+    keys: Vec<String>,
+    prefix: String,
+    ttl: Duration,
+    shared: Arc<Shared>,
+}
+
+impl Task {
+    async fn run(self) {
+        let mut turn = self.index;
+        while !self.shared.stop.load(Ordering::SeqCst) {
+            turn += 1;
+            let key = &self.keys[turn % self.keys.len()];
+            let acquired = self.client.lock(key).acquire_within(self.ttl * 2).await;
+            let guard = match acquired {
+                Ok(Some(guard)) => guard,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.lock_error(&e);
+                    sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let token = guard.fencing_token().get();
+            let lost = Arc::new(AtomicBool::new(false));
+            {
+                let (lost, watched) = (Arc::clone(&lost), guard.lost());
+                tokio::spawn(async move {
+                    watched.await;
+                    lost.store(true, Ordering::SeqCst);
+                });
+            }
+            let grant = self.granted(key, token, &lost);
+            for w in 0..WRITES {
+                if guard.is_lost() {
+                    break;
+                }
+                self.section(key, token, grant, guard.fencing_token(), w)
+                    .await;
+                sleep(WRITE_PAUSE).await;
+            }
+            if guard.is_lost() {
+                lock(&self.shared.seen).lost += 1;
+            }
+            // Done by its own account before the release leaves: a grant seen after this is
+            // no double grant.
+            lock(&self.state(key))
+                .holders
+                .retain(|(task, _, _)| *task != self.index);
+            if let Err(e) = guard.release().await {
+                self.lock_error(&e);
+            }
+            lock(&self.shared.seen).holds += 1;
+            sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    fn state(&self, key: &str) -> &Mutex<KeyState> {
+        &self.shared.keys[key]
+    }
+
+    /// Records a grant; returns its index among the key's grants.
+    fn granted(&self, key: &str, token: u64, lost: &Arc<AtomicBool>) -> usize {
+        let now = Instant::now();
+        self.shared.grants.fetch_add(1, Ordering::SeqCst);
+        if let Some(death) = *lock(&self.shared.death) {
+            let mut first = lock(&self.shared.first_after_death);
+            if first.is_none() && now > death {
+                *first = Some(now);
+            }
+        }
+        let mut state = lock(self.state(key));
+        let mut seen = lock(&self.shared.seen);
+        seen.grants += 1;
+        let others: Vec<(usize, u64)> = state
+            .holders
+            .iter()
+            .filter(|(task, _, lost)| *task != self.index && !lost.load(Ordering::SeqCst))
+            .map(|(task, grant, _)| (*task, state.grants[*grant].1))
+            .collect();
+        if let Some((other, other_token)) = others.first() {
+            seen.double_grants += 1;
+            seen.example(format!(
+                "double grant of {}: task {} got token {token} while task {other} held it \
+                 with token {other_token}",
+                short(key, &self.prefix),
+                self.index
+            ));
+        }
+        if let Some(max) = state.grants.iter().map(|(_, t)| *t).max() {
+            if token <= max {
+                seen.token_regressions += 1;
+                seen.example(format!(
+                    "token regression on {}: task {} granted {token} after {max}",
+                    short(key, &self.prefix),
+                    self.index
+                ));
+            }
+        }
+        state.grants.push((self.index, token));
+        let grant = state.grants.len() - 1;
+        state.holders.push((self.index, grant, Arc::clone(lost)));
+        grant
+    }
+
+    /// One write of the critical section, with the unfenced section's bookkeeping around it.
+    async fn section(
+        &self,
+        key: &str,
+        token: u64,
+        grant: usize,
+        fence: lock_core::FencingToken,
+        write: u32,
+    ) {
+        let inside = &self.shared.inside[key];
+        if inside.fetch_add(1, Ordering::SeqCst) > 0 {
+            lock(&self.shared.seen).overlaps += 1;
+        }
+        // The largest token of a grant of this key seen after this holder's, before the write.
+        let later = lock(self.state(key)).grants[grant + 1..]
+            .iter()
+            .map(|(_, t)| *t)
+            .max();
+        let value = format!("task {} token {token} write {write}", self.index);
+        let written = self
+            .store
+            .write(&resource_key(&self.prefix, key), fence, value.as_bytes())
+            .await;
+        inside.fetch_sub(1, Ordering::SeqCst);
+        let mut state = lock(self.state(key));
+        let mut seen = lock(&self.shared.seen);
+        match written {
+            Ok(FencedWrite::Accepted) => {
+                seen.accepted += 1;
+                if token < state.max_accepted {
+                    seen.stale_store += 1;
+                    seen.example(format!(
+                        "stale write accepted on {}: token {token} after {} was accepted",
+                        short(key, &self.prefix),
+                        state.max_accepted
+                    ));
+                } else if let Some(later) = later.filter(|&later| later >= token) {
+                    seen.stale_grant_order += 1;
+                    seen.example(format!(
+                        "stale write accepted on {}: task {} wrote with token {token} after a \
+                         later grant got {later}",
+                        short(key, &self.prefix),
+                        self.index
+                    ));
+                }
+                state.max_accepted = state.max_accepted.max(token);
+            }
+            Ok(FencedWrite::Refused { .. }) => seen.refused += 1,
+            Err(e) => seen.resource_errors.push(e.to_string()),
+        }
+    }
+
+    fn lock_error(&self, e: &LockError) {
+        let mut seen = lock(&self.shared.seen);
+        seen.lock_errors += 1;
+        if seen.first_error.is_none() {
+            seen.first_error = Some(e.with_causes().to_string());
+        }
+    }
+}
+
+/// The resource value of `key`.
+fn resource_key(prefix: &str, key: &str) -> String {
+    format!("{prefix}:value:{key}")
+}
+
+/// `key` without the run's prefix, for messages.
+fn short<'a>(key: &'a str, prefix: &str) -> &'a str {
+    key.strip_prefix(prefix)
+        .map_or(key, |k| k.trim_start_matches('-'))
+}
+
+/// Deletes the run's resource values.
+async fn clean_up(url: &str, _backend: &RedisBackend, keys: &[String], prefix: &str) {
+    let Ok(client) = redis::Client::open(url) else {
+        return;
+    };
+    let Ok(mut c) = client.get_multiplexed_async_connection().await else {
+        return;
+    };
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| format!("lock:fenced:{}", resource_key(prefix, k)))
+        .collect();
+    let _: Result<u64, _> = redis::cmd("DEL").arg(names).query_async(&mut c).await;
+}
+
+/// The primary to kill and [`KEYS`] lock keys (names under the namespace `chaos`) whose slots
+/// it serves.
+async fn primary_and_keys(target: &Target, prefix: &str) -> Result<(String, Vec<String>), String> {
+    match target.kind {
+        BackendKind::RedisSentinel => {
+            let primary = sentinel_primary(target).await?;
+            let keys = (0..KEYS).map(|i| format!("{prefix}-k{i}")).collect();
+            Ok((primary, keys))
+        }
+        BackendKind::RedisCluster => {
+            let nodes = target.data_nodes();
+            let mut text = None;
+            for url in &nodes {
+                if let Ok(mut c) = connection(url).await {
+                    if let Ok(t) = redis::cmd("CLUSTER")
+                        .arg("NODES")
+                        .query_async::<String>(&mut c)
+                        .await
+                    {
+                        text = Some(t);
+                        break;
+                    }
+                }
+            }
+            let text = text.ok_or_else(|| format!("no node of {nodes:?} answers CLUSTER NODES"))?;
+            let primaries = cluster_primaries(&text);
+            let owner = |slot: u16| {
+                primaries
+                    .iter()
+                    .find(|(_, ranges)| ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+                    .map(|(addr, _)| addr.clone())
+            };
+            let first = format!("{prefix}-k0");
+            let primary = owner(key_slot(&first)).ok_or("the first key's slot has no primary")?;
+            let mut keys = vec![first];
+            let mut i = 1;
+            while keys.len() < KEYS && i < 10_000 {
+                let key = format!("{prefix}-k{i}");
+                if owner(key_slot(&key)).as_ref() == Some(&primary) {
+                    keys.push(key);
+                }
+                i += 1;
+            }
+            Ok((format!("redis://{primary}/"), keys))
+        }
+        other => Err(format!("no failover on {}", other.name())),
+    }
+}
+
+/// The slot of the lock key of `key` (namespace `chaos`): `lock:{#chaos:<key>}` hashes the
+/// text inside the braces.
+fn key_slot(key: &str) -> u16 {
+    crc16(format!("#chaos:{key}").as_bytes()) % 16384
+}
+
+/// CRC16-CCITT (XMODEM), as Redis Cluster hashes keys.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in bytes {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 == 0 {
+                crc << 1
+            } else {
+                (crc << 1) ^ 0x1021
+            };
+        }
+    }
+    crc
+}
+
+/// The primaries of a `CLUSTER NODES` text that are not failed: `ip:port` and slot ranges.
+fn cluster_primaries(text: &str) -> Vec<(String, Vec<(u16, u16)>)> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = fields.get(2)?;
+            if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
+                return None;
+            }
+            let addr = fields.get(1)?.split('@').next()?.to_owned();
+            let ranges = fields
+                .iter()
+                .skip(8)
+                .filter(|r| !r.starts_with('['))
+                .filter_map(|r| match r.split_once('-') {
+                    Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                    None => r.parse().ok().map(|s| (s, s)),
+                })
+                .collect();
+            Some((addr, ranges))
+        })
+        .collect()
+}
+
+/// The primary the sentinels name now.
+async fn sentinel_primary(target: &Target) -> Result<String, String> {
+    for url in target.url.split(',') {
+        let Ok(mut c) = connection(url).await else {
+            continue;
+        };
+        let reply: Result<Vec<String>, _> = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(redis_sentinel_service())
+            .query_async(&mut c)
+            .await;
+        if let Ok([host, port]) = reply.as_deref() {
+            return Ok(format!("redis://{host}:{port}/"));
+        }
+    }
+    Err(format!("no sentinel of {} names a primary", target.url))
+}
+
+/// The replicas of the primary at `url`, from its `INFO replication`.
+async fn replicas_of(url: &str) -> Result<Vec<String>, String> {
+    let mut c = connection(url).await?;
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut c)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    Ok(info
+        .lines()
+        .filter(|l| l.starts_with("slave") && l.contains("ip="))
+        .filter_map(|l| {
+            let field = |name: &str| {
+                l.split([':', ','])
+                    .find_map(|kv| kv.strip_prefix(name))
+                    .map(str::to_owned)
+            };
+            Some(format!("redis://{}:{}/", field("ip=")?, field("port=")?))
+        })
+        .collect())
+}
+
+/// The pid of the redis-server at `url` (`INFO server`).
+async fn node_pid(url: &str) -> Result<u32, String> {
+    let mut c = connection(url).await?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut c)
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("process_id:")?.parse().ok())
+        .ok_or_else(|| format!("{url}: no process_id"))
+}
+
+async fn connection(url: &str) -> Result<redis::aio::MultiplexedConnection, String> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    redis::Client::open(url)
+        .map_err(|e| e.to_string())?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+/// Brings the deployment back as `cargo xtask stack up` does: the killed cluster node starts
+/// again and rejoins as a replica; the Sentinel set, a member of which is down, is started
+/// afresh.
+fn restore(kind: BackendKind) -> Result<(), String> {
+    let set = match kind {
+        BackendKind::RedisCluster => "--redis-cluster",
+        BackendKind::RedisSentinel => "--redis-sentinel",
+        other => return Err(format!("no deployment of {}", other.name())),
+    };
+    eprintln!("    restoring: cargo xtask stack up {set}");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args(["xtask", "stack", "up", set])
+        .current_dir(workspace())
+        .output()
+        .map_err(|e| format!("cargo xtask stack up {set}: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cargo xtask stack up {set}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// The workspace root.
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `d` in ms.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_redis_cluster_slots() {
+        // `CLUSTER KEYSLOT foo` is 12182; `{user1000}.following` hashes `user1000`: 3443.
+        assert_eq!(crc16(b"foo") % 16384, 12182);
+        assert_eq!(crc16(b"user1000") % 16384, 3443);
+    }
+
+    #[test]
+    fn primaries_come_from_cluster_nodes() {
+        let text = "a 127.0.0.1:26401@36401 myself,master - 0 0 1 connected 0-5460\n\
+                    b 127.0.0.1:26404@36404 slave a 0 0 1 connected\n\
+                    c 127.0.0.1:26402@36402 master - 0 0 2 connected 5461-10922 16000\n\
+                    d 127.0.0.1:26403@36403 master,fail - 0 0 3 connected\n";
+        assert_eq!(
+            cluster_primaries(text),
+            vec![
+                ("127.0.0.1:26401".to_owned(), vec![(0, 5460)]),
+                (
+                    "127.0.0.1:26402".to_owned(),
+                    vec![(5461, 10922), (16000, 16000)]
+                ),
+            ]
+        );
+    }
+}

@@ -25,6 +25,12 @@ enum Store {
     Memory,
     #[cfg(feature = "redis")]
     Redis,
+    /// The stack's Redis Cluster.
+    #[cfg(feature = "redis")]
+    RedisCluster,
+    /// The primary of the stack's Sentinel set.
+    #[cfg(feature = "redis")]
+    RedisSentinel,
     #[cfg(feature = "zookeeper")]
     ZooKeeper,
     #[cfg(feature = "etcd")]
@@ -37,6 +43,10 @@ impl Store {
             Self::Memory => "memory",
             #[cfg(feature = "redis")]
             Self::Redis => "redis",
+            #[cfg(feature = "redis")]
+            Self::RedisCluster => "redis-cluster",
+            #[cfg(feature = "redis")]
+            Self::RedisSentinel => "redis-sentinel",
             #[cfg(feature = "zookeeper")]
             Self::ZooKeeper => "zookeeper",
             #[cfg(feature = "etcd")]
@@ -48,6 +58,10 @@ impl Store {
         match name {
             #[cfg(feature = "redis")]
             "redis" => Self::Redis,
+            #[cfg(feature = "redis")]
+            "redis-cluster" => Self::RedisCluster,
+            #[cfg(feature = "redis")]
+            "redis-sentinel" => Self::RedisSentinel,
             #[cfg(feature = "zookeeper")]
             "zookeeper" => Self::ZooKeeper,
             #[cfg(feature = "etcd")]
@@ -63,6 +77,10 @@ impl Store {
             Self::Memory => return Some(None),
             #[cfg(feature = "redis")]
             Self::Redis => "LOCK_TEST_REDIS_URL",
+            #[cfg(feature = "redis")]
+            Self::RedisCluster => "LOCK_TEST_REDIS_CLUSTER_URLS",
+            #[cfg(feature = "redis")]
+            Self::RedisSentinel => "LOCK_TEST_REDIS_SENTINEL_URLS",
             #[cfg(feature = "zookeeper")]
             Self::ZooKeeper => "LOCK_TEST_ZOOKEEPER_URL",
             #[cfg(feature = "etcd")]
@@ -85,6 +103,16 @@ impl Store {
                 #[cfg(feature = "redis")]
                 (Self::Redis, Some(url)) => {
                     LockClient::new(lock_core::RedisBackend::connect(url).await.unwrap())
+                }
+                #[cfg(feature = "redis")]
+                (Self::RedisCluster, Some(_)) => {
+                    let deployment = crate::redis_support::Deployment::cluster()?;
+                    LockClient::new(deployment.backend().await)
+                }
+                #[cfg(feature = "redis")]
+                (Self::RedisSentinel, Some(_)) => {
+                    let deployment = crate::redis_support::Deployment::sentinel()?;
+                    LockClient::new(deployment.backend().await)
                 }
                 #[cfg(feature = "zookeeper")]
                 (Self::ZooKeeper, Some(url)) => {
@@ -324,6 +352,10 @@ macro_rules! election_suite {
 election_suite!(memory: Store::Memory);
 #[cfg(feature = "redis")]
 election_suite!(redis: Store::Redis);
+#[cfg(feature = "redis")]
+election_suite!(redis_cluster: Store::RedisCluster);
+#[cfg(feature = "redis")]
+election_suite!(redis_sentinel: Store::RedisSentinel);
 #[cfg(feature = "zookeeper")]
 election_suite!(zookeeper: Store::ZooKeeper);
 #[cfg(feature = "etcd")]

@@ -157,6 +157,29 @@ async fn one_round(
         replica_pids.len()
     );
 
+    // WAIT 1 needs a replica: on the cluster the promoted node's only replica was the dead
+    // primary, so once the cluster has promoted, it is started again (as `stack up` does) and
+    // rejoins as the new primary's replica. On Sentinel the other replica follows the new
+    // primary by itself.
+    if wait && target.kind == BackendKind::RedisCluster {
+        match promoted(target, &primary, &keys[0], RESUME).await {
+            Some(after) => eprintln!(
+                "    a replica promoted {:.0} ms after the death; the old primary restarts",
+                ms(after)
+            ),
+            None => m.violation(format!("no replica promoted within {RESUME:?}")),
+        }
+        let kind = target.kind;
+        match tokio::task::spawn_blocking(move || restore(kind)).await {
+            Ok(Ok(())) => m.notes.push(
+                "WAIT: the killed primary was restarted once a replica was promoted (the \
+                 promoted one had no other replica to acknowledge)"
+                    .into(),
+            ),
+            Ok(Err(e)) => m.violation(format!("restarting the killed primary: {e}")),
+            Err(e) => m.violation(format!("restarting the killed primary: {e}")),
+        }
+    }
     let resumed = loop {
         if let Some(at) = *lock(&shared.first_after_death) {
             break Some(at - death);
@@ -597,6 +620,40 @@ async fn primary_and_keys(target: &Target, prefix: &str) -> Result<(String, Vec<
     }
 }
 
+/// Waits (up to `within`) until a node other than `old` serves the slot of `key`; returns how
+/// long after the call that was.
+async fn promoted(target: &Target, old: &str, key: &str, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let old = old.trim_start_matches("redis://").trim_end_matches('/');
+    let slot = key_slot(key);
+    while started.elapsed() < within {
+        for url in target.data_nodes() {
+            if url.contains(old) {
+                continue;
+            }
+            let Ok(mut c) = connection(&url).await else {
+                continue;
+            };
+            let Ok(text) = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query_async::<String>(&mut c)
+                .await
+            else {
+                continue;
+            };
+            let owner = cluster_primaries(&text)
+                .into_iter()
+                .find(|(_, ranges)| ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)));
+            if owner.is_some_and(|(addr, _)| addr != old) {
+                return Some(started.elapsed());
+            }
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
 /// The slot of the lock key of `key` (namespace `chaos`): `lock:{#chaos:<key>}` hashes the
 /// text inside the braces.
 fn key_slot(key: &str) -> u16 {
@@ -717,9 +774,19 @@ fn restore(kind: BackendKind) -> Result<(), String> {
         other => return Err(format!("no deployment of {}", other.name())),
     };
     eprintln!("    restoring: cargo xtask stack up {set}");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = std::process::Command::new(cargo)
-        .args(["xtask", "stack", "up", set])
+    // The xtask binary `cargo xtask` built (a `cargo xtask` of our own would wait for any
+    // build going on in the workspace), else through cargo.
+    let built = workspace().join("target/debug/xtask");
+    let mut command = if built.exists() {
+        std::process::Command::new(built)
+    } else {
+        let mut cargo =
+            std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cargo.arg("xtask");
+        cargo
+    };
+    let output = command
+        .args(["stack", "up", set])
         .current_dir(workspace())
         .output()
         .map_err(|e| format!("cargo xtask stack up {set}: {e}"))?;

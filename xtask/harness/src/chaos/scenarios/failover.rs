@@ -2,7 +2,8 @@
 //!
 //! A contended in-process workload: [`TASKS`] tasks, each on a backend connection of its own
 //! (as separate processes would be), loop acquire (watchdog lease of the run's TTL) → fenced
-//! writes with bookkeeping of an unfenced critical section → release, on [`KEYS`] keys whose
+//! writes with bookkeeping of an unfenced critical section (half the tasks hold ~20 ms, half
+//! ~300 ms) → release, on [`KEYS`] keys whose
 //! hash slots are all on ONE primary (on the cluster, chosen by the CRC16 of the text inside
 //! the lock key's braces, `#chaos:<key>`, and `CLUSTER NODES`; on Sentinel, the primary the
 //! sentinels name). The fenced resource is a [`RedisFencedStore`] on the stack's single Redis.
@@ -55,9 +56,11 @@ const LAG: Duration = Duration::from_secs(1);
 const RESUME: Duration = Duration::from_secs(20);
 /// How long the workload runs once grants are back.
 const AFTER: Duration = Duration::from_secs(2);
-/// Writes per hold, and the pause after each.
+/// Writes per hold, and the pause after each: short for even tasks, long for odd ones (their
+/// holds, some 300 ms, are likelier to span the primary's death).
 const WRITES: u32 = 2;
 const WRITE_PAUSE: Duration = Duration::from_millis(10);
+const LONG_WRITE_PAUSE: Duration = Duration::from_millis(150);
 
 /// How long a grant waits for a replica's acknowledgement (below the 1 s response timeout).
 const ACK_TIMEOUT: Duration = Duration::from_millis(500);
@@ -418,7 +421,12 @@ impl Task {
                 }
                 self.section(key, token, grant, guard.fencing_token(), w)
                     .await;
-                sleep(WRITE_PAUSE).await;
+                sleep(if self.index % 2 == 0 {
+                    WRITE_PAUSE
+                } else {
+                    LONG_WRITE_PAUSE
+                })
+                .await;
             }
             if guard.is_lost() {
                 lock(&self.shared.seen).lost += 1;

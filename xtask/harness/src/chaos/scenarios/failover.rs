@@ -421,7 +421,7 @@ impl Task {
                 }
                 self.section(key, token, grant, guard.fencing_token(), w)
                     .await;
-                sleep(if self.index % 2 == 0 {
+                sleep(if self.index.is_multiple_of(2) {
                     WRITE_PAUSE
                 } else {
                     LONG_WRITE_PAUSE
@@ -433,7 +433,7 @@ impl Task {
             }
             // Done by its own account before the release leaves: a grant seen after this is
             // no double grant.
-            lock(&self.state(key))
+            lock(self.state(key))
                 .holders
                 .retain(|(task, _, _)| *task != self.index);
             if let Err(e) = guard.release().await {
@@ -576,7 +576,13 @@ async fn clean_up(url: &str, _backend: &RedisBackend, keys: &[String], prefix: &
         .iter()
         .map(|k| format!("lock:fenced:{}", resource_key(prefix, k)))
         .collect();
-    let _: Result<u64, _> = redis::cmd("DEL").arg(names).query_async(&mut c).await;
+    if let Err(e) = redis::cmd("DEL")
+        .arg(names)
+        .query_async::<u64>(&mut c)
+        .await
+    {
+        eprintln!("    cleaning up the resource values: {e}");
+    }
 }
 
 /// The primary to kill and [`KEYS`] lock keys (names under the namespace `chaos`) whose slots

@@ -6,6 +6,8 @@
 //! - [`fair`], [`cache`], [`middleware`], [`idempotency`], [`stock`], [`etcd_contention`] and
 //!   `redlock` (feature `compare`): the figures of one feature or backend each.
 //! - `rslock_compare` (feature `compare`): the comparison rows with rslock.
+//! - [`raw_scripts`]: lock-core's acquire and release scripts called raw, the floor of the
+//!   lock's own server work; [`cluster`]: the 64-task rate on a Redis Cluster against one Redis.
 //! - [`overhead`]: the same locked work with `#[distributed_lock]` and by hand.
 //! - [`busy_cores`]: `--load`'s busy process on every core.
 
@@ -13,6 +15,10 @@ pub mod busy_cores;
 // The floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]
 pub mod cache;
+#[cfg(feature = "servers")]
+pub mod cluster;
+#[cfg(feature = "servers")]
+pub mod cpu;
 #[cfg(feature = "servers")]
 pub mod etcd_contention;
 pub mod fair;
@@ -23,6 +29,8 @@ pub mod idempotency;
 #[cfg(feature = "servers")]
 pub mod middleware;
 pub mod overhead;
+#[cfg(feature = "servers")]
+pub mod raw_scripts;
 #[cfg(all(feature = "servers", feature = "compare"))]
 pub mod redlock;
 #[cfg(all(feature = "servers", feature = "compare"))]

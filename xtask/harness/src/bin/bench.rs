@@ -31,6 +31,7 @@ use std::time::Duration;
 use example_support::backend::{redis_url, BackendKind};
 use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
+use lock_harness::bench::cpu;
 use lock_harness::bench::floor::{
     concurrent_rate, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
     CONCURRENT_TASKS, HANDOFF_WAITERS,
@@ -144,6 +145,16 @@ async fn main() {
         }
         BackendKind::Zookeeper => run.bench(ZooKeeperFloor::connect().await).await,
         BackendKind::Etcd => run.bench(EtcdFloor::connect().await).await,
+        // The cluster's own figures: its 64-task rate against one Redis's, and the CPU per
+        // operation.
+        BackendKind::RedisCluster => {
+            let urls = example_support::backend::redis_cluster_urls();
+            let report = lock_harness::bench::cluster::run(&url, &urls, window).await;
+            write_report(&report_name("redis-cluster", run.loaded), &report);
+        }
+        BackendKind::RedisSentinel => usage_error(
+            "bench: under Sentinel the lock runs on one primary, as on one Redis: --backend redis",
+        ),
         // RedLock's own figures: against one node, and its nodes stalled.
         BackendKind::Redlock => {
             let urls = example_support::backend::redlock_urls();
@@ -201,12 +212,22 @@ impl Run {
         // them alike; the ratios are medians of the rounds' ratios.
         let rslock_manager = (kind == BackendKind::Redis)
             .then(|| lock_harness::bench::rslock_compare::manager(&url));
+        // The floor of the lock's own server work: its scripts called raw (Redis only).
+        let raw_scripts = if kind == BackendKind::Redis {
+            Some(lock_harness::bench::raw_scripts::RawScripts::connect(&url).await)
+        } else {
+            None
+        };
+        let mut raw_rounds = Vec::new();
         if let Some(manager) = &rslock_manager {
             lock_harness::bench::rslock_compare::warm_up(manager).await;
         }
         let per_round = (iterations / UNCONTENDED_ROUNDS).max(1);
         let (mut floor_rounds, mut lock_rounds, mut rslock_rounds) = (vec![], vec![], vec![]);
         for round in 0..UNCONTENDED_ROUNDS {
+            if let Some(raw) = &raw_scripts {
+                raw_rounds.push(raw.cycles(per_round).await);
+            }
             for turn in 0..3 {
                 match (round + turn) % 3 {
                     0 => floor_rounds.push(
@@ -253,15 +274,53 @@ impl Run {
             rslock = json!({ "mean_us": us(theirs.mean), "p50_us": us(theirs.p50), "p99_us": us(theirs.p99),
                              "lock_core_cycles_per_s_ratio": speed });
         }
+        // Against the same scripts called raw: what the library costs beyond its server work.
+        let mut raw_scripts_floor = json!(null);
+        if !raw_rounds.is_empty() {
+            let raw = RoundFigures::of(&raw_rounds);
+            let raw_ratio = median_ratio(&lock_rounds, &raw_rounds);
+            println!("  floor: the same scripts, raw     mean {:>10}  p50 {:>10}  p99 {:>10}  ratio {raw_ratio:.2}× (mean vs floor, median of the rounds'; goal ≤ 1.05)",
+                micros(raw.mean), micros(raw.p50), micros(raw.p99));
+            raw_scripts_floor = json!({ "mean_us": us(raw.mean), "p50_us": us(raw.p50), "p99_us": us(raw.p99),
+                                "ratio": raw_ratio });
+        }
         if only_uncontended {
             return;
         }
 
         // 2. 64 tasks on distinct keys.
+        let server = [url.clone()];
+        let is_redis = kind == BackendKind::Redis;
         let stats_start = floor.script_stats().await;
+        let (client_0, server_0) = (
+            cpu::process_seconds(),
+            if is_redis {
+                cpu::redis_seconds(&server).await
+            } else {
+                0.0
+            },
+        );
         let floor_rate = floor.concurrent(window).await;
+        let (client_1, server_1) = (
+            cpu::process_seconds(),
+            if is_redis {
+                cpu::redis_seconds(&server).await
+            } else {
+                0.0
+            },
+        );
         let stats_mid = floor.script_stats().await;
+        let lock_started = Instant::now();
         let lock_rate = concurrent_pairs(&connected.locks, window).await;
+        let lock_window = lock_started.elapsed().as_secs_f64();
+        let (client_2, server_2) = (
+            cpu::process_seconds(),
+            if is_redis {
+                cpu::redis_seconds(&server).await
+            } else {
+                0.0
+            },
+        );
         let stats_end = floor.script_stats().await;
         let floor_pair_rate = floor_rate / f64::from(floor.ops_per_pair());
         let concurrent_ratio = lock_rate / floor_pair_rate;
@@ -270,6 +329,26 @@ impl Run {
         );
         println!("  floor: {:<26}{floor_pair_rate:>10.0} /s  ({floor_rate:.0} raw ops/s)  ratio {concurrent_ratio:.2}×",
             floor.rate_name());
+        let mut cpu_split = json!(null);
+        if is_redis {
+            println!("{CONCURRENT_TASKS} tasks, distinct keys: {concurrent_ratio:.2}× half raw EVALSHA (goal ≥ 0.8)");
+            // Where the time goes: CPU per acquire+release, this process's and the server's,
+            // against the floor's per two raw calls (both share the machine's cores).
+            let floor_pairs_done = floor_pair_rate * window.as_secs_f64();
+            let lock_pairs_done = lock_rate * lock_window;
+            let per = |seconds: f64, pairs: f64| seconds / pairs.max(1.0) * 1e6;
+            let (client_floor, server_floor) = (
+                per(client_1 - client_0, floor_pairs_done),
+                per(server_1 - server_0, floor_pairs_done),
+            );
+            let (client_lock, server_lock) = (
+                per(client_2 - client_1, lock_pairs_done),
+                per(server_2 - server_1, lock_pairs_done),
+            );
+            println!("  CPU per acquire+release: client {client_lock:.1} µs, server {server_lock:.1} µs; per 2 raw EVALSHA: client {client_floor:.1} µs, server {server_floor:.1} µs");
+            cpu_split = json!({ "client_us_per_pair": client_lock, "server_us_per_pair": server_lock,
+                                "floor_client_us_per_pair": client_floor, "floor_server_us_per_pair": server_floor });
+        }
         // Where the time goes: the server's own time per script call in each phase (network
         // and client excluded). When the server is the bottleneck, this multiple, not the
         // client, sets the ratio above.
@@ -349,10 +428,10 @@ impl Run {
                            "p99_us": us(floor_single.p99), "ops_per_pair": floor.ops_per_pair(), "raw_ops_per_s": floor_rate },
             "uncontended": { "mean_us": us(mean_pair), "p50_us": us(lock_single.p50), "p99_us": us(lock_single.p99),
                              "floor_mean_us": us(floor_pair), "floor": floor.pair_name(), "ratio": uncontended_ratio,
-                             "rslock": rslock },
+                             "rslock": rslock, "raw_scripts": raw_scripts_floor },
             "concurrent": { "tasks": CONCURRENT_TASKS, "pairs_per_s": lock_rate, "floor_pairs_per_s": floor_pair_rate,
                             "floor_raw_ops_per_s": floor_rate, "floor": floor.rate_name(), "ratio": concurrent_ratio,
-                            "server_time": server_time },
+                            "server_time": server_time, "cpu": cpu_split },
             "handoff": { "waiters": HANDOFF_WAITERS, "p50_us": us(lock_handoff.p50), "p99_us": us(lock_handoff.p99),
                          "floor_p50_us": us(floor_handoff.p50), "floor_p99_us": us(floor_handoff.p99), "ratio_p50": handoff_ratio,
                          "floor": floor.handoff_name(), "round_trips": round_trips },

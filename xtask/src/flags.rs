@@ -158,7 +158,8 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
 /// repeatable, `all` for every server; `--zk-ensemble` / `--etcd-cluster` for
 /// the 3 members of a cluster, `--redlock` for RedLock's 5 nodes, `--redis-cluster` for the
 /// Redis Cluster's 6 nodes, `--redis-sentinel` for the Sentinel set's 6 processes (with
-/// `--with`: in addition). No flag means all single servers. Each server is listed once, in
+/// `--with`: in addition; `--with redlock`, `--with redis-cluster` and `--with redis-sentinel`
+/// name the same sets). No flag means all single servers. Each server is listed once, in
 /// the order first named.
 fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
     let mut args = args.into_iter();
@@ -202,12 +203,16 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
         if name.is_empty() {
             return Err(Error::usage("empty server name in `--with`"));
         }
-        selected.push(stack::by_name(name).ok_or_else(|| {
-            Error::usage(format!(
-                "unknown server `{name}` in `--with` (known: {}, all)",
+        // A set's name stands for its members (`--with redis-cluster`, as `--redis-cluster`).
+        let servers = stack::for_backend(name);
+        if servers.is_empty() {
+            return Err(Error::usage(format!(
+                "unknown server `{name}` in `--with` (known: {}, redlock, redis-cluster, \
+                 redis-sentinel, all)",
                 stack::known_names()
-            ))
-        })?);
+            )));
+        }
+        selected.extend(servers);
     }
     selected.extend(clusters);
     // Keep the first occurrence only: `--with redis,redis` must not try to
@@ -269,6 +274,20 @@ mod tests {
             ["redis", "zookeeper-1", "zookeeper-2", "zookeeper-3"]
         );
         assert_eq!(names(&["--with", "zookeeper-2"]), ["zookeeper-2"]);
+    }
+
+    #[test]
+    fn set_names_in_with_stand_for_their_members() {
+        assert_eq!(
+            names(&["--with", "redis-cluster"]),
+            names(&["--redis-cluster"])
+        );
+        assert_eq!(
+            names(&["--with=redis,redis-sentinel"]),
+            names(&["--with", "redis", "--redis-sentinel"])
+        );
+        assert_eq!(names(&["--with", "redlock"]).len(), 5);
+        assert!(parse_with(vec!["--with".into(), "memory".into()]).is_err());
     }
 
     #[test]

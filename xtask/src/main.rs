@@ -78,7 +78,9 @@ Commands:
                                 Comes up as a whole: with any member down
                                 (e.g. after a failover test), `up` restarts
                                 all six afresh. `--backend redis-cluster` /
-                                `redis-sentinel` bring the sets up too.
+                                `redis-sentinel` bring the sets up too, and
+                                `--with redis-cluster` / `--with redis-sentinel`
+                                (or `--with redlock`) name a whole set.
   stack down [--with <SERVERS>] [--zk-ensemble] [--etcd-cluster] [--redlock]
              [--redis-cluster] [--redis-sentinel]
                                 Stop the servers that `stack up` started;

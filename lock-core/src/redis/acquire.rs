@@ -197,7 +197,7 @@ impl LockBackend for RedisBackend {
         };
         let mut call = ScriptCall::new(&scripts::RENEW, 1);
         call.key(&*keys.lock).arg(value).arg(ttl.map_or(0, millis));
-        let held: i64 = self.run("renew", &call).await?;
+        let held: i64 = self.run_batched(Kind::Renew, "renew", call).await?;
         Ok(held == 1)
     }
 

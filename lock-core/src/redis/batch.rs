@@ -1,5 +1,5 @@
-//! Batching: the lock's acquisitions (and, apart, its releases) that are in flight at the same
-//! moment go to the server together, as one call of a script that runs the single script's
+//! Batching: the lock's acquisitions (and, apart, its renewals and its releases) that are in
+//! flight at the same moment go to the server together, as one call of a script that runs the single script's
 //! body once per lock, each caller still getting its own reply.
 //!
 //! The server's cost of a script call is mostly per call (looking the script up, setting up
@@ -50,9 +50,13 @@ static ACQUIRE_MANY: LazyLock<Script> =
 static RELEASE_MANY: LazyLock<Script> =
     LazyLock::new(|| many(&scripts::WAKE_NEXT, include_str!("lua/release.lua"), 2, 2));
 
+/// The renew script run for many leases: `renew.lua`'s body once per key and 2 arguments.
+static RENEW_MANY: LazyLock<Script> =
+    LazyLock::new(|| many("", include_str!("lua/renew.lua"), 1, 2));
+
 /// The batch scripts, loaded with the others.
-pub(super) fn scripts() -> [&'static Script; 2] {
-    [&ACQUIRE_MANY, &RELEASE_MANY]
+pub(super) fn scripts() -> [&'static Script; 3] {
+    [&ACQUIRE_MANY, &RENEW_MANY, &RELEASE_MANY]
 }
 
 /// A script that runs `body` (a single-lock script, after `prelude`) once per `keys` keys and
@@ -84,6 +88,7 @@ fn many(prelude: &str, body: &str, keys: usize, args: usize) -> Script {
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Kind {
     Acquire,
+    Renew,
     Release,
 }
 
@@ -91,6 +96,7 @@ impl Kind {
     fn many(self) -> &'static Script {
         match self {
             Self::Acquire => &ACQUIRE_MANY,
+            Self::Renew => &RENEW_MANY,
             Self::Release => &RELEASE_MANY,
         }
     }
@@ -100,6 +106,7 @@ impl Kind {
 #[derive(Default)]
 pub(super) struct Batches {
     acquire: Mutex<Queue>,
+    renew: Mutex<Queue>,
     release: Mutex<Queue>,
 }
 
@@ -118,6 +125,7 @@ impl Batches {
     fn queue(&self, kind: Kind) -> &Mutex<Queue> {
         match kind {
             Kind::Acquire => &self.acquire,
+            Kind::Renew => &self.renew,
             Kind::Release => &self.release,
         }
     }
@@ -323,6 +331,7 @@ fn batch_call(kind: Kind, items: &[Item]) -> ScriptCall {
         item.call.script(),
         match kind {
             Kind::Acquire => &*scripts::ACQUIRE,
+            Kind::Renew => &*scripts::RENEW,
             Kind::Release => &*scripts::RELEASE,
         }
     )));

@@ -108,7 +108,7 @@ pub(super) struct RedisConfig {
     pub(super) breaker: BreakerOptions,
     /// Replicas that must acknowledge a grant, and how long to wait for them.
     pub(super) replica_acks: Option<(u32, Duration)>,
-    /// Whether the lock's acquisitions and releases in flight together go in one call.
+    /// Whether the lock's acquisitions, renewals and releases in flight together go in one call.
     pub(super) batching: bool,
 }
 
@@ -223,8 +223,8 @@ impl RedisBackendBuilder {
         self
     }
 
-    /// Whether the lock's acquisitions (and, apart, its releases) in flight at the same moment
-    /// go to the server as one script call for all of them (default on; off on a Redis
+    /// Whether the lock's acquisitions (and, apart, its renewals and its releases) in flight at
+    /// the same moment go to the server as one script call for all of them (default on; off on a Redis
     /// Cluster, where one call touches one slot, and with
     /// [`wait_for_replicas`](Self::wait_for_replicas)). Nothing waits to fill a batch: a
     /// caller alone sends its own script at once, and callers that queue behind a busy

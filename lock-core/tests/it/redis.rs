@@ -369,8 +369,8 @@ async fn a_beaten_waiter_keeps_its_place() {
     .expect("bounded");
 }
 
-/// Batching: 64 tasks acquiring and releasing distinct keys at once go to the server in fewer
-/// script calls than locks (their calls queue behind a busy connection and go together), each
+/// Batching: 64 tasks acquiring, extending and releasing distinct keys at once go to the
+/// server in fewer script calls than locks (their calls queue behind a busy connection and go together), each
 /// getting its own grant and fence; a key holding another program's data fails its own
 /// caller only, not the others in its batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,6 +403,8 @@ async fn calls_in_flight_together_go_in_batches_with_their_own_replies() {
                         let key = format!("batch-{task}");
                         let guard = client.lock(&key).try_acquire().await.unwrap().unwrap();
                         fences.push(guard.fencing_token().get());
+                        assert!(guard.extend(Duration::from_secs(20)).await.unwrap());
+                        assert!(guard.remaining() > Duration::from_secs(10));
                         assert!(guard.release().await.unwrap());
                     }
                     fences
@@ -417,10 +419,10 @@ async fn calls_in_flight_together_go_in_batches_with_their_own_replies() {
             );
         }
         let calls = backend.commands_sent() - before;
-        let operations = 64 * rounds * 2;
+        let operations = 64 * rounds * 3;
         assert!(
             calls < operations,
-            "{calls} script calls for {operations} acquisitions and releases: no batch formed"
+            "{calls} script calls for {operations} acquisitions, renewals and releases: no batch formed"
         );
     })
     .await;

@@ -67,11 +67,12 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     if (idempotency || crash) && has_flag(args, "--postgres-url") {
         needed.retain(|s| s.name() != "postgres");
     }
-    // The bench's stock figures on PostgreSQL and MySQL compare with Redis's atomic script.
+    // The bench's stock figures on PostgreSQL and MySQL compare with Redis's atomic script, and
+    // its cluster figures with one Redis.
     if bin == HarnessBin::Bench
-        && needed
-            .iter()
-            .any(|s| matches!(s.name(), "postgres" | "mysql"))
+        && needed.iter().any(|s| {
+            matches!(s.name(), "postgres" | "mysql") || s.name().starts_with("redis-cluster-")
+        })
         && !needed.iter().any(|s| s.name() == "redis")
         && !has_flag(args, "--redis-url")
     {

@@ -13,7 +13,8 @@ use lock_core::{LockClient, RedisBackend};
 use serde_json::{json, Value};
 
 use crate::bench::cpu::redis_seconds;
-use crate::bench::floor::{concurrent_rate, CONCURRENT_TASKS};
+use crate::bench::floor::{concurrent_pairs, CONCURRENT_TASKS};
+use crate::shared::cluster_nodes::cluster_primaries;
 
 /// Alternating rounds of each figure.
 const ROUNDS: usize = 3;
@@ -52,13 +53,13 @@ pub async fn run(single_url: &str, cluster_urls: &[String], window: Duration) ->
     let (mut single_ops, mut cluster_ops) = (0.0, 0.0);
     for _ in 0..ROUNDS {
         let before = redis_seconds(&[single_url.to_owned()]).await;
-        let rate = pairs(&single, window).await;
+        let rate = concurrent_pairs(&single, window).await;
         single_cpu += redis_seconds(&[single_url.to_owned()]).await - before;
         single_ops += rate * window.as_secs_f64();
         single_rates.push(rate);
 
         let before = redis_seconds(&primaries).await;
-        let rate = pairs(&cluster, window).await;
+        let rate = concurrent_pairs(&cluster, window).await;
         cluster_cpu += redis_seconds(&primaries).await - before;
         cluster_ops += rate * window.as_secs_f64();
         cluster_rates.push(rate);
@@ -89,19 +90,6 @@ pub async fn run(single_url: &str, cluster_urls: &[String], window: Duration) ->
     })
 }
 
-/// Acquire+release pairs per second from [`CONCURRENT_TASKS`] tasks on distinct keys.
-async fn pairs(locks: &LockClient, window: Duration) -> f64 {
-    let locks = locks.clone();
-    concurrent_rate(window, move |task| {
-        let locks = locks.clone();
-        async move {
-            let guard = locks.lock(format!("wide:{task}")).await.expect("acquire");
-            guard.release().await.expect("release");
-        }
-    })
-    .await
-}
-
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -119,16 +107,8 @@ async fn primaries(url: &str) -> Vec<String> {
         .query_async(&mut connection)
         .await
         .expect("CLUSTER NODES");
-    nodes
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let flags = fields.get(2)?;
-            if !flags.contains("master") || flags.contains("fail") {
-                return None;
-            }
-            let address = fields.get(1)?.split('@').next()?;
-            Some(format!("redis://{address}/"))
-        })
+    cluster_primaries(&nodes)
+        .into_iter()
+        .map(|(address, _)| format!("redis://{address}/"))
         .collect()
 }

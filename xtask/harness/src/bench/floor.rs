@@ -238,6 +238,20 @@ where
     done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// The lock's acquire+release pairs per second from [`CONCURRENT_TASKS`] tasks, each on a key
+/// of its own (`wide:<task>`): the lock figure the concurrent floors are compared with.
+pub async fn concurrent_pairs(locks: &lock_core::LockClient, window: Duration) -> f64 {
+    let locks = locks.clone();
+    concurrent_rate(window, move |task| {
+        let locks = locks.clone();
+        async move {
+            let guard = locks.lock(format!("wide:{task}")).await.expect("acquire");
+            guard.release().await.expect("release");
+        }
+    })
+    .await
+}
+
 /// "`n` × `op` round trip".
 fn times(n: u32, op: &str) -> String {
     match n {

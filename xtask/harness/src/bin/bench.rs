@@ -33,7 +33,7 @@ use example_support::flags::{usage_error, Flags};
 use lock_core::{LockClient, MemoryBackend};
 use lock_harness::bench::cpu;
 use lock_harness::bench::floor::{
-    concurrent_rate, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
+    concurrent_pairs, EtcdFloor, Floor, MemoryFloor, RedisFloor, SqlFloor, Summary, ZooKeeperFloor,
     CONCURRENT_TASKS, HANDOFF_WAITERS,
 };
 use lock_harness::{connect, micros, Connected, Percentiles};
@@ -562,19 +562,6 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
-}
-
-/// Acquire+release pairs per second from [`CONCURRENT_TASKS`] tasks, each on its own key.
-async fn concurrent_pairs(locks: &LockClient, window: Duration) -> f64 {
-    let locks = locks.clone();
-    concurrent_rate(window, move |task| {
-        let locks = locks.clone();
-        async move {
-            let guard = locks.lock(format!("wide:{task}")).await.expect("acquire");
-            guard.release().await.expect("release");
-        }
-    })
-    .await
 }
 
 /// Handoff latencies (release called → next holder returns from acquire) with 16 tasks

@@ -58,6 +58,7 @@ use crate::chaos::report::Measured;
 use crate::chaos::resource::Counts;
 use crate::chaos::server_process::ServerProcesses;
 use crate::chaos::target::Target;
+use crate::shared::cluster_nodes::cluster_primaries;
 
 /// Tasks, each with a backend connection of its own.
 const TASKS: usize = 8;
@@ -788,30 +789,6 @@ fn crc16(bytes: &[u8]) -> u16 {
         }
     }
     crc
-}
-
-/// The primaries of a `CLUSTER NODES` text that are not failed: `ip:port` and slot ranges.
-fn cluster_primaries(text: &str) -> Vec<(String, Vec<(u16, u16)>)> {
-    text.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let flags = fields.get(2)?;
-            if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
-                return None;
-            }
-            let addr = fields.get(1)?.split('@').next()?.to_owned();
-            let ranges = fields
-                .iter()
-                .skip(8)
-                .filter(|r| !r.starts_with('['))
-                .filter_map(|r| match r.split_once('-') {
-                    Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
-                    None => r.parse().ok().map(|s| (s, s)),
-                })
-                .collect();
-            Some((addr, ranges))
-        })
-        .collect()
 }
 
 /// The primary the sentinels name now.

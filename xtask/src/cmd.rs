@@ -149,7 +149,7 @@ pub(crate) fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// Whether `path` is a file we may execute.
-fn is_executable(path: &Path) -> bool {
+pub(crate) fn is_executable(path: &Path) -> bool {
     let Ok(meta) = path.metadata() else {
         return false;
     };

@@ -157,8 +157,9 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
 /// Parses the flags of `stack up`/`stack down`: `--with a,b`, `--with=a,b`,
 /// repeatable, `all` for every server; `--zk-ensemble` / `--etcd-cluster` for
 /// the 3 members of a cluster, `--redlock` for RedLock's 5 nodes, `--redis-cluster` for the
-/// Redis Cluster's 6 nodes, `--redis-sentinel` for the Sentinel set's 6 processes (with
-/// `--with`: in addition; `--with redlock`, `--with redis-cluster` and `--with redis-sentinel`
+/// Redis Cluster's 6 nodes, `--redis-sentinel` for the Sentinel set's 6 processes,
+/// `--redis-secure` for the secure (TLS, ACL, AOF) set's 3 (with `--with`: in addition;
+/// `--with redlock`, `--with redis-cluster`, `--with redis-sentinel` and `--with redis-secure`
 /// name the same sets). No flag means all single servers. Each server is listed once, in
 /// the order first named.
 fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
@@ -172,6 +173,7 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
             "--redlock" => clusters.extend_from_slice(stack::REDLOCK_NODES),
             "--redis-cluster" => clusters.extend_from_slice(stack::REDIS_CLUSTER),
             "--redis-sentinel" => clusters.extend_from_slice(stack::SENTINEL_SET),
+            "--redis-secure" => clusters.extend_from_slice(stack::SECURE_SET),
             "--with" => names.push(
                 args.next()
                     .ok_or_else(|| Error::usage("`--with` needs a value, e.g. `--with redis`"))?,
@@ -208,7 +210,7 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
         if servers.is_empty() {
             return Err(Error::usage(format!(
                 "unknown server `{name}` in `--with` (known: {}, redlock, redis-cluster, \
-                 redis-sentinel, all)",
+                 redis-sentinel, redis-secure, all)",
                 stack::known_names()
             )));
         }
@@ -318,6 +320,18 @@ mod tests {
         assert_eq!(
             names(&["--redis-cluster", "--redis-sentinel", "--redlock"]).len(),
             17
+        );
+        assert_eq!(
+            names(&["--redis-secure"]),
+            [
+                "redis-secure-primary",
+                "redis-secure-replica",
+                "redis-secure-sentinel"
+            ]
+        );
+        assert_eq!(
+            names(&["--with", "redis-secure"]),
+            names(&["--redis-secure"])
         );
         assert_eq!(names(&["--with", "redis-cluster-2"]), ["redis-cluster-2"]);
         assert_eq!(

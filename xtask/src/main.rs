@@ -81,15 +81,30 @@ Commands:
                                 `redis-sentinel` bring the sets up too, and
                                 `--with redis-cluster` / `--with redis-sentinel`
                                 (or `--with redlock`) name a whole set.
+  stack up --redis-secure       A production-like Sentinel set on Redis 8.0.2
+                                (built from Debian's source into target/stack/
+                                on first use, ~2 min; WAITAOF needs 7.2+): TLS
+                                only (private CA), ACL users (clients log in as
+                                lock / lock-secure-pass), AOF; primary
+                                redis-secure-primary (26431), replica
+                                redis-secure-replica (26432), sentinel
+                                redis-secure-sentinel (26433) monitoring
+                                `lock-secure`; URLs in
+                                LOCK_TEST_REDIS_SECURE_SENTINEL_URL,
+                                LOCK_TEST_REDIS_SECURE_NODES, service name in
+                                LOCK_TEST_REDIS_SECURE_SERVICE, CA's file in
+                                LOCK_TEST_REDIS_SECURE_CA. Comes up as a whole,
+                                like --redis-sentinel; `--with redis-secure`
+                                names it too.
   stack down [--with <SERVERS>] [--zk-ensemble] [--etcd-cluster] [--redlock]
-             [--redis-cluster] [--redis-sentinel]
+             [--redis-cluster] [--redis-sentinel] [--redis-secure]
                                 Stop the servers that `stack up` started;
                                 never touches servers it did not start.
   stack status                  Show each known server: running or stopped
                                 (and the Redis Cluster's state, the Sentinel
-                                set's current primary).
+                                sets' current primaries).
   test [CARGO_TEST_ARGS...]     Bring the stack up (every single server, the
-                                Redis Cluster and the Sentinel set), run
+                                Redis Cluster and both Sentinel sets), run
                                 `cargo test --workspace --all-features -j 2`
                                 with LOCK_TEST_* env vars set, then stop what
                                 this run started. Args go to `cargo test`.
@@ -162,9 +177,11 @@ Commands:
 
 Environment:
 {ports}  LOCK_STACK_REDIS_CLUSTER_<N>_PORT, LOCK_STACK_REDIS_SENTINEL_PRIMARY_PORT,
-  LOCK_STACK_REDIS_SENTINEL_REPLICA_<N>_PORT, LOCK_STACK_REDIS_SENTINEL_<N>_PORT
+  LOCK_STACK_REDIS_SENTINEL_REPLICA_<N>_PORT, LOCK_STACK_REDIS_SENTINEL_<N>_PORT,
+  LOCK_STACK_REDIS_SECURE_PRIMARY_PORT, LOCK_STACK_REDIS_SECURE_REPLICA_PORT,
+  LOCK_STACK_REDIS_SECURE_SENTINEL_PORT
                                 Ports of the Redis Cluster's and the Sentinel
-                                set's members (defaults above).
+                                sets' members (defaults above).
 
 State (pidfiles, logs, data) lives in target/stack/; target/stack/env holds
 the KEY=value lines (e.g. LOCK_TEST_REDIS_URL) for the running servers.

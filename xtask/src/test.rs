@@ -2,8 +2,8 @@
 //!
 //! Runs the whole workspace's tests with every backend feature against a
 //! real stack, so the integration suites cannot silently skip: the stack is
-//! brought up first (every single server, the Redis Cluster and the Sentinel
-//! set) and `LOCK_TEST_REQUIRE_SERVERS=1` turns "server missing" into a
+//! brought up first (every single server, the Redis Cluster, the Sentinel
+//! set and the secure Sentinel set, whose Redis 8 is built on first use) and `LOCK_TEST_REQUIRE_SERVERS=1` turns "server missing" into a
 //! failure.
 
 use crate::stack::{self, REQUIRE_SERVERS_ENV};

@@ -172,7 +172,7 @@ impl Server for EtcdMember {
 }
 
 /// Every member of every cluster (RedLock's nodes, the Redis Cluster's nodes and the Sentinel
-/// set's processes too), for `status`, `by_name` and the env file.
+/// sets' processes too), for `status`, `by_name` and the env file.
 pub(crate) fn members() -> impl Iterator<Item = &'static dyn Server> {
     ZK_ENSEMBLE
         .iter()
@@ -180,5 +180,6 @@ pub(crate) fn members() -> impl Iterator<Item = &'static dyn Server> {
         .chain(super::redlock::REDLOCK_NODES)
         .chain(super::redis_cluster::REDIS_CLUSTER)
         .chain(super::redis_sentinel::SENTINEL_SET)
+        .chain(super::redis_secure::SECURE_SET)
         .copied()
 }

@@ -16,7 +16,9 @@
 //! one [`Server`] per member; what concerns a set as a whole is done by `up` after its members
 //! started: forming the Redis Cluster ([`redis_cluster`]), and for the Sentinel set
 //! ([`redis_sentinel`]) bringing up (or restarting) all six members together and waiting until
-//! the sentinels know the primary, its replicas and each other.
+//! the sentinels know the primary, its replicas and each other; likewise for the TLS, ACL and
+//! AOF Sentinel set of Redis 8 ([`redis_secure`]), whose Redis is built from source
+//! ([`redis8`]) before anything starts.
 
 mod certs;
 mod cluster;
@@ -28,7 +30,9 @@ mod mysql_tls;
 mod postgres;
 mod postgres_tls;
 mod redis;
+mod redis8;
 mod redis_cluster;
+mod redis_secure;
 mod redis_sentinel;
 mod redis_tls;
 mod redlock;
@@ -168,28 +172,31 @@ pub(crate) fn by_name(name: &str) -> Option<&'static dyn Server> {
 
 pub(crate) use cluster::{ETCD_CLUSTER, ZK_ENSEMBLE};
 pub(crate) use redis_cluster::REDIS_CLUSTER;
+pub(crate) use redis_secure::SECURE_SET;
 pub(crate) use redis_sentinel::SENTINEL_SET;
 pub(crate) use redlock::REDLOCK_NODES;
 
 /// The servers a `--backend` value needs: RedLock's nodes for `redlock`, the six nodes of the
 /// Redis Cluster for `redis-cluster`, the Sentinel set's six processes for `redis-sentinel`,
-/// else the server of that name (none for `memory`).
+/// the secure set's three for `redis-secure`, else the server of that name (none for `memory`).
 pub(crate) fn for_backend(name: &str) -> Vec<&'static dyn Server> {
     match name {
         redlock::BACKEND => REDLOCK_NODES.to_vec(),
         redis_cluster::BACKEND => REDIS_CLUSTER.to_vec(),
         redis_sentinel::BACKEND => SENTINEL_SET.to_vec(),
+        redis_secure::BACKEND => SECURE_SET.to_vec(),
         _ => by_name(name).into_iter().collect(),
     }
 }
 
-/// What `cargo xtask test` runs the suites against: every single server, the Redis Cluster and
-/// the Sentinel set.
+/// What `cargo xtask test` runs the suites against: every single server, the Redis Cluster,
+/// the Sentinel set and the secure (TLS, ACL, AOF) Sentinel set.
 pub(crate) fn for_tests() -> Vec<&'static dyn Server> {
     SERVERS
         .iter()
         .chain(REDIS_CLUSTER)
         .chain(SENTINEL_SET)
+        .chain(SECURE_SET)
         .copied()
         .collect()
 }
@@ -469,7 +476,9 @@ pub(crate) fn ensure_installed() -> Result<()> {
 /// build the `etcd` feature), in one `apt-get install`. Without root or apt,
 /// fails with the exact command to run instead: never sudo on the user's
 /// behalf. With ZooKeeper among them, then makes sure `python3` imports kazoo
-/// (whoever starts ZooKeeper is about to run the kazoo interop suite).
+/// (whoever starts ZooKeeper is about to run the kazoo interop suite). With a member of the
+/// secure set among them, installs what building Redis 8 needs in the same `apt-get install`,
+/// then builds it ([`redis8`]) unless it is built.
 fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     let zookeeper = servers.iter().any(|server| server.name() == "zookeeper");
     let mut packages = missing_packages(servers);
@@ -477,7 +486,10 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
         packages.push(kazoo::APT_PACKAGE);
     }
     // The TLS servers' certificates are made with `openssl`.
-    let tls = servers.iter().any(|server| server.name().ends_with("-tls"));
+    let secure = servers
+        .iter()
+        .any(|&server| redis_secure::is_member(server));
+    let tls = secure || servers.iter().any(|server| server.name().ends_with("-tls"));
     if tls && cmd::which("openssl").is_none() {
         packages.push(certs::OPENSSL_PACKAGE);
     }
@@ -495,18 +507,31 @@ fn install_missing(servers: &[&dyn Server]) -> Result<()> {
     if redis_cluster && cmd::which(redis_cluster::REDIS_CLI).is_none() {
         packages.push(redis_cluster::REDIS_CLI_PACKAGE);
     }
+    // The secure set's Redis 8 is built from source: its build tools, not a server package.
+    if secure {
+        for package in redis8::missing_packages() {
+            if !packages.contains(&package) {
+                packages.push(package);
+            }
+        }
+    }
     apt_install(&packages)?;
     if zookeeper {
         kazoo::ensure()?;
+    }
+    if secure {
+        redis8::ensure_built()?;
     }
     Ok(())
 }
 
 /// The Debian packages of `servers` that are not installed, plus the
-/// missing build packages when etcd is among them.
+/// missing build packages when etcd is among them. The secure set's members need none: their
+/// Redis is built from source (see [`install_missing`]).
 fn missing_packages(servers: &[&dyn Server]) -> Vec<&'static str> {
     let mut missing: Vec<&str> = servers
         .iter()
+        .filter(|&&server| !redis_secure::is_member(server))
         .filter(|server| server.locate().is_none())
         .map(|server| server.apt_package())
         .collect();
@@ -572,19 +597,21 @@ pub(crate) fn run(cmd: StackCmd) -> Result<()> {
 /// answers. Returns the servers this call started, which are exactly the
 /// ones the caller may stop again; servers that already ran are left out.
 ///
-/// Sets are settled afterwards: any member of the Sentinel set brings the
-/// whole set (restarted afresh when some member was down, see
-/// [`redis_sentinel`]), any node of the Redis Cluster has the cluster formed
-/// and serving once all six run (see [`redis_cluster`]).
+/// Sets are settled afterwards: any member of the Sentinel set (or of the
+/// secure set) brings the whole set (restarted afresh when some member was
+/// down, see [`redis_sentinel`], [`redis_secure`]), any node of the Redis
+/// Cluster has the cluster formed and serving once all six run (see
+/// [`redis_cluster`]).
 ///
 /// On failure, stops what this call had started before returning the error,
 /// so a half-started stack does not linger.
 pub(crate) fn up(servers: &[&'static dyn Server]) -> Result<Vec<&'static dyn Server>> {
-    let servers = redis_sentinel::with_whole_set(servers);
+    let servers = redis_secure::with_whole_set(&redis_sentinel::with_whole_set(servers));
     install_missing(&servers)?;
-    // Members of the Sentinel set that ran before this call and were stopped for a fresh start
-    // of the set: started again below, but not this call's to stop afterwards.
-    let restarted = redis_sentinel::reset_if_partial(&servers)?;
+    // Members of the Sentinel sets that ran before this call and were stopped for a fresh start
+    // of their set: started again below, but not this call's to stop afterwards.
+    let mut restarted = redis_sentinel::reset_if_partial(&servers)?;
+    restarted.extend(redis_secure::reset_if_partial(&servers)?);
     let mut started = Vec::new();
     let mut result = Ok(());
     for &server in &servers {
@@ -599,6 +626,9 @@ pub(crate) fn up(servers: &[&'static dyn Server]) -> Result<Vec<&'static dyn Ser
     }
     if result.is_ok() && servers.iter().any(|&s| redis_sentinel::is_member(s)) {
         result = redis_sentinel::wait_set();
+    }
+    if result.is_ok() && servers.iter().any(|&s| redis_secure::is_member(s)) {
+        result = redis_secure::wait_set();
     }
     let cluster = |s: &&dyn Server| REDIS_CLUSTER.iter().any(|node| node.name() == s.name());
     if result.is_ok() && servers.iter().any(cluster) {
@@ -807,7 +837,7 @@ fn wait_gone(pid: u32, name: &str, timeout: Duration) -> bool {
 
 /// `cargo xtask stack status`: one line per known server (cluster members
 /// only when one of them has a state dir, i.e. was ever started), then one
-/// per running Redis set (the cluster's state, the Sentinel set's primary).
+/// per running Redis set (the cluster's state, the Sentinel sets' primaries).
 fn status() -> Result<()> {
     let members = cluster::members().filter(|&member| StateDir::of(member).dir.exists());
     for server in SERVERS.iter().copied().chain(members) {
@@ -826,10 +856,11 @@ fn status() -> Result<()> {
             State::Stopped => println!("{name}: stopped"),
         }
     }
-    // The sets as a whole: the Redis Cluster's state, the Sentinel set's current primary.
+    // The sets as a whole: the Redis Cluster's state, the Sentinel sets' current primaries.
     for line in [
         redis_cluster::status_line()?,
         redis_sentinel::status_line()?,
+        redis_secure::status_line()?,
     ]
     .into_iter()
     .flatten()

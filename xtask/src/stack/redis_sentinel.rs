@@ -218,7 +218,7 @@ fn sentinel_conf(port: u16, primary: u16, state: &StateDir) -> String {
 }
 
 /// `path` as a double-quoted redis config argument, so a checkout path with spaces works.
-fn quoted(path: &Path) -> String {
+pub(super) fn quoted(path: &Path) -> String {
     let text = path.display().to_string();
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -233,11 +233,22 @@ fn replication(port: u16) -> Option<String> {
 /// `servers`, with the whole set in its start order after the others when any member is
 /// among them: the set comes up as a whole, data nodes first.
 pub(super) fn with_whole_set(servers: &[&'static dyn Server]) -> Vec<&'static dyn Server> {
-    if !servers.iter().any(|&s| is_member(s)) {
+    with_whole(SENTINEL_SET, servers)
+}
+
+/// `servers`, with the whole of `set` in its start order after the others when any member of
+/// `set` is among them: what [`with_whole_set`] does for this set, shared with the other
+/// Sentinel-watched set ([`super::redis_secure`]).
+pub(super) fn with_whole(
+    set: &'static [&'static dyn Server],
+    servers: &[&'static dyn Server],
+) -> Vec<&'static dyn Server> {
+    let member = |s: &dyn Server| set.iter().any(|m| m.name() == s.name());
+    if !servers.iter().any(|&s| member(s)) {
         return servers.to_vec();
     }
-    let mut all: Vec<_> = servers.iter().copied().filter(|&s| !is_member(s)).collect();
-    all.extend_from_slice(SENTINEL_SET);
+    let mut all: Vec<_> = servers.iter().copied().filter(|&s| !member(s)).collect();
+    all.extend_from_slice(set);
     all
 }
 
@@ -250,14 +261,27 @@ pub(super) fn is_member(server: &dyn Server) -> bool {
 /// stops the running ones, so that the whole set starts afresh. Returns the names of the
 /// members it stopped.
 pub(super) fn reset_if_partial(servers: &[&'static dyn Server]) -> Result<Vec<&'static str>> {
-    if !servers.iter().any(|&s| is_member(s)) {
+    reset_set_if_partial(BACKEND, SENTINEL_SET, servers)
+}
+
+/// What [`reset_if_partial`] does, for any Sentinel-watched `set` (named `backend` in what it
+/// prints): shared with [`super::redis_secure`].
+pub(super) fn reset_set_if_partial(
+    backend: &str,
+    set: &'static [&'static dyn Server],
+    servers: &[&'static dyn Server],
+) -> Result<Vec<&'static str>> {
+    if !servers
+        .iter()
+        .any(|&s| set.iter().any(|m| m.name() == s.name()))
+    {
         return Ok(Vec::new());
     }
     let mut up = Vec::new();
     let mut down = Vec::new();
     // Alive but not answering: down for the set, yet a process to stop before the restart.
     let mut hung = Vec::new();
-    for &member in SENTINEL_SET {
+    for &member in set {
         match state(member)? {
             State::Running { .. } => up.push(member),
             State::Unresponsive { .. } => {
@@ -271,7 +295,7 @@ pub(super) fn reset_if_partial(servers: &[&'static dyn Server]) -> Result<Vec<&'
         return Ok(Vec::new());
     }
     println!(
-        "{BACKEND}: {} not running; restarting the whole set fresh (a member restarted alone \
+        "{backend}: {} not running; restarting the whole set fresh (a member restarted alone \
          would not know the current primary)",
         down.join(", ")
     );
@@ -281,15 +305,15 @@ pub(super) fn reset_if_partial(servers: &[&'static dyn Server]) -> Result<Vec<&'
     Ok(up.iter().map(|s| s.name()).collect())
 }
 
-/// What one sentinel says about [`SERVICE`].
+/// What one sentinel says about the service it monitors ([`SERVICE`] here).
 #[derive(Debug, Default, PartialEq, Eq)]
-struct SentinelView {
+pub(super) struct SentinelView {
     /// Port of the primary it names.
-    primary: Option<u16>,
+    pub(super) primary: Option<u16>,
     /// `num-slaves`.
-    replicas: Option<u64>,
+    pub(super) replicas: Option<u64>,
     /// `num-other-sentinels`.
-    others: Option<u64>,
+    pub(super) others: Option<u64>,
 }
 
 impl SentinelView {
@@ -333,8 +357,8 @@ pub(super) fn status_line() -> Result<Option<String>> {
 
 /// Whether the set is ready: the port of its primary, or why not. `data` holds each data
 /// node's port and `INFO replication` text (`None`: no answer), `sentinels` each sentinel's
-/// port and view.
-fn check_set(
+/// port and view. Also the check of [`super::redis_secure`]'s set.
+pub(super) fn check_set(
     data: &[(u16, Option<String>)],
     sentinels: &[(u16, SentinelView)],
 ) -> std::result::Result<u16, String> {

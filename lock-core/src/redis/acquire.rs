@@ -61,7 +61,7 @@ impl RedisBackend {
             .arg(millis(queue_lifetime))
             .arg(millis(fence_retention));
         let ((granted, value), short): ((i64, i64), _) =
-            if self.shared.config.replica_acks.is_some() {
+            if self.shared.config.acknowledgement.is_on() {
                 self.run_grant(&call).await?
             } else {
                 (

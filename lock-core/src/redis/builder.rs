@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use tokio_util::sync::CancellationToken;
 
+use super::acknowledgement::Acknowledgement;
 use super::connection::{manager_config, SentinelPrimary};
 use super::leases::LeaseBook;
 use super::shard_wakeups::ShardWakeups;
@@ -40,6 +42,9 @@ enum Source {
     Parts(redis::Client, ConnectionManager),
     /// A Redis Cluster: some of its nodes' URLs (the rest are discovered).
     Cluster(Vec<String>),
+    /// A Redis Cluster through the application's own cluster connection, and its nodes' URLs
+    /// for the subscriptions.
+    ClusterParts(Vec<String>, ClusterConnection),
     /// A primary monitored by Sentinel: the sentinels' URLs, the service (master) name, and
     /// how to connect to the servers they name.
     Sentinel {
@@ -47,6 +52,9 @@ enum Source {
         service: String,
         nodes: SentinelNodeConnectionInfo,
     },
+    /// A primary monitored by Sentinel, through the application's `SentinelClient` (which
+    /// carries the service, and how to reach the sentinels and the servers they name).
+    SentinelClient(Arc<tokio::sync::Mutex<SentinelClient>>),
 }
 
 impl std::fmt::Debug for RedisBackendBuilder {
@@ -57,7 +65,9 @@ impl std::fmt::Debug for RedisBackendBuilder {
             Source::Client(_) => "client",
             Source::Parts(..) => "client and connection manager",
             Source::Cluster(_) => "cluster",
+            Source::ClusterParts(..) => "cluster nodes and cluster connection",
             Source::Sentinel { .. } => "sentinel",
+            Source::SentinelClient(_) => "sentinel client",
         };
         f.debug_struct("RedisBackendBuilder")
             .field("source", &source)
@@ -106,8 +116,8 @@ pub(super) struct RedisConfig {
     pub(super) attempts: u32,
     pub(super) claim_window: Duration,
     pub(super) breaker: BreakerOptions,
-    /// Replicas that must acknowledge a grant, and how long to wait for them.
-    pub(super) replica_acks: Option<(u32, Duration)>,
+    /// What must acknowledge a grant (replicas, append-only files), and how long to wait.
+    pub(super) acknowledgement: Acknowledgement,
     /// Whether the lock's acquisitions, renewals and releases in flight together go in one call.
     pub(super) batching: bool,
 }
@@ -196,7 +206,8 @@ impl RedisBackendBuilder {
     /// to the caller has reached `replicas` replicas. A grant that reached fewer within
     /// `timeout` is released at once and the acquire fails with [`LockError::Unavailable`]
     /// (fail-closed). `timeout` must be below the
-    /// [response timeout](Self::response_timeout). Off by default.
+    /// [response timeout](Self::response_timeout) (with [`wait_for_aof`](Self::wait_for_aof),
+    /// the two timeouts together). Off by default.
     ///
     /// It narrows, not closes, the window in which a failover to a replica that missed the
     /// last grants hands a lock out twice: Redis's `WAIT` does not make Redis strongly
@@ -219,7 +230,53 @@ impl RedisBackendBuilder {
     /// # Ok(()) }
     /// ```
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
-        self.config.replica_acks = Some((replicas, timeout));
+        self.config.acknowledgement = self.config.acknowledgement.with_replicas(replicas, timeout);
+        self
+    }
+
+    /// Durability acknowledgement (Redis 7.2 or later): after each grant, `WAITAOF <local>
+    /// <replicas> <timeout>` on the same server, so a grant answered to the caller is fsynced
+    /// to the append-only file of the server itself (`local`, which needs `appendonly yes`
+    /// there) and of `replicas` replicas. It fails closed as
+    /// [`wait_for_replicas`](Self::wait_for_replicas) does: a grant short of it is given back
+    /// and the acquire fails with [`LockError::Unavailable`]. [`connect`](Self::connect) fails
+    /// with [`LockError::InvalidConfig`] on a server without `WAITAOF` (before 7.2) or, with
+    /// `local`, without `appendonly`.
+    ///
+    /// The two combine: with both set, `WAIT` and then `WAITAOF` follow each grant, and their
+    /// timeouts together must stay below the [response timeout](Self::response_timeout).
+    /// `wait_for_replicas(1, …)` with `wait_for_aof(true, 0, …)` puts a grant in a replica's
+    /// memory and on the primary's disk, and stays fast. Asking `WAITAOF` for replicas is slow
+    /// on the servers measured (Redis 8.0): a replica reports its fsyncs with its once-a-second
+    /// acknowledgement, so each grant waits up to a second for it (about 1,000 ms against 1–2 ms
+    /// for `WAIT 1` or the local fsync, in `cargo xtask bench --backend redis-sentinel`). The
+    /// local fsync is immediate under `appendfsync always`, and up to a second under
+    /// `everysec`, Redis's default.
+    ///
+    /// Where `WAIT` keeps a grant through the loss of the primary (a replica has it in memory),
+    /// `WAITAOF` also keeps it through a restart of the servers that acknowledged (it is on
+    /// disk), as when a primary restarts faster than its failover is decided. The limits of
+    /// `WAIT` stand: Redis stays asynchronously replicated, and a failover may still promote a
+    /// replica that had not acknowledged; the fencing tokens stay increasing either way.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::RedisBackend;
+    ///
+    /// # async fn example() -> Result<(), lock_core::LockError> {
+    /// // In a replica's memory and on the primary's disk before the caller has the lock.
+    /// let backend = RedisBackend::builder_sentinel(["redis://127.0.0.1:26379/"], "orders-primary")
+    ///     .wait_for_replicas(1, Duration::from_millis(200))
+    ///     .wait_for_aof(true, 0, Duration::from_millis(200))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_for_aof(mut self, local: bool, replicas: u32, timeout: Duration) -> Self {
+        self.config.acknowledgement = self
+            .config
+            .acknowledgement
+            .with_aof(local, replicas, timeout);
         self
     }
 
@@ -287,14 +344,11 @@ impl RedisBackendBuilder {
                 self.config.claim_window
             )));
         }
-        if let Some((replicas, timeout)) = self.config.replica_acks {
-            if replicas == 0 || timeout.is_zero() || timeout >= self.config.response_timeout {
-                return Err(LockError::InvalidConfig(format!(
-                    "wait_for_replicas({replicas}, {timeout:?}) needs at least one replica and \
-                     a timeout above zero and below the response timeout ({:?})",
-                    self.config.response_timeout
-                )));
-            }
+        if self.config.acknowledgement.is_on() {
+            self.config
+                .acknowledgement
+                .validate(self.config.response_timeout)
+                .map_err(LockError::InvalidConfig)?;
         }
         if self.nodes_without_sentinel {
             return Err(LockError::InvalidConfig(
@@ -318,6 +372,9 @@ impl RedisBackendBuilder {
                 .await
                 .map_err(to_lock_error)?;
         }
+        if let Some(probe) = self.config.acknowledgement.probe() {
+            probe_acknowledgement(&mut connection, probe).await?;
+        }
         let hub = Arc::new(WakeHub::new(
             &self.prefix,
             OwnerToken::random()?.to_hex()[..16].to_owned(),
@@ -326,9 +383,10 @@ impl RedisBackendBuilder {
         let breaker = Breaker::new(BACKEND, self.config.breaker);
         let stop = CancellationToken::new();
         let leases = Arc::new(LeaseBook::default());
-        let batches =
-            (self.config.batching && cluster_nodes.is_none() && self.config.replica_acks.is_none())
-                .then(super::batch::Batches::default);
+        let batches = (self.config.batching
+            && cluster_nodes.is_none()
+            && !self.config.acknowledgement.is_on())
+        .then(super::batch::Batches::default);
         let shards = match cluster_nodes {
             // A cluster's wake-ups go on sharded channels, subscribed per key by its waiters.
             Some(nodes) => Some(
@@ -383,6 +441,24 @@ impl RedisBackendBuilder {
     }
 }
 
+/// Sends the acknowledgement's `probe` once: a server that cannot acknowledge as asked (no
+/// `WAITAOF` before Redis 7.2, no `appendonly` for the local AOF) is a setting to change, not
+/// an outage, so it fails `connect` as one rather than every grant later.
+async fn probe_acknowledgement(connection: &mut RedisConnection, probe: redis::Cmd) -> Result<()> {
+    match probe.query_async::<redis::Value>(connection).await {
+        Ok(_) => Ok(()),
+        Err(error)
+            if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError) =>
+        {
+            Err(LockError::InvalidConfig(format!(
+                "wait_for_aof: the server refused WAITAOF ({error}); it needs Redis 7.2 or \
+                 later, and `appendonly yes` for the server's own append-only file"
+            )))
+        }
+        Err(error) => Err(to_lock_error(error)),
+    }
+}
+
 /// A backend's connection, where its subscriptions go, and how errors name its server.
 struct Connected {
     connection: RedisConnection,
@@ -398,12 +474,37 @@ impl Source {
             Source::Url(url) => connect_server(open_client(&url)?, None, timeout).await,
             Source::Client(client) => connect_server(client, None, timeout).await,
             Source::Parts(client, manager) => connect_server(client, Some(manager), timeout).await,
-            Source::Cluster(urls) => connect_cluster(urls, timeout).await,
+            Source::Cluster(urls) => connect_cluster(urls, None, timeout).await,
+            Source::ClusterParts(urls, connection) => {
+                connect_cluster(urls, Some(connection), timeout).await
+            }
             Source::Sentinel {
                 sentinels,
                 service,
                 nodes,
-            } => connect_sentinel(sentinels, service, nodes, timeout).await,
+            } => {
+                if sentinels.is_empty() || service.is_empty() {
+                    return Err(LockError::InvalidConfig(
+                        "a Sentinel backend needs at least one sentinel URL and the service name"
+                            .into(),
+                    ));
+                }
+                for sentinel in &sentinels {
+                    tls::ensure_crypto_provider(&open_client(sentinel)?);
+                }
+                let client = SentinelClient::build(
+                    sentinels,
+                    service.clone(),
+                    Some(nodes),
+                    SentinelServerType::Master,
+                )
+                .map_err(|e| LockError::InvalidConfig(format!("Sentinel URLs: {e}")))?;
+                let client = Arc::new(tokio::sync::Mutex::new(client));
+                connect_sentinel(client, format!("{service:?}"), timeout).await
+            }
+            Source::SentinelClient(client) => {
+                connect_sentinel(client, "of the sentinel client".into(), timeout).await
+            }
         }
     }
 }
@@ -433,9 +534,13 @@ async fn connect_server(
 }
 
 /// A Redis Cluster from some of its nodes: one cluster connection (a multiplexed connection
-/// per primary) for the commands; subscriptions on any one node, since a `PUBLISH` reaches
-/// them all.
-async fn connect_cluster(urls: Vec<String>, timeout: Duration) -> Result<Connected> {
+/// per primary) for the commands, the application's `connection` when given; subscriptions
+/// on any one node, since a `PUBLISH` reaches them all.
+async fn connect_cluster(
+    urls: Vec<String>,
+    connection: Option<ClusterConnection>,
+    timeout: Duration,
+) -> Result<Connected> {
     if urls.is_empty() {
         return Err(LockError::InvalidConfig(
             "a Redis Cluster backend needs at least one node URL".into(),
@@ -448,13 +553,18 @@ async fn connect_cluster(urls: Vec<String>, timeout: Duration) -> Result<Connect
     for node in &nodes {
         tls::ensure_crypto_provider(node);
     }
-    let client = ClusterClient::builder(urls.iter().map(String::as_str))
-        .connection_timeout(timeout)
-        .response_timeout(timeout)
-        .retries(3)
-        .build()
-        .map_err(|e| LockError::InvalidConfig(format!("Redis Cluster nodes: {e}")))?;
-    let connection = client.get_async_connection().await.map_err(to_lock_error)?;
+    let connection = match connection {
+        Some(connection) => connection,
+        None => ClusterClient::builder(urls.iter().map(String::as_str))
+            .connection_timeout(timeout)
+            .response_timeout(timeout)
+            .retries(3)
+            .build()
+            .map_err(|e| LockError::InvalidConfig(format!("Redis Cluster nodes: {e}")))?
+            .get_async_connection()
+            .await
+            .map_err(to_lock_error)?,
+    };
     let server = format!(
         "cluster ({})",
         nodes
@@ -474,30 +584,14 @@ async fn connect_cluster(urls: Vec<String>, timeout: Duration) -> Result<Connect
     })
 }
 
-/// The primary that the sentinels at `sentinels` name for `service`, followed across
-/// failovers.
+/// The primary that the sentinels `client` asks name for its service (`service`, for
+/// messages), followed across failovers.
 async fn connect_sentinel(
-    sentinels: Vec<String>,
+    client: Arc<tokio::sync::Mutex<SentinelClient>>,
     service: String,
-    nodes: SentinelNodeConnectionInfo,
     timeout: Duration,
 ) -> Result<Connected> {
-    if sentinels.is_empty() || service.is_empty() {
-        return Err(LockError::InvalidConfig(
-            "a Sentinel backend needs at least one sentinel URL and the service name".into(),
-        ));
-    }
-    for sentinel in &sentinels {
-        tls::ensure_crypto_provider(&open_client(sentinel)?);
-    }
     tls::ensure_any_crypto_provider();
-    let client = SentinelClient::build(
-        sentinels.clone(),
-        service.clone(),
-        Some(nodes),
-        SentinelServerType::Master,
-    )
-    .map_err(|e| LockError::InvalidConfig(format!("Sentinel URLs: {e}")))?;
     let primary = tokio::time::timeout(
         timeout * 2,
         SentinelPrimary::connect(client, manager_config(timeout)),
@@ -507,7 +601,7 @@ async fn connect_sentinel(
         LockError::unavailable(
             BACKEND,
             format!(
-                "no primary for {service:?} from the sentinels within {:?}",
+                "no primary for the service {service} from the sentinels within {:?}",
                 timeout * 2
             ),
         )
@@ -517,7 +611,7 @@ async fn connect_sentinel(
     Ok(Connected {
         connection: RedisConnection::sentinel(primary.clone()),
         pubsub: PubSubSource::Sentinel(primary),
-        server: format!("sentinel service {service:?}"),
+        server: format!("sentinel service {service}"),
         cluster_nodes: None,
     })
 }
@@ -639,6 +733,46 @@ impl RedisBackend {
         Self::builder_with(Source::Cluster(nodes.into_iter().map(Into::into).collect()))
     }
 
+    /// Starts configuring a backend on a Redis Cluster that sends its commands on the
+    /// application's own cluster connection (shared: one multiplexed connection per primary
+    /// for both), as [`builder_from_parts`](Self::builder_from_parts) does on one server.
+    /// Subscriptions need connections of their own, so the backend also takes the URLs of
+    /// some of the cluster's nodes to open its wake-up and value-push subscriptions from; they
+    /// must name the same cluster. The connection keeps the timeouts, retries and read routing
+    /// it was built with ([`response_timeout`](RedisBackendBuilder::response_timeout) does not
+    /// change them); give it a response timeout, or a lost reply waits for the connection to
+    /// drop. Scripts must run on primaries: a connection that reads from replicas still sends
+    /// them there, since every script writes.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use lock_core::{LockClient, RedisBackend};
+    /// use redis::cluster::ClusterClient;
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let nodes = ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"];
+    /// let connection = ClusterClient::builder(nodes)
+    ///     .response_timeout(Duration::from_secs(2))
+    ///     .build()?
+    ///     .get_async_connection()
+    ///     .await?;
+    /// // The application keeps using `connection` (a cheap clone) for its own commands.
+    /// let backend = RedisBackend::builder_cluster_from_parts(nodes, connection.clone())
+    ///     .connect()
+    ///     .await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_cluster_from_parts<U: Into<String>>(
+        nodes: impl IntoIterator<Item = U>,
+        connection: ClusterConnection,
+    ) -> RedisBackendBuilder {
+        Self::builder_with(Source::ClusterParts(
+            nodes.into_iter().map(Into::into).collect(),
+            connection,
+        ))
+    }
+
     /// Starts configuring a backend on the primary that Redis Sentinel names for `service`
     /// (the `sentinel monitor <service> …` name), from the URLs of some sentinels. After a
     /// failover (a command fails on a server that is gone, or answers `READONLY` because it
@@ -670,6 +804,36 @@ impl RedisBackend {
         })
     }
 
+    /// Starts configuring a backend on the primary that the application's `SentinelClient`
+    /// names, for settings the URLs of [`builder_sentinel`](Self::builder_sentinel) cannot
+    /// carry: a private CA or client certificates (with `redis-tls`), and different users,
+    /// TLS settings or protocols towards the sentinels and towards the data servers
+    /// (`redis::sentinel::SentinelClientBuilder`). The client must ask for the primary
+    /// (`SentinelServerType::Master`); failovers are followed as with `builder_sentinel`.
+    ///
+    /// ```no_run
+    /// use lock_core::{LockClient, RedisBackend};
+    /// use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
+    /// use redis::{ConnectionAddr, TlsMode};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let sentinel = ConnectionAddr::Tcp("127.0.0.1".into(), 26379);
+    /// let client = SentinelClientBuilder::new([sentinel], "orders-primary", SentinelServerType::Master)?
+    ///     .set_client_to_sentinel_username("orders")
+    ///     .set_client_to_sentinel_password("sentinel-secret")
+    ///     .set_client_to_redis_username("orders")
+    ///     .set_client_to_redis_password("secret")
+    ///     .build()?;
+    /// let backend = RedisBackend::builder_from_sentinel_client(client).connect().await?;
+    /// let locks = LockClient::new(backend);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_from_sentinel_client(client: SentinelClient) -> RedisBackendBuilder {
+        Self::builder_with(Source::SentinelClient(Arc::new(tokio::sync::Mutex::new(
+            client,
+        ))))
+    }
+
     fn builder_with(source: Source) -> RedisBackendBuilder {
         RedisBackendBuilder {
             nodes_without_sentinel: false,
@@ -681,7 +845,7 @@ impl RedisBackend {
                 attempts: 3,
                 claim_window: Duration::from_secs(2),
                 breaker: BreakerOptions::new(),
-                replica_acks: None,
+                acknowledgement: Acknowledgement::default(),
                 batching: true,
             },
         }

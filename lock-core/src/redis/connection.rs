@@ -166,7 +166,9 @@ pub(crate) fn is_read_only(error: &redis::RedisError) -> bool {
 /// replaced when a command fails in a way a failover explains and the sentinels now name
 /// another server.
 pub(crate) struct SentinelPrimary {
-    sentinels: tokio::sync::Mutex<SentinelClient>,
+    /// The client that asks the sentinels: shared by the backends connected from clones of
+    /// one builder given the application's `SentinelClient`.
+    sentinels: Arc<tokio::sync::Mutex<SentinelClient>>,
     /// The current primary's client and connection, and how many times it was replaced.
     current: Mutex<Current>,
     config: ConnectionManagerConfig,
@@ -181,13 +183,13 @@ struct Current {
 impl SentinelPrimary {
     /// Asks the sentinels for the primary of their service and connects to it.
     pub(super) async fn connect(
-        mut sentinels: SentinelClient,
+        sentinels: Arc<tokio::sync::Mutex<SentinelClient>>,
         config: ConnectionManagerConfig,
     ) -> RedisResult<Self> {
-        let client = sentinels.async_get_client().await?;
+        let client = sentinels.lock().await.async_get_client().await?;
         let connection = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
         Ok(Self {
-            sentinels: tokio::sync::Mutex::new(sentinels),
+            sentinels,
             current: Mutex::new(Current {
                 generation: 0,
                 client,

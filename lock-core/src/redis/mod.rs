@@ -106,6 +106,7 @@
 //! granted the lock while the old holder still believes it holds it. Only fencing tokens,
 //! checked by the resource, make that window safe; they keep increasing across such a restart.
 
+mod acknowledgement;
 mod acquire;
 pub(crate) mod availability;
 mod batch;
@@ -364,26 +365,30 @@ impl RedisBackend {
         }
     }
 
-    /// Runs a script that may grant a lease: as [`run`](Self::run), followed by `WAIT` on the
-    /// same server when the backend asks for replication acknowledgement
-    /// ([`RedisBackendBuilder::wait_for_replicas`]). Returns the reply and, when the
-    /// acknowledgement fell short, the error to fail the acquire with once its grant is given
-    /// back.
+    /// Runs a script that may grant a lease: as [`run`](Self::run), followed by `WAIT` or
+    /// `WAITAOF` on the same server when the backend asks for acknowledgement
+    /// ([`RedisBackendBuilder::wait_for_replicas`], [`RedisBackendBuilder::wait_for_aof`]).
+    /// Returns the reply and, when the acknowledgement fell short, the error to fail the
+    /// acquire with once its grant is given back.
     pub(super) async fn run_grant<T: redis::FromRedisValue>(
         &self,
         call: &ScriptCall,
     ) -> Result<(T, Option<LockError>)> {
-        let Some((replicas, timeout)) = self.shared.config.replica_acks else {
+        let acknowledgement = self.shared.config.acknowledgement;
+        if !acknowledgement.is_on() {
             return Ok((self.run("acquire", call).await?, None));
-        };
+        }
         let admission = self.shared.breaker.admit()?;
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
-            self.shared.commands.fetch_add(2, Ordering::Relaxed);
+            let commands = acknowledgement.commands();
+            self.shared
+                .commands
+                .fetch_add(1 + commands.len() as u64, Ordering::Relaxed);
             let mut connection = self.shared.connection.clone();
             match call
-                .invoke_then_wait(&mut connection, replicas, millis(timeout))
+                .invoke_then_acknowledge(&mut connection, commands)
                 .await
             {
                 Err(error) if attempt < self.shared.config.attempts && is_transient(&error) => {
@@ -393,16 +398,15 @@ impl RedisBackend {
             }
         };
         availability::settle(admission, &outcome);
-        let (reply, acked): (T, u64) = outcome.map_err(to_lock_error)?;
-        let short = (acked < u64::from(replicas)).then(|| {
-            LockError::unavailable(
-                BACKEND,
-                format!(
-                    "the grant reached {acked} of {replicas} replicas within {timeout:?} \
-                     (wait_for_replicas); it was given back"
-                ),
-            )
-        });
+        let (reply, acknowledged): (T, Vec<redis::Value>) = outcome.map_err(to_lock_error)?;
+        let acknowledged = acknowledgement.read(&acknowledged).ok_or_else(|| {
+            protocol(format!(
+                "the acknowledgement after a grant answered {acknowledged:?}"
+            ))
+        })?;
+        let short = acknowledgement
+            .shortfall(acknowledged)
+            .map(|why| LockError::unavailable(BACKEND, why));
         Ok((reply, short))
     }
 

@@ -109,31 +109,37 @@ impl ScriptCall {
 
 impl ScriptCall {
     /// Sends the call followed, on the same connection (on a Redis Cluster, the same node: a
-    /// pipeline goes to its first keyed command's slot, and `WAIT` has no key), by
-    /// `WAIT <replicas> <timeout ms>`: the script's reply and how many replicas acknowledged
-    /// every write before it. After `NOSCRIPT` loads the script and sends both again.
-    pub(crate) async fn invoke_then_wait<T: FromRedisValue>(
+    /// pipeline goes to its first keyed command's slot, and the acknowledgements have no key),
+    /// by `acknowledgements` (`WAIT`, `WAITAOF`): the script's reply and theirs. After
+    /// `NOSCRIPT` loads the script and sends them all again.
+    pub(crate) async fn invoke_then_acknowledge<T: FromRedisValue>(
         &self,
         connection: &mut impl ConnectionLike,
-        replicas: u32,
-        timeout_ms: u64,
-    ) -> RedisResult<(T, u64)> {
+        acknowledgements: Vec<redis::Cmd>,
+    ) -> RedisResult<(T, Vec<redis::Value>)> {
         debug_assert_eq!(self.keys_left, 0, "fewer keys than the call declared");
         let mut pipeline = redis::pipe();
-        pipeline
-            .add_command(self.cmd.clone())
-            .cmd("WAIT")
-            .arg(replicas)
-            .arg(timeout_ms);
-        match pipeline.query_async(connection).await {
+        pipeline.add_command(self.cmd.clone());
+        for acknowledgement in acknowledgements {
+            pipeline.add_command(acknowledgement);
+        }
+        let mut replies: Vec<redis::Value> = match pipeline.query_async(connection).await {
             Err(error)
                 if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
             {
                 self.script.load_async(connection).await?;
-                pipeline.query_async(connection).await
+                pipeline.query_async(connection).await?
             }
-            outcome => outcome,
+            outcome => outcome?,
+        };
+        if replies.is_empty() {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "a pipeline answered nothing",
+            )));
         }
+        let reply = T::from_redis_value(replies.remove(0))?;
+        Ok((reply, replies))
     }
 }
 

@@ -78,6 +78,8 @@ mod redis_prefix;
 mod redis_primitives;
 #[cfg(feature = "redis")]
 mod redis_restart;
+#[cfg(feature = "redis-tls")]
+mod redis_secure;
 #[cfg(feature = "redis")]
 mod redis_sentinel;
 #[cfg(feature = "redis")]

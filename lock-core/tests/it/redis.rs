@@ -427,3 +427,37 @@ async fn calls_in_flight_together_go_in_batches_with_their_own_replies() {
     })
     .await;
 }
+
+/// `wait_for_aof` on a server without `WAITAOF` (the command came in Redis 7.2; the stack's
+/// Redis is Debian bookworm's 7.0) fails `connect` as a setting to change, naming the version,
+/// rather than every grant; on 7.2 or later the same settings connect.
+#[tokio::test]
+async fn wait_for_aof_before_redis_7_2_is_a_config_error() {
+    let Some(url) = redis_url() else { return };
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut admin_connection(&url).await)
+        .await
+        .unwrap();
+    let version: Vec<u32> = info
+        .lines()
+        .find_map(|line| line.strip_prefix("redis_version:"))
+        .unwrap()
+        .split('.')
+        .map(|part| part.trim().parse().unwrap())
+        .collect();
+    let outcome = RedisBackend::builder(url)
+        .wait_for_aof(false, 1, Duration::from_millis(100))
+        .connect()
+        .await;
+    if version[..2] >= [7, 2][..] {
+        outcome.unwrap();
+        return;
+    }
+    let error = outcome.unwrap_err();
+    assert!(
+        matches!(error, lock_core::LockError::InvalidConfig(_)),
+        "{error}"
+    );
+    assert!(error.to_string().contains("7.2"), "{error}");
+}

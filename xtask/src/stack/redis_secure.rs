@@ -15,8 +15,10 @@
 //! (`allchannels +@all`); a data node replicates as `replica` (`+psync +replconf +ping`, set as
 //! `masteruser` on both data nodes, as either may be a replica after a failover); the sentinel
 //! logs in to the data nodes as `sentinel`, with the commands Sentinel's documentation lists.
-//! Data nodes keep an AOF (`appendonly yes`, `appendfsync everysec`, no RDB snapshots) in
-//! `data/` of their state dir, emptied at every start: every start of the set is fresh.
+//! Data nodes keep an AOF (`appendonly yes`, `appendfsync always`, no RDB snapshots) in
+//! `data/` of their state dir, emptied at every start: every start of the set is fresh. The
+//! fsync policy is the one a server that acknowledges grants on disk (`WAITAOF`) runs with:
+//! under `everysec` a `WAITAOF` waits for the next once-a-second fsync, up to a second.
 //! Each node's `redis.conf` and the sentinel's `sentinel.conf` are written fresh at every start
 //! (a failover rewrites them).
 //!
@@ -293,7 +295,7 @@ fn node_conf(port: u16, primary: Option<u16>, state: &StateDir, tls: &Path) -> S
     conf.push_str(&format!(
         "dir {dir}\n\
          appendonly yes\n\
-         appendfsync everysec\n\
+         appendfsync always\n\
          save \"\"\n\
          replica-announce-ip 127.0.0.1\n\
          repl-diskless-sync-delay 0\n\
@@ -536,7 +538,7 @@ mod tests {
                 "logfile \"/w/target/stack/redis-secure-replica/redis-secure-replica.log\"",
                 "dir \"/w/target/stack/redis-secure-replica/data\"",
                 "appendonly yes",
-                "appendfsync everysec",
+                "appendfsync always",
                 "save \"\"",
                 "user default off",
                 "user lock on >lock-secure-pass ~* &* +@all",

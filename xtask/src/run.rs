@@ -78,6 +78,15 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     {
         needed.extend(stack::by_name("redis"));
     }
+    // The bench's acknowledgement figures under Sentinel also run on the redis-secure set
+    // (Redis 8: `WAITAOF`).
+    if bin == HarnessBin::Bench
+        && needed
+            .iter()
+            .any(|s| s.name().starts_with("redis-sentinel-"))
+    {
+        needed.extend(stack::for_backend("redis-secure"));
+    }
     // Stress keeps its shared counters in Redis whichever backend it locks with.
     if bin == HarnessBin::Stress
         && !needed.is_empty()

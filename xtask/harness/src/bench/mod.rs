@@ -7,10 +7,13 @@
 //!   `redlock` (feature `compare`): the figures of one feature or backend each.
 //! - `rslock_compare` (feature `compare`): the comparison rows with rslock.
 //! - [`raw_scripts`]: lock-core's acquire and release scripts called raw, the floor of the
-//!   lock's own server work; [`cluster`]: the 64-task rate on a Redis Cluster against one Redis.
+//!   lock's own server work; [`cluster`]: the 64-task rate on a Redis Cluster against one Redis;
+//!   [`acknowledgement`]: what `WAIT` and `WAITAOF` after each grant cost.
 //! - [`overhead`]: the same locked work with `#[distributed_lock]` and by hand.
 //! - [`busy_cores`]: `--load`'s busy process on every core.
 
+#[cfg(feature = "servers")]
+pub mod acknowledgement;
 pub mod busy_cores;
 // The floors speak to every server (feature `servers`).
 #[cfg(feature = "servers")]

@@ -152,9 +152,27 @@ async fn main() {
             let report = lock_harness::bench::cluster::run(&url, &urls, window).await;
             write_report(&report_name("redis-cluster", run.loaded), &report);
         }
-        BackendKind::RedisSentinel => usage_error(
-            "bench: under Sentinel the lock runs on one primary, as on one Redis: --backend redis",
-        ),
+        // Under Sentinel the lock runs on one primary, as on one Redis: the figures of its own
+        // are what replication acknowledgement costs.
+        BackendKind::RedisSentinel => {
+            let sets = lock_harness::bench::acknowledgement::Sets {
+                sentinels: example_support::backend::redis_sentinel_urls(),
+                service: example_support::backend::redis_sentinel_service(),
+                secure: std::env::var("LOCK_TEST_REDIS_SECURE_SENTINEL_URL")
+                    .ok()
+                    .zip(std::env::var("LOCK_TEST_REDIS_SECURE_CA").ok())
+                    .map(
+                        |(sentinel, ca_file)| lock_harness::bench::acknowledgement::Secure {
+                            sentinel,
+                            service: std::env::var("LOCK_TEST_REDIS_SECURE_SERVICE")
+                                .unwrap_or_else(|_| "lock-secure".to_owned()),
+                            ca_file,
+                        },
+                    ),
+            };
+            let report = lock_harness::bench::acknowledgement::run(sets).await;
+            write_report(&report_name("redis-sentinel", run.loaded), &report);
+        }
         // RedLock's own figures: against one node, and its nodes stalled.
         BackendKind::Redlock => {
             let urls = example_support::backend::redlock_urls();

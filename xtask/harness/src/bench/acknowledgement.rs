@@ -38,18 +38,24 @@ struct Setting {
     cycles: usize,
 }
 
+/// No acknowledgement: what each ratio is to.
+const NONE: Setting = Setting {
+    name: "no acknowledgement",
+    apply: |builder| builder,
+    cycles: CYCLES,
+};
+
+/// `WAIT 1` after each grant.
+const REPLICAS_1: Setting = Setting {
+    name: "wait_for_replicas(1)",
+    apply: |builder| builder.wait_for_replicas(1, ACK_TIMEOUT),
+    cycles: CYCLES,
+};
+
 /// The Sentinel set's settings.
 const SENTINEL_SETTINGS: &[Setting] = &[
-    Setting {
-        name: "no acknowledgement",
-        apply: |builder| builder,
-        cycles: CYCLES,
-    },
-    Setting {
-        name: "wait_for_replicas(1)",
-        apply: |builder| builder.wait_for_replicas(1, ACK_TIMEOUT),
-        cycles: CYCLES,
-    },
+    NONE,
+    REPLICAS_1,
     Setting {
         name: "wait_for_replicas(2)",
         apply: |builder| builder.wait_for_replicas(2, ACK_TIMEOUT),
@@ -59,16 +65,8 @@ const SENTINEL_SETTINGS: &[Setting] = &[
 
 /// The `redis-secure` set's settings.
 const SECURE_SETTINGS: &[Setting] = &[
-    Setting {
-        name: "no acknowledgement",
-        apply: |builder| builder,
-        cycles: CYCLES,
-    },
-    Setting {
-        name: "wait_for_replicas(1)",
-        apply: |builder| builder.wait_for_replicas(1, ACK_TIMEOUT),
-        cycles: CYCLES,
-    },
+    NONE,
+    REPLICAS_1,
     Setting {
         name: "wait_for_aof(true, 0)",
         apply: |builder| builder.wait_for_aof(true, 0, ACK_TIMEOUT),

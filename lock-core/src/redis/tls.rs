@@ -33,6 +33,10 @@ pub(super) fn ensure_crypto_provider(client: &redis::Client) {
 /// Installs the `ring` provider when the process has none, for connections whose TLS is not
 /// known up front (the servers a Sentinel names, with the connection settings given for them).
 #[cfg(feature = "redis-tls")]
+#[allow(
+    deprecated,
+    reason = "rustls 0.23.48 deprecates ring's provider (no post-quantum key exchange); ring is the provider the feature brings, and an application that wants aws-lc-rs installs it first"
+)]
 pub(super) fn ensure_any_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_some() {
         return;

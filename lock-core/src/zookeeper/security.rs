@@ -149,6 +149,10 @@ impl Prepared {
 /// `ring`) cannot choose one by itself: the first TLS connection would panic. A provider the
 /// application installed first is kept.
 #[cfg(feature = "zookeeper-tls")]
+#[allow(
+    deprecated,
+    reason = "rustls 0.23.48 deprecates ring's provider (no post-quantum key exchange); ring is the provider the feature brings, and an application that wants aws-lc-rs installs it first"
+)]
 fn ensure_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_some() {
         return;

@@ -31,6 +31,10 @@ struct Secure {
 
 impl Secure {
     /// The stack's set; `None` (after saying so) when the suite may skip.
+    #[allow(
+        deprecated,
+        reason = "rustls 0.23.48 deprecates ring's provider; the tests pick ring, as lock-core does"
+    )]
     fn stack() -> Option<Self> {
         // The test builds redis-rs TLS clients of its own before any backend (which would
         // install `ring` when the process has no provider), as an application may.

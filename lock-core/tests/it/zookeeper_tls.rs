@@ -37,6 +37,10 @@ fn tls_only(server: &TlsServer) -> ZooKeeperBackendBuilder {
 
 /// A zookeeper-client session of the test's own, with everything, to look behind the
 /// backends' backs.
+#[allow(
+    deprecated,
+    reason = "rustls 0.23.48 deprecates ring's provider; the tests pick ring, as lock-core does"
+)]
 async fn admin(server: &TlsServer) -> zk::Client {
     // zookeeper-client takes rustls's process-level provider, which this binary (rustls
     // with both providers) cannot pick by itself; lock-core installs one at its first TLS

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use redis::Value;
 
+use super::millis;
+
 /// What a grant must reach before the caller gets it
 /// ([`wait_for_replicas`](super::RedisBackendBuilder::wait_for_replicas),
 /// [`wait_for_aof`](super::RedisBackendBuilder::wait_for_aof), or both).
@@ -203,12 +205,6 @@ impl Aof {
             self.local, self.replicas, self.timeout
         )
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
 }
 
 #[cfg(test)]

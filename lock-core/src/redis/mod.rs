@@ -449,6 +449,8 @@ impl std::fmt::Debug for RedisBackend {
     }
 }
 
+/// `duration` in whole milliseconds for a Redis argument, at least 1 (0 means "forever" to
+/// `WAIT` and `PX` refuses it).
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis())
         .unwrap_or(u64::MAX)

@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::fused_paths::RedisFusedPaths;
+use super::millis;
 use crate::breaker::Breaker;
 use crate::redis::availability::through;
 use crate::redis::subscription::{self, Listener};
@@ -261,12 +262,6 @@ fn split_push(payload: &[u8]) -> Option<(&str, &[u8])> {
     let rest = &payload[space + 1..];
     let key = std::str::from_utf8(rest.get(..length)?).ok()?;
     Some((key, &rest[length..]))
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
 }
 
 fn to_lock_error(error: redis::RedisError) -> LockError {

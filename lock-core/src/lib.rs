@@ -73,6 +73,7 @@ mod lock;
 pub mod macro_support;
 pub mod memory;
 pub mod metrics;
+pub mod operator;
 pub mod primitives;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -93,7 +94,7 @@ pub use crate::redis::RedisBackend;
 pub use backend::key::{LockKey, MAX_KEY_LEN, MAX_NAMESPACE_LEN};
 pub use backend::loss_signal::LossSignal;
 pub use backend::token::{FencingToken, OwnerToken};
-pub use backend::{Capabilities, LockBackend};
+pub use backend::{Capabilities, HolderLabel, LockBackend};
 pub use election::{Election, Leader, LeaderWatch, Leadership};
 pub use error::{LockError, LostReason, Result};
 #[cfg(feature = "etcd")]

@@ -242,6 +242,7 @@ pub(crate) fn lost_reason(reason: &LostReason) -> &'static str {
         LostReason::NotOwner => "not_owner",
         LostReason::SessionLost(_) => "session_lost",
         LostReason::ShutDown => "shut_down",
+        LostReason::Revoked { .. } => "revoked",
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::Abandoned;
 use super::{AcquireRequest, BoxFuture, Capabilities, Grant, LockBackend, OptionalTraits};
 use crate::breaker::Breaker;
-use crate::Result;
+use crate::{LockKey, LostReason, OwnerToken, Result};
 
 /// A granted lease bound to its backend, object-safe.
 pub trait DynLease: Send + Sync {
@@ -18,6 +18,11 @@ pub trait DynLease: Send + Sync {
     fn release(&self) -> BoxFuture<'_, Result<bool>>;
     /// See [`LockBackend::keep_fence`].
     fn keep_fence(&self, at_least: Duration) -> BoxFuture<'_, Result<()>>;
+    /// Why this lease, found gone by a renewal, was lost: [`LostReason::Revoked`] when the
+    /// backend keeps an audit record of a forced release of `owner` on `key` (see
+    /// [`OperatorBackend::revocation`](super::OperatorBackend::revocation)), else
+    /// [`LostReason::NotOwner`]. Asked once, bounded to two seconds; an error is `NotOwner`.
+    fn lost_reason<'a>(&'a self, key: &'a LockKey, owner: OwnerToken) -> BoxFuture<'a, LostReason>;
 }
 
 /// A grant whose lease is bound to its backend, as [`DynLockBackend::acquire`] returns it.
@@ -56,6 +61,23 @@ impl<B: LockBackend> DynLease for BoundLease<B> {
 
     fn keep_fence(&self, at_least: Duration) -> BoxFuture<'_, Result<()>> {
         Box::pin(self.backend.keep_fence(&self.lease, at_least))
+    }
+
+    fn lost_reason<'a>(&'a self, key: &'a LockKey, owner: OwnerToken) -> BoxFuture<'a, LostReason> {
+        Box::pin(async move {
+            let Some(operator) = self.backend.optional_traits().operator else {
+                return LostReason::NotOwner;
+            };
+            let asked =
+                tokio::time::timeout(Duration::from_secs(2), operator.revocation(key, owner));
+            match asked.await {
+                Ok(Ok(Some(record))) => LostReason::Revoked {
+                    operator: record.operator,
+                    reason: record.reason,
+                },
+                _ => LostReason::NotOwner,
+            }
+        })
     }
 }
 

@@ -20,8 +20,9 @@
 //! What not every store can do is a trait of its own, which a backend implements in a file of
 //! its own (object_store's `MultipartStore` model): [`LatchBackend`] (the count-down latch,
 //! which holds no lease), [`SemaphoreBackend`] (a semaphore's size and state),
-//! [`QueueBackend`] (counting the waiters queued in the store) and [`ElectionBackend`]
-//! (reading an election's leader). A backend that implements one
+//! [`QueueBackend`] (counting the waiters queued in the store), [`ElectionBackend`]
+//! (reading an election's leader) and [`OperatorBackend`] (inspection, forced release and its
+//! audit trail, for operators). A backend that implements one
 //! returns itself from the matching `as_*_backend` method of [`LockBackend`]; the client
 //! refuses a call a backend lacks, with [`LockError::Unsupported`](crate::LockError::Unsupported),
 //! before anything is sent.
@@ -44,6 +45,7 @@
 //! [`LockClient`]: crate::LockClient
 
 mod abandoned;
+mod audit;
 mod capabilities;
 mod dyn_backend;
 mod election;
@@ -51,10 +53,13 @@ mod election;
 pub(crate) mod expiry;
 #[cfg(any(feature = "etcd", feature = "postgres", feature = "mysql"))]
 pub(crate) mod in_flight;
+mod inspection;
 pub(crate) mod key;
 mod kind;
+mod label;
 mod latch;
 pub(crate) mod loss_signal;
+mod operator;
 mod optional_traits;
 mod queue;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
@@ -68,13 +73,21 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use self::abandoned::Abandoned;
+pub use self::audit::{AuditRecord, ForceRelease, DEFAULT_AUDIT_RETENTION, MAX_AUDIT_TEXT_LEN};
 pub use self::capabilities::{Capabilities, Primitives};
 #[cfg(feature = "redis")]
 pub(crate) use self::dyn_backend::bind;
 pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
 pub use self::election::{DynElectionBackend, ElectionBackend, Leader, LeaderWait};
+pub(crate) use self::inspection::validate_limit;
+pub use self::inspection::{
+    HolderView, InspectionPage, KeyInspection, KeyStatus, ListCursor, ListRequest, PermitUse,
+    Primitive, WaiterView, Waiters, MAX_LIST_LIMIT,
+};
 pub use self::kind::LeaseKind;
+pub use self::label::{HolderLabel, MAX_LABEL_ENTRIES, MAX_LABEL_LEN};
 pub use self::latch::{DynLatchBackend, LatchBackend};
+pub use self::operator::{DynOperatorBackend, OperatorBackend};
 pub use self::optional_traits::OptionalTraits;
 pub use self::queue::{DynQueueBackend, QueueBackend};
 pub use self::request::{AcquireRequest, Grant};

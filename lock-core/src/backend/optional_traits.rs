@@ -1,7 +1,9 @@
 //! [`OptionalTraits`]: the optional traits a backend implements, found through the trait
 //! object the client holds.
 
-use super::{DynElectionBackend, DynLatchBackend, DynQueueBackend, DynSemaphoreBackend};
+use super::{
+    DynElectionBackend, DynLatchBackend, DynOperatorBackend, DynQueueBackend, DynSemaphoreBackend,
+};
 
 /// Which of the optional traits ([`LatchBackend`](super::LatchBackend),
 /// [`SemaphoreBackend`](super::SemaphoreBackend), [`QueueBackend`](super::QueueBackend),
@@ -36,6 +38,8 @@ pub struct OptionalTraits<'a> {
     pub queue: Option<&'a dyn DynQueueBackend>,
     /// The backend as an [`ElectionBackend`](super::ElectionBackend), if it is one.
     pub election: Option<&'a dyn DynElectionBackend>,
+    /// The backend as an [`OperatorBackend`](super::OperatorBackend), if it is one.
+    pub operator: Option<&'a dyn DynOperatorBackend>,
 }
 
 impl<'a> OptionalTraits<'a> {
@@ -50,6 +54,7 @@ impl<'a> OptionalTraits<'a> {
             semaphore: Some(backend),
             queue: Some(backend),
             election: Some(backend),
+            operator: None,
         }
     }
 
@@ -66,6 +71,7 @@ impl<'a> OptionalTraits<'a> {
             semaphore,
             queue,
             election: None,
+            operator: None,
         }
     }
 
@@ -73,6 +79,13 @@ impl<'a> OptionalTraits<'a> {
     #[must_use]
     pub fn with_election(mut self, election: &'a dyn DynElectionBackend) -> Self {
         self.election = Some(election);
+        self
+    }
+
+    /// The same, with the backend's [`OperatorBackend`](super::OperatorBackend).
+    #[must_use]
+    pub fn with_operator(mut self, operator: &'a dyn DynOperatorBackend) -> Self {
+        self.operator = Some(operator);
         self
     }
 }
@@ -84,6 +97,7 @@ impl std::fmt::Debug for OptionalTraits<'_> {
             .field("semaphore", &self.semaphore.is_some())
             .field("queue", &self.queue.is_some())
             .field("election", &self.election.is_some())
+            .field("operator", &self.operator.is_some())
             .finish()
     }
 }

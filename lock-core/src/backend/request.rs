@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::LeaseKind;
+use super::{HolderLabel, LeaseKind};
 use crate::{FencingToken, LockKey, LossSignal, OwnerToken};
 
 /// One request for a lease, as the client hands it to a backend.
@@ -35,6 +35,10 @@ pub struct AcquireRequest<'a> {
     /// keeps with the lease for everyone to read as the leader's (see
     /// [`ElectionBackend::leader`](super::ElectionBackend::leader)).
     pub participant: Option<&'a str>,
+    /// Who the requester is ([`LockClientBuilder::label`](crate::LockClientBuilder::label)),
+    /// for the store to keep with the lease and the wait, where an operator reads it; `None`
+    /// keeps no label.
+    pub label: Option<&'a HolderLabel>,
 }
 
 impl<'a> AcquireRequest<'a> {
@@ -55,7 +59,15 @@ impl<'a> AcquireRequest<'a> {
             downgrade_from: None,
             fence_retention: None,
             participant: None,
+            label: None,
         }
+    }
+
+    /// The same request, labelled `label` (see [`label`](Self::label)).
+    #[must_use]
+    pub fn labelled(mut self, label: &'a HolderLabel) -> Self {
+        self.label = Some(label);
+        self
     }
 
     /// The same request, with the key's fencing state kept at least `retention` after the

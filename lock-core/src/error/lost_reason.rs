@@ -18,6 +18,16 @@ pub enum LostReason {
     /// The client was shut down ([`LockClient::shutdown`](crate::LockClient::shutdown)),
     /// which released the lease.
     ShutDown,
+    /// An operator released the lease by force
+    /// ([`LockAdmin::force_release`](crate::operator::LockAdmin::force_release), `lockctl
+    /// release`, the admin page). The key's fencing token was raised past this lease's, so a
+    /// fenced resource refuses the old holder's writes once it has seen a later token.
+    Revoked {
+        /// Who released it.
+        operator: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for LostReason {
@@ -28,6 +38,9 @@ impl std::fmt::Display for LostReason {
             Self::NotOwner => f.write_str("the lock was deleted or taken over by another owner"),
             Self::SessionLost(e) => write!(f, "the backend session holding it ended: {e}"),
             Self::ShutDown => f.write_str("the lock client was shut down and released it"),
+            Self::Revoked { operator, reason } => {
+                write!(f, "released by force by {operator:?}: {reason}")
+            }
         }
     }
 }

@@ -144,6 +144,17 @@ pub enum LockError {
         key: String,
     },
 
+    /// A forced release that cannot be done: the key is free, the holder named does not hold
+    /// it, or several hold it and none was named. Nothing was changed. (`lockctl` exits with
+    /// its "refused" code; the admin page answers 409.)
+    #[error("forced release of {key:?} refused: {reason}")]
+    ForceReleaseRefused {
+        /// The key (without namespace).
+        key: String,
+        /// Why it was refused.
+        reason: String,
+    },
+
     /// The client was shut down ([`LockClient::shutdown`](crate::LockClient::shutdown)): it
     /// takes no more locks. Counted as unavailable (HTTP 503): this instance is going away,
     /// another can serve the request.

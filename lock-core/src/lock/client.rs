@@ -60,6 +60,8 @@ pub(crate) struct ClientInner {
     pub(crate) default_lease: LeaseMode,
     /// See [`LockClientBuilder::fence_retention`].
     pub(crate) fence_retention: Option<Duration>,
+    /// See [`LockClientBuilder::label`].
+    pub(crate) label: crate::backend::HolderLabel,
     pub(crate) held: HeldRegistry,
     /// Every lease held, for [`LockClient::shutdown`].
     pub(crate) live: LiveLeases,
@@ -87,6 +89,7 @@ impl LockClient {
                 namespace: String::new(),
                 default_lease: LeaseMode::default(),
                 fence_retention: None,
+                label: crate::lock::client_builder::process_label(),
                 held: HeldRegistry::default(),
                 live: LiveLeases::default(),
                 watchdog: Arc::default(),
@@ -190,6 +193,12 @@ impl LockClient {
     #[must_use]
     pub fn capabilities(&self) -> Capabilities {
         self.inner.backend.capabilities()
+    }
+
+    /// Who this client's leases say they belong to (see [`LockClientBuilder::label`]).
+    #[must_use]
+    pub fn label(&self) -> &crate::backend::HolderLabel {
+        &self.inner.label
     }
 
     /// The namespace every key is placed under (empty when none).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::key::validate_namespace;
-use crate::backend::DynLockBackend;
+use crate::backend::{DynLockBackend, HolderLabel};
 use crate::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
 use crate::lock::client::{ClientInner, LockClient};
 use crate::lock::held::HeldRegistry;
@@ -19,6 +19,7 @@ pub struct LockClientBuilder {
     namespace: String,
     default_lease: LeaseMode,
     fence_retention: Option<Duration>,
+    label: Option<HolderLabel>,
 }
 
 impl LockClientBuilder {
@@ -34,6 +35,7 @@ impl LockClientBuilder {
             namespace,
             default_lease,
             fence_retention: None,
+            label: None,
         }
     }
 
@@ -76,6 +78,24 @@ impl LockClientBuilder {
         self
     }
 
+    /// Who this client's leases say they belong to, kept with each lease and wait where an
+    /// operator reads it ([`LockAdmin`](crate::operator::LockAdmin), `lockctl`, the admin
+    /// page). Default: [`HolderLabel::from_process`] (host, pid, executable name), read once
+    /// when the client is built. Add the version:
+    ///
+    /// ```
+    /// use lock_core::{HolderLabel, LockClient, MemoryBackend};
+    ///
+    /// let label = HolderLabel::from_process().service("checkout", "2.4.1")?;
+    /// let locks = LockClient::builder(MemoryBackend::new()).label(label).build()?;
+    /// assert_eq!(locks.label().get("version"), Some("2.4.1"));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn label(mut self, label: HolderLabel) -> Self {
+        self.label = Some(label);
+        self
+    }
+
     /// Checks the settings and builds the client.
     pub fn build(self) -> Result<LockClient> {
         validate_namespace(&self.namespace)?;
@@ -95,10 +115,17 @@ impl LockClientBuilder {
                 namespace: self.namespace,
                 default_lease: self.default_lease,
                 fence_retention: self.fence_retention,
+                label: self.label.unwrap_or_else(process_label),
                 held: HeldRegistry::default(),
                 live: LiveLeases::default(),
                 watchdog: Arc::default(),
             }),
         })
     }
+}
+
+/// The label of a client built without one: this process's, read once per process.
+pub(crate) fn process_label() -> HolderLabel {
+    static PROCESS: std::sync::OnceLock<HolderLabel> = std::sync::OnceLock::new();
+    PROCESS.get_or_init(HolderLabel::from_process).clone()
 }

@@ -73,6 +73,7 @@ pub(crate) fn io_kind(error: &LockError) -> io::ErrorKind {
         | LockError::InvalidInput { .. } => io::ErrorKind::InvalidInput,
         LockError::Unsupported { .. } => io::ErrorKind::Unsupported,
         LockError::UpgradeRefused { .. } => io::ErrorKind::Deadlock,
+        LockError::ForceReleaseRefused { .. } => io::ErrorKind::PermissionDenied,
         LockError::Protocol { .. } => io::ErrorKind::InvalidData,
         LockError::ShutDown => io::ErrorKind::NotConnected,
         LockError::Unavailable { .. } | LockError::LeaseLost { .. } => io::ErrorKind::Other,

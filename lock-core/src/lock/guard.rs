@@ -148,7 +148,12 @@ impl LockGuard {
             self.client.watchdog.replan(&self.lease);
             tracing::debug!(key = %self.lease.key, ?ttl, "lease extended");
         } else {
-            self.lease.lose(LostReason::NotOwner);
+            let reason = self
+                .lease
+                .lease
+                .lost_reason(&self.lease.key, self.lease.token)
+                .await;
+            self.lease.lose(reason);
         }
         Ok(held)
     }

@@ -226,6 +226,9 @@ impl<'a> LockRequest<'a> {
             if let Some(id) = &self.participant {
                 request = request.campaigning_as(id);
             }
+            if !inner.label.is_empty() {
+                request = request.labelled(&inner.label);
+            }
             let Some(grant) = attempt.attempt(request).await? else {
                 pending.settle();
                 tracing::debug!(parent: &span, waited_ms = started.elapsed().as_millis() as u64, "busy");

@@ -24,7 +24,6 @@ use crate::lease::{renew_interval, valid_until};
 use crate::lock::held::HeldLease;
 use crate::metrics;
 use crate::sync::lock;
-use crate::LostReason;
 
 /// The pause between two renewal attempts after a failure: short enough to get several tries
 /// into the lease's last third, never longer than a second.
@@ -232,7 +231,10 @@ async fn renew(dog: Arc<Watchdog>, lease: Arc<HeldLease>) {
         }
     }
     match outcome {
-        Ok(false) => lease.lose(LostReason::NotOwner),
+        Ok(false) => {
+            let reason = lease.lease.lost_reason(&lease.key, lease.token).await;
+            lease.lose(reason);
+        }
         _ if lease.stop.is_cancelled() => {}
         _ => dog.replan(&lease),
     }

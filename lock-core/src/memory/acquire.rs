@@ -71,6 +71,8 @@ impl LockBackend for MemoryBackend {
                             loss: loss.clone(),
                             kind: request.kind,
                             participant: request.participant.map(Arc::from),
+                            label: request.label.cloned(),
+                            acquired_at: std::time::SystemTime::now(),
                         });
                         if let Some(id) = waiter {
                             state.waiters.retain(|w| w.id != id);
@@ -98,6 +100,9 @@ impl LockBackend for MemoryBackend {
                             let waiter = Waiter {
                                 id: self.shared.waiter_ids.fetch_add(1, Ordering::Relaxed),
                                 wake: Arc::new(Notify::new()),
+                                kind: request.kind,
+                                label: request.label.cloned(),
+                                since: now,
                             };
                             state.waiters.push_back(waiter.clone());
                             registration = Some(Registration {
@@ -182,7 +187,7 @@ impl LockBackend for MemoryBackend {
     }
 
     fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        OptionalTraits::all(self).with_operator(self)
     }
 }
 

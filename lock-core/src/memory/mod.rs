@@ -9,6 +9,7 @@ mod acquire;
 mod defaults;
 mod election;
 mod latch;
+mod operator;
 mod queue;
 mod result_store;
 mod semaphore;
@@ -59,6 +60,8 @@ struct Shared {
     waiter_ids: AtomicU64,
     /// Told of every grant and release of a leadership, for the elections' observers.
     elections: tokio::sync::Notify,
+    /// The audit records of forced releases, oldest first, each until it expires.
+    audit: Mutex<std::collections::VecDeque<operator::Kept>>,
 }
 
 /// A lease held in a [`MemoryBackend`].

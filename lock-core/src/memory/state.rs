@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::{AcquireRequest, LeaseKind};
+use crate::backend::{AcquireRequest, HolderLabel, LeaseKind, Primitive};
 use crate::{LockError, LossSignal, LostReason, OwnerToken, Result};
 
 /// Which primitive a key belongs to: each is its own namespace of keys.
@@ -30,6 +30,28 @@ impl Family {
             _ => Self::Lock,
         }
     }
+
+    /// The family that keeps `primitive`'s keys.
+    pub(super) fn of_primitive(primitive: Primitive) -> Self {
+        match primitive {
+            Primitive::Fair => Self::Fair,
+            Primitive::ReadWrite => Self::ReadWrite,
+            Primitive::Semaphore => Self::Semaphore,
+            Primitive::Election => Self::Leader,
+            _ => Self::Lock,
+        }
+    }
+
+    /// The primitive whose keys this family keeps.
+    pub(super) fn primitive(self) -> Primitive {
+        match self {
+            Self::Lock => Primitive::Lock,
+            Self::Fair => Primitive::Fair,
+            Self::ReadWrite => Primitive::ReadWrite,
+            Self::Semaphore => Primitive::Semaphore,
+            Self::Leader => Primitive::Election,
+        }
+    }
 }
 
 pub(super) struct Holder {
@@ -40,6 +62,10 @@ pub(super) struct Holder {
     pub(super) kind: LeaseKind,
     /// A leadership's participant id.
     pub(super) participant: Option<Arc<str>>,
+    /// Who the holder said it is.
+    pub(super) label: Option<HolderLabel>,
+    /// When it was granted.
+    pub(super) acquired_at: std::time::SystemTime,
 }
 
 impl Holder {
@@ -55,6 +81,10 @@ impl Holder {
 pub(super) struct Waiter {
     pub(super) id: u64,
     pub(super) wake: Arc<Notify>,
+    /// What it waits for, who it said it is and since when: for the operator's view.
+    pub(super) kind: LeaseKind,
+    pub(super) label: Option<HolderLabel>,
+    pub(super) since: Instant,
 }
 
 /// The holders and waiters of one key of one family.

@@ -12,7 +12,9 @@ use super::primitive_keys::Family;
 use super::queue::Waiting;
 use super::script_call::ScriptCall;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, BACKEND, FENCE_RETENTION};
-use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LockBackend, OptionalTraits};
+use crate::backend::{
+    Abandoned, AcquireRequest, Capabilities, Grant, HolderLabel, LockBackend, OptionalTraits,
+};
 use crate::breaker::Breaker;
 use crate::{FencingToken, LossSignal, OwnerToken, Result};
 
@@ -40,17 +42,18 @@ impl RedisBackend {
     pub(super) async fn attempt(
         &self,
         keys: &LockKeys,
-        owner: OwnerToken,
-        ttl: Duration,
+        request: &AcquireRequest<'_>,
         waiter: Option<u64>,
         queued_before: bool,
-        fence_retention: Duration,
     ) -> Result<std::result::Result<FencingToken, Option<Duration>>> {
+        let (owner, ttl) = (request.owner, request.ttl);
+        let fence_retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
-        let mut call = ScriptCall::new(&scripts::ACQUIRE, 3);
+        let mut call = ScriptCall::new(&scripts::ACQUIRE, 4);
         call.key(&*keys.lock)
             .key_from_parts(&keys.fence())
             .key_from_parts(&keys.waiters())
+            .key_from_parts(&keys.holder())
             .arg_fmt(owner.hex())
             .arg(millis(ttl));
         match waiter {
@@ -59,7 +62,8 @@ impl RedisBackend {
         };
         call.arg(if queued_before { "1" } else { "0" })
             .arg(millis(queue_lifetime))
-            .arg(millis(fence_retention));
+            .arg(millis(fence_retention))
+            .arg_fmt(self.holder_record(request.label));
         let ((granted, value), short): ((i64, i64), _) =
             if self.shared.config.acknowledgement.is_on() {
                 self.run_grant(&call).await?
@@ -87,6 +91,19 @@ impl RedisBackend {
 }
 
 impl RedisBackend {
+    /// The holder record after the owner token (`acquire.lua`'s `ARGV[7]`):
+    /// `<client id>|<unix ms now>|<label>`. The client id is where a forced release pushes
+    /// the revocation; the time is this client's clock, for people to read.
+    pub(super) fn holder_record<'a>(
+        &'a self,
+        label: Option<&'a HolderLabel>,
+    ) -> impl std::fmt::Display + 'a {
+        HolderRecord {
+            client: &self.shared.hub.client_id,
+            label: label.map_or("", HolderLabel::as_stored),
+        }
+    }
+
     /// Releases a lock granted as `value` (`<owner>:<fence>`) that the caller will not get:
     /// its grant was not acknowledged by the replicas asked for.
     async fn give_back(&self, keys: &LockKeys, value: &str) {
@@ -134,16 +151,8 @@ impl LockBackend for RedisBackend {
             }
             let waiter = waiting.as_ref().map(|w| w.seq);
             let sent = Instant::now();
-            let retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
             match self
-                .attempt(
-                    &keys,
-                    request.owner,
-                    request.ttl,
-                    waiter,
-                    queued_before,
-                    retention,
-                )
+                .attempt(&keys, &request, waiter, queued_before)
                 .await?
             {
                 Ok(fence) => {
@@ -195,8 +204,11 @@ impl LockBackend for RedisBackend {
                 return self.renew_primitive(keys, owner, *fence, ttl).await
             }
         };
-        let mut call = ScriptCall::new(&scripts::RENEW, 1);
-        call.key(&*keys.lock).arg(value).arg(ttl.map_or(0, millis));
+        let mut call = ScriptCall::new(&scripts::RENEW, 2);
+        call.key(&*keys.lock)
+            .key_from_parts(&keys.holder())
+            .arg(value)
+            .arg(ttl.map_or(0, millis));
         let held: i64 = self.run_batched(Kind::Renew, "renew", call).await?;
         Ok(held == 1)
     }
@@ -251,6 +263,21 @@ impl LockBackend for RedisBackend {
     }
 
     fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        OptionalTraits::all(self).with_operator(self)
+    }
+}
+
+/// `acquire.lua`'s `ARGV[7]`, written straight into the command.
+struct HolderRecord<'a> {
+    client: &'a str,
+    label: &'a str,
+}
+
+impl std::fmt::Display for HolderRecord<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        write!(f, "{}|{now}|{}", self.client, self.label)
     }
 }

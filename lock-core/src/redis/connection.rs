@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::sentinel::SentinelClient;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
@@ -80,6 +81,71 @@ impl RedisConnection {
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.inner, Inner::Cluster(_))
     }
+
+    /// The nodes a walk over every key must visit (`SCAN` is per node): `None` alone for one
+    /// server or a Sentinel primary; on a Redis Cluster every primary, as `CLUSTER SLOTS`
+    /// names them, sorted by address.
+    pub(crate) async fn scan_nodes(&self) -> RedisResult<Vec<Option<Node>>> {
+        let Inner::Cluster(cluster) = &self.inner else {
+            return Ok(vec![None]);
+        };
+        let mut cluster = cluster.clone();
+        let slots = cluster
+            .route_command(
+                redis::cmd("CLUSTER").arg("SLOTS").clone(),
+                RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+            )
+            .await?;
+        let mut primaries: Vec<Node> = Vec::new();
+        if let Value::Array(ranges) = slots {
+            for range in ranges {
+                let Value::Array(parts) = range else { continue };
+                let Some(Value::Array(primary)) = parts.get(2) else {
+                    continue;
+                };
+                let host = primary
+                    .first()
+                    .and_then(|v| redis::from_redis_value_ref::<String>(v).ok());
+                let port = primary
+                    .get(1)
+                    .and_then(|v| redis::from_redis_value_ref::<u16>(v).ok());
+                if let (Some(host), Some(port)) = (host, port) {
+                    primaries.push(Node { host, port });
+                }
+            }
+        }
+        primaries.sort();
+        primaries.dedup();
+        Ok(primaries.into_iter().map(Some).collect())
+    }
+
+    /// Sends `command` to `node` (as [`scan_nodes`](Self::scan_nodes) named it; `None`: where
+    /// this connection sends every command).
+    pub(crate) async fn query_node<T: redis::FromRedisValue>(
+        &self,
+        node: Option<&Node>,
+        command: &Cmd,
+    ) -> RedisResult<T> {
+        match (&self.inner, node) {
+            (Inner::Cluster(cluster), Some(node)) => {
+                let mut cluster = cluster.clone();
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: node.host.clone(),
+                    port: node.port,
+                });
+                let value = cluster.route_command(command.clone(), routing).await?;
+                Ok(redis::from_redis_value(value)?)
+            }
+            _ => command.query_async(&mut self.clone()).await,
+        }
+    }
+}
+
+/// One node of a Redis Cluster, by address.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Node {
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
 impl ConnectionLike for RedisConnection {

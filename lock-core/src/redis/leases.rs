@@ -99,6 +99,40 @@ impl LeaseBook {
         }
     }
 
+    /// Takes a wake-channel message that is a revocation (`force_release.lua`:
+    /// `!revoke\n<owner>\n<operator>\n<reason>\n<lock key>`; operator and reason hold no
+    /// line breaks) and fires the lost signal of the lease it names with
+    /// [`LostReason::Revoked`]. Returns whether the message was a revocation (whether or not
+    /// the lease is still in the book); anything else is left to the wake-up routing.
+    pub(super) fn revoke(&self, message: &str) -> bool {
+        let Some(message) = message.strip_prefix("!revoke\n") else {
+            return false;
+        };
+        let mut parts = message.splitn(4, '\n');
+        let (Some(owner), Some(operator), Some(reason), Some(lock_key)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return true;
+        };
+        let revoked: Vec<LossSignal> = lock(&self.leases)
+            .values()
+            .filter(|e| {
+                e.lock_key == lock_key
+                    && e.value.len() > owner.len()
+                    && e.value.starts_with(owner)
+                    && e.value.as_bytes()[owner.len()] == b':'
+            })
+            .map(|e| e.loss.clone())
+            .collect();
+        for loss in &revoked {
+            loss.fire(LostReason::Revoked {
+                operator: operator.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+        true
+    }
+
     /// Re-reads every lease and fires the lost signal of those the server no longer holds
     /// under our value. Returns how many were lost. Leases granted after the snapshot are
     /// not checked; their grant already ran on the server that answers now.

@@ -120,6 +120,7 @@ mod keys;
 mod latch;
 mod lease_read;
 mod leases;
+mod operator;
 mod primitive_keys;
 mod primitives;
 mod queue;

@@ -107,6 +107,27 @@ pub(super) static LATCH_COUNT_DOWN: LazyLock<Script> = LazyLock::new(|| {
 pub(super) static LATCH_WAIT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/latch_wait.lua")));
 
+/// Reads a lock for the operator's view (loaded when first used, as the other operator scripts).
+pub(super) static INSPECT_LOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/inspect_lock.lua")));
+
+/// Releases a lock by force, with its audit record.
+pub(super) static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{LOCK_FENCE}\n{}\n{}",
+        *WAKE_NEXT,
+        include_str!("lua/force_release.lua")
+    ))
+});
+
+/// Reads a fair lock, read-write lock, semaphore or election for the operator's view.
+pub(super) static INSPECT_PRIMITIVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/inspect_primitive.lua")));
+
+/// Releases one holder of a fair lock, read-write lock, semaphore or election by force.
+pub(super) static PRIMITIVE_FORCE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| primitive(include_str!("lua/primitive_force_release.lua")));
+
 /// Every script, for loading them up front.
 pub(super) fn all() -> [&'static Script; 16] {
     [

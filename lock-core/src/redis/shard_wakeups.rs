@@ -151,6 +151,9 @@ async fn route(
                 let Ok(payload) = std::str::from_utf8(message.get_payload_bytes()) else {
                     continue;
                 };
+                if leases.revoke(payload) {
+                    continue;
+                }
                 if let Some(lock_key) = hub.deliver(payload) {
                     pass_on(&mut connection, &hub, lock_key).await;
                 }

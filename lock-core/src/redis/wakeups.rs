@@ -175,6 +175,9 @@ impl Listener for WakeListener {
         let Ok(payload) = std::str::from_utf8(payload) else {
             return;
         };
+        if self.leases.revoke(payload) {
+            return;
+        }
         if let Some(lock_key) = self.hub.deliver(payload) {
             pass_on(&mut self.connection, &self.hub, lock_key).await;
         }

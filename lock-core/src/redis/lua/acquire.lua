@@ -2,9 +2,12 @@
 -- lock_fence.lua.)
 -- KEYS[1] lock: "<owner>:<fence>" with the lease as its TTL
 -- KEYS[2] fencing counter   KEYS[3] waiter queue (zset: waiter id by arrival)
+-- KEYS[4] holder record: "<owner>|<client id>|<granted unix ms>|<label>" with the lease as its
+--         TTL, for the operator's view (never read by the lock itself)
 -- ARGV[1] owner token (32 hex digits)   ARGV[2] lease ms
 -- ARGV[3] waiter id, or '' to not queue   ARGV[4] '1' if an earlier attempt queued this waiter
 -- ARGV[5] queue lifetime ms   ARGV[6] fence counter retention ms
+-- ARGV[7] "<client id>|<granted unix ms>|<label>" (the holder record after the owner)
 -- Returns {1, fence} when granted, {0, pttl of the current lease} when busy.
 local current = redis.call('GET', KEYS[1])
 if current then
@@ -34,6 +37,7 @@ if current then
 end
 local fence = next_lock_fence(KEYS[2], ARGV[6])
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
+redis.call('SET', KEYS[4], ARGV[1] .. '|' .. ARGV[7], 'PX', ARGV[2])
 if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[3], ARGV[3])
 end

@@ -5,9 +5,15 @@
 //! lacks ([`lock_core::Capabilities`]) returns early and prints that it was skipped.
 
 mod dropped;
+mod operator;
 mod scoped;
 
 pub(crate) use dropped::{dropped_acquires_leave_nothing, dropped_releases_still_release};
+pub(crate) use operator::{
+    force_release_of_one_holder_touches_only_it, force_release_refuses_what_is_not_held,
+    force_release_revokes_and_hands_over, inspect_shows_holder_and_waiters,
+    listing_pages_through_held_keys,
+};
 pub(crate) use scoped::{shutdown_releases_every_lease, with_lock_releases_on_every_path};
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -499,7 +505,9 @@ macro_rules! conformance_suite {
             watchdog_holds_past_ttl, lost_fires_on_delete, non_owner_refused, fencing_increases,
             reentrancy, cancelled_waiter_leaves_nothing, dropped_acquires_leave_nothing,
             dropped_releases_still_release, bad_input_is_typed, with_lock_releases_on_every_path,
-            shutdown_releases_every_lease);
+            shutdown_releases_every_lease, inspect_shows_holder_and_waiters,
+            force_release_revokes_and_hands_over, force_release_refuses_what_is_not_held,
+            listing_pages_through_held_keys, force_release_of_one_holder_touches_only_it);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

@@ -1,0 +1,18 @@
+-- Reads a fair lock, read-write lock, semaphore or election for the operator's view, in one
+-- consistent snapshot; changes nothing (leases that ran out are skipped, not pruned).
+-- KEYS as primitive_lib.lua's: KEYS[1] holders, KEYS[2] leases, KEYS[4] queue, KEYS[6] size
+-- ARGV[1] the most waiters to list
+-- Returns {{owner, lease expiry ms, "<fence> <kind> <count>", ...}, {queue entry, ...},
+-- entries in all, size or nil, the server's time in ms}.
+local now = redis.call('TIME')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', ms), '+inf',
+  'WITHSCORES')
+local holders = {}
+for i = 1, #live, 2 do
+  table.insert(holders, live[i])
+  table.insert(holders, live[i + 1])
+  table.insert(holders, redis.call('HGET', KEYS[2], live[i]) or '')
+end
+local queue = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[1]) - 1)
+return {holders, queue, redis.call('ZCARD', KEYS[4]), redis.call('GET', KEYS[6]) or false, ms}

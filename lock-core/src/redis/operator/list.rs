@@ -1,0 +1,93 @@
+//! Listing the keys held or waited on: `SCAN` with a pattern on each primary in turn, in
+//! bounded steps, each key found inspected. The cursor is `<node>:<scan cursor>:<skip>`.
+
+use super::super::{to_lock_error, RedisBackend};
+use super::store_key;
+use crate::backend::{InspectionPage, KeyStatus, ListCursor, ListRequest, Primitive};
+use crate::{LockError, Result};
+
+/// Keys asked for per `SCAN` step.
+const SCAN_COUNT: usize = 200;
+/// The most `SCAN` steps one page takes: a page may come back short (with a cursor) rather
+/// than keep the caller waiting on a large keyspace with few matches.
+const MAX_STEPS: usize = 50;
+
+impl RedisBackend {
+    pub(super) async fn list_keys(&self, request: ListRequest<'_>) -> Result<InspectionPage> {
+        let connection = self.shared.connection.clone();
+        let nodes = connection.scan_nodes().await.map_err(to_lock_error)?;
+        let (mut node, mut cursor, mut skip) = match request.cursor {
+            Some(cursor) => parse_cursor(cursor.as_str())?,
+            None => (0, 0, 0),
+        };
+        let pattern = store_key::pattern(&self.shared.prefix, request.prefix);
+        let mut found: Vec<(Primitive, String)> = Vec::new();
+        let mut resume = None;
+        let mut steps = 0;
+        while node < nodes.len() && found.len() < request.limit && steps < MAX_STEPS {
+            steps += 1;
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT);
+            let (next, keys): (u64, Vec<String>) = connection
+                .query_node(nodes[node].as_ref(), &scan)
+                .await
+                .map_err(to_lock_error)?;
+            let mut matches: Vec<(Primitive, String)> = Vec::new();
+            for key in keys {
+                if let Some((primitive, full)) = store_key::parse(&self.shared.prefix, &key) {
+                    if full.starts_with(request.prefix)
+                        && !matches.contains(&(primitive, full.clone()))
+                    {
+                        matches.push((primitive, full));
+                    }
+                }
+            }
+            let room = request.limit - found.len();
+            let fresh = matches.len().saturating_sub(skip);
+            if fresh > room {
+                // The step gave more than the page holds: the next page runs this step again
+                // and skips what this one took.
+                found.extend(matches.into_iter().skip(skip).take(room));
+                resume = Some((node, cursor, skip + room));
+                break;
+            }
+            found.extend(matches.into_iter().skip(skip));
+            skip = 0;
+            cursor = next;
+            if cursor == 0 {
+                node += 1;
+            }
+        }
+        let mut inspected = Vec::with_capacity(found.len());
+        for (primitive, full) in &found {
+            let seen = self.inspect_key(*primitive, full).await?;
+            if seen.status != KeyStatus::Free {
+                inspected.push(seen);
+            }
+        }
+        let next = resume
+            .or_else(|| (node < nodes.len()).then_some((node, cursor, 0)))
+            .map(|(node, cursor, skip)| ListCursor::new(format!("{node}:{cursor}:{skip}")));
+        Ok(InspectionPage::new(inspected, next))
+    }
+}
+
+/// `<node>:<scan cursor>:<matches of that step already given>`.
+fn parse_cursor(text: &str) -> Result<(usize, u64, usize)> {
+    let bad = || LockError::InvalidInput {
+        what: "list cursor",
+        reason: "not a cursor this backend handed out".into(),
+    };
+    let mut parts = text.split(':');
+    let mut next = || parts.next().ok_or_else(bad);
+    let (node, cursor, skip) = (next()?, next()?, next()?);
+    Ok((
+        node.parse().map_err(|_| bad())?,
+        cursor.parse().map_err(|_| bad())?,
+        skip.parse().map_err(|_| bad())?,
+    ))
+}

@@ -67,6 +67,7 @@ mod hex;
 pub mod http;
 pub mod idempotency;
 mod jitter;
+mod json_text;
 pub mod lease;
 mod lock;
 #[doc(hidden)]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::keyed::KeyedLockOptions;
 use super::PlainResponse;
+use crate::json_text::json_string;
 use crate::LockError;
 
 /// The content type of every rejection body.
@@ -373,24 +374,6 @@ pub fn problem_body(
     out.into_bytes()
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,6 +422,5 @@ mod tests {
             (internal.response.status, internal.retry_after()),
             (500, None)
         );
-        assert_eq!(json_string("a\u{1}\"\\"), r#""a\u0001\"\\""#);
     }
 }

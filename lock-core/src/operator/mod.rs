@@ -38,5 +38,6 @@
 //! ```
 
 mod admin;
+pub mod json;
 
 pub use self::admin::LockAdmin;

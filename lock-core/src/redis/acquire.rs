@@ -151,10 +151,7 @@ impl LockBackend for RedisBackend {
             }
             let waiter = waiting.as_ref().map(|w| w.seq);
             let sent = Instant::now();
-            match self
-                .attempt(&keys, &request, waiter, queued_before)
-                .await?
-            {
+            match self.attempt(&keys, &request, waiter, queued_before).await? {
                 Ok(fence) => {
                     if let Some(mut waiting) = waiting.take() {
                         waiting.granted = true;

@@ -4,15 +4,23 @@
 -- ARGV[1] the most waiters to list
 -- Returns {{owner, lease expiry ms, "<fence> <kind> <count>", ...}, {queue entry, ...},
 -- entries in all, size or nil, the server's time in ms}.
+-- A key of another type (another program's) reads as nothing.
+local function read(command, key, ...)
+  local reply = redis.pcall(command, key, ...)
+  if type(reply) == 'table' and reply.err then
+    return nil
+  end
+  return reply
+end
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', ms), '+inf',
-  'WITHSCORES')
+local live = read('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', ms), '+inf',
+  'WITHSCORES') or {}
 local holders = {}
 for i = 1, #live, 2 do
   table.insert(holders, live[i])
   table.insert(holders, live[i + 1])
-  table.insert(holders, redis.call('HGET', KEYS[2], live[i]) or '')
+  table.insert(holders, read('HGET', KEYS[2], live[i]) or '')
 end
-local queue = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[1]) - 1)
-return {holders, queue, redis.call('ZCARD', KEYS[4]), redis.call('GET', KEYS[6]) or false, ms}
+local queue = read('ZRANGE', KEYS[4], 0, tonumber(ARGV[1]) - 1) or {}
+return {holders, queue, read('ZCARD', KEYS[4]) or 0, read('GET', KEYS[6]) or false, ms}

@@ -96,11 +96,13 @@ impl RedisBackend {
         let (value, pttl, holder, queued, _count, now_ms): Reply =
             self.run("inspect", &call).await?;
         let mut holders = Vec::new();
-        if let Some(value) = value {
-            let (owner, fence) = value
-                .split_once(':')
-                .and_then(|(o, f)| Some((OwnerToken::from_hex(o)?, f.parse::<u64>().ok()?)))
-                .ok_or_else(|| protocol(format!("a lock holds {value:?}")))?;
+        // A value that is not `<owner>:<fence>` is not a lock's (another store's entry under the
+        // same prefix): nothing holds this lock.
+        let parsed = value.as_deref().and_then(|value| {
+            let (owner, fence) = value.split_once(':')?;
+            Some((OwnerToken::from_hex(owner)?, fence.parse::<u64>().ok()?))
+        });
+        if let Some((owner, fence)) = parsed {
             let mut view = HolderView::new(LeaseKind::Exclusive, owner, FencingToken::new(fence));
             view.lease_left = u64::try_from(pttl).ok().map(Duration::from_millis);
             if let Some(record) = holder.as_deref().and_then(HolderRecord::parse) {

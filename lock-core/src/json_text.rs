@@ -1,0 +1,38 @@
+//! JSON text for the few answers lock-core writes itself (problem details, the operator's
+//! view), without a serializer: strings escaped here, once.
+
+/// `s` as a JSON string literal: quotes, backslashes and control characters escaped (and the
+/// line separators U+2028/U+2029, which some JavaScript parsers take for line breaks).
+pub(crate) fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_json_and_html_need() {
+        assert_eq!(json_string("a\u{1}\"\\"), r#""a\u0001\"\\""#);
+        assert_eq!(json_string("<b>\u{7f}"), r#""<b>\u007f""#);
+    }
+}

@@ -30,7 +30,9 @@ pub(crate) async fn run(args: &Args, client: &LockClient) -> Result<Exit> {
             let mut keys = Vec::new();
             let mut next = cursor.clone();
             for _ in 0..MAX_PAGES {
-                let page = admin.list(prefix, next.as_ref(), *limit - keys.len()).await?;
+                let page = admin
+                    .list(prefix, next.as_ref(), *limit - keys.len())
+                    .await?;
                 keys.extend(page.keys);
                 next = page.next;
                 if next.is_none() || keys.len() >= *limit {

@@ -72,7 +72,7 @@ pub(crate) fn inspection(seen: &KeyInspection) -> String {
             format!(
                 "  holder   {}  owner {}  token {}  lease left {}  since {}",
                 kind_name(holder.kind),
-                holder.owner,
+                holder.owner.to_hex(),
                 holder.fencing_token.get(),
                 holder.lease_left.map_or("(session)".into(), seconds),
                 holder.acquired_at.map_or("?".into(), ago),

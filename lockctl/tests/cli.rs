@@ -59,16 +59,25 @@ async fn show_release_and_audit_against_redis() {
     let show = lockctl(&url, &namespace, &["show", key]).await;
     assert_eq!(show.code, 0, "{}{}", show.stdout, show.stderr);
     assert!(show.stdout.contains("held"), "{}", show.stdout);
-    assert!(show.stdout.contains("service=checkout version=2.4.1"), "{}", show.stdout);
-    assert!(show.stdout.contains(&held.owner_token().to_hex()), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("service=checkout version=2.4.1"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains(&held.owner_token().to_hex()),
+        "{}",
+        show.stdout
+    );
 
     let json = lockctl(&url, &namespace, &["--json", "show", key]).await;
     assert_eq!(json.code, 0);
-    assert!(json.stdout.starts_with(r#"{"primitive":"lock","key":"order:<42>","status":"held""#));
-    assert!(json.stdout.contains(&format!(
-        "\"fencing_token\":{}",
-        held.fencing_token().get()
-    )));
+    assert!(json
+        .stdout
+        .starts_with(r#"{"primitive":"lock","key":"order:<42>","status":"held""#));
+    assert!(json
+        .stdout
+        .contains(&format!("\"fencing_token\":{}", held.fencing_token().get())));
 
     let ls = lockctl(&url, &namespace, &["ls", "order:"]).await;
     assert_eq!(ls.code, 0, "{}{}", ls.stdout, ls.stderr);
@@ -81,7 +90,9 @@ async fn show_release_and_audit_against_redis() {
     )
     .await;
     assert_eq!(release.code, 0, "{}{}", release.stdout, release.stderr);
-    assert!(release.stdout.contains("by test@ops: stuck since the deploy"));
+    assert!(release
+        .stdout
+        .contains("by test@ops: stuck since the deploy"));
     assert_eq!(
         tokio::time::timeout(Duration::from_secs(5), held.lost())
             .await
@@ -99,7 +110,9 @@ async fn show_release_and_audit_against_redis() {
 
     let audit = lockctl(&url, &namespace, &["--json", "audit", key]).await;
     assert_eq!(audit.code, 0, "{}", audit.stderr);
-    assert!(audit.stdout.contains(r#""operator":"test@ops","reason":"stuck since the deploy""#));
+    assert!(audit
+        .stdout
+        .contains(r#""operator":"test@ops","reason":"stuck since the deploy""#));
     assert!(audit.stdout.contains(&held.owner_token().to_hex()));
 
     // The exit codes a script tests.

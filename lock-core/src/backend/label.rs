@@ -155,9 +155,9 @@ impl HolderLabel {
     }
 
     /// A label read back from a store. The text is another client's (or anyone's) and is
-    /// taken leniently: cut to a bound, entries that do not parse dropped. Nothing is
-    /// validated beyond that, so whatever shows it must escape it (the admin page and
-    /// `lockctl` do).
+    /// taken leniently: cut to a bound, entries that do not parse dropped, control characters
+    /// and `|` (which no label stores unescaped) replaced by U+FFFD. Whatever shows it must
+    /// still escape it for its medium (the admin page and `lockctl` do).
     #[must_use]
     pub fn from_stored(text: &str) -> Self {
         let mut end = text.len().min(MAX_STORED_LEN);
@@ -169,8 +169,19 @@ impl HolderLabel {
             .filter(|pair| pair.split_once('=').is_some_and(|(n, _)| !n.is_empty()))
             .take(MAX_LABEL_ENTRIES)
             .collect();
+        let encoded: String = kept
+            .join(";")
+            .chars()
+            .map(|c| {
+                if c.is_control() || c == '|' {
+                    '\u{fffd}'
+                } else {
+                    c
+                }
+            })
+            .collect();
         Self {
-            encoded: Arc::from(kept.join(";")),
+            encoded: Arc::from(encoded),
         }
     }
 }
@@ -326,8 +337,9 @@ mod tests {
 
     #[test]
     fn a_stored_label_is_read_leniently_and_bounded() {
-        let hostile = format!("<b>=x;;=nameless;ok=1;{}", "z=".repeat(5000));
+        let hostile = format!("<b>=x;;=nameless;ok=1;nl=a\nb|c;{}", "z=".repeat(5000));
         let label = HolderLabel::from_stored(&hostile);
+        assert_eq!(label.get("nl"), Some("a\u{fffd}b\u{fffd}c"));
         assert!(label.as_stored().len() <= MAX_STORED_LEN);
         assert_eq!(label.get("ok"), Some("1"));
         assert_eq!(label.get("<b>"), Some("x"));

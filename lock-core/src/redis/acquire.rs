@@ -57,7 +57,11 @@ impl RedisBackend {
             .arg_fmt(owner.hex())
             .arg(millis(ttl));
         match waiter {
-            Some(seq) => call.arg_fmt(self.shared.hub.waiter_id_fmt(seq)),
+            Some(seq) => call.arg_fmt(
+                self.shared
+                    .hub
+                    .waiter_id_fmt(seq, request.label.map_or("", HolderLabel::as_stored)),
+            ),
             None => call.arg(""),
         };
         call.arg(if queued_before { "1" } else { "0" })
@@ -146,6 +150,9 @@ impl LockBackend for RedisBackend {
                     seq,
                     notify,
                     granted: false,
+                    label: request
+                        .label
+                        .map_or(String::new(), |l| l.as_stored().to_owned()),
                     _channel: channel,
                 });
             }

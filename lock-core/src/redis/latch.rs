@@ -93,7 +93,7 @@ impl LatchBackend for RedisBackend {
     async fn latch_wait(&self, key: &LockKey, deadline: Option<Instant>) -> Result<bool> {
         let keys = self.latch_keys(key);
         let channel = self.wake_channel(&keys.count).await?;
-        let (seq, id, notify) = self.shared.hub.register();
+        let (seq, id, notify) = self.shared.hub.register("");
         let waiter = LatchWaiter {
             _channel: channel,
             backend: self,

@@ -30,7 +30,7 @@ use super::primitive_keys::{kind_code, Family, PrimitiveKeys};
 use super::script_call::ScriptCall;
 use super::shard_wakeups::ChannelHold;
 use super::{millis, protocol, scripts, Held, RedisBackend, RedisLease, FENCE_RETENTION};
-use crate::backend::{AcquireRequest, Grant, LeaseKind};
+use crate::backend::{AcquireRequest, Grant, HolderLabel, LeaseKind};
 use crate::{FencingToken, LockError, LockKey, LossSignal, OwnerToken, Result};
 
 /// A waiter's place in a primitive's queue. Leaving without a grant removes the entry, and
@@ -130,7 +130,8 @@ impl RedisBackend {
             let queue = request.deadline.is_none_or(|d| Instant::now() < d);
             if queue && waiting.is_none() && tried_unqueued {
                 let channel = self.wake_channel(&keys.holders).await?;
-                let (seq, id, notify) = self.shared.hub.register();
+                let label = request.label.map_or("", HolderLabel::as_stored);
+                let (seq, id, notify) = self.shared.hub.register(label);
                 waiting = Some(Waiting {
                     backend: self,
                     keys: &keys,

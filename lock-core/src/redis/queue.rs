@@ -19,6 +19,8 @@ pub(super) struct Waiting<'a> {
     pub(super) seq: u64,
     pub(super) notify: Arc<tokio::sync::Notify>,
     pub(super) granted: bool,
+    /// The waiter's label in its stored form (part of its id in the queue).
+    pub(super) label: String,
     /// On a Redis Cluster, the waiter's wake channel, subscribed before it queued.
     pub(super) _channel: Option<ChannelHold>,
 }
@@ -33,7 +35,7 @@ impl Drop for Waiting<'_> {
         let (lock_key, waiters, id) = (
             self.keys.lock.clone(),
             self.keys.waiters_key(),
-            self.backend.shared.hub.waiter_id(self.seq),
+            self.backend.shared.hub.waiter_id(self.seq, &self.label),
         );
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;

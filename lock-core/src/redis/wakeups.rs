@@ -63,10 +63,11 @@ impl WakeHub {
         }
     }
 
-    /// Registers a waiter; its id goes into the lock's queue.
-    pub(super) fn register(&self) -> (u64, String, Arc<Notify>) {
+    /// Registers a waiter labelled `label` (the stored form; `""` for none); its id goes into
+    /// the queue.
+    pub(super) fn register(&self, label: &str) -> (u64, String, Arc<Notify>) {
         let (seq, notify) = self.register_seq();
-        (seq, self.waiter_id(seq), notify)
+        (seq, self.waiter_id(seq, label), notify)
     }
 
     /// Registers a waiter without spelling out its id (see [`waiter_id`](Self::waiter_id)),
@@ -78,15 +79,23 @@ impl WakeHub {
         (seq, notify)
     }
 
-    /// The id of waiter `seq`, as the queues hold it: `<client id>:<seq>`.
-    pub(super) fn waiter_id(&self, seq: u64) -> String {
-        self.waiter_id_fmt(seq).to_string()
+    /// The id of waiter `seq`, as the queues hold it: `<client id>:<seq>`, or
+    /// `<client id>:<label>:<seq>` with the waiter's label (its stored form, `:` written
+    /// `%3A`) for the operator's view. The scripts read the client id up to the first `:`,
+    /// the wake-up routing the sequence after the last.
+    pub(super) fn waiter_id(&self, seq: u64, label: &str) -> String {
+        self.waiter_id_fmt(seq, label).to_string()
     }
 
     /// [`waiter_id`](Self::waiter_id), to format into a command without a `String`.
-    pub(super) fn waiter_id_fmt(&self, seq: u64) -> impl std::fmt::Display + '_ {
+    pub(super) fn waiter_id_fmt<'a>(
+        &'a self,
+        seq: u64,
+        label: &'a str,
+    ) -> impl std::fmt::Display + 'a {
         WaiterId {
             client: &self.client_id,
+            label,
             seq,
         }
     }
@@ -259,11 +268,29 @@ pub(super) async fn server_run_id(connection: &mut RedisConnection) -> Option<St
 /// A waiter id being formatted: `<client id>:<seq>`.
 struct WaiterId<'a> {
     client: &'a str,
+    label: &'a str,
     seq: u64,
 }
 
 impl std::fmt::Display for WaiterId<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.client, self.seq)
+        if self.label.is_empty() {
+            return write!(f, "{}:{}", self.client, self.seq);
+        }
+        write!(f, "{}:", self.client)?;
+        for part in self.label.split(':').enumerate() {
+            if part.0 > 0 {
+                f.write_str("%3A")?;
+            }
+            f.write_str(part.1)?;
+        }
+        write!(f, ":{}", self.seq)
     }
+}
+
+/// The label a waiter id carries (see [`WakeHub::waiter_id`]), in its stored form.
+pub(super) fn label_of_waiter(id: &str) -> Option<String> {
+    let (_, rest) = id.split_once(':')?;
+    let (label, _seq) = rest.rsplit_once(':')?;
+    (!label.is_empty()).then(|| label.replace("%3A", ":"))
 }

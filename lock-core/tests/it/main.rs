@@ -73,6 +73,8 @@ mod redis_cluster;
 #[cfg(feature = "redis")]
 mod redis_failover;
 #[cfg(feature = "redis")]
+mod redis_operator;
+#[cfg(feature = "redis")]
 mod redis_prefix;
 #[cfg(feature = "redis")]
 mod redis_primitives;

@@ -7,6 +7,7 @@ use redis::Value;
 use super::super::keys::LockKeys;
 use super::super::primitive_keys::{Family, PrimitiveKeys};
 use super::super::script_call::ScriptCall;
+use super::super::wakeups::label_of_waiter;
 use super::super::{protocol, scripts, RedisBackend};
 use super::MAX_WAITERS_LISTED;
 use crate::backend::{
@@ -115,8 +116,9 @@ impl RedisBackend {
         }
         let waiters = queued
             .into_iter()
-            .map(|(_id, arrived)| {
+            .map(|(id, arrived)| {
                 let mut view = WaiterView::new(Some(LeaseKind::Exclusive));
+                view.label = label_of_waiter(&id).map(|l| HolderLabel::from_stored(&l));
                 // Arrival times are the server's ms (`acquire.lua`); a waiter put back at the
                 // front has an earlier one, so this is at least how long it has waited.
                 view.waiting_for = Some(Duration::from_millis(
@@ -184,7 +186,19 @@ impl RedisBackend {
         }
         // Queue entries are `<waiter id>|<owner>|<lease ms>`, by arrival sequence: the store
         // keeps neither their kind nor their time of arrival.
-        let waiters = queue.iter().map(|_| WaiterView::new(None)).collect();
+        let waiters = queue
+            .iter()
+            .map(|entry| {
+                let mut view = WaiterView::new(None);
+                let entry: Option<String> = redis::from_redis_value_ref(entry).ok();
+                view.label = entry
+                    .as_deref()
+                    .and_then(|e| e.split('|').next())
+                    .and_then(label_of_waiter)
+                    .map(|l| HolderLabel::from_stored(&l));
+                view
+            })
+            .collect();
         let seen = KeyInspection::new(primitive, full, holders, Waiters::Listed(waiters));
         Ok(if family == Family::Semaphore {
             seen.with_permits(PermitUse::new(size, in_use))

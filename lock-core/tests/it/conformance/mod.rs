@@ -37,10 +37,18 @@ pub(crate) trait Harness: Send + Sync + 'static {
 /// Every check is bounded: a hang is a failure, not a stuck CI run.
 const BOUND: Duration = Duration::from_secs(30);
 
-/// A client on `backend` in the suites' namespace (`conformance`).
+/// A client on `backend` in the suites' namespace (`conformance`), labelled as this process
+/// plus `client=<n>`, a number no other client of this process has (so the operator's checks
+/// can tell clients apart).
 pub(crate) fn client_on(backend: impl lock_core::LockBackend) -> LockClient {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let label = lock_core::HolderLabel::from_process()
+        .with("client", &n.to_string())
+        .unwrap();
     LockClient::builder(backend)
         .namespace("conformance")
+        .label(label)
         .build()
         .unwrap()
 }

@@ -37,8 +37,10 @@ pub(crate) async fn inspect_shows_holder_and_waiters<H: Harness>(h: &H) {
         let before = SystemTime::now() - Duration::from_secs(5);
         let guard = holder.lock(&key).await.unwrap();
         let mut waiting = Vec::new();
+        let mut labels = Vec::new();
         for n in 1..=3 {
             let client = h.client().await;
+            labels.push(client.label().clone());
             let key = key.clone();
             waiting.push(tokio::spawn(async move {
                 let guard = client.lock(&key).await.unwrap();
@@ -75,6 +77,12 @@ pub(crate) async fn inspect_shows_holder_and_waiters<H: Harness>(h: &H) {
                     waited.windows(2).all(|w| w[0] >= w[1]),
                     "not in arrival order: {waited:?}"
                 );
+                // Where the store keeps waiters' labels, they say who waits, in order.
+                for (waiter, label) in waiters.iter().zip(&labels) {
+                    if let Some(seen) = &waiter.label {
+                        assert_eq!(seen, label, "waiters out of order: {waiters:?}");
+                    }
+                }
             }
             Waiters::NotKept => {}
             other => panic!("{other:?}"),

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::fence::needs_fresh_token;
+use super::held::Revocable;
 use super::kinds::{downgrade_name, entry, node_name, Family};
+use super::node_data;
 use super::path::{owner_prefix, sequence};
 use super::queue::{place_in, Ask, Node, Place, Queued};
 use super::session::Session;
@@ -46,11 +49,20 @@ impl ZooKeeperBackend {
             admit(&[alone], 0, size, None)?;
         }
         let mut prefix = node_name(request.owner, request.kind);
-        // A candidate's node holds its participant id, as a Curator `LeaderLatch`'s does.
-        let data = request.participant.unwrap_or_default().as_bytes();
+        // A candidate's node holds its participant id, as a Curator `LeaderLatch`'s does;
+        // every other node its holder label (`node_data.rs`), in the create that queues it.
+        let data = match family {
+            Family::Leader => request.participant.unwrap_or_default().as_bytes().to_vec(),
+            _ => node_data::encode(false, request.label),
+        };
+        let data = data.as_slice();
+        let revocable = Revocable {
+            audit_dir: self.audit_dir(request.key.full()),
+            owner: request.owner,
+        };
         let downgrade = match (request.kind, request.downgrade_from) {
             (LeaseKind::Read, Some(writer)) => {
-                self.downgrade(&session, &dir, request.owner, writer)
+                self.downgrade(&session, &dir, (request.owner, data), writer)
                     .await?
             }
             _ => None,
@@ -107,13 +119,22 @@ impl ZooKeeperBackend {
             }
             match place {
                 Place::Holds => {
-                    if family == Family::Semaphore
-                        && !self.mark_held(&session, &queued.node).await?
-                    {
+                    // The fencing token (see `fence.rs`): a permit's `held` write, a fresh
+                    // write after a forced release, else the node's creation.
+                    let token = if family == Family::Semaphore {
+                        let held = node_data::encode(true, request.label);
+                        self.mark_held(&session, &queued.node, &held).await?
+                    } else if needs_fresh_token(&listing, &queued.node) {
+                        self.fresh_token(&session, &dir, &queued.node, data).await?
+                    } else {
+                        Some(queued.node.czxid)
+                    };
+                    let Some(token) = token else {
                         continue; // deleted meanwhile: the next look finds it gone
-                    }
+                    };
                     let node = queued.keep();
-                    return Ok(Some(self.grant(session, node, request.ttl, sent)));
+                    let grant = self.grant(session, node, token, request.ttl, sent, revocable);
+                    return Ok(Some(grant));
                 }
                 Place::Gone => {
                     drop(queued);
@@ -161,7 +182,7 @@ impl ZooKeeperBackend {
         &self,
         session: &Arc<Session>,
         dir: &str,
-        owner: OwnerToken,
+        (owner, data): (OwnerToken, &[u8]),
         writer: OwnerToken,
     ) -> Result<Option<(String, Queued)>> {
         let writer_prefix = owner_prefix(writer);
@@ -177,7 +198,7 @@ impl ZooKeeperBackend {
         };
         let beside = downgrade_name(owner, sequence);
         let queued = self
-            .enqueue_beside(session, dir, &beside, &write_node)
+            .enqueue_beside(session, dir, (&beside, data), &write_node)
             .await?;
         Ok(queued.map(|queued| (beside, queued)))
     }
@@ -240,6 +261,6 @@ impl LockBackend for ZooKeeperBackend {
     }
 
     fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        OptionalTraits::all(self).with_operator(self)
     }
 }

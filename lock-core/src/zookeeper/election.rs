@@ -6,6 +6,11 @@
 //! `_c_<uuid>-latch-<sequence>` holding its participant id, the lowest sequence leading. A Java
 //! `LeaderLatch` started on that path campaigns in the same election, and each side reads the
 //! other's id as the leader's.
+//!
+//! The term is the leader node's `mzxid`, which is its `czxid` unless the node took a fresh
+//! fencing token when granted after a forced release (see `fence.rs`). Between such a release
+//! and the next candidate's fresh token (one round trip of that candidate), observers read
+//! the candidate's `czxid`; its campaign returns only with the fresh one.
 
 use tokio::time::{sleep_until, Instant};
 use zookeeper_client as zk;
@@ -18,8 +23,9 @@ use crate::backend::{ElectionBackend, Leader, LeaderWait};
 use crate::{FencingToken, LockKey, Result};
 
 impl ZooKeeperBackend {
-    /// The leader among `children` of `dir`: the first in queue order, its data and czxid;
-    /// `None` (look again) when it went between the listing and the read.
+    /// The leader among `children` of `dir`: the first in queue order, its data and `mzxid`
+    /// (its term: the `czxid` of a node never written, see `fence.rs`); `None` (look again)
+    /// when it went between the listing and the read.
     async fn first_of(
         &self,
         session: &Session,
@@ -33,9 +39,9 @@ impl ZooKeeperBackend {
         let path = format!("{dir}/{first}");
         match self.retry(|| session.client.get_data(&path)).await {
             Ok((data, stat)) => {
-                // A czxid is never negative; the fallback only keeps a corrupt reply from
+                // A zxid is never negative; the fallback only keeps a corrupt reply from
                 // panicking.
-                let term = FencingToken::new(u64::try_from(stat.czxid).unwrap_or_default());
+                let term = FencingToken::new(u64::try_from(stat.mzxid).unwrap_or_default());
                 let participant = String::from_utf8_lossy(&data).into_owned();
                 Ok(Some(Some(Leader::new(participant, term))))
             }

@@ -11,17 +11,32 @@ use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, ZooKeeperLease};
 use crate::backend::expiry::Expiry;
 use crate::backend::Grant;
-use crate::{FencingToken, LossSignal, LostReason, Result};
+use crate::{FencingToken, LossSignal, LostReason, OwnerToken, Result};
+
+/// Where a forced release of a lease would leave its record: what the watch on the holder's
+/// node reads when the node is deleted, to tell a revocation from any other loss.
+pub(super) struct Revocable {
+    /// The audit directory of the lease's key (`operator/audit.rs`).
+    pub(super) audit_dir: String,
+    /// The lease's owner token.
+    pub(super) owner: OwnerToken,
+}
+
+/// The longest the watch on a deleted node waits for the audit record before it reports the
+/// loss without it.
+const REVOCATION_READ: Duration = Duration::from_secs(2);
 
 impl ZooKeeperBackend {
-    /// Turns our node, now first in line, into a granted lease: starts its TTL timer and the
-    /// watch on the node itself.
+    /// Turns our node, now first in line, into a granted lease with the fencing token `token`
+    /// (see `fence.rs`): starts its TTL timer and the watch on the node itself.
     pub(super) fn grant(
         &self,
         session: Arc<Session>,
         node: Node,
+        token: i64,
         ttl: Duration,
         sent: Instant,
+        revocable: Revocable,
     ) -> Grant<ZooKeeperLease> {
         let loss = LossSignal::new();
         let expiry = Arc::new(Expiry::new(sent + ttl));
@@ -43,13 +58,13 @@ impl ZooKeeperBackend {
         });
         tokio::spawn(watch_own_node(
             session.clone(),
-            node.path.clone(),
+            (node.path.clone(), revocable),
             expiry.clone(),
             loss.clone(),
             hold,
         ));
-        // A czxid is never negative; the fallback only keeps a corrupt reply from panicking.
-        let fence = FencingToken::new(u64::try_from(node.czxid).unwrap_or_default());
+        // A zxid is never negative; the fallback only keeps a corrupt reply from panicking.
+        let fence = FencingToken::new(u64::try_from(token).unwrap_or_default());
         let lease = ZooKeeperLease {
             session,
             node,
@@ -116,10 +131,12 @@ impl ZooKeeperBackend {
 }
 
 /// Fires the holder's loss signal when its node is deleted behind its back (or its session
-/// ends); returns when the lease ends in any way.
+/// ends); returns when the lease ends in any way. A deleted node is looked up in the key's
+/// audit records first: a forced release, which writes its record in the transaction that
+/// deletes the node, is reported as [`LostReason::Revoked`] by this push, within a round trip.
 async fn watch_own_node(
     session: Arc<Session>,
-    path: String,
+    (path, revocable): (String, Revocable),
     expiry: Arc<Expiry>,
     loss: LossSignal,
     hold: u64,
@@ -133,29 +150,49 @@ async fn watch_own_node(
                 return;
             }
         };
-        let gone = match stat {
-            None => true,
+        let (gone, deleted) = match stat {
+            None => (true, true),
             Some(_) => {
                 let event = tokio::select! {
                     event = watcher.changed() => event,
                     () = expiry.ended() => return,
                 };
                 match event.event_type {
-                    zk::EventType::NodeDeleted => true,
-                    zk::EventType::Session if event.session_state.is_terminated() => true,
-                    _ => false,
+                    zk::EventType::NodeDeleted => (true, true),
+                    zk::EventType::Session if event.session_state.is_terminated() => (true, false),
+                    _ => (false, false),
                 }
             }
         };
         if gone {
+            let reason = if deleted && !expiry.is_ended() {
+                revoked_or_not(&session, &revocable).await
+            } else {
+                LostReason::NotOwner
+            };
             if expiry.end() {
                 session.forget(hold);
-                loss.fire(LostReason::NotOwner);
+                loss.fire(reason);
             }
             return;
         }
         if expiry.is_ended() {
             return;
         }
+    }
+}
+
+/// Why a holder's node was deleted: [`LostReason::Revoked`] when the key's audit records hold
+/// a forced release of its owner, else [`LostReason::NotOwner`] (also when they cannot be read
+/// within [`REVOCATION_READ`]).
+async fn revoked_or_not(session: &Session, revocable: &Revocable) -> LostReason {
+    let read =
+        super::operator::find_revocation(&session.client, &revocable.audit_dir, revocable.owner);
+    match tokio::time::timeout(REVOCATION_READ, read).await {
+        Ok(Ok(Some(record))) => LostReason::Revoked {
+            operator: record.operator,
+            reason: record.reason,
+        },
+        _ => LostReason::NotOwner,
     }
 }

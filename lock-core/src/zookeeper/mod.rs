@@ -51,7 +51,18 @@
 //! The fencing token is the holder node's `czxid`: ZooKeeper's transaction id, which increases
 //! across the whole ensemble, so it keeps increasing even when the lock's container node was
 //! reaped and re-created (the sequence number would restart). The same holds for every kind of
-//! lease: a writer's token is larger than every read's granted before it.
+//! lease: a writer's token is larger than every read's granted before it. Two exceptions, both
+//! the zxid of a write the grant makes (the node's `mzxid` then): a permit's token is that of
+//! its `held` mark, and a node queued before a forced release, granted after it, takes a fresh
+//! token, so that every grant after a forced release has a larger token than the release's
+//! (see `fence.rs`).
+//!
+//! # Labels and the operator's view
+//! A node's data carries the request's [`HolderLabel`](crate::HolderLabel) (`label <label>`, in
+//! the create that queues it; see `node_data.rs`), except an election candidate's, whose data
+//! is its participant id as Curator's `LeaderLatch` reads it. The node's `ctime` is when it
+//! queued. Inspection, listing, forced release and the audit records (persistent sequential
+//! nodes under `<root>/%audit/<key>`) are described in `operator/mod.rs`.
 //!
 //! # Leases and sessions
 //! Lock nodes live as long as the backend's session, which the client keeps alive by itself.
@@ -88,7 +99,9 @@
 //! list it again).
 //!
 //! A semaphore acquire adds a read of the size (one multi-read with the listing) and a
-//! `setData` marking the granted node.
+//! `setData` marking the granted node. The listing of the other primitives is a
+//! `getChildren2`, whose reply carries the directory's `mzxid` (see `fence.rs`): a grant adds a
+//! write only when a forced release happened after its node was queued.
 //!
 //! [`poll_cap`]: ZooKeeperBackendBuilder::poll_cap
 //! [`primitive_path`]: ZooKeeperBackend::primitive_path
@@ -97,9 +110,12 @@
 mod acquire;
 mod builder;
 mod election;
+mod fence;
 mod held;
 mod kinds;
 mod latch;
+mod node_data;
+mod operator;
 mod path;
 mod queue;
 mod security;

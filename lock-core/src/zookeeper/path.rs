@@ -120,6 +120,32 @@ pub(super) fn encode_component(full_key: &str) -> String {
     out
 }
 
+/// The full key a path component made by [`encode_component`] names (`None` for a component
+/// it cannot have made: an escape that is not two upper-case hex digits, or bytes that are not
+/// UTF-8).
+pub(super) fn decode_component(component: &str) -> Option<String> {
+    let bytes = component.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = bytes.get(at + 1..at + 3)?;
+            if !hex
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b))
+            {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            at += 3;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// `_c_<uuid>-`: Curator's protection prefix, the start of every node an acquisition under
 /// `owner` creates, whatever the primitive (the lock's is `_c_<uuid>-lock-`). The uuid is the
 /// owner token, so a create whose reply was lost finds its node again (Curator's protected
@@ -209,6 +235,28 @@ mod tests {
             primitive_path("/locks", "ns:k%rw", "%rw"),
             "/locks/ns:k%25rw%rw"
         );
+    }
+
+    #[test]
+    fn components_decode_back_to_their_keys() {
+        for key in [
+            "shop:order:42",
+            "a/b%c",
+            "..",
+            ".",
+            "x\u{1}y",
+            "库存",
+            "%rw",
+            "a%2Fb",
+        ] {
+            assert_eq!(
+                decode_component(&encode_component(key)).as_deref(),
+                Some(key)
+            );
+        }
+        for bad in ["%", "%2", "%2f", "%zz", "%FF", "a%fair"] {
+            assert_eq!(decode_component(bad), None, "{bad}");
+        }
     }
 
     #[test]

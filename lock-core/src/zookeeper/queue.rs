@@ -168,6 +168,10 @@ pub(super) struct Listing {
     pub(super) queue: Vec<String>,
     /// The semaphore's size, read in the same snapshot (`None`: none set, or no semaphore).
     pub(super) size: Option<u32>,
+    /// The directory's `mzxid`, read in the same reply (`None` for a semaphore, whose
+    /// grants take a fresh token anyway, and for a directory that does not exist): the zxid
+    /// of the last forced release there or later (see `fence.rs`).
+    pub(super) dir_mzxid: Option<i64>,
 }
 
 impl ZooKeeperBackend {
@@ -182,15 +186,23 @@ impl ZooKeeperBackend {
         if family == Family::Semaphore {
             return self.semaphore_listing(session, dir).await;
         }
-        let mut queue = self.children(session, dir).await?;
+        let (mut queue, stat) = match self.retry(|| session.client.get_children(dir)).await {
+            Ok((children, stat)) => (children, Some(stat)),
+            Err(zk::Error::NoNode) => (Vec::new(), None),
+            Err(error) => return Err(to_lock_error(error)),
+        };
         sort_queue(&mut queue);
-        Ok(Listing { queue, size: None })
+        Ok(Listing {
+            queue,
+            size: None,
+            dir_mzxid: stat.map(|stat| stat.mzxid),
+        })
     }
 
     /// Creates our `EPHEMERAL_SEQUENTIAL` node named `prefix` (plus the sequence), holding
-    /// `data`, in the queue at `dir` (creating the primitive's container node when missing). A create whose reply
-    /// was lost looks for its node by the owner's uuid before trying again, so no orphan is
-    /// left behind.
+    /// `data`, in the queue at `dir` (creating the primitive's container node when missing). A
+    /// create whose reply was lost looks for its node by the owner's uuid before trying again,
+    /// so no orphan is left behind.
     pub(super) async fn enqueue(
         &self,
         session: &Arc<Session>,
@@ -238,14 +250,14 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// Creates our node named `prefix` in `dir` in one transaction with a check that
-    /// `writer` (a node in `dir`) exists: a downgraded read, which must never land without its
-    /// writer. `None`, with nothing created, when the writer is gone.
+    /// Creates our node named `prefix`, holding `data`, in `dir` in one transaction with a
+    /// check that `writer` (a node in `dir`) exists: a downgraded read, which must never land
+    /// without its writer. `None`, with nothing created, when the writer is gone.
     pub(super) async fn enqueue_beside(
         &self,
         session: &Arc<Session>,
         dir: &str,
-        prefix: &str,
+        (prefix, data): (&str, &[u8]),
         writer: &str,
     ) -> Result<Option<Queued>> {
         let (path, writer) = (format!("{dir}/{prefix}"), format!("{dir}/{writer}"));
@@ -255,7 +267,7 @@ impl ZooKeeperBackend {
             let mut transaction = session.client.new_multi_writer();
             transaction
                 .add_check_version(&writer, -1)
-                .and_then(|()| transaction.add_create(&path, &[], &options))
+                .and_then(|()| transaction.add_create(&path, data, &options))
                 .map_err(to_lock_error)?;
             let error = match transaction.commit().await {
                 Ok(_) => {

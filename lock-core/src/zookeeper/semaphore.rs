@@ -11,18 +11,21 @@
 //!
 //! A waiter whose permits do not fit waits for *any* change: a children watch on the directory
 //! (a node ahead left) and a data watch on `size` (a resize), plus the capped re-check timer.
-//! A granted node writes `held` into its own data, so that once the size shrinks below the
-//! permits out, [`semaphore_state`](SemaphoreBackend::semaphore_state) and
+//! A granted node writes `held` into its own data (beside its holder label, `node_data.rs`), so
+//! that once the size shrinks below the permits out, [`semaphore_state`](SemaphoreBackend::semaphore_state) and
 //! [`queue_length`](crate::backend::QueueBackend::queue_length) still count the leases granted
 //! under the larger size as held (the rule alone, at the new size, would call them waiting).
 //!
 //! A permit's lease is a node like a lock's: it dies with its session, and with its TTL (the
-//! holder's expiry timer deletes it, `held.rs`), so a crashed holder's permits come back.
+//! holder's expiry timer deletes it, `held.rs`), so a crashed holder's permits come back. Its
+//! fencing token is the zxid of that `held` write (the node's `mzxid`): a grant's own write,
+//! so it is larger than anything before the grant, a forced release included.
 
 use tokio::time::{sleep_until, Instant};
 use zookeeper_client as zk;
 
 use super::kinds::Family;
+use super::node_data;
 use super::path::sort_queue;
 use super::queue::{admitted, backoff, entries, is_transient, Listing, Node};
 use super::session::Session;
@@ -32,8 +35,6 @@ use crate::{LockError, LockKey, Result};
 
 /// The child of a semaphore's directory that holds its size.
 pub(super) const SIZE_NODE: &str = "size";
-/// What a granted permit node writes into its data.
-const HELD: &[u8] = b"held";
 
 impl ZooKeeperBackend {
     /// The semaphore's queue (without the size node) and size, in one consistent read.
@@ -131,15 +132,21 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// Writes `held` into a node the rule just granted; false when the node is gone.
-    pub(super) async fn mark_held(&self, session: &Session, node: &Node) -> Result<bool> {
+    /// Writes `data` (the `held` mark and the node's label) into a node the rule just granted:
+    /// the zxid of the write (the permit's fencing token), `None` when the node is gone.
+    pub(super) async fn mark_held(
+        &self,
+        session: &Session,
+        node: &Node,
+        data: &[u8],
+    ) -> Result<Option<i64>> {
         // Setting the same data twice is harmless, so a lost reply is simply sent again.
         match self
-            .retry(|| session.client.set_data(&node.path, HELD, None))
+            .retry(|| session.client.set_data(&node.path, data, None))
             .await
         {
-            Ok(_) => Ok(true),
-            Err(zk::Error::NoNode) => Ok(false),
+            Ok(stat) => Ok(Some(stat.mzxid)),
+            Err(zk::Error::NoNode) => Ok(None),
             Err(error) => Err(to_lock_error(error)),
         }
     }
@@ -264,7 +271,7 @@ impl ZooKeeperBackend {
             .map_err(to_lock_error)?;
         for (index, result) in unsure.into_iter().zip(results) {
             if let zk::MultiReadResult::Data { data, .. } = result {
-                holding[index] = data == HELD;
+                holding[index] = node_data::decode(&data).held;
             }
         }
         Ok(holding)

@@ -39,6 +39,11 @@ impl LockBackend for EtcdBackend {
                         lease,
                         create_revision,
                         revision,
+                        audit_key: keys::audit_key(
+                            &self.shared.prefix,
+                            request.key.full(),
+                            request.owner,
+                        ),
                     };
                     return Ok(Some(self.grant(held, request.ttl, sent)));
                 }
@@ -82,6 +87,6 @@ impl LockBackend for EtcdBackend {
     }
 
     fn optional_traits(&self) -> OptionalTraits<'_> {
-        OptionalTraits::all(self)
+        OptionalTraits::all(self).with_operator(self)
     }
 }

@@ -63,7 +63,7 @@ impl EtcdBackend {
                     .and_then([
                         etcd::TxnOp::put(
                             spec.key.clone(),
-                            spec.holding.clone(),
+                            spec.holding(),
                             Some(etcd::PutOptions::new().with_lease(lease.id)),
                         ),
                         etcd::TxnOp::get(spec.key.clone(), None),
@@ -162,7 +162,7 @@ impl EtcdBackend {
             let txn = etcd::Txn::new().when([guard]).and_then([
                 etcd::TxnOp::put(
                     queued.key.clone(),
-                    spec.holding.clone(),
+                    spec.holding(),
                     Some(etcd::PutOptions::new().with_lease(lease.id)),
                 ),
                 spec.range(Some(queued.create_revision)),

@@ -2,7 +2,8 @@
 //!
 //! An election `jobs` is the range `<prefix>/~leader/jobs/`, one entry per candidate in
 //! create-revision order (etcd's own election recipe orders its candidates the same way); the
-//! first entry leads once it is marked as holding, and its create revision is the term.
+//! first entry leads once it is marked as holding, and the revision of the write that marked
+//! it (its mod revision, the leader's fencing token, see `held.rs`) is the term.
 //! Observers wait on the backend's shared watch of that range.
 
 use etcd_client as etcd;
@@ -34,10 +35,9 @@ impl ElectionBackend for EtcdBackend {
             .first()
             .filter(|kv| owner_of(&prefix, kv.key()).is_some() && parse_value(kv.value()).1)
             .map(|kv| {
-                // A create revision is never negative; the fallback only keeps a corrupt reply
-                // from panicking.
-                let term =
-                    FencingToken::new(u64::try_from(kv.create_revision()).unwrap_or_default());
+                // A revision is never negative; the fallback only keeps a corrupt reply from
+                // panicking.
+                let term = FencingToken::new(u64::try_from(kv.mod_revision()).unwrap_or_default());
                 Leader::new(participant_of(kv.value()).unwrap_or_default(), term)
             });
         Ok(leader)

@@ -30,21 +30,33 @@ pub(super) struct Held {
     pub(super) key: String,
     /// The per-lock lease it is under.
     pub(super) lease: LockLease,
-    /// Its create revision: place in line and fencing token.
+    /// Its create revision: its place in line, and its identity.
     pub(super) create_revision: i64,
-    /// A revision at which it held.
+    /// The revision of the write that put it in holding: its fencing token.
     pub(super) revision: i64,
+    /// Where a forced release of it leaves its audit record (`operator/audit.rs`).
+    pub(super) audit_key: String,
 }
+
+/// The longest the watch on a deleted entry waits for the audit record before it reports the
+/// loss without it.
+const REVOCATION_READ: Duration = Duration::from_secs(2);
 
 impl EtcdBackend {
     /// Turns our entry, now holding, into a granted lease trusted from `sent`: starts its TTL
     /// timer and the watch on the entry itself.
+    ///
+    /// Its fencing token is the revision of the write that put it in holding (the fast path's
+    /// put, or the claim), not its create revision: a waiter queued before a forced release
+    /// claims after it, so its token is larger than the release's (the revision of its
+    /// delete), as every later grant's must be.
     pub(super) fn grant(&self, held: Held, ttl: Duration, sent: Instant) -> Grant<EtcdLease> {
         let Held {
             key,
             lease,
             create_revision,
             revision,
+            audit_key,
         } = held;
         let loss = LossSignal::new();
         let expiry = Arc::new(Expiry::new(sent + ttl));
@@ -59,14 +71,14 @@ impl EtcdBackend {
         });
         tokio::spawn(watch_own_key(
             self.clone(),
-            key.clone(),
+            (key.clone(), audit_key),
             (create_revision, revision),
             expiry.clone(),
             loss.clone(),
         ));
-        // A create revision is never negative; the fallback only keeps a corrupt reply from
-        // panicking.
-        let fence = FencingToken::new(u64::try_from(create_revision).unwrap_or_default());
+        // A revision is never negative; the fallback only keeps a corrupt reply from panicking.
+        let fence =
+            FencingToken::new(u64::try_from(revision.max(create_revision)).unwrap_or_default());
         let lease = EtcdLease {
             key,
             create_revision,
@@ -161,10 +173,12 @@ impl EtcdBackend {
 }
 
 /// Fires the holder's loss signal when its key is deleted (behind its back, or because its
-/// etcd lease was revoked or expired); returns when the lease ends in any way.
+/// etcd lease was revoked or expired); returns when the lease ends in any way. A deleted key is
+/// looked up in the audit records first: a forced release, which writes its record in the
+/// transaction that deletes the key, is reported as [`LostReason::Revoked`] by this push.
 async fn watch_own_key(
     backend: EtcdBackend,
-    key: String,
+    (key, audit_key): (String, String),
     (create_revision, held_at): (i64, i64),
     expiry: Arc<Expiry>,
     loss: LossSignal,
@@ -182,8 +196,9 @@ async fn watch_own_key(
             fired = watch.fired() => fired,
         };
         if fired == Fired::Event {
+            let reason = backend.lost_because(&audit_key, &expiry).await;
             if expiry.end() {
-                loss.fire(LostReason::NotOwner);
+                loss.fire(reason);
             }
             return;
         }
@@ -205,11 +220,31 @@ async fn watch_own_key(
             .first()
             .is_some_and(|kv| kv.create_revision() == create_revision);
         if !ours {
+            let reason = backend.lost_because(&audit_key, &expiry).await;
             if expiry.end() {
-                loss.fire(LostReason::NotOwner);
+                loss.fire(reason);
             }
             return;
         }
         from = found.header().map_or(from, |h| h.revision() + 1);
+    }
+}
+
+impl EtcdBackend {
+    /// Why a holder's key went: [`LostReason::Revoked`] when `audit_key` holds the record of a
+    /// forced release, else [`LostReason::NotOwner`] (also when the record cannot be read within
+    /// [`REVOCATION_READ`], or the lease had ended already).
+    async fn lost_because(&self, audit_key: &str, expiry: &Expiry) -> LostReason {
+        if expiry.is_ended() {
+            return LostReason::NotOwner;
+        }
+        let read = tokio::time::timeout(REVOCATION_READ, self.revocation_at(audit_key));
+        match read.await {
+            Ok(Ok(Some(record))) => LostReason::Revoked {
+                operator: record.operator,
+                reason: record.reason,
+            },
+            _ => LostReason::NotOwner,
+        }
     }
 }

@@ -9,7 +9,7 @@
 
 use etcd_client as etcd;
 
-use super::keys::{entry_key, entry_value, owner_of, parse_value, size_key};
+use super::keys::{entry_key, entry_value, owner_of, parse_value, size_key, Extra};
 use super::queue::Queued;
 use super::EtcdBackend;
 use crate::backend::queue_rule::{admit, Admission, QueueEntry};
@@ -35,21 +35,41 @@ pub(super) struct Spec<'r, 'k> {
     pub(super) request: &'r AcquireRequest<'k>,
     pub(super) prefix: String,
     pub(super) key: String,
+    /// The entry's value while it waits (with the request's label and time).
     pub(super) waiting: String,
-    pub(super) holding: String,
+    /// When the request was made, in unix milliseconds.
+    arrived_ms: u64,
 }
 
 impl<'r, 'k> Spec<'r, 'k> {
     /// The entry key and values of `request` in the queue `prefix`.
     pub(super) fn new(request: &'r AcquireRequest<'k>, prefix: String) -> Self {
-        let (owner, kind, participant) = (request.owner, request.kind, request.participant);
+        let arrived_ms = unix_ms_now();
+        let extra = Extra {
+            arrived_ms: Some(arrived_ms),
+            granted_ms: None,
+            label: request.label,
+            participant: request.participant,
+        };
         Self {
-            key: entry_key(&prefix, owner),
-            waiting: entry_value(owner, kind, false, participant),
-            holding: entry_value(owner, kind, true, participant),
+            key: entry_key(&prefix, request.owner),
+            waiting: entry_value(request.owner, request.kind, false, extra),
+            arrived_ms,
             prefix,
             request,
         }
+    }
+
+    /// The entry's value once it holds, granted now: the waiting value with the holding mark
+    /// and the time of the grant.
+    pub(super) fn holding(&self) -> String {
+        let extra = Extra {
+            arrived_ms: Some(self.arrived_ms),
+            granted_ms: Some(unix_ms_now()),
+            label: self.request.label,
+            participant: self.request.participant,
+        };
+        entry_value(self.request.owner, self.request.kind, true, extra)
     }
 
     /// Whether the request is for permits.
@@ -175,6 +195,13 @@ impl EtcdBackend {
             whole,
         )))
     }
+}
+
+/// The time now in unix milliseconds (the client's clock: what an entry records).
+pub(super) fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The get results of a transaction, in order.

@@ -49,9 +49,24 @@
 //! backend's next acquisition of the same TTL, so a stream of acquisitions grants no leases.
 //!
 //! # Fencing
-//! The fencing token is the entry's create revision: etcd's revision counter never goes back,
-//! exclusive holders are granted in create-revision order, and a write lock is granted only
-//! after every entry ahead of it has gone.
+//! The fencing token is the revision of the write that put the entry in holding (the put of
+//! an entry that went in holding at once, whose create revision it is, or the claim of an
+//! admitted waiter): etcd's revision counter never goes back, and an exclusive holder claims
+//! only once every entry ahead of it has gone, so after the previous holder's delete; a write
+//! lock likewise after every read ahead of it. A forced release (see [`OperatorBackend`]) is
+//! a delete too, so every grant after it has a larger token than the release's revision,
+//! including a waiter queued before it. (Versions before the operator's view used the create
+//! revision, which a waiter queued before a forced release would have kept: during a rolling
+//! upgrade, a holder of the older version may present a token smaller than its predecessor's
+//! and be refused by a fenced resource, which is safe but not live.)
+//!
+//! # Labels, the operator's view and the audit trail
+//! Each entry's value carries the request's [`HolderLabel`](crate::HolderLabel) and the times
+//! of the request and the grant (see `keys.rs`), in the put that already happens. Inspection,
+//! listing, forced release and the audit records (`<prefix>/~audit/...`, under an etcd lease
+//! of their retention) are described in `operator/mod.rs`.
+//!
+//! [`OperatorBackend`]: crate::backend::OperatorBackend
 //!
 //! # Leases
 //! The watchdog's renewals are keep-alives of the per-lock lease plus a check that the entry is
@@ -90,6 +105,7 @@ mod keys;
 mod latch;
 mod leases;
 mod look;
+mod operator;
 mod queue;
 mod router;
 mod semaphore;

@@ -10,7 +10,9 @@ use super::{
     fence_from_i64, micros, remaining, run, storage_key, wait_for_grant, Attempt, Dialect,
     SqlBackend, SqlLease, ROW_RETENTION,
 };
-use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backend::{
+    Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
+};
 use crate::breaker::Breaker;
 use crate::{OwnerToken, Result};
 
@@ -62,6 +64,7 @@ impl<D: Dialect> SqlBackend<D> {
                         name: ask.name.clone(),
                         owner: ask.owner.clone(),
                         ttl: ask.ttl,
+                        label: ask.label.clone(),
                     },
                 );
                 let in_flight = shared.in_flight.clone();
@@ -79,14 +82,23 @@ impl<D: Dialect> SqlBackend<D> {
             Outcome::Busy(left) => return Ok(Attempt::Busy(remaining(left))),
             Outcome::Granted { fence, sent } => (fence, sent),
         };
-        let lease = SqlLease {
+        let mut lease = SqlLease {
             lock_key: ask.lock_key.clone(),
             owner: ask.owner.clone(),
             fence,
             backdate,
+            revocable: None,
         };
         let fence = fence_from_i64(D::BACKEND, fence)?;
-        Ok(Attempt::Granted(Grant::new(lease, fence, sent)))
+        if !shared.notifies {
+            return Ok(Attempt::Granted(Grant::new(lease, fence, sent)));
+        }
+        // PostgreSQL: a forced release's revocation fires this lease's lost signal at once.
+        let (registration, loss) = shared.leases.register(&ask.lock_key, &ask.owner);
+        lease.revocable = Some(registration);
+        Ok(Attempt::Granted(
+            Grant::new(lease, fence, sent).with_loss(loss),
+        ))
     }
 
     /// Frees the row of `owner` (a token's hex form) under `lock_key`, live or not, waking a
@@ -134,6 +146,8 @@ impl<D: Dialect> LockBackend for SqlBackend<D> {
     fn capabilities(&self) -> Capabilities {
         let mut caps = Capabilities::new(D::BACKEND);
         caps.push_wakeups = self.shared.notifies;
+        // PostgreSQL pushes one kind of loss: a forced release's revocation.
+        caps.loss_push = self.shared.notifies;
         caps
     }
 
@@ -151,6 +165,7 @@ impl<D: Dialect> LockBackend for SqlBackend<D> {
             name: name.to_owned(),
             owner: request.owner.to_hex(),
             ttl: micros(request.ttl),
+            label: request.label.map(|label| label.as_stored().to_owned()),
         };
         // A short fence retention: the row may go that long after the lease ends (a grant
         // statement in flight longer than that, if one drew its token before the row went,
@@ -235,5 +250,11 @@ impl<D: Dialect> LockBackend for SqlBackend<D> {
             &abandoned.owner.to_hex(),
         )
         .await
+    }
+
+    /// The operator's view ([`OperatorBackend`](crate::backend::OperatorBackend)), and no
+    /// other optional trait: the tables offer the lock only.
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::default().with_operator(self)
     }
 }

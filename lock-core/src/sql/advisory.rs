@@ -11,11 +11,16 @@ use tokio::time::Instant;
 
 use super::dialect::Sealed;
 use super::{fence_from_i64, run, storage_key, to_lock_error, wait_for_grant, Attempt, Shared};
-use crate::backend::{Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend};
+use crate::backend::{
+    Abandoned, AcquireRequest, Capabilities, Grant, LeaseKind, LockBackend, OptionalTraits,
+};
 use crate::{LockError, LossSignal, LostReason, Result};
 
 /// Errors name the table backend's database: the two share a pool and its breaker.
 const BACKEND: &str = <sqlx::Postgres as Sealed>::BACKEND;
+
+/// The backend's own name, in its capabilities and in what it refuses.
+pub(crate) const ADVISORY_BACKEND: &str = "postgres-advisory";
 
 /// Whether the session running it holds the advisory lock `$1` (a bigint key shows in
 /// `pg_locks` as `classid` = high and `objid` = low 32 bits, `objsubid` = 1).
@@ -42,6 +47,13 @@ const UNLOCK: &str =
 ///   of the table mode's shared pool: fine for a few long-held locks, costly for many short ones.
 /// - **Nothing to clean up.** No rows, no schema beyond the fencing sequence, nothing left
 ///   behind by a crash.
+/// - **The operator's view is partial** ([`OperatorBackend`](crate::backend::OperatorBackend)):
+///   inspecting a lock reads `pg_locks`, and the holding session names the lease in its
+///   `application_name` (`lock-core/<owner>/<fencing token>`, set by the statement that takes
+///   the lock), so the holder's owner token and fencing token are shown, but no label, time
+///   of grant or lease left. Listing is refused (the server knows a lock by a hash of its
+///   name), and so is a forced release (an advisory lock belongs to its session: end the
+///   holder's session or process instead).
 /// - Fencing tokens come from the same sequence as the table mode's, taken while the lock is
 ///   held, so they increase per name. The two modes do **not** exclude each other: use one
 ///   mode per name. Two names whose 64-bit hashes collide exclude each other (harmless, and
@@ -64,7 +76,7 @@ const UNLOCK: &str =
 /// ```
 #[derive(Clone)]
 pub struct PostgresAdvisoryBackend {
-    shared: Arc<Shared<sqlx::Postgres>>,
+    pub(super) shared: Arc<Shared<sqlx::Postgres>>,
 }
 
 /// A lease held as a session advisory lock; dropping it closes the session, which frees the
@@ -129,6 +141,7 @@ impl PostgresAdvisoryBackend {
         &self,
         session: &Mutex<Option<PgListener>>,
         key: i64,
+        owner: &str,
         wake_key: &str,
     ) -> Result<Attempt<PostgresAdvisoryLease>> {
         let shared = &*self.shared;
@@ -146,15 +159,18 @@ impl PostgresAdvisoryBackend {
                     unreachable!("opened above");
                 };
                 let sent = Instant::now();
-                let result = sqlx::query_scalar::<_, Option<i64>>(&shared.grant.advisory_try)
-                    .bind(key)
-                    .fetch_one(&mut *listener)
-                    .await;
+                // The fence, and the session's new name when granted (ignored).
+                let result =
+                    sqlx::query_as::<_, (Option<i64>, Option<String>)>(&shared.grant.advisory_try)
+                        .bind(key)
+                        .bind(owner)
+                        .fetch_one(&mut *listener)
+                        .await;
                 if result.is_err() {
                     // The session may hold the lock without us knowing: close it, which frees it.
                     *slot = None;
                 }
-                Ok((sent, result?))
+                Ok((sent, result?.0))
             },
         )
         .await?;
@@ -206,7 +222,7 @@ impl LockBackend for PostgresAdvisoryBackend {
     type Lease = PostgresAdvisoryLease;
 
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::new("postgres-advisory");
+        let mut caps = Capabilities::new(ADVISORY_BACKEND);
         caps.push_wakeups = true;
         caps.lease_expiry = false;
         caps.loss_push = true;
@@ -222,7 +238,7 @@ impl LockBackend for PostgresAdvisoryBackend {
         request: AcquireRequest<'_>,
     ) -> Result<Option<Grant<PostgresAdvisoryLease>>> {
         if request.kind != LeaseKind::Exclusive {
-            return Err(request.kind.unsupported("postgres-advisory"));
+            return Err(request.kind.unsupported(ADVISORY_BACKEND));
         }
         let name = request.key.full();
         let key = Self::advisory_key(name);
@@ -231,8 +247,9 @@ impl LockBackend for PostgresAdvisoryBackend {
         let session = Mutex::new(None);
         let shared = &*self.shared;
         let wake_key = storage_key(name);
+        let owner = request.owner.to_hex();
         wait_for_grant(&shared.hub, &wake_key, &request, shared.polling, |_| {
-            self.attempt(&session, key, &wake_key)
+            self.attempt(&session, key, &owner, &wake_key)
         })
         .await
     }
@@ -251,6 +268,11 @@ impl LockBackend for PostgresAdvisoryBackend {
     /// closed session's locks.
     async fn release_abandoned(&self, _abandoned: &Abandoned) -> Result<bool> {
         Ok(false)
+    }
+
+    /// The operator's view, partial: see the type's docs.
+    fn optional_traits(&self) -> OptionalTraits<'_> {
+        OptionalTraits::default().with_operator(self)
     }
 }
 

@@ -9,6 +9,7 @@ use sqlx::Pool;
 use tokio_util::sync::CancellationToken;
 
 use super::dialect::{Options, Wake};
+use super::leases::LeaseBook;
 use super::wait::Polling;
 use super::{sweep, to_lock_error, Dialect, Shared, SqlBackend, WaiterHub, DEFAULT_TABLE};
 use crate::backend::in_flight::InFlight;
@@ -89,9 +90,13 @@ impl<D: Dialect> SqlBackendBuilder<D> {
     }
 
     /// Whether `connect` creates the table and counter when missing (default true; it runs
-    /// the backend's `schema_statements`, which are idempotent). Turn it off when your
-    /// migrations create them: the backend's `MIGRATION` const holds the statements for the
-    /// default table, also shipped as `lock-core/migrations/<database>/0001_lock_core.sql`.
+    /// the backend's `schema_statements`, which are idempotent, and upgrade a table made by
+    /// an earlier version). Turn it off when your migrations create them: the backend's
+    /// `MIGRATION` and `OPERATOR_MIGRATION` consts hold the statements for the default table,
+    /// also shipped as `lock-core/migrations/<database>/0001_lock_core.sql` and
+    /// `0003_lock_core_operator.sql`. Without the second, the backend works as before but
+    /// stores no holder labels and has no operator's view: `connect` looks at the table to
+    /// know (one query).
     pub fn create_schema(mut self, create: bool) -> Self {
         self.create_schema = create;
         self
@@ -156,20 +161,38 @@ impl<D: Dialect> SqlBackendBuilder<D> {
             Source::Url(url) => open(&url, &config).await?,
             Source::Pool(pool) => pool,
         };
-        if self.create_schema {
+        let operator = if self.create_schema {
             D::create_schema(&pool, &config.table).await?;
+            true
+        } else {
+            // A table created by the application's migrations may predate the operator's.
+            D::has_operator_schema(&pool, &config.table)
+                .await
+                .map_err(|e| to_lock_error(D::BACKEND, e))?
+        };
+        if !operator {
+            tracing::info!(
+                backend = D::BACKEND,
+                table = %config.table,
+                "the lock table has no operator's schema (OPERATOR_MIGRATION): holder labels \
+                 are not stored and the operator's view is off"
+            );
         }
         let hub = Arc::new(WaiterHub::default());
+        let leases = Arc::new(LeaseBook::default());
         let breaker = Breaker::new(D::BACKEND, config.breaker);
         let stop = CancellationToken::new();
         let wake = Wake {
             hub: hub.clone(),
+            leases: leases.clone(),
+            revoked: super::leases::revoke_channel(&config.table),
             breaker: breaker.clone(),
             stop: stop.clone(),
         };
         let notifies = D::listen(&pool, &config.table, wake).await?;
         let polling = Polling::new(notifies, self.poll_cap);
-        let (sql, grant) = D::statements(&config.table);
+        let (sql, grant) = D::statements(&config.table, operator);
+        let (operator_sql, force) = D::operator_statements(&config.table);
         let backend = SqlBackend {
             shared: Arc::new(Shared {
                 pool,
@@ -181,6 +204,10 @@ impl<D: Dialect> SqlBackendBuilder<D> {
                 polling,
                 sql,
                 grant: Arc::new(grant),
+                operator,
+                operator_sql,
+                force: Arc::new(force),
+                leases,
                 _stop_tasks: stop.clone().drop_guard(),
             }),
         };

@@ -20,6 +20,8 @@ use sqlx::{Arguments, ColumnIndex, Database, Decode, Encode, Executor, IntoArgum
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::leases::LeaseBook;
+use super::operator::OperatorDialect;
 use super::stock::Run;
 use super::waiters::WaiterHub;
 use crate::breaker::Breaker;
@@ -75,8 +77,9 @@ pub(crate) mod sealed {
     use crate::sql::recovery::{Point, PointsStatements};
 
     /// The dialect's side of every SQL store, by store (see the [module docs](super)); the
-    /// implementations are `postgres.rs` and `mysql.rs`, one per database.
-    pub trait Sealed: Exec + Run + Send + Sync + 'static {
+    /// implementations are `postgres.rs` and `mysql.rs`, one per database (and, for the
+    /// operator's view of the lock table, `operator/postgres.rs` and `operator/mysql.rs`).
+    pub trait Sealed: Exec + Run + OperatorDialect + Send + Sync + 'static {
         // ---- Every store
 
         /// The database's name in errors and metrics (`"postgres"`, `"mysql"`).
@@ -118,8 +121,10 @@ pub(crate) mod sealed {
         /// its name is replaced throughout.
         const MIGRATION: &'static str;
 
-        /// The statements on `table`.
-        fn statements(table: &str) -> (Statements, Self::Grant);
+        /// The statements on `table`; with `operator`, the table has the operator's schema
+        /// (`OPERATOR_MIGRATION`): grants store the holder's label, and the sweep also
+        /// deletes the audit records past their retention.
+        fn statements(table: &str, operator: bool) -> (Statements, Self::Grant);
 
         /// The dialect's own pool and connection settings, on top of the backend's.
         fn connecting(
@@ -208,6 +213,10 @@ pub(crate) use self::sealed::Sealed;
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub struct Wake {
     pub(crate) hub: Arc<WaiterHub>,
+    /// The leases granted in this process, whose lost signals a revocation fires.
+    pub(crate) leases: Arc<LeaseBook>,
+    /// The channel revocations come on (`<table>_revoked`).
+    pub(crate) revoked: String,
     pub(crate) breaker: Breaker,
     pub(crate) stop: CancellationToken,
 }
@@ -219,6 +228,9 @@ pub struct Ask {
     pub(crate) owner: String,
     /// The lease in µs.
     pub(crate) ttl: i64,
+    /// The holder's label as stored ([`HolderLabel::as_stored`](crate::HolderLabel::as_stored)),
+    /// if it gave one.
+    pub(crate) label: Option<String>,
 }
 
 /// What one grant attempt found.

@@ -56,8 +56,9 @@
 //! Both backends keep one row per held lock in a table (default `lock_core_locks`, created on
 //! first use unless [`SqlBackendBuilder::create_schema`] turns that off; the statements are
 //! also available to put into your own migrations: `schema_statements(table)`, and for the
-//! default table the `MIGRATION` const of each backend, the same text as the files
-//! `lock-core/migrations/{postgres,mysql}/0001_lock_core.sql`):
+//! default table the `MIGRATION` and `OPERATOR_MIGRATION` consts of each backend, the same
+//! text as the files `lock-core/migrations/{postgres,mysql}/0001_lock_core.sql` and
+//! `0003_lock_core_operator.sql`):
 //!
 //! | column | meaning |
 //! |---|---|
@@ -68,6 +69,8 @@
 //! | `entry_count` | always 1: reentrancy is counted per task by [`LockClient`](crate::LockClient), the store sees one acquisition per owner token |
 //! | `owner_host`, `owner_pid` | which machine and process holds it, for operators |
 //! | `acquired_at`, `expires_at` | set with the **database's** clock |
+//! | `label` | the holder's [`HolderLabel`](crate::HolderLabel) as stored, written by the grant; `NULL` when it gave none |
+//! | `label_owner` | PostgreSQL only: the owner that wrote `label` (a grant by an older version writes neither, and the previous holder's label is then not shown as the new holder's) |
 //!
 //! A row is taken only when it is absent or expired (`expires_at <=` the database's now), in one
 //! atomic step, so a crashed holder's lock frees itself when its lease runs out, with no trust
@@ -96,6 +99,21 @@
 //! Names and owner tokens reach the database only as bound parameters. The table name is
 //! configuration, checked to be a plain identifier before it is put into statements.
 //!
+//! # The operator's view
+//! Both backends are an [`OperatorBackend`](crate::backend::OperatorBackend) (see
+//! [`LockAdmin`](crate::operator::LockAdmin)): inspecting a key reads its row (holder, token,
+//! label, time of grant, lease left; no waiters, which wait in their own processes); listing
+//! walks the primary key a bounded page at a time; a forced release is one transaction that
+//! frees the holder's row, raises the key's fencing token past the holder's, appends an audit
+//! row to `<table>_audit` (kept for the request's retention, then swept) and wakes the
+//! waiters. The holder's `lost()` fires with
+//! [`LostReason::Revoked`](crate::LostReason::Revoked): on PostgreSQL at once (the transaction
+//! sends `NOTIFY <table>_revoked`, which the holder's backend listens for), on MySQL at its
+//! next renewal (which finds the row gone and reads the audit record). The label column and
+//! the audit table come from `OPERATOR_MIGRATION`, which `create_schema` runs (upgrading a
+//! table made by an earlier version in place); a backend on a table without them stores no
+//! labels and answers the operator's calls with an error that names the migration.
+//!
 //! # Waiting
 //! - PostgreSQL: a release sends `NOTIFY <table>, '<lock_key>'`; each backend listens on one
 //!   connection and wakes one local waiter of that key. Waiters also re-check when the holder's
@@ -120,8 +138,10 @@ mod builder;
 mod commit;
 mod dialect;
 mod fenced;
+mod leases;
 #[cfg(feature = "mysql")]
 mod mysql;
+mod operator;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod recovery;
@@ -153,6 +173,8 @@ pub use self::dialect::Dialect;
 use self::dialect::Statements;
 pub(crate) use self::dialect::{arguments, Arg, RowsAffected};
 pub use self::fenced::FencedUpdate;
+use self::leases::{LeaseBook, Registration};
+use self::operator::{OperatorDialect, OperatorStatements};
 pub use self::recovery::{RecoveryPoints, RecoveryPointsBuilder};
 #[cfg(feature = "postgres")]
 pub use self::result_store::{PostgresResultStore, PostgresResultStoreBuilder};
@@ -282,6 +304,13 @@ pub(crate) struct Shared<D: Dialect> {
     pub(crate) polling: Polling,
     sql: Statements,
     pub(crate) grant: Arc<D::Grant>,
+    /// The table has the operator's schema (the label column, `<table>_audit`): grants store
+    /// labels, and the operator's calls work.
+    operator: bool,
+    operator_sql: OperatorStatements,
+    force: Arc<<D as OperatorDialect>::Force>,
+    /// The leases granted here, whose lost signals a revocation fires (PostgreSQL).
+    leases: Arc<LeaseBook>,
     /// Stops the sweeper and the wake-up listener with the last clone.
     _stop_tasks: DropGuard,
 }
@@ -296,6 +325,9 @@ pub struct SqlLease {
     /// How far back the release dates the free row (µs): `ROW_RETENTION` less the grant's
     /// fence retention, 0 without one (PostgreSQL, which keeps released rows).
     backdate: i64,
+    /// Where a forced release's revocation finds the lease's lost signal (PostgreSQL); the
+    /// lease leaves the book with this.
+    revocable: Option<Registration>,
 }
 
 impl<D: Dialect> SqlBackend<D> {
@@ -350,29 +382,39 @@ impl<D: Dialect> SqlBackend<D> {
     }
 
     /// The migration creating the default lock table (`lock_core_locks`) and its fencing
-    /// counter: the statements of [`schema_statements`](Self::schema_statements), as the file
-    /// `lock-core/migrations/{postgres,mysql}/0001_lock_core.sql`. For `sqlx migrate` or any
-    /// other migration tool; then connect with
+    /// counter: the first statements of [`schema_statements`](Self::schema_statements), as the
+    /// file `lock-core/migrations/{postgres,mysql}/0001_lock_core.sql`. For `sqlx migrate` or
+    /// any other migration tool, followed by
+    /// [`OPERATOR_MIGRATION`](Self::OPERATOR_MIGRATION); then connect with
     /// [`create_schema(false)`](SqlBackendBuilder::create_schema).
     pub const MIGRATION: &'static str = D::MIGRATION;
 
-    /// The statements that create the lock table `table` and its fencing counter
-    /// (`<table>_fence`: a sequence on PostgreSQL, a table of per-name counters on MySQL), for
-    /// migrations: [`MIGRATION`](Self::MIGRATION)'s, with `table` for the default table's
-    /// name. All are idempotent (`IF NOT EXISTS`). On MySQL a counter table made by an earlier
-    /// version lacks `touched_at`; [`create_schema`](Self::create_schema) adds it. MySQL keys
-    /// are `VARBINARY`, so names compare byte for byte (no case folding, no trailing-space
-    /// rules).
+    /// The migration that gives the default lock table the operator's view (after
+    /// [`MIGRATION`](Self::MIGRATION)): a `label` column (and on PostgreSQL `label_owner`, whose
+    /// label it is) beside each lease, and the audit table of forced releases
+    /// (`lock_core_locks_audit`). The file
+    /// `lock-core/migrations/{postgres,mysql}/0003_lock_core_operator.sql`; idempotent, and it
+    /// upgrades a table made by an earlier version in place (the columns are added only where
+    /// missing, without a table rewrite). A backend on a table without it keeps working and
+    /// stores no labels; its [`OperatorBackend`](crate::backend::OperatorBackend) calls say
+    /// what to run.
+    pub const OPERATOR_MIGRATION: &'static str = <D as OperatorDialect>::OPERATOR_MIGRATION;
+
+    /// The statements that create the lock table `table`, its fencing counter
+    /// (`<table>_fence`: a sequence on PostgreSQL, a table of per-name counters on MySQL), its
+    /// label column and its audit table (`<table>_audit`), for migrations:
+    /// [`MIGRATION`](Self::MIGRATION)'s then
+    /// [`OPERATOR_MIGRATION`](Self::OPERATOR_MIGRATION)'s, with `table` for the default table's
+    /// name. All are idempotent (`IF NOT EXISTS`, or a look at the catalog first). Run them in
+    /// order on one connection (MySQL's column is added through a session variable and a
+    /// prepared statement). On MySQL a counter table made by an earlier version lacks
+    /// `touched_at`; [`create_schema`](Self::create_schema) adds it. MySQL keys are
+    /// `VARBINARY`, so names compare byte for byte (no case folding, no trailing-space rules).
     #[must_use]
     pub fn schema_statements(table: &str) -> Vec<String> {
-        let code: String = D::MIGRATION
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("--"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        code.split(';')
-            .map(str::trim)
-            .filter(|statement| !statement.is_empty())
+        [D::MIGRATION, <D as OperatorDialect>::OPERATOR_MIGRATION]
+            .into_iter()
+            .flat_map(split_statements)
             .map(|statement| statement.replace(DEFAULT_TABLE, table))
             .collect()
     }
@@ -425,6 +467,47 @@ impl<D: Dialect> std::fmt::Debug for SqlBackend<D> {
             .field("table", &self.shared.config.table)
             .finish_non_exhaustive()
     }
+}
+
+/// The statements of a migration: its comment lines (`--`) dropped, split at the `;` that
+/// are outside quotes ('...', "...") and dollar quotes (`$$...$$`, a PostgreSQL `DO` block's
+/// body), each trimmed.
+fn split_statements(migration: &str) -> Vec<String> {
+    let code: String = migration
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut statements = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<&str> = None;
+    let mut rest = code.as_str();
+    while let Some(c) = rest.chars().next() {
+        let token = if rest.starts_with("$$") {
+            "$$"
+        } else {
+            &rest[..c.len_utf8()]
+        };
+        match quote {
+            Some(open) if open == token => quote = None,
+            Some(_) => {}
+            None if matches!(token, "$$" | "'" | "\"") => quote = Some(token),
+            None if token == ";" => {
+                statements.push(std::mem::take(&mut current));
+                rest = &rest[1..];
+                continue;
+            }
+            None => {}
+        }
+        current.push_str(token);
+        rest = &rest[token.len()..];
+    }
+    statements.push(current);
+    statements
+        .into_iter()
+        .map(|statement| statement.trim().to_owned())
+        .filter(|statement| !statement.is_empty())
+        .collect()
 }
 
 /// The primary key a lock named `full_key` is stored under: the name itself, or its SHA-256
@@ -493,36 +576,50 @@ pub(crate) fn remaining(micros: Option<i64>) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    /// A migration's statements without comments, whitespace runs collapsed.
+    /// A migration's statements, whitespace runs collapsed.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    fn normalized(sql: &str) -> Vec<String> {
-        let code: String = sql
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("--"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        code.split(';')
+    fn normalized(statements: &[String]) -> Vec<String> {
+        statements
+            .iter()
             .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|s| !s.is_empty())
             .collect()
     }
 
-    /// The migration runs as `create_schema` runs it, and another table's statements name
-    /// that table throughout.
+    /// The migrations run as `create_schema` runs them (the lock table's, then the
+    /// operator's), and another table's statements name that table throughout.
     #[cfg(any(feature = "postgres", feature = "mysql"))]
-    fn migration_is_what_create_schema_runs<D: Dialect>(counter: &str) {
+    fn migration_is_what_create_schema_runs<D: Dialect>(counter: &str, operator: &[&str]) {
         let statements = SqlBackend::<D>::schema_statements(DEFAULT_TABLE);
-        assert_eq!(
-            normalized(SqlBackend::<D>::MIGRATION),
-            normalized(&statements.join(";"))
-        );
+        let mut shipped = split_statements(SqlBackend::<D>::MIGRATION);
+        assert_eq!(shipped.len(), 2);
+        shipped.extend(split_statements(SqlBackend::<D>::OPERATOR_MIGRATION));
+        assert_eq!(normalized(&shipped), normalized(&statements));
         let other = SqlBackend::<D>::schema_statements("app_locks");
-        assert_eq!(other.len(), 2);
+        assert_eq!(other.len(), 2 + operator.len(), "{other:#?}");
         assert!(other[0].starts_with("CREATE TABLE IF NOT EXISTS app_locks ("));
         assert!(other[1].starts_with(counter), "{}", other[1]);
+        for (statement, start) in other[2..].iter().zip(operator) {
+            assert!(statement.starts_with(start), "{statement}");
+        }
+        assert!(other.iter().any(|s| s.contains("app_locks_audit (")));
         assert!(other
             .iter()
             .all(|s| !s.contains(DEFAULT_TABLE) && !s.contains("--")));
+    }
+
+    #[test]
+    fn statements_split_outside_quotes_and_dollar_quotes() {
+        let migration = "-- a comment; with a semicolon\nCREATE x ('a;b', \"c;d\");\n\
+                         DO $$ BEGIN x; y; END $$;\n  SET @v = 'it''s; fine';;\nLAST";
+        assert_eq!(
+            split_statements(migration),
+            [
+                "CREATE x ('a;b', \"c;d\")",
+                "DO $$ BEGIN x; y; END $$",
+                "SET @v = 'it''s; fine'",
+                "LAST"
+            ]
+        );
     }
 
     /// A URL that requires TLS is refused as a configuration error before any connection in a
@@ -571,6 +668,12 @@ mod tests {
     fn postgres_migration_is_what_create_schema_runs() {
         migration_is_what_create_schema_runs::<sqlx::Postgres>(
             "CREATE SEQUENCE IF NOT EXISTS app_locks_fence AS bigint",
+            &[
+                "DO $$",
+                "CREATE TABLE IF NOT EXISTS app_locks_audit (",
+                "CREATE INDEX IF NOT EXISTS app_locks_audit_key ON app_locks_audit",
+                "CREATE INDEX IF NOT EXISTS app_locks_audit_exp ON app_locks_audit",
+            ],
         );
     }
 
@@ -579,6 +682,13 @@ mod tests {
     fn mysql_migration_is_what_create_schema_runs() {
         migration_is_what_create_schema_runs::<sqlx::MySql>(
             "CREATE TABLE IF NOT EXISTS app_locks_fence (",
+            &[
+                "SET @lock_core_ddl = IF(",
+                "PREPARE lock_core_ddl FROM @lock_core_ddl",
+                "EXECUTE lock_core_ddl",
+                "DEALLOCATE PREPARE lock_core_ddl",
+                "CREATE TABLE IF NOT EXISTS app_locks_audit (",
+            ],
         );
     }
 

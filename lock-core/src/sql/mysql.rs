@@ -64,12 +64,12 @@ impl Sealed for sqlx::MySql {
     type Grant = MyGrant;
     const MIGRATION: &'static str = include_str!("../../migrations/mysql/0001_lock_core.sql");
 
-    fn statements(t: &str) -> (Statements, MyGrant) {
+    fn statements(t: &str, operator: bool) -> (Statements, MyGrant) {
         use Bind::{Fence, Key, Owner, Retention, Ttl};
         let held = "lock_key = ? AND owner = ? AND fence = ? AND expires_at > UTC_TIMESTAMP(6)";
         let left = "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)";
         let forget = format!("DELETE FROM {t} WHERE lock_key = ? AND owner = ?");
-        let statements = Statements {
+        let mut statements = Statements {
             // `owner` is ascii_bin, which the driver reports as binary.
             peek: Some(Statement::new(
                 format!("SELECT owner, {left} FROM {t} WHERE lock_key = ?"),
@@ -113,7 +113,26 @@ impl Sealed for sqlx::MySql {
                 ),
             ],
         };
+        if operator {
+            // Audit records past their own retention.
+            statements.sweeps.push(Statement::new(
+                format!(
+                    "DELETE FROM {t}_audit WHERE expires_at <= UTC_TIMESTAMP(6) \
+                     LIMIT {SWEEP_BATCH}"
+                ),
+                &[],
+            ));
+        }
+        // With the operator's schema a grant also writes the holder's label, in the same
+        // statement. `REPLACE` writes the whole row: a grant by a client of an older version
+        // leaves no label behind from the previous holder.
+        let (label_column, label_value) = if operator {
+            (", label", ", ?")
+        } else {
+            ("", "")
+        };
         let grant = MyGrant {
+            labels: operator,
             // Creates the name's counter row if needed and bumps it, which also locks it until
             // the transaction ends: grants of one name run one at a time. A busy attempt rolls
             // back, so only grants (and retried grants) use up numbers.
@@ -133,8 +152,8 @@ impl Sealed for sqlx::MySql {
             ),
             take: format!(
                 "REPLACE INTO {t} (lock_key, name, owner, fence, entry_count, owner_host, owner_pid, \
-                 acquired_at, expires_at) VALUES (?, ?, ?, ?, 1, ?, ?, UTC_TIMESTAMP(6), \
-                 UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)"
+                 acquired_at, expires_at{label_column}) VALUES (?, ?, ?, ?, 1, ?, ?, \
+                 UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND{label_value})"
             ),
         };
         (statements, grant)
@@ -167,12 +186,17 @@ impl Sealed for sqlx::MySql {
     }
 
     async fn create_schema(pool: &MySqlPool, table: &str) -> Result<()> {
-        for statement in SqlBackend::<Self>::schema_statements(table) {
-            sqlx::raw_sql(&statement)
-                .execute(pool)
-                .await
-                .map_err(|e| to_lock_error(Self::BACKEND, e))?;
+        // One batch, so on one connection: the operator's migration adds its column through a
+        // session variable and a prepared statement (MySQL has no `ADD COLUMN IF NOT EXISTS`).
+        let batch = SqlBackend::<Self>::schema_statements(table).join(";\n");
+        let mut outcome = sqlx::raw_sql(&batch).execute(pool).await.map(drop);
+        if matches!(&outcome, Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42S21"))
+        {
+            // Another instance added the column between our look and our `ALTER`
+            // (ER_DUP_FIELDNAME): it is there now, and the batch runs through.
+            outcome = sqlx::raw_sql(&batch).execute(pool).await.map(drop);
         }
+        outcome.map_err(|e| to_lock_error(Self::BACKEND, e))?;
         // Counter tables from before retention lack `touched_at`: add it (MySQL has no
         // `ADD COLUMN IF NOT EXISTS`, so look first).
         let has_column: i64 = sqlx::query_scalar(
@@ -241,16 +265,18 @@ impl Sealed for sqlx::MySql {
                 return Ok(Outcome::Busy(left));
             }
             _ => {
-                sqlx::query(&grant.take)
+                let mut take = sqlx::query(&grant.take)
                     .bind(&ask.lock_key)
                     .bind(&ask.name)
                     .bind(&ask.owner)
                     .bind(counter)
                     .bind(owner_host())
                     .bind(owner_pid())
-                    .bind(ask.ttl)
-                    .execute(&mut *tx)
-                    .await?;
+                    .bind(ask.ttl);
+                if grant.labels {
+                    take = take.bind(&ask.label);
+                }
+                take.execute(&mut *tx).await?;
                 counter
             }
         };
@@ -395,6 +421,8 @@ async fn insert_point(
 /// MySQL's own statements for a grant transaction. Times are `UTC_TIMESTAMP(6)`, which does not
 /// depend on the session's time zone.
 pub struct MyGrant {
+    /// `take` binds the holder's label (the table has the operator's schema).
+    labels: bool,
     lock_counter: String,
     read: String,
     extend: String,

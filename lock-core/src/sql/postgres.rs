@@ -79,8 +79,21 @@ impl Sealed for sqlx::Postgres {
     type Grant = PgGrant;
     const MIGRATION: &'static str = include_str!("../../migrations/postgres/0001_lock_core.sql");
 
-    fn statements(t: &str) -> (Statements, PgGrant) {
+    fn statements(t: &str, operator: bool) -> (Statements, PgGrant) {
         use Bind::{Backdate, Channel, Fence, Key, Owner, Retention, Ttl};
+        // With the operator's schema the grant also writes the holder's label ($7) and whose
+        // it is (the owner, $3), in the same statement: readers show the label only where
+        // `label_owner` is the row's owner, as a grant by a client of an older version leaves
+        // both as they were.
+        let (label_columns, label_values, label_update) = if operator {
+            (
+                ", label, label_owner",
+                ", $7, $3",
+                ", label = EXCLUDED.label, label_owner = EXCLUDED.label_owner",
+            )
+        } else {
+            ("", "", "")
+        };
         // Every column reference on the right of `DO UPDATE SET` sees the row as it was. The
         // fence is drawn there, with the row locked: the one drawn in VALUES (used only when
         // the name has no row yet) is drawn before the conflict check, and could be older
@@ -89,9 +102,9 @@ impl Sealed for sqlx::Postgres {
         let acquire = format!(
             "WITH attempt AS (
                INSERT INTO {t} AS l (lock_key, name, owner, fence, entry_count, owner_host,
-                                     owner_pid, acquired_at, expires_at)
+                                     owner_pid, acquired_at, expires_at{label_columns})
                VALUES ($1, $2, $3, nextval('{t}_fence'), 1, $4, $5, now(),
-                       now() + $6::float8 * interval '1 microsecond')
+                       now() + $6::float8 * interval '1 microsecond'{label_values})
                ON CONFLICT (lock_key) DO UPDATE SET
                  name = EXCLUDED.name,
                  fence = CASE WHEN l.owner = EXCLUDED.owner THEN l.fence
@@ -102,7 +115,7 @@ impl Sealed for sqlx::Postgres {
                  entry_count = 1,
                  owner_host = EXCLUDED.owner_host,
                  owner_pid = EXCLUDED.owner_pid,
-                 expires_at = EXCLUDED.expires_at
+                 expires_at = EXCLUDED.expires_at{label_update}
                WHERE l.owner = EXCLUDED.owner OR l.expires_at <= now()
                RETURNING l.fence
              )
@@ -113,7 +126,7 @@ impl Sealed for sqlx::Postgres {
         let held = "lock_key = $1 AND owner = $2 AND fence = $3 AND expires_at > now()";
         // A freed row notifies its waiters in the same statement: `pg_notify` runs once per row
         // freed, and the statement returns one row per row freed.
-        let statements = Statements {
+        let mut statements = Statements {
             peek: None,
             check: Statement::new(
                 format!("SELECT count(*) FROM {t} WHERE {held}"),
@@ -165,10 +178,30 @@ impl Sealed for sqlx::Postgres {
                 &[Retention],
             )],
         };
+        if operator {
+            // Audit records past their own retention.
+            statements.sweeps.push(Statement::new(
+                format!(
+                    "DELETE FROM {t}_audit WHERE id IN (
+                       SELECT id FROM {t}_audit WHERE expires_at <= now() LIMIT {SWEEP_BATCH})"
+                ),
+                &[],
+            ));
+        }
         let grant = PgGrant {
             acquire,
+            labels: operator,
+            // Granted, the session names the lease it holds (`lock-core/<owner>/<fence>`, at
+            // most 62 bytes, within `application_name`'s 63), for the operator's view to read
+            // from `pg_stat_activity`: in the same statement, so in the same round trip.
             advisory_try: format!(
-                "SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval('{t}_fence') END"
+                "SELECT attempt.fence,
+                   (SELECT set_config('application_name',
+                                      '{prefix}' || $2 || '/' || attempt.fence, false)
+                    WHERE attempt.fence IS NOT NULL) AS named
+                 FROM (SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval('{t}_fence') END
+                         AS fence) AS attempt",
+                prefix = super::operator::SESSION_NAME_PREFIX,
             ),
         };
         (statements, grant)
@@ -215,8 +248,9 @@ impl Sealed for sqlx::Postgres {
             .await
             .map_err(|e| to_lock_error(Self::BACKEND, e))?;
         listener.ignore_pool_close_event(true);
+        // The waiters' wake-ups, and the revocations of this process's leases.
         listener
-            .listen(table)
+            .listen_all([table, wake.revoked.as_str()])
             .await
             .map_err(|e| to_lock_error(Self::BACKEND, e))?;
         tokio::spawn(super::waiters::route_notifications(listener, wake));
@@ -229,15 +263,17 @@ impl Sealed for sqlx::Postgres {
         ask: Ask,
     ) -> std::result::Result<Outcome, sqlx::Error> {
         let sent = Instant::now();
-        let (fence, left): (Option<i64>, Option<i64>) = sqlx::query_as(&grant.acquire)
+        let mut query = sqlx::query_as(&grant.acquire)
             .bind(&ask.lock_key)
             .bind(&ask.name)
             .bind(&ask.owner)
             .bind(owner_host())
             .bind(owner_pid())
-            .bind(ask.ttl)
-            .fetch_one(&pool)
-            .await?;
+            .bind(ask.ttl);
+        if grant.labels {
+            query = query.bind(&ask.label);
+        }
+        let (fence, left): (Option<i64>, Option<i64>) = query.fetch_one(&pool).await?;
         Ok(match fence {
             Some(fence) => Outcome::Granted { fence, sent },
             None => Outcome::Busy(left),
@@ -353,6 +389,8 @@ CREATE INDEX IF NOT EXISTS lock_core_recovery_points_expires_at ON lock_core_rec
 /// PostgreSQL's own statements: the grant, and the advisory backend's.
 pub struct PgGrant {
     acquire: String,
+    /// The grant binds the holder's label (the table has the operator's schema).
+    labels: bool,
     pub(crate) advisory_try: String,
 }
 

@@ -132,9 +132,11 @@ impl Drop for Waiting<'_> {
 }
 
 #[cfg(feature = "postgres")]
-/// Routes notifications to local waiters until `stop`. After the connection was lost (and
+/// Routes notifications to local waiters until `stop`, and revocations (on the table's
+/// `_revoked` channel) to the leases they name. After the connection was lost (and
 /// re-established by the listener, which also listens again) every waiter re-checks, since
-/// notifications sent meanwhile are gone.
+/// notifications sent meanwhile are gone (a revocation sent meanwhile reaches its holder at
+/// its next renewal, which finds the lease gone and reads the audit record).
 ///
 /// While the connection is down, reconnects back off (50 ms doubling to 2 s) and, once the
 /// pool's breaker is open, wait until its probe is due: a database that is down costs a
@@ -143,7 +145,13 @@ pub(crate) async fn route_notifications(
     mut listener: sqlx::postgres::PgListener,
     wake: super::dialect::Wake,
 ) {
-    let super::dialect::Wake { hub, breaker, stop } = wake;
+    let super::dialect::Wake {
+        hub,
+        leases,
+        revoked,
+        breaker,
+        stop,
+    } = wake;
     let mut backoff = std::time::Duration::from_millis(50);
     loop {
         let next = tokio::select! {
@@ -153,7 +161,11 @@ pub(crate) async fn route_notifications(
         match next {
             Ok(Some(notification)) => {
                 backoff = std::time::Duration::from_millis(50);
-                hub.wake_one(notification.payload());
+                if notification.channel() == revoked {
+                    leases.revoke(notification.payload());
+                } else {
+                    hub.wake_one(notification.payload());
+                }
             }
             Ok(None) => {
                 tracing::debug!("wake-up connection lost and re-established; waiters re-check");

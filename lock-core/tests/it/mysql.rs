@@ -4,7 +4,10 @@
 //! Without it the suite fails when `LOCK_TEST_REQUIRE_SERVERS=1` or `CI` is set, and otherwise
 //! says loudly that it skipped.
 
-use lock_core::{LockClient, MySqlBackend};
+use std::time::Duration;
+
+use lock_core::{LeaseMode, LockClient, LostReason, MySqlBackend};
+use tokio::time::timeout;
 
 use crate::conformance::{conformance_suite, unique_key, Harness};
 use crate::sql_support::{
@@ -37,6 +40,11 @@ sql_kind!(sqlx::MySql {
     ],
     tables_named: "SELECT COUNT(*) FROM information_schema.tables \
                    WHERE table_schema = DATABASE() AND table_name = ?",
+    age_audit: "UPDATE lock_core_locks_audit \
+                SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE lock_key = ?",
+    drop_tables: ["DROP TABLE IF EXISTS {table}, {table}_fence, {table}_audit"],
+    columns_named: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?",
 });
 
 type Mysql = SqlServer<sqlx::MySql>;
@@ -45,7 +53,8 @@ async fn mysql() -> Option<Mysql> {
     Mysql::stack().await
 }
 
-/// The harness on the server whose URL is in `var`.
+/// The harness on the server whose URL is in `var` (the TLS suite's).
+#[cfg_attr(not(feature = "mysql-tls"), allow(dead_code))]
 async fn mysql_at(var: &str) -> Option<Mysql> {
     Some(Mysql::on(server_url(var)?).await)
 }
@@ -123,4 +132,39 @@ async fn backend_from_an_existing_pool() {
     assert!(next.fencing_token() > fence);
     next.release().await.unwrap();
     shared.opting_out_creates_nothing().await;
+}
+
+/// MySQL has no server push: a forced release's holder learns at its next renewal, which finds
+/// its row gone and reads the audit record, so `lost()` says `Revoked` (not `NotOwner`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_is_learned_at_the_next_renewal() {
+    let Some(h) = mysql().await else { return };
+    let (holder, operator) = (h.client().await, h.client().await);
+    assert!(!holder.capabilities().loss_push);
+    let key = unique_key("renewal");
+    let guard = holder
+        .lock(&key)
+        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let record = operator
+        .admin()
+        .force_release(&key, "runaway job", "bob@ops")
+        .await
+        .unwrap();
+    assert_eq!(record.old_owner, guard.owner_token());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!guard.is_lost(), "nothing pushes on MySQL");
+    // A renewal (here by hand, as the watchdog's first would at 10 s).
+    assert!(!guard.extend(Duration::from_secs(30)).await.unwrap());
+    let reason = timeout(Duration::from_secs(1), guard.lost())
+        .await
+        .expect("the renewal found the lease gone");
+    assert_eq!(
+        reason,
+        LostReason::Revoked {
+            operator: "bob@ops".into(),
+            reason: "runaway job".into()
+        }
+    );
 }

@@ -7,7 +7,11 @@
 
 use std::time::Duration;
 
-use lock_core::{LockClient, LostReason, PostgresAdvisoryBackend, PostgresBackend};
+use lock_core::backend::{KeyStatus, Waiters};
+use lock_core::{
+    LeaseMode, LockClient, LockError, LostReason, OwnerToken, PostgresAdvisoryBackend,
+    PostgresBackend,
+};
 use tokio::time::{timeout, Instant};
 
 use crate::conformance::{client_on, conformance_suite, unique_key, Harness};
@@ -36,6 +40,14 @@ sql_kind!(sqlx::Postgres {
     rows_in: "SELECT count(*) FROM {table} WHERE lock_key = $1",
     age: ["UPDATE lock_core_locks SET expires_at = now() - interval '2 days' WHERE lock_key = $1"],
     tables_named: "SELECT count(to_regclass($1))",
+    age_audit: "UPDATE lock_core_locks_audit SET expires_at = now() - interval '1 second' \
+                WHERE lock_key = $1",
+    drop_tables: [
+        "DROP TABLE IF EXISTS {table}, {table}_audit",
+        "DROP SEQUENCE IF EXISTS {table}_fence",
+    ],
+    columns_named: "SELECT count(*) FROM pg_attribute \
+                    WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped",
 });
 
 /// The lock table.
@@ -206,7 +218,7 @@ async fn schema_creation_is_idempotent() {
     let guard = locks.lock("k").await.unwrap();
     assert!(guard.release().await.unwrap());
     for statement in [
-        format!("DROP TABLE {table}"),
+        format!("DROP TABLE {table}, {table}_audit"),
         format!("DROP SEQUENCE {table}_fence"),
     ] {
         sqlx::query(&statement).execute(one.pool()).await.unwrap();
@@ -263,4 +275,118 @@ async fn backend_from_an_existing_pool() {
         .unwrap();
 
     shared.opting_out_creates_nothing().await;
+}
+
+/// A forced release reaches the holder's process at once (`NOTIFY <table>_revoked` from the
+/// release's transaction), long before the first renewal of a 30 s lease (at 10 s) would find
+/// the lease gone: `lost()` fires with `Revoked` within 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_is_pushed_long_before_the_first_renewal() {
+    let Some(h) = postgres().await else {
+        return;
+    };
+    let (holder, operator) = (h.client().await, h.client().await);
+    assert!(holder.capabilities().loss_push);
+    let key = unique_key("pushed");
+    let guard = holder
+        .lock(&key)
+        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let record = operator
+        .admin()
+        .force_release(&key, "runaway job", "bob@ops")
+        .await
+        .unwrap();
+    let reason = timeout(Duration::from_secs(2), guard.lost())
+        .await
+        .expect("the revocation was not pushed");
+    assert_eq!(
+        reason,
+        LostReason::Revoked {
+            operator: "bob@ops".into(),
+            reason: "runaway job".into()
+        }
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(record.old_owner, guard.owner_token());
+    assert!(!guard.release().await.unwrap());
+}
+
+/// A grant by a client of an older version writes no label (nor whose it is): the row's label
+/// column still holds the previous holder's, which is not shown as the new holder's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_that_writes_no_label_does_not_show_the_previous_holders() {
+    let Some(h) = postgres().await else {
+        return;
+    };
+    let client = h.client().await;
+    let admin = client.admin();
+    let key = unique_key("older-client");
+    let guard = client.lock(&key).await.unwrap();
+    let full = guard.key().full().to_owned();
+    assert_eq!(
+        admin.inspect(&key).await.unwrap().holders[0].label.as_ref(),
+        Some(client.label())
+    );
+    assert!(guard.release().await.unwrap());
+    // What an older version's grant does to the free row: everything but the label columns.
+    let stranger = OwnerToken::random().unwrap();
+    sqlx::query(
+        "UPDATE lock_core_locks SET owner = $2, fence = nextval('lock_core_locks_fence'), \
+         acquired_at = now(), expires_at = now() + interval '30 seconds' WHERE lock_key = $1",
+    )
+    .bind(lock_core::sql::storage_key(&full))
+    .bind(stranger.to_hex())
+    .execute(h.pool())
+    .await
+    .unwrap();
+    let seen = admin.inspect(&key).await.unwrap();
+    assert_eq!(seen.holders[0].owner, stranger);
+    assert_eq!(seen.holders[0].label, None);
+    let record = admin.force_release(&key, "test over", "ops").await.unwrap();
+    assert_eq!((record.old_owner, record.old_label), (stranger, None));
+}
+
+/// The operator's view of advisory locks: a held lock shows its owner and fencing token (the
+/// holding session's name says them), with no label or lease; a free one shows free; listing
+/// and forced release are refused, and the audit trail is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advisory_inspection_names_the_holder_and_force_is_refused() {
+    let Some(h) = advisory_locks().await else {
+        return;
+    };
+    let client = h.client().await;
+    let admin = client.admin();
+    let key = unique_key("advisory-inspect");
+    assert_eq!(admin.inspect(&key).await.unwrap().status, KeyStatus::Free);
+    let guard = client.lock(&key).await.unwrap();
+    let seen = admin.inspect(&key).await.unwrap();
+    assert_eq!(seen.status, KeyStatus::Held);
+    assert_eq!(seen.waiters, Waiters::NotKept);
+    let [view] = seen.holders.as_slice() else {
+        panic!("one holder: {seen:?}");
+    };
+    assert_eq!(view.owner, guard.owner_token());
+    assert_eq!(view.fencing_token, guard.fencing_token());
+    assert_eq!((view.label.as_ref(), view.lease_left), (None, None));
+    match admin.force_release(&key, "why", "ops").await {
+        Err(LockError::Unsupported { backend, primitive }) => {
+            assert_eq!(backend, "postgres-advisory");
+            assert_eq!(
+                primitive,
+                "forced release (an advisory lock belongs to its session)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        admin.list("", None, 10).await,
+        Err(LockError::Unsupported { .. })
+    ));
+    assert!(admin.audit(Some(&key), 10).await.unwrap().is_empty());
+    assert!(!guard.is_lost());
+    assert!(guard.release().await.unwrap());
+    assert_eq!(admin.inspect(&key).await.unwrap().status, KeyStatus::Free);
 }

@@ -135,7 +135,9 @@ macro_rules! sql_suite {
     ($make:expr) => {
         $crate::sql_support::sql_suite!(@tests $make;
             killed_holder_row_expires_by_database_time, fencing_survives_expiry_and_deletion,
-            long_names_are_hashed_and_kept, old_rows_are_swept_and_tokens_still_increase);
+            long_names_are_hashed_and_kept, old_rows_are_swept_and_tokens_still_increase,
+            listing_finds_hashed_names_and_takes_wildcards_literally, expired_audit_records_go,
+            an_old_table_upgrades_in_place);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

@@ -42,8 +42,8 @@ pub(crate) trait SqlKind: Sized + Send + Sync + 'static {
         url: &str,
         table: &str,
     ) -> impl Future<Output = lock_core::Result<Self::Backend>> + Send;
-    /// A pool of 4 connections to `url`, the shipped migration run on it twice (it is
-    /// idempotent).
+    /// A pool of 4 connections to `url`, the shipped migrations (the lock table's, then the
+    /// operator's) run on it twice (they are idempotent).
     fn migrated_pool(url: &str) -> impl Future<Output = Self::Pool> + Send;
     /// A backend on `pool` that creates no schema, with its locks in `table` (the default
     /// one when `None`).
@@ -79,6 +79,21 @@ pub(crate) trait SqlKind: Sized + Send + Sync + 'static {
         pool: &Self::Pool,
         full_key: &str,
     ) -> impl Future<Output = (Vec<u8>, Vec<u8>)> + Send;
+    /// Makes the audit records of the lock `full_key` (in the default table's audit table)
+    /// expired.
+    fn age_audit(pool: &Self::Pool, full_key: &str) -> impl Future<Output = ()> + Send;
+    /// Creates the lock table `table` as a version before the operator's view made it: the
+    /// shipped first migration only.
+    fn old_table(pool: &Self::Pool, table: &str) -> impl Future<Output = ()> + Send;
+    /// Drops the lock table `table` and everything made beside it (counter, audit table),
+    /// where they exist.
+    fn drop_tables(pool: &Self::Pool, table: &str) -> impl Future<Output = ()> + Send;
+    /// How many columns named `column` the table `table` has.
+    fn columns_named(
+        pool: &Self::Pool,
+        table: &str,
+        column: &str,
+    ) -> impl Future<Output = i64> + Send;
 }
 
 /// A database's server and the backends the suites took on it: the [`Harness`] and
@@ -155,9 +170,10 @@ impl<K: SqlKind> SqlHarness for SqlServer<K> {
 }
 
 /// Implements [`SqlKind`] for the sqlx database `$db` with the backend `$backend`: its pool
-/// options, its statements (`delete` .. `tables_named`, each binding the key, the name or the
-/// table once; `rows_in` a format string naming `{table}`; `age` run in order) and the types
-/// its driver reads the fence (`fence`) and a stored key or name (`text`) as.
+/// options, its statements (`delete` .. `columns_named`, each binding the key, the name or the
+/// table once, `columns_named` the table then the column; `rows_in` and `drop_tables` format
+/// strings naming `{table}`; `age` run in order) and the types its driver reads the fence
+/// (`fence`) and a stored key or name (`text`) as.
 macro_rules! sql_kind {
     ($db:ty {
         backend: $backend:ty,
@@ -175,7 +191,10 @@ macro_rules! sql_kind {
         key_and_name: $key_and_name:literal,
         rows_in: $rows_in:literal,
         age: [$($age:literal),* $(,)?],
-        tables_named: $tables_named:literal $(,)?
+        tables_named: $tables_named:literal,
+        age_audit: $age_audit:literal,
+        drop_tables: [$($drop:literal),* $(,)?],
+        columns_named: $columns_named:literal $(,)?
     }) => {
         impl $crate::sql_support::SqlKind for $db {
             type Backend = $backend;
@@ -208,10 +227,9 @@ macro_rules! sql_kind {
                     .await
                     .unwrap();
                 for _ in 0..2 {
-                    sqlx::raw_sql(<$backend>::MIGRATION)
-                        .execute(&pool)
-                        .await
-                        .unwrap();
+                    for migration in [<$backend>::MIGRATION, <$backend>::OPERATOR_MIGRATION] {
+                        sqlx::raw_sql(migration).execute(&pool).await.unwrap();
+                    }
                 }
                 pool
             }
@@ -311,6 +329,37 @@ macro_rules! sql_kind {
                     .await
                     .unwrap();
                 (stored.into(), name.into())
+            }
+
+            async fn age_audit(pool: &sqlx::Pool<$db>, full_key: &str) {
+                sqlx::query($age_audit)
+                    .bind(lock_core::sql::storage_key(full_key))
+                    .execute(pool)
+                    .await
+                    .unwrap();
+            }
+
+            async fn old_table(pool: &sqlx::Pool<$db>, table: &str) {
+                let migration = <$backend>::MIGRATION.replace("lock_core_locks", table);
+                sqlx::raw_sql(&migration).execute(pool).await.unwrap();
+            }
+
+            async fn drop_tables(pool: &sqlx::Pool<$db>, table: &str) {
+                $(
+                    sqlx::raw_sql(&format!($drop, table = table))
+                        .execute(pool)
+                        .await
+                        .unwrap();
+                )*
+            }
+
+            async fn columns_named(pool: &sqlx::Pool<$db>, table: &str, column: &str) -> i64 {
+                sqlx::query_scalar($columns_named)
+                    .bind(table)
+                    .bind(column)
+                    .fetch_one(pool)
+                    .await
+                    .unwrap()
             }
         }
     };

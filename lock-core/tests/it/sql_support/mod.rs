@@ -8,6 +8,7 @@
 
 mod checks;
 mod kind;
+mod operator;
 
 pub(crate) use checks::{
     bad_settings_are_typed, fencing_survives_expiry_and_deletion,
@@ -17,6 +18,10 @@ pub(crate) use checks::{
 pub(crate) use kind::{
     bad_settings_of, hold, holder_backend, old_rows_are_swept_and_tokens_still_increase, sql_kind,
     SharedPool, SqlKind, SqlServer,
+};
+pub(crate) use operator::{
+    an_old_table_upgrades_in_place, expired_audit_records_go,
+    listing_finds_hashed_names_and_takes_wildcards_literally,
 };
 
 use std::process::Stdio;

@@ -1,6 +1,7 @@
 //! The conformance and primitives suites on a real etcd server, plus etcd-specific checks:
 //! lease revocation, waiters outliving their lease TTL, waiters sharing the session lease and
-//! re-queueing when it is gone, and each primitive in its own key range.
+//! re-queueing when it is gone, each primitive in its own key range, and the operator's view
+//! (`etcd_operator.rs`).
 //!
 //! The server comes from `LOCK_TEST_ETCD_URL` (`http://127.0.0.1:22379`; `cargo xtask test`
 //! starts one and sets it). Without it the suite fails when `LOCK_TEST_REQUIRE_SERVERS=1` or
@@ -100,6 +101,9 @@ impl Harness for Etcd {
 conformance_suite!(etcd());
 primitives_suite!(etcd());
 
+#[path = "etcd_operator.rs"]
+mod operator;
+
 /// An unreachable server is a typed, fail-closed error, quickly; a bad prefix is refused.
 #[tokio::test]
 async fn unreachable_server_is_unavailable() {
@@ -173,7 +177,8 @@ async fn waiter_outlives_its_lease_ttl() {
 
 /// Waiters of one backend wait under its one session lease (no lease per wait); the holder's
 /// entry is under a lease of its own, and each next holder's entry moves to one when it is
-/// granted, keeping its create revision (its place and fencing token).
+/// granted, keeping its create revision (its place); its fencing token is the revision of that
+/// claim, larger than every earlier holder's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_share_the_session_lease() {
     let Some(h) = etcd().await else { return };

@@ -1,6 +1,7 @@
 //! The conformance suites (the lock's and the primitives') on a real ZooKeeper server, plus
 //! ZooKeeper-specific checks: session loss, Curator interoperability (lock and read-write
-//! lock), fencing across a re-created lock node, each primitive's own nodes.
+//! lock), fencing across a re-created lock node, each primitive's own nodes, and the
+//! operator's view (`zookeeper_operator.rs`).
 //!
 //! The server comes from `LOCK_TEST_ZOOKEEPER_URL` (a connect string such as
 //! `127.0.0.1:22181`; `cargo xtask test` starts one and sets it). Without it the suite fails
@@ -79,11 +80,7 @@ impl ZooKeeper {
 
 impl Harness for ZooKeeper {
     async fn client(&self) -> LockClient {
-        let backend = (self.builder)().connect().await.unwrap();
-        LockClient::builder(backend)
-            .namespace("conformance")
-            .build()
-            .unwrap()
+        conformance::client_on((self.builder)().connect().await.unwrap())
     }
 
     async fn delete_behind(&self, full_key: &str) {
@@ -100,6 +97,9 @@ impl Harness for ZooKeeper {
 
 conformance_suite!(zookeeper());
 primitives_suite!(zookeeper());
+
+#[path = "zookeeper_operator.rs"]
+mod operator;
 
 /// An unreachable server is a typed, fail-closed error, quickly; a bad root is refused.
 #[tokio::test]

@@ -88,6 +88,7 @@
 //!
 //! [`LockClient`]: lock_core::LockClient
 
+pub mod admin;
 mod extensions;
 mod head;
 pub mod idempotency;

@@ -4,6 +4,17 @@
 /// `s` as a JSON string literal: quotes, backslashes and control characters escaped (and the
 /// line separators U+2028/U+2029, which some JavaScript parsers take for line breaks).
 pub(crate) fn json_string(s: &str) -> String {
+    escaped(s, false)
+}
+
+/// [`json_string`], with `<`, `>` and `&` escaped too (`\u003c` ...): for text that clients
+/// chose (keys, labels) in answers a browser may see, so no sniffing or embedding of the JSON
+/// can make markup of it.
+pub(crate) fn json_string_html_safe(s: &str) -> String {
+    escaped(s, true)
+}
+
+fn escaped(s: &str, html_safe: bool) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -13,6 +24,9 @@ pub(crate) fn json_string(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' if html_safe => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
             '\u{2028}' | '\u{2029}' => {
                 out.push_str(&format!("\\u{:04x}", u32::from(c)));
             }
@@ -34,5 +48,6 @@ mod tests {
     fn escapes_what_json_and_html_need() {
         assert_eq!(json_string("a\u{1}\"\\"), r#""a\u0001\"\\""#);
         assert_eq!(json_string("<b>\u{7f}"), r#""<b>\u007f""#);
+        assert_eq!(json_string_html_safe("<b>&"), r#""\u003cb\u003e\u0026""#);
     }
 }

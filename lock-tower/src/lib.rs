@@ -63,6 +63,9 @@
 // On docs.rs (`--cfg docsrs`, nightly): each feature-gated item shows the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
+pub mod admin;
 mod body;
 #[cfg(feature = "axum")]
 mod extensions;

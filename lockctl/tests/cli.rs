@@ -74,7 +74,7 @@ async fn show_release_and_audit_against_redis() {
     assert_eq!(json.code, 0);
     assert!(json
         .stdout
-        .starts_with(r#"{"primitive":"lock","key":"order:<42>","status":"held""#));
+        .starts_with(r#"{"primitive":"lock","key":"order:\u003c42\u003e","status":"held""#));
     assert!(json
         .stdout
         .contains(&format!("\"fencing_token\":{}", held.fencing_token().get())));

@@ -29,6 +29,7 @@
 //! assert_eq!(decode_path_segment(segment).unwrap(), "café");
 //! ```
 
+pub mod admin;
 mod body_length;
 pub mod cache;
 mod decode;

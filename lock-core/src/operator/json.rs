@@ -10,7 +10,7 @@ use crate::backend::{
     AuditRecord, HolderLabel, HolderView, InspectionPage, KeyInspection, LeaseKind, WaiterView,
     Waiters,
 };
-use crate::json_text::json_string;
+use crate::json_text::json_string_html_safe as json_string;
 
 /// One key, as an object:
 /// `{"primitive", "key", "status", "holders": [...], "waiters": [...] | null, "permits"}`
@@ -24,7 +24,7 @@ use crate::json_text::json_string;
 /// let locks = LockClient::new(MemoryBackend::new());
 /// let _held = locks.lock("order:<42>").await?;
 /// let text = json::inspection(&locks.admin().inspect("order:<42>").await?);
-/// assert!(text.starts_with(r#"{"primitive":"lock","key":"order:<42>","status":"held""#));
+/// assert!(text.starts_with(r#"{"primitive":"lock","key":"order:\u003c42\u003e","status":"held""#));
 /// # Ok(()) }
 /// ```
 #[must_use]

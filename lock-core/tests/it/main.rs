@@ -38,6 +38,7 @@ mod sql_support;
 mod tls_support;
 
 // The suites, each in the file that held its own test binary before.
+mod admin_console;
 mod cache;
 #[cfg(feature = "metrics")]
 mod cache_metrics;

@@ -75,8 +75,9 @@
 //! etcd, and the exact TTL is kept by the holder's process: a lease not renewed within its TTL
 //! is revoked at the TTL. A holder whose process dies is freed by etcd after the rounded-up
 //! TTL. `lost()` fires at once when the entry is deleted or its lease revoked or expired (the
-//! holder watches its own entry), and when keep-alives fail until the lease can no longer be
-//! trusted. Extending a fixed lease beyond the TTL it was acquired with keeps etcd's lease at
+//! holder watches its own entry; an entry a forced release deleted fires it as
+//! [`LostReason::Revoked`](crate::LostReason::Revoked), after one read of the release's audit
+//! record), and when keep-alives fail until the lease can no longer be trusted. Extending a fixed lease beyond the TTL it was acquired with keeps etcd's lease at
 //! the original TTL; if that runs out first, `lost()` tells the holder.
 //!
 //! # TLS and authentication

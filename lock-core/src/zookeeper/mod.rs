@@ -77,7 +77,9 @@
 //!   session expires, i.e. after the session timeout (default 10 s; the server bounds it to
 //!   2–20 ticks), not after the lease TTL.
 //! - A node deleted behind the holder's back fires `lost()` at once (the holder watches its own
-//!   node), and renewals check the node too.
+//!   node), and renewals check the node too. A node a forced release deleted fires it as
+//!   [`LostReason::Revoked`](crate::LostReason::Revoked): the watch reads the release's audit
+//!   record (one listing and one read) before it fires.
 //!
 //! # TLS and authentication
 //! With `zookeeper-tls`, servers named `tcp+tls://host:port` in the connect string are reached

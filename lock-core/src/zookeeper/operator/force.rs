@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::audit::{encode, record_prefix};
+use super::audit::record_prefix;
 use super::inspect::{token_of, unix_ms, Seen, SeenNode};
+use super::record::encode;
 use crate::backend::{AuditRecord, ForceRelease};
 use crate::zookeeper::queue::{backoff, is_transient};
 use crate::zookeeper::session::Session;

@@ -16,12 +16,14 @@
 //!   `fence.rs`) and creates the audit record; the holder's watch on its node fires, reads the
 //!   record and reports [`LostReason::Revoked`](crate::LostReason::Revoked); the waiter behind
 //!   is woken by the deletion, as by any release.
-//! - **Audit** (`audit.rs`): persistent sequential nodes under `<root>/%audit/<key>`.
+//! - **Audit** (`audit.rs`): persistent sequential nodes under `<root>/%audit/<key>`, their
+//!   data lines of text (`record.rs`).
 
 mod audit;
 mod force;
 mod inspect;
 mod list;
+mod record;
 
 pub(super) use self::audit::find_revocation;
 

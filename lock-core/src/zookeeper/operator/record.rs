@@ -178,6 +178,42 @@ mod tests {
     }
 
     #[test]
+    fn a_record_round_trips() {
+        let key = crate::LockKey::new("ns", "order\n%42").unwrap();
+        let request = ForceRelease::new(&key, Primitive::Semaphore, "ops", "stuck 100%")
+            .unwrap()
+            .retained_for(Duration::from_secs(60));
+        let label = HolderLabel::empty().with("host", "web-3").unwrap();
+        let owner = OwnerToken::from_hex(&"ab".repeat(16)).unwrap();
+        let holder = SeenNode {
+            path: "/locks/ns:order%0A%2542%semaphore/x".into(),
+            kind: LeaseKind::Permits { count: 2, limit: 2 },
+            owner,
+            holds: true,
+            stat: stat(),
+            label: Some(label.clone()),
+        };
+        let data = encode(&request, &holder, FencingToken::new(7));
+        let (record, until) = decode(&data, &stat()).unwrap();
+        assert_eq!(record.key, "ns:order\n%42");
+        assert_eq!(record.primitive, Primitive::Semaphore);
+        assert_eq!(record.old_kind, LeaseKind::Permits { count: 2, limit: 2 });
+        assert_eq!(record.old_owner, owner);
+        assert_eq!(record.old_label, Some(label));
+        assert_eq!(record.old_token, FencingToken::new(7));
+        assert_eq!(
+            record.new_token,
+            FencingToken::new(42),
+            "the record's czxid"
+        );
+        assert_eq!(
+            (record.operator.as_str(), record.reason.as_str()),
+            ("ops", "stuck 100%")
+        );
+        assert_eq!(until, Some(record.at + Duration::from_secs(60)));
+    }
+
+    #[test]
     fn foreign_data_is_no_record() {
         let stat = stat();
         assert!(decode(b"", &stat).is_none());

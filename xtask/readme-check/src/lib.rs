@@ -41,6 +41,11 @@ struct LockActixReadme;
 #[doc = include_str!("../../../docs/production.md")]
 struct GuideProduction;
 
+/// The guide: the operator's view.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/operator.md")]
+struct GuideOperator;
+
 /// The guide: the lock.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/lock.md")]

@@ -3,6 +3,7 @@
 
 /// `s` as a JSON string literal: quotes, backslashes and control characters escaped (and the
 /// line separators U+2028/U+2029, which some JavaScript parsers take for line breaks).
+#[cfg(feature = "http")]
 pub(crate) fn json_string(s: &str) -> String {
     escaped(s, false)
 }
@@ -46,8 +47,8 @@ mod tests {
 
     #[test]
     fn escapes_what_json_and_html_need() {
-        assert_eq!(json_string("a\u{1}\"\\"), r#""a\u0001\"\\""#);
-        assert_eq!(json_string("<b>\u{7f}"), r#""<b>\u007f""#);
+        assert_eq!(escaped("a\u{1}\"\\", false), r#""a\u0001\"\\""#);
+        assert_eq!(escaped("<b>\u{7f}", false), r#""<b>\u007f""#);
         assert_eq!(json_string_html_safe("<b>&"), r#""\u003cb\u003e\u0026""#);
     }
 }

@@ -38,8 +38,8 @@
 //! |---|---|---|---|
 //! | memory | in process | a counter | its lease (one process only) |
 //! | Redis | `<prefix>:leader:{#<key>}` keys (holders, queue, fencing counter) and the leader's id beside them; each grant and release published for observers | the fencing counter, seeded from the server clock | its lease TTL |
-//! | ZooKeeper | `EPHEMERAL_SEQUENTIAL` nodes `_c_<uuid>-latch-<sequence>` under `<root>/<key>%leader`, each holding its participant id: Curator's `LeaderLatch` layout, so a Java `LeaderLatch` on that path joins the same election | the leader node's czxid | its session timeout |
-//! | etcd | `<prefix>/~leader/<key>/<owner token>` under a lease, each holding its participant id | the leader key's create revision | its lease TTL |
+//! | ZooKeeper | `EPHEMERAL_SEQUENTIAL` nodes `_c_<uuid>-latch-<sequence>` under `<root>/<key>%leader`, each holding its participant id: Curator's `LeaderLatch` layout, so a Java `LeaderLatch` on that path joins the same election | the leader node's mzxid (its grant's zxid) | its session timeout |
+//! | etcd | `<prefix>/~leader/<key>/<owner token>` under a lease, each holding its participant id | the leader key's mod revision (its grant's) | its lease TTL |
 //!
 //! The SQL backends and RedLock do not hold elections
 //! ([`Primitives::election`](crate::backend::Primitives::election)); campaigning there is

@@ -10,6 +10,7 @@
 //!   lock's own server work; [`cluster`]: the 64-task rate on a Redis Cluster against one Redis;
 //!   [`acknowledgement`]: what `WAIT` and `WAITAOF` after each grant cost.
 //! - [`overhead`]: the same locked work with `#[distributed_lock]` and by hand.
+//! - [`operator`]: what inspection, a forced release and a listing page cost on a backend.
 //! - [`busy_cores`]: `--load`'s busy process on every core.
 
 #[cfg(feature = "servers")]
@@ -31,6 +32,7 @@ pub mod floor;
 pub mod idempotency;
 #[cfg(feature = "servers")]
 pub mod middleware;
+pub mod operator;
 pub mod overhead;
 #[cfg(feature = "servers")]
 pub mod raw_scripts;

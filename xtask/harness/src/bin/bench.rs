@@ -18,7 +18,9 @@
 //! the first figure (acquire+release on one task, rslock beside it on Redis), for a profiler
 //! (`perf record -g target/release/bench --backend redis --only uncontended --iterations 50000`);
 //! `--only cache-layer` the response cache layer's hit against the hand-written GET layer;
-//! `--only idempotency` the idempotency layer's first request and replay.
+//! `--only idempotency` the idempotency layer's first request and replay; `--only operator`
+//! what the operator's calls cost on the backend (`lock_harness::bench::operator`: inspect, a
+//! forced release, a listing page, beside the lock's own cycle).
 //!
 //! On `postgres` and `mysql` the run ends with the SQL stock strategies' deductions/s on one
 //! SKU at 1, 8 and 64 buyers, beside Redis's atomic stock script (`lock_harness::bench::stock`);
@@ -76,7 +78,7 @@ async fn main() {
             return;
         }
         Some("fair") => usage_error("--only fair runs on Redis: add --backend redis"),
-        Some("uncontended") => {}
+        Some("uncontended" | "operator") => {}
         Some("cache-layer") if kind == BackendKind::Redis => {
             let report = lock_harness::bench::middleware::run(&redis_url(&flags), iterations).await;
             write_report(&report_name("cache-layer", load.is_some()), &report);
@@ -101,7 +103,7 @@ async fn main() {
             None => usage_error("--only stock runs on PostgreSQL or MySQL: add --backend postgres or mysql"),
         },
         Some(other) => usage_error(&format!(
-            "--only {other:?}: the filters are `fair`, `uncontended`, `cache-layer`, `idempotency` and `stock`"
+            "--only {other:?}: the filters are `fair`, `uncontended`, `operator`, `cache-layer`, `idempotency` and `stock`"
         )),
     }
     let seconds = flags
@@ -115,6 +117,16 @@ async fn main() {
     let connected = connect(kind, &url, &namespace, &memory)
         .await
         .unwrap_or_else(|e| usage_error(&format!("cannot connect: {e}")));
+    if flags.get("only") == Some("operator") {
+        let rounds = iterations.min(500);
+        let report =
+            lock_harness::bench::operator::run(&connected.locks, kind.name(), rounds).await;
+        write_report(
+            &report_name(&format!("operator-{}", kind.name()), load.is_some()),
+            &report,
+        );
+        return;
+    }
     let run = Run {
         kind,
         connected,

@@ -3,6 +3,8 @@
 //! and what is the middleware's own.
 
 mod actix_driver;
+// The admin console's scope, through actix-web's test utilities.
+mod admin;
 mod idempotency;
 mod idempotency_redis;
 mod metrics;

@@ -4,6 +4,10 @@
 //! (`tests/idempotency_span.rs`): it sets a tracing subscriber, which would race the callsite
 //! caches the other tests fill.
 
+// The admin console in headless Chromium, over WebDriver: `--features axum`, and
+// `LOCK_TEST_CHROMEDRIVER` (`cargo xtask test` sets it).
+#[cfg(feature = "axum")]
+mod admin_browser;
 mod axum_driver;
 mod idempotency;
 mod idempotency_redis;

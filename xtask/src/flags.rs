@@ -33,12 +33,20 @@ pub(crate) enum Task {
 
 /// Subcommands of `stack`.
 pub(crate) enum StackCmd {
-    /// Start the selected servers unless they already run.
-    Up(Vec<&'static dyn Server>),
+    /// Start the selected servers unless they already run (and install Chromium, if named).
+    Up(Selection),
     /// Stop the selected servers, if (and only if) `stack up` started them.
-    Down(Vec<&'static dyn Server>),
+    Down(Selection),
     /// Report every known server.
     Status,
+}
+
+/// What `--with` and the set flags named.
+pub(crate) struct Selection {
+    /// The servers, each once, in the order first named.
+    pub(crate) servers: Vec<&'static dyn Server>,
+    /// `chromium`: a tool to install, not a server (nothing runs, no port).
+    pub(crate) chromium: bool,
 }
 
 /// The binaries of `xtask/harness` (package `lock-harness`).
@@ -161,9 +169,11 @@ fn parse_stack(args: Vec<String>) -> Result<Task> {
 /// `--redis-secure` for the secure (TLS, ACL, AOF) set's 3 (with `--with`: in addition;
 /// `--with redlock`, `--with redis-cluster`, `--with redis-sentinel` and `--with redis-secure`
 /// name the same sets). No flag means all single servers. Each server is listed once, in
-/// the order first named.
-fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
+/// the order first named. `chromium` (not a server: Chromium and its WebDriver, for the browser
+/// test) is named only by `--with chromium`; `all` means the servers.
+fn parse_with(args: Vec<String>) -> Result<Selection> {
     let mut args = args.into_iter();
+    let mut chromium = false;
     let mut names: Vec<String> = Vec::new();
     let mut clusters: Vec<&'static dyn Server> = Vec::new();
     while let Some(arg) = args.next() {
@@ -205,12 +215,16 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
         if name.is_empty() {
             return Err(Error::usage("empty server name in `--with`"));
         }
+        if name == stack::CHROMIUM {
+            chromium = true;
+            continue;
+        }
         // A set's name stands for its members (`--with redis-cluster`, as `--redis-cluster`).
         let servers = stack::for_backend(name);
         if servers.is_empty() {
             return Err(Error::usage(format!(
                 "unknown server `{name}` in `--with` (known: {}, redlock, redis-cluster, \
-                 redis-sentinel, redis-secure, all)",
+                 redis-sentinel, redis-secure, chromium, all)",
                 stack::known_names()
             )));
         }
@@ -225,7 +239,10 @@ fn parse_with(args: Vec<String>) -> Result<Vec<&'static dyn Server>> {
             unique.push(server);
         }
     }
-    Ok(unique)
+    Ok(Selection {
+        servers: unique,
+        chromium,
+    })
 }
 
 #[cfg(test)]
@@ -233,11 +250,25 @@ mod tests {
     use super::parse_with;
 
     fn names(args: &[&str]) -> Vec<&'static str> {
-        parse_with(args.iter().map(|&a| a.to_owned()).collect())
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+        let selection = parse_with(args.iter().map(|&a| a.to_owned()).collect())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let mut names: Vec<&'static str> = selection
+            .servers
             .iter()
             .map(|server| server.name())
-            .collect()
+            .collect();
+        if selection.chromium {
+            names.push("chromium");
+        }
+        names
+    }
+
+    #[test]
+    fn chromium_is_a_tool_named_only_by_with() {
+        assert_eq!(names(&["--with", "chromium"]), ["chromium"]);
+        assert_eq!(names(&["--with", "redis,chromium"]), ["redis", "chromium"]);
+        assert!(!names(&[]).contains(&"chromium"));
+        assert!(!names(&["--with", "all"]).contains(&"chromium"));
     }
 
     #[test]

@@ -48,6 +48,12 @@ Commands:
   stack up [--with <SERVERS>]   Start local test servers (idempotent).
                                 SERVERS: comma-separated names or `all`
                                 (default: all). Known: {names}.
+                                `--with chromium` (not a server, not in
+                                `all`): installs Debian's chromium and
+                                chromium-driver for the admin console's
+                                browser test, which starts its own
+                                chromedriver; env LOCK_TEST_CHROMEDRIVER,
+                                LOCK_TEST_CHROMIUM.
   stack up --zk-ensemble|--etcd-cluster
                                 A 3-member ZooKeeper ensemble (zookeeper-1..3,
                                 client ports 22281/22291/22301) or etcd cluster
@@ -104,7 +110,8 @@ Commands:
                                 (and the Redis Cluster's state, the Sentinel
                                 sets' current primaries).
   test [CARGO_TEST_ARGS...]     Bring the stack up (every single server, the
-                                Redis Cluster and both Sentinel sets), run
+                                Redis Cluster and both Sentinel sets; Chromium
+                                installed for the browser test), run
                                 `cargo test --workspace --all-features -j 2`
                                 with LOCK_TEST_* env vars set, then stop what
                                 this run started. Args go to `cargo test`.

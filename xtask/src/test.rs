@@ -3,8 +3,10 @@
 //! Runs the whole workspace's tests with every backend feature against a
 //! real stack, so the integration suites cannot silently skip: the stack is
 //! brought up first (every single server, the Redis Cluster, the Sentinel
-//! set and the secure Sentinel set, whose Redis 8 is built on first use) and `LOCK_TEST_REQUIRE_SERVERS=1` turns "server missing" into a
-//! failure.
+//! set and the secure Sentinel set, whose Redis 8 is built on first use; Chromium and its
+//! WebDriver installed for the admin console's browser test, which finds them through
+//! `LOCK_TEST_CHROMEDRIVER` and `LOCK_TEST_CHROMIUM`) and `LOCK_TEST_REQUIRE_SERVERS=1` turns
+//! "server missing" into a failure.
 
 use crate::stack::{self, REQUIRE_SERVERS_ENV};
 use crate::{cmd, Result};

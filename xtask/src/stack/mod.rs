@@ -19,8 +19,14 @@
 //! the sentinels know the primary, its replicas and each other; likewise for the TLS, ACL and
 //! AOF Sentinel set of Redis 8 ([`redis_secure`]), whose Redis is built from source
 //! ([`redis8`]) before anything starts.
+//!
+//! One name is not a server: `chromium` ([`chromium`]), Debian's Chromium and its WebDriver,
+//! which the admin console's browser test drives. `--with chromium` installs them; the test
+//! starts its own `chromedriver` on a free port, so nothing runs, listens or is stopped here,
+//! and the env file names the two programs while they are installed.
 
 mod certs;
+mod chromium;
 mod cluster;
 mod etcd;
 mod etcd_tls;
@@ -170,6 +176,7 @@ pub(crate) fn by_name(name: &str) -> Option<&'static dyn Server> {
         .find(|server| server.name() == name)
 }
 
+pub(crate) use chromium::NAME as CHROMIUM;
 pub(crate) use cluster::{ETCD_CLUSTER, ZK_ENSEMBLE};
 pub(crate) use redis_cluster::REDIS_CLUSTER;
 pub(crate) use redis_secure::SECURE_SET;
@@ -464,11 +471,16 @@ const BUILD_PACKAGES: &[(&str, &str)] = &[
 ];
 
 /// Installs (as root, with apt) every missing server package and build
-/// package in one `apt-get install`, so that `cargo xtask ci` / `test` can
-/// build and test every backend on a fresh machine. Not root: prints the
-/// command to run and fails.
+/// package, and Chromium with its WebDriver (the admin console's browser test), in one
+/// `apt-get install`, so that `cargo xtask ci` / `test` can build and test every backend on
+/// a fresh machine. Not root: prints the command to run and fails.
 pub(crate) fn ensure_installed() -> Result<()> {
-    install_missing(&for_tests())
+    install_missing(&for_tests(), &chromium::missing_packages())
+}
+
+/// Installs Chromium and its WebDriver when missing (`stack up --with chromium`).
+fn install_chromium() -> Result<()> {
+    apt_install(&chromium::missing_packages())
 }
 
 /// Installs the packages of whichever of `servers` are missing, plus the
@@ -478,10 +490,16 @@ pub(crate) fn ensure_installed() -> Result<()> {
 /// behalf. With ZooKeeper among them, then makes sure `python3` imports kazoo
 /// (whoever starts ZooKeeper is about to run the kazoo interop suite). With a member of the
 /// secure set among them, installs what building Redis 8 needs in the same `apt-get install`,
-/// then builds it ([`redis8`]) unless it is built.
-fn install_missing(servers: &[&dyn Server]) -> Result<()> {
+/// then builds it ([`redis8`]) unless it is built. `extra`: more missing packages for the same
+/// `apt-get install` (Chromium's, for `cargo xtask test`).
+fn install_missing(servers: &[&dyn Server], extra: &[&'static str]) -> Result<()> {
     let zookeeper = servers.iter().any(|server| server.name() == "zookeeper");
     let mut packages = missing_packages(servers);
+    for &package in extra {
+        if !packages.contains(&package) {
+            packages.push(package);
+        }
+    }
     if zookeeper && kazoo::python_missing() {
         packages.push(kazoo::APT_PACKAGE);
     }
@@ -584,11 +602,20 @@ fn apt_install(missing: &[&str]) -> Result<()> {
 /// Entry point of `cargo xtask stack ...`.
 pub(crate) fn run(cmd: StackCmd) -> Result<()> {
     match cmd {
-        StackCmd::Up(servers) => {
-            up(&servers)?;
+        StackCmd::Up(selection) => {
+            if selection.chromium {
+                install_chromium()?;
+                println!("{}", chromium::status_line());
+            }
+            up(&selection.servers)?;
             print_env()
         }
-        StackCmd::Down(servers) => down(&servers),
+        StackCmd::Down(selection) => {
+            if selection.chromium {
+                println!("{CHROMIUM}: a tool, not a server: nothing runs, nothing to stop");
+            }
+            down(&selection.servers)
+        }
         StackCmd::Status => status(),
     }
 }
@@ -607,7 +634,7 @@ pub(crate) fn run(cmd: StackCmd) -> Result<()> {
 /// so a half-started stack does not linger.
 pub(crate) fn up(servers: &[&'static dyn Server]) -> Result<Vec<&'static dyn Server>> {
     let servers = redis_secure::with_whole_set(&redis_sentinel::with_whole_set(servers));
-    install_missing(&servers)?;
+    install_missing(&servers, &[])?;
     // Members of the Sentinel sets that ran before this call and were stopped for a fresh start
     // of their set: started again below, but not this call's to stop afterwards.
     let mut restarted = redis_sentinel::reset_if_partial(&servers)?;
@@ -867,12 +894,14 @@ fn status() -> Result<()> {
     {
         println!("{line}");
     }
+    println!("{}", chromium::status_line());
     Ok(())
 }
 
 /// `(KEY, value)` for each running server: its URL env var (e.g.
 /// `LOCK_TEST_REDIS_URL`) pointing at the port it actually listens on; for a
-/// cluster (e.g. `LOCK_TEST_ETCD_CLUSTER_URL`) its running members.
+/// cluster (e.g. `LOCK_TEST_ETCD_CLUSTER_URL`) its running members; and, while Chromium and
+/// its driver are installed, where they are (`LOCK_TEST_CHROMEDRIVER`, `LOCK_TEST_CHROMIUM`).
 pub(crate) fn env_vars() -> Result<Vec<(&'static str, String)>> {
     let mut vars: Vec<(&'static str, String)> = Vec::new();
     for server in SERVERS.iter().copied().chain(cluster::members()) {
@@ -894,11 +923,12 @@ pub(crate) fn env_vars() -> Result<Vec<(&'static str, String)>> {
             }
         }
     }
+    vars.extend(chromium::env_vars());
     Ok(vars)
 }
 
-/// Rewrites `target/stack/env` from the running servers; removes it when
-/// none runs, so a stale file never points tools at a dead server.
+/// Rewrites `target/stack/env` from the running servers (and Chromium, when installed);
+/// removes it when it would be empty, so a stale file never points tools at a dead server.
 fn write_env_file() -> Result<()> {
     let path = env_file();
     let vars = env_vars()?;

@@ -99,9 +99,9 @@ impl LeaseBook {
         }
     }
 
-    /// Takes a wake-channel message that is a revocation (`force_release.lua`:
-    /// `!revoke\n<owner>\n<operator>\n<reason>\n<lock key>`; operator and reason hold no
-    /// line breaks) and fires the lost signal of the lease it names with
+    /// Takes a wake-channel message that is a revocation (`force_release.lua`,
+    /// `primitive_force_release.lua`: `!revoke\n<owner>\n<operator>\n<reason>\n<key>`, the
+    /// key a lock's or a primitive's leases hash; operator and reason hold no line breaks) and fires the lost signal of the lease it names with
     /// [`LostReason::Revoked`]. Returns whether the message was a revocation (whether or not
     /// the lease is still in the book); anything else is left to the wake-up routing.
     pub(super) fn revoke(&self, message: &str) -> bool {
@@ -118,9 +118,16 @@ impl LeaseBook {
             .values()
             .filter(|e| {
                 e.lock_key == lock_key
-                    && e.value.len() > owner.len()
-                    && e.value.starts_with(owner)
-                    && e.value.as_bytes()[owner.len()] == b':'
+                    && match &e.field {
+                        // A primitive's lease: its field in the leases hash is the owner.
+                        Some(field) => field == owner,
+                        // A lock's: its value is `<owner>:<fence>`.
+                        None => {
+                            e.value.len() > owner.len()
+                                && e.value.starts_with(owner)
+                                && e.value.as_bytes()[owner.len()] == b':'
+                        }
+                    }
             })
             .map(|e| e.loss.clone())
             .collect();

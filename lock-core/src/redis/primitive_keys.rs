@@ -66,6 +66,9 @@ pub(super) struct PrimitiveKeys {
     /// The semaphore's size; for an election, `"<owner token> <participant id>"` of its
     /// latest leader (written with the grant, read only while that owner holds).
     pub(super) size: String,
+    /// Hash: owner token → `"<client id>|<label>"` of each holder, for the operator's view
+    /// (its label) and a forced release (whom to tell).
+    pub(super) labels: String,
 }
 
 impl PrimitiveKeys {
@@ -78,12 +81,13 @@ impl PrimitiveKeys {
             queue: format!("{holders}:queue"),
             deadlines: format!("{holders}:queue:deadline"),
             size: format!("{holders}:size"),
+            labels: format!("{holders}:labels"),
             holders,
         }
     }
 
     /// The keys in script order.
-    pub(super) fn all(&self) -> [&str; 6] {
+    pub(super) fn all(&self) -> [&str; 7] {
         [
             &self.holders,
             &self.leases,
@@ -91,6 +95,7 @@ impl PrimitiveKeys {
             &self.queue,
             &self.deadlines,
             &self.size,
+            &self.labels,
         ]
     }
 }

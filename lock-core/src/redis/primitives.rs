@@ -154,7 +154,12 @@ impl RedisBackend {
                 .arg(limit)
                 .arg(&downgrade)
                 .arg(lifetime)
-                .arg(request.participant.unwrap_or_default());
+                .arg(request.participant.unwrap_or_default())
+                .arg(format!(
+                    "{}|{}",
+                    self.shared.hub.client_id,
+                    request.label.map_or("", HolderLabel::as_stored)
+                ));
             let sent = Instant::now();
             let ((status, value), short): ((i64, i64), _) = self.run_grant(&invocation).await?;
             match status {

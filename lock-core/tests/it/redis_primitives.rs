@@ -725,3 +725,78 @@ async fn latch_pushes_waiters_and_expires() {
     })
     .await;
 }
+
+/// The operator's view of a semaphore on Redis: each permit holder's label, and a forced
+/// release of one holder pushed to it (well before its next renewal) while the other keeps
+/// its permits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_holder_shows_its_label_and_hears_of_its_revocation_by_push() {
+    use lock_core::backend::Primitive;
+    use lock_core::{HolderLabel, LeaseMode, LostReason};
+
+    on_redis(|url| async move {
+        let labelled = |who: &str| {
+            let url = url.clone();
+            let label = HolderLabel::from_process().with("who", who).unwrap();
+            async move {
+                LockClient::builder(RedisBackend::connect(&url).await.unwrap())
+                    .namespace(NAMESPACE)
+                    .label(label)
+                    .build()
+                    .unwrap()
+            }
+        };
+        let (a, b) = (labelled("a").await, labelled("b").await);
+        let name = format!("sem-operator:{}", OwnerToken::random().unwrap());
+        let lease = LeaseMode::watchdog(Duration::from_secs(30));
+        let first = a.semaphore(&name, 3).acquire(2).lease(lease).await.unwrap();
+        let second = b.semaphore(&name, 3).acquire(1).lease(lease).await.unwrap();
+        let admin = a.admin();
+        let seen = admin
+            .inspect_primitive(Primitive::Semaphore, &name)
+            .await
+            .unwrap();
+        let mut whos: Vec<_> = seen
+            .holders
+            .iter()
+            .map(|h| {
+                h.label
+                    .as_ref()
+                    .and_then(|l| l.get("who"))
+                    .unwrap_or("?")
+                    .to_owned()
+            })
+            .collect();
+        whos.sort();
+        assert_eq!(whos, ["a", "b"]);
+        assert_eq!(seen.permits.map(|p| (p.in_use, p.size)), Some((3, Some(3))));
+        let started = Instant::now();
+        let record = admin
+            .force_release_holder(
+                Primitive::Semaphore,
+                &name,
+                Some(first.owner_token()),
+                "drill",
+                "ops",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            record.old_label.as_ref().and_then(|l| l.get("who")),
+            Some("a")
+        );
+        let reason = timeout(Duration::from_secs(2), first.lost())
+            .await
+            .expect("not pushed");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(matches!(reason, LostReason::Revoked { .. }), "{reason:?}");
+        assert!(!second.is_lost());
+        let seen = admin
+            .inspect_primitive(Primitive::Semaphore, &name)
+            .await
+            .unwrap();
+        assert_eq!(seen.permits.map(|p| p.in_use), Some(1));
+        second.release().await.unwrap();
+    })
+    .await;
+}

@@ -6,6 +6,7 @@
 -- ARGV[12] queue entry lifetime ms (refreshed by each re-check)
 -- ARGV[13] an election candidate's participant id, or '': kept with the grant in KEYS[6] as
 --          "<owner> <participant id>" for the leader to be read by (primitive_leader.lua)
+-- ARGV[14] "<client id>|<label>": who holds, kept in KEYS[7] for the operator's view
 -- Returns {1, fence} when granted, {0, ms until the first lease runs out (0: none held)} when
 -- waiting, {-1, size} when more permits are asked than the semaphore has.
 -- The grant rule per kind is the memory backend's (`state.rs`, `verdict`).
@@ -73,7 +74,7 @@ end
 
 if grant then
   local fence = next_fence()
-  hold(owner, kind, count, ms, fence)
+  hold(owner, kind, count, ms, fence, ARGV[14])
   if ARGV[13] ~= '' then
     redis.call('SET', KEYS[6], owner .. ' ' .. ARGV[13], 'PX', ARGV[4])
   end

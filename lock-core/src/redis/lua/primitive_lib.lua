@@ -5,6 +5,7 @@
 -- KEYS[3] fencing counter   KEYS[4] queue (zset: entry by arrival sequence)
 -- KEYS[5] queue deadlines (zset: entry by the server ms at which it is dropped unless its
 --         waiter re-checks first)   KEYS[6] semaphore size
+-- KEYS[7] holders' labels (hash: owner token -> "<client id>|<label>", for the operator's view)
 -- ARGV[1] family: 'fair', 'rw' or 'sem'   ARGV[2] wake channel route (publish_wake.lua, prepended)
 -- ARGV[3] claim window ms (fair handoff)   ARGV[4] fence counter and size retention ms
 -- Queue entries are "<waiter id>|<owner token>|<lease ms>"; waiter ids "<client id>:<seq>".
@@ -23,6 +24,7 @@ local function extend_keys(at)
   if redis.call('PTTL', KEYS[1]) < at - NOW then
     redis.call('PEXPIREAT', KEYS[1], int(at))
     redis.call('PEXPIREAT', KEYS[2], int(at))
+    redis.call('PEXPIREAT', KEYS[7], int(at))
   end
 end
 
@@ -40,10 +42,25 @@ local function next_fence()
   return fence
 end
 
-local function hold(owner, kind, count, ms, fence)
+-- `who` is "<client id>|<label>" (or '' when unknown), kept for the operator's view.
+local function hold(owner, kind, count, ms, fence, who)
   redis.call('ZADD', KEYS[1], int(NOW + ms), owner)
   redis.call('HSET', KEYS[2], owner, int(fence) .. ' ' .. kind .. ' ' .. int(count))
+  if who ~= '' then
+    redis.call('HSET', KEYS[7], owner, who)
+  end
   extend_keys(NOW + ms)
+end
+
+-- "<client id>|<label>" of a waiter id "<client id>:<label, ':' as %3A>:<seq>" (or
+-- "<client id>:<seq>", no label).
+local function who_of(id)
+  local client, label = string.match(id, '^([^:]*):(.*):%d+$')
+  if not client then
+    client = string.match(id, '^([^:]*):') or ''
+    label = ''
+  end
+  return client .. '|' .. string.gsub(label, '%%3A', ':')
 end
 
 -- An election's observers (see primitive_leader.lua) hear of each grant and release of its
@@ -65,6 +82,7 @@ end
 local function release_holder(owner)
   redis.call('ZREM', KEYS[1], owner)
   redis.call('HDEL', KEYS[2], owner)
+  redis.call('HDEL', KEYS[7], owner)
 end
 
 -- Drops leases that ran out and entries of waiters that stopped re-checking; returns how many
@@ -130,7 +148,7 @@ local function wake_head()
         local message = id .. '\n' .. KEYS[1] .. '\nf' .. int(fence) .. ' ' .. int(claim)
         if publish_wake(ARGV[2], client, KEYS[1], message) > 0 then
           remove_entry(entry)
-          hold(owner, 'F', 1, claim, fence)
+          hold(owner, 'F', 1, claim, fence, who_of(id))
           return
         end
       end

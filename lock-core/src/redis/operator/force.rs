@@ -102,7 +102,10 @@ impl RedisBackend {
                 let count = number(5).and_then(|c| u32::try_from(c).ok()).unwrap_or(1);
                 let code = text(4).unwrap_or_default();
                 let kind = kind_of(family, &code, count).unwrap_or(LeaseKind::Fair);
-                (kind, None, number(6))
+                let label = text(7)
+                    .filter(|l| !l.is_empty())
+                    .map(|l| HolderLabel::from_stored(&l));
+                (kind, label, number(6))
             }
         };
         Ok(AuditRecord {

@@ -160,10 +160,11 @@ impl RedisBackend {
         let size: Option<u32> = redis::from_redis_value_ref(size).map_err(|_| bad())?;
         let mut holders = Vec::new();
         let mut in_use = 0;
-        for triple in live.chunks(3) {
-            let [owner, expiry, record] = triple else {
+        for quad in live.chunks(4) {
+            let [owner, expiry, record, who] = quad else {
                 return Err(bad());
             };
+            let who: String = redis::from_redis_value_ref(who).map_err(|_| bad())?;
             let owner: String = redis::from_redis_value_ref(owner).map_err(|_| bad())?;
             let expiry: f64 = redis::from_redis_value_ref(expiry).map_err(|_| bad())?;
             let record: String = redis::from_redis_value_ref(record).map_err(|_| bad())?;
@@ -182,6 +183,9 @@ impl RedisBackend {
             view.lease_left = Some(Duration::from_millis(
                 (expiry.max(0.0) as u64).saturating_sub(now_ms),
             ));
+            view.label = who
+                .split_once('|')
+                .map(|(_client, label)| HolderLabel::from_stored(label));
             holders.push(view);
         }
         // Queue entries are `<waiter id>|<owner>|<lease ms>`, by arrival sequence: the store

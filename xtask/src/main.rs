@@ -15,6 +15,7 @@
 //!   and the demo scenarios (`demo inventory`, `demo stampede`, `demo idempotency`,
 //!   `demo crash`, `demo leader`).
 
+mod bench_against;
 mod ci;
 mod cmd;
 mod demo_deps;
@@ -162,6 +163,11 @@ Commands:
                                 (`--backend <server>` brings that server up first;
                                 `--load`: a busy process on every core beside it;
                                 `--only fair|uncontended|cache-layer|idempotency`: one figure)
+  bench --against REV [--backend redis|memory] [--rounds N] [--iterations N]
+                                The uncontended acquire+release of this build
+                                against the build at REV (a worktree under
+                                target/bench-against/), in alternating rounds:
+                                the median ratio after/before
   bench --allocations [--backend memory|redis] [--cycles N]
                                 Allocations per uncontended acquire+release beside
                                 the floor's, and the top allocation sites (a DHAT

@@ -109,6 +109,9 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
         (HarnessBin::Demo, Some(LEADER)) => run_leader(&args[1..]),
         // `cargo xtask demo` alone: the quick scenarios, on memory.
         (HarnessBin::Demo, None) => run_quick_demo(),
+        (HarnessBin::Bench, _) if has_flag(args, crate::bench_against::AGAINST) => {
+            crate::bench_against::run(args)
+        }
         _ => run_bin(bin, args),
     };
 

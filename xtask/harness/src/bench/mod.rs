@@ -32,6 +32,8 @@ pub mod floor;
 pub mod idempotency;
 #[cfg(feature = "servers")]
 pub mod middleware;
+// Reported in the floors' `Summary` (feature `servers`).
+#[cfg(feature = "servers")]
 pub mod operator;
 pub mod overhead;
 #[cfg(feature = "servers")]

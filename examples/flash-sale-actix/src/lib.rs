@@ -8,6 +8,8 @@
 //! - `POST /reservations/{sku}?ttl_ms=N` and `POST /reservations/{sku}/confirm`.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`example_support::prometheus`]).
+//! - `/admin/` (with `--admin-token`): the operator's admin console on the shop's lock client
+//!   (`lock_actix::admin::scope`, force-release allowed), behind that token.
 //!
 //! Every route first checks its input with [`ShopInput::parse`] on the request as sent (the
 //! raw path, not actix's lossily decoded `match_info`): bad input answers 400
@@ -66,6 +68,14 @@ pub fn routes(shop: Shop) -> impl FnOnce(&mut web::ServiceConfig) {
             }
         }
         config.service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
+        // The admin console (`--admin-token`): the shop's one console, cloned into each
+        // worker (one CSRF secret for the whole process).
+        if let Some(console) = shop.admin() {
+            config.service(lock_actix::admin::scope(
+                example_support::admin::PATH,
+                console.clone(),
+            ));
+        }
         config.app_data(web::Data::new(shop));
     }
 }

@@ -3,6 +3,8 @@
 //! serves the flash sale; prints `listening on http://127.0.0.1:P` once it accepts connections
 //! (`--port 0` picks a free port). With `--report-every-ms`, a scheduled stock report runs on
 //! one instance per slot (`example_support::shop::report`).
+//! With `--admin-token TOKEN` (or `ADMIN_TOKEN`; at least 16 bytes), the operator's admin
+//! console is served at `/admin/` behind that token.
 
 use actix_web::{App, HttpServer};
 use example_support::app;

@@ -10,6 +10,8 @@
 //!   halves of the reserve strategy, separately.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`example_support::prometheus`]).
+//! - `/admin/` (with `--admin-token`): the operator's admin console on the shop's lock client
+//!   (`lock_tower::admin::router`, force-release allowed), behind that token.
 //!
 //! Every route first checks its input with [`ShopInput::parse`] (SKU of at most
 //! [`MAX_SKU_LEN`](example_support::shop::MAX_SKU_LEN) bytes, one `Order-Id`, `ttl_ms` in range,
@@ -39,18 +41,35 @@ use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Router};
 use example_support::prometheus;
 use example_support::shop::{Answer, RawRequest, RequestBody, Route, Shop, ShopInput, Strategy};
+use lock_core::http::admin::AdminConsole;
 use lock_tower::{KeySource, KeyedLockLayer, LockInfo};
 
-/// The app's routes for `shop`.
+/// The app's routes for `shop`, and the admin console at `/admin` when the shop has one
+/// (`--admin-token`).
 pub fn router(shop: Shop) -> Router {
     prometheus::install();
-    Route::ALL
+    let admin = shop.admin().cloned();
+    let router = Route::ALL
         .into_iter()
         .fold(Router::new(), |router, route| {
             router.route(route.template(), endpoint(&shop, route))
         })
         .route(prometheus::PATH, get(metrics))
-        .with_state(shop)
+        .with_state(shop);
+    with_admin(router, admin)
+}
+
+/// `router` with the admin console at `/admin` when there is one. Mounted with
+/// `nest_service`, which routes `/admin/` (the page's address) as well as `/admin` and
+/// `/admin/...`; axum's `nest` leaves `/admin/` unrouted for a router that is all fallback.
+fn with_admin(router: Router, admin: Option<AdminConsole>) -> Router {
+    match admin {
+        Some(console) => router.nest_service(
+            example_support::admin::PATH,
+            lock_tower::admin::router(console),
+        ),
+        None => router,
+    }
 }
 
 /// Serves `shop` on a free loopback port, the server driven by a task of the current tokio

@@ -18,6 +18,8 @@
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`example_support::prometheus`]).
+//! - `/admin/` (with `--admin-token`): the operator's admin console on the idempotency claims (the payments in flight)
+//!   (`lock_actix::admin::scope`, force-release allowed), behind that token.
 //!
 //! ```no_run
 //! use actix_web::{App, HttpServer};
@@ -65,6 +67,14 @@ pub fn routes(
 ) -> impl FnOnce(&mut web::ServiceConfig) {
     prometheus::install();
     move |config| {
+        // The admin console (`--admin-token`): the service's one console, cloned into each
+        // worker (one CSRF secret for the whole process).
+        if let Some(console) = service.admin() {
+            config.service(lock_actix::admin::scope(
+                example_support::admin::PATH,
+                console.clone(),
+            ));
+        }
         config
             .app_data(web::Data::new(service))
             .service(

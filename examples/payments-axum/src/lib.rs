@@ -17,6 +17,8 @@
 //! - `GET /stats`: this instance's idempotency counters and handler runs.
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`example_support::prometheus`]).
+//! - `/admin/` (with `--admin-token`): the operator's admin console on the idempotency claims (the payments in flight)
+//!   (`lock_tower::admin::router`, force-release allowed), behind that token.
 //!
 //! The decisions are lock-core's (the layer) and example-support's (the payment); this crate
 //! only wires them into axum.
@@ -53,14 +55,24 @@ pub fn router(service: PaymentService) -> Result<Router, LockError> {
     let idempotency = IdempotencyLayer::builder(service.idempotency().clone())
         .scope(|parts: &Parts| scope(parts.extensions.get::<User>()))
         .build()?;
-    Ok(Router::new()
+    let admin = service.admin().cloned();
+    let router = Router::new()
         .route(PAYMENTS_PATH, post(pay))
         // The last layer is the outermost: authentication first, then idempotency.
         .route_layer(idempotency)
         .route_layer(middleware::from_fn(authenticate))
         .route(STATS_PATH, get(stats))
         .route(prometheus::PATH, get(metrics))
-        .with_state(service))
+        .with_state(service);
+    // The admin console (`--admin-token`), with `nest_service`: axum's `nest` leaves
+    // `/admin/`, the page's address, unrouted for a router that is all fallback.
+    Ok(match admin {
+        Some(console) => router.nest_service(
+            example_support::admin::PATH,
+            lock_tower::admin::router(console),
+        ),
+        None => router,
+    })
 }
 
 /// `GET /metrics`: lock-core's metrics in the Prometheus text format.

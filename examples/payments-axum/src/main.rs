@@ -3,6 +3,8 @@
 //! [--announce]`: serves `POST /payments` behind the idempotency layer and `GET /stats`;
 //! prints `listening on http://127.0.0.1:P` once it accepts connections (`--port 0` picks a
 //! free port).
+//! With `--admin-token TOKEN` (or `ADMIN_TOKEN`; at least 16 bytes), the operator's admin
+//! console is served at `/admin/` behind that token.
 
 use example_support::app;
 use example_support::flags::usage_error;

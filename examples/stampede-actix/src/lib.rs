@@ -7,6 +7,8 @@
 //! - `GET /stats`: the origin's calls (per product, per expiry).
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`example_support::prometheus`]).
+//! - `/admin/` (with `--admin-token`): the operator's admin console on the cache's leases (the computations in flight)
+//!   (`lock_actix::admin::scope`, force-release allowed), behind that token.
 //!
 //! The handlers hand the request as sent (the raw path, not actix's decoded `match_info`) to
 //! [`ProductService::handle`], which checks it (an id of 1–64 ASCII letters, digits or `-`,
@@ -54,6 +56,14 @@ pub fn routes(service: ProductService) -> impl FnOnce(&mut web::ServiceConfig) {
             };
         }
         config.service(web::resource(prometheus::PATH).route(web::get().to(metrics)));
+        // The admin console (`--admin-token`): the service's one console, cloned into each
+        // worker (one CSRF secret for the whole process).
+        if let Some(console) = service.admin() {
+            config.service(lock_actix::admin::scope(
+                example_support::admin::PATH,
+                console.clone(),
+            ));
+        }
         config.app_data(web::Data::new(service));
     }
 }

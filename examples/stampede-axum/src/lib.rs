@@ -8,6 +8,8 @@
 //! - `GET /stats`: the origin's calls (per product, per expiry).
 //! - `GET /metrics`: lock-core's metrics in the Prometheus text format
 //!   ([`example_support::prometheus`]).
+//! - `/admin/` (with `--admin-token`): the operator's admin console on the cache's leases (the computations in flight)
+//!   (`lock_tower::admin::router`, force-release allowed), behind that token.
 //!
 //! The handlers hand the raw path and query to [`ProductService::handle`], which checks them
 //! (an id of 1–64 ASCII letters, digits or `-`, no query string: else 400
@@ -37,14 +39,24 @@ use lock_tower::ResponseCacheLayer;
 pub fn router(service: ProductService) -> Router {
     prometheus::install();
     let cache = ResponseCacheLayer::new(service.http_cache().clone());
-    Router::new()
+    let admin = service.admin().cloned();
+    let router = Router::new()
         .route(ProductRoute::Product.template(), get(product))
         // The product pages only: `route_layer` leaves the routes added after it, and the
         // fallback 404 of paths no route matches, out of the cache.
         .route_layer(cache)
         .route(ProductRoute::Stats.template(), get(stats))
         .route(prometheus::PATH, get(metrics))
-        .with_state(service)
+        .with_state(service);
+    // The admin console (`--admin-token`), with `nest_service`: axum's `nest` leaves
+    // `/admin/`, the page's address, unrouted for a router that is all fallback.
+    match admin {
+        Some(console) => router.nest_service(
+            example_support::admin::PATH,
+            lock_tower::admin::router(console),
+        ),
+        None => router,
+    }
 }
 
 /// `GET /products/{id}`.

@@ -12,7 +12,16 @@
 
 use std::collections::HashMap;
 
+use lock_core::http::admin::TokenAuth;
+
 use crate::backend::BackendKind;
+
+/// The flag every example app takes for its admin console: `--admin-token TOKEN` mounts the
+/// console at [`crate::admin::PATH`] behind that token ([`Flags::admin_auth`]).
+pub const ADMIN_TOKEN_FLAG: &str = "admin-token";
+
+/// The environment variable read when `--admin-token` is not given.
+pub const ADMIN_TOKEN_ENV: &str = "ADMIN_TOKEN";
 
 /// `--name value` / `--name=value` / `--switch` flags.
 #[derive(Debug, Default)]
@@ -77,6 +86,31 @@ impl Flags {
     pub fn number_or_exit(&self, name: &str, default: u64) -> u64 {
         self.number(name, default)
             .unwrap_or_else(|e| usage_error(&e))
+    }
+
+    /// The admin console's check: `--admin-token TOKEN`, else the `ADMIN_TOKEN` environment
+    /// variable (when not empty); `None` without either (no console). A token [`TokenAuth`]
+    /// refuses (shorter than 16 bytes, or with whitespace) is an error naming the flag.
+    ///
+    /// ```
+    /// use example_support::flags::Flags;
+    ///
+    /// let flags = |args: &[&str]| Flags::parse(args.iter().map(|a| a.to_string()), &["admin-token"]).unwrap();
+    /// assert!(flags(&["--admin-token", "a-token-of-16-bytes+"]).admin_auth().unwrap().is_some());
+    /// let short = flags(&["--admin-token", "short"]).admin_auth().unwrap_err();
+    /// assert!(short.contains("--admin-token") && short.contains("at least 16 bytes"), "{short}");
+    /// ```
+    pub fn admin_auth(&self) -> Result<Option<TokenAuth>, String> {
+        let token = match self.get(ADMIN_TOKEN_FLAG) {
+            Some(token) => token.to_owned(),
+            None => match std::env::var(ADMIN_TOKEN_ENV) {
+                Ok(token) if !token.is_empty() => token,
+                _ => return Ok(None),
+            },
+        };
+        TokenAuth::new(token)
+            .map(Some)
+            .map_err(|e| format!("--{ADMIN_TOKEN_FLAG} (or {ADMIN_TOKEN_ENV}): {e}"))
     }
 
     /// `--backend`, default memory.

@@ -1,7 +1,8 @@
 //! What the example apps share across their two frameworks, so that each app crate is only its
 //! framework's wiring: the flash-sale [`shop`], the stampede apps' [`product`] pages, the
 //! idempotency apps' [`payments`] service, the `GET /metrics` page they all serve
-//! ([`prometheus`]), and what their `main`s share ([`app`], [`flags`], [`backend`]). What a
+//! ([`prometheus`]), the admin console they mount with `--admin-token` ([`admin`]), and what
+//! their `main`s share ([`app`], [`flags`], [`backend`]). What a
 //! request may carry and what each outcome answers over HTTP is decided here once, for axum
 //! and actix-web alike.
 //!
@@ -15,6 +16,7 @@
 //! # }
 //! ```
 
+pub mod admin;
 pub mod answer;
 pub mod app;
 pub mod backend;

@@ -24,7 +24,9 @@
 /// - on Redis (`LOCK_TEST_REDIS_URL`), two processes: exactly the stock sold with each
 ///   strategy, and again while the Redis is killed and restarted;
 /// - on PostgreSQL and MySQL (their test URLs, and the app's features of those names), the
-///   SQL strategies in-process: exactly the stock sold, and the bad-input table.
+///   SQL strategies in-process: exactly the stock sold, and the bad-input table;
+/// - the admin console: with `--admin-token`, at `/admin/` behind the token; without, absent;
+///   the binary refuses a short token.
 ///
 /// ```ignore
 /// async fn serve(shop: example_support::shop::Shop) -> String {
@@ -231,6 +233,25 @@ macro_rules! flash_sale_app_tests {
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_admin_console_is_mounted_behind_the_token_only_when_given() {
+            let config = ::example_support::shop::ShopConfig::from_args(
+                ["--admin-token", $crate::demo::admin::TOKEN].map(String::from),
+            )
+            .unwrap();
+            let shop = ::example_support::shop::Shop::start(config).await.unwrap();
+            passes($crate::demo::admin::console_behind_the_token(
+                &$serve(shop).await,
+            ))
+            .await;
+            let base = stocked_app(::example_support::shop::Strategy::Atomic, "sku-a", 1).await;
+            passes($crate::demo::admin::no_console(&base)).await;
+            passes($crate::demo::admin::short_token_refused(
+                ::std::path::Path::new($binary),
+            ))
+            .await;
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn metrics_show_the_locked_purchase() {
             let base = stocked_app(::example_support::shop::Strategy::Lock, "sku-m", 1).await;
             $crate::demo::inventory::checks::metrics_show_the_locked_purchase(&base).await;
@@ -323,6 +344,22 @@ macro_rules! stampede_app_tests {
         }
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_admin_console_is_mounted_behind_the_token_only_when_given() {
+            let config = ::example_support::product::ProductConfig::from_args(
+                ["--admin-token", $crate::demo::admin::TOKEN].map(String::from),
+            )
+            .unwrap();
+            let service = ::example_support::product::ProductService::start(&config)
+                .await
+                .unwrap();
+            passes($crate::demo::admin::console_behind_the_token(
+                &$serve(service).await,
+            ))
+            .await;
+            passes($crate::demo::admin::no_console(&fresh_app().await)).await;
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn metrics_show_the_computed_product() {
             let base = $serve(
                 ::example_support::product::ProductService::start(
@@ -375,6 +412,26 @@ macro_rules! payments_app_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn the_binary_serves_idempotent_payments() {
             $crate::demo::payments::checks::binary_answers(::std::path::PathBuf::from($binary))
+                .await
+                .unwrap();
+        }
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_admin_console_is_mounted_behind_the_token_only_when_given() {
+            let config = ::example_support::payments::PaymentsConfig::from_args(
+                ["--admin-token", $crate::demo::admin::TOKEN].map(String::from),
+            )
+            .unwrap();
+            let guarded = ::example_support::payments::PaymentService::start(&config)
+                .await
+                .unwrap();
+            let base = $serve(guarded).await;
+            $crate::demo::admin::console_behind_the_token(&base)
+                .await
+                .unwrap();
+            let base = $serve(service().await).await;
+            $crate::demo::admin::no_console(&base).await.unwrap();
+            $crate::demo::admin::short_token_refused(::std::path::Path::new($binary))
                 .await
                 .unwrap();
         }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use lock_core::idempotency::Idempotency;
 use lock_core::memory::MemoryResultStore;
-use lock_core::{LeaseMode, MemoryBackend};
+use lock_core::{LeaseMode, LockClient, MemoryBackend};
 
 use super::ledger::Ledger;
 use super::PaymentsConfig;
@@ -103,6 +103,43 @@ impl PaymentsBackend {
                 ledger_url: None,
             },
             _ => Self::memory(namespace),
+        }
+    }
+
+    /// A lock client on the idempotency claims of the instances under `namespace`
+    /// (`idem.payments.<namespace>`, where [`instance`](Self::instance)'s records and claims
+    /// are): the admin console's, which shows the payments in flight. On Redis and
+    /// PostgreSQL, a connection of its own.
+    pub async fn lock_client(&self, namespace: &str) -> Result<LockClient, String> {
+        let claims = format!("idem.payments.{namespace}");
+        let built = |builder: lock_core::LockClientBuilder| {
+            builder
+                .namespace(claims.as_str())
+                .build()
+                .map_err(|e| format!("the admin console's lock client: {e}"))
+        };
+        match self {
+            Self::Memory { locks, .. } => built(LockClient::builder(locks.clone())),
+            Self::Redis { redis_url, .. } => {
+                let backend = lock_core::RedisBackend::connect(redis_url)
+                    .await
+                    .map_err(|e| format!("cannot reach Redis at {redis_url}: {e}"))?;
+                built(LockClient::builder(backend))
+            }
+            #[cfg(feature = "postgres")]
+            Self::Postgres { postgres_url, .. } => {
+                let backend = lock_core::PostgresBackend::builder(postgres_url.as_str())
+                    .max_connections(2)
+                    .connect()
+                    .await
+                    .map_err(|e| format!("cannot reach PostgreSQL at {postgres_url}: {e}"))?;
+                built(LockClient::builder(backend))
+            }
+            #[cfg(not(feature = "postgres"))]
+            other => Err(format!(
+                "the {} backend needs example-support's `postgres` feature (the apps' `servers`)",
+                other.name()
+            )),
         }
     }
 

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use lock_core::lease::{MAX_LEASE_TTL, MIN_LEASE_TTL};
 
+use lock_core::http::admin::TokenAuth;
+
 use crate::backend::{postgres_url, redis_url, BackendKind};
-use crate::flags::Flags;
+use crate::flags::{Flags, ADMIN_TOKEN_FLAG};
 
 /// Everything a standalone app instance is started with.
 #[derive(Clone, Debug)]
@@ -43,6 +45,9 @@ pub struct PaymentsConfig {
     /// and `paid <user> <key> payment <id>` once its payment committed
     /// (for tests that must act while it runs).
     pub announce: bool,
+    /// `--admin-token` (else `ADMIN_TOKEN`): the admin console at `/admin` behind that token,
+    /// on the idempotency claims' leases ([`crate::admin`]); none without.
+    pub admin: Option<TokenAuth>,
 }
 
 /// The app's flags.
@@ -58,6 +63,7 @@ pub const APP_FLAGS: &[&str] = &[
     "lease-ms",
     "announce",
     "unsafe-separate-commit",
+    ADMIN_TOKEN_FLAG,
 ];
 
 /// The handler's default work time.
@@ -116,6 +122,7 @@ impl PaymentsConfig {
             lease,
             announce: switch(flags, "announce")?,
             unsafe_separate_commit: switch(flags, "unsafe-separate-commit")?,
+            admin: flags.admin_auth()?,
         })
     }
 

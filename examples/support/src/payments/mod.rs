@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_core::http::admin::AdminConsole;
 use lock_core::idempotency::{ClaimInfo, Idempotency, IdempotencyStats};
 use serde_json::json;
 
@@ -79,13 +80,22 @@ struct Inner {
     executions: AtomicU64,
     /// Payments recorded by this instance.
     recorded: AtomicU64,
+    /// The admin console on the idempotency claims, with `--admin-token`.
+    admin: Option<AdminConsole>,
 }
 
 impl PaymentService {
     /// A standalone instance on the backend `config` names.
     pub async fn start(config: &PaymentsConfig) -> Result<Self, String> {
         let backend = PaymentsBackend::of_config(config);
-        Self::on(&backend, config).await
+        let mut service = Self::on(&backend, config).await?;
+        if let Some(auth) = config.admin.clone() {
+            let locks = backend.lock_client(&config.namespace).await?;
+            if let Some(inner) = Arc::get_mut(&mut service.inner) {
+                inner.admin = Some(crate::admin::console(locks, auth));
+            }
+        }
+        Ok(service)
     }
 
     /// One more instance on `backend` (instances of one process on a shared backend, as the
@@ -125,8 +135,16 @@ impl PaymentService {
                 announce,
                 executions: AtomicU64::new(0),
                 recorded: AtomicU64::new(0),
+                admin: None,
             }),
         }
+    }
+
+    /// The admin console on the idempotency claims (the payments in flight), when started
+    /// with `--admin-token`: the apps mount it at [`crate::admin::PATH`].
+    #[must_use]
+    pub fn admin(&self) -> Option<&AdminConsole> {
+        self.inner.admin.as_ref()
     }
 
     /// The instance's name.

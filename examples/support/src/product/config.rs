@@ -3,12 +3,13 @@
 use std::time::Duration;
 
 use lock_core::cache::{Cache, Freshness};
+use lock_core::http::admin::TokenAuth;
 use lock_core::memory::MemoryResultStore;
 use lock_core::redis::RedisResultStore;
-use lock_core::{LockError, MemoryBackend, RedisBackend};
+use lock_core::{LockClient, LockError, MemoryBackend, RedisBackend};
 
 use crate::backend::{redis_url, BackendKind};
-use crate::flags::Flags;
+use crate::flags::{Flags, ADMIN_TOKEN_FLAG};
 
 /// How long the product pages stay fresh and stale, and how slow the origin is.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -98,6 +99,23 @@ impl CacheBackend {
         }
     }
 
+    /// A lock client on the leases of the caches under `namespace` (`cache.<namespace>`, as
+    /// [`Cache`] places them): the admin console's, which shows the computations in flight.
+    pub async fn lock_client(&self, namespace: &str) -> Result<LockClient, LockError> {
+        let leases = if namespace.is_empty() {
+            "cache".to_owned()
+        } else {
+            format!("cache.{namespace}")
+        };
+        match self {
+            Self::Memory { locks, .. } => LockClient::builder(locks.clone()).namespace(leases),
+            Self::Redis { url } => {
+                LockClient::builder(RedisBackend::connect(url).await?).namespace(leases)
+            }
+        }
+        .build()
+    }
+
     /// A cache for one more instance, under `namespace`.
     pub async fn cache(&self, namespace: &str, freshness: Freshness) -> Result<Cache, LockError> {
         match self {
@@ -130,6 +148,9 @@ pub struct ProductConfig {
     pub namespace: String,
     /// `--fresh-ms`, `--swr-ms`, `--sie-ms`, `--origin-ms`.
     pub policy: ProductPolicy,
+    /// `--admin-token` (else `ADMIN_TOKEN`): the admin console at `/admin` behind that token,
+    /// on the cache's leases ([`crate::admin`]); none without.
+    pub admin: Option<TokenAuth>,
 }
 
 const APP_FLAGS: &[&str] = &[
@@ -141,6 +162,7 @@ const APP_FLAGS: &[&str] = &[
     "swr-ms",
     "sie-ms",
     "origin-ms",
+    ADMIN_TOKEN_FLAG,
 ];
 
 impl ProductConfig {
@@ -165,6 +187,7 @@ impl ProductConfig {
                 stale_if_error: millis("sie-ms", defaults.stale_if_error)?,
                 origin_delay: millis("origin-ms", defaults.origin_delay)?,
             },
+            admin: flags.admin_auth()?,
         };
         config
             .policy

@@ -37,6 +37,7 @@ mod origin;
 use std::sync::Arc;
 
 use lock_core::cache::Cache;
+use lock_core::http::admin::AdminConsole;
 use lock_core::http::cache::HttpCache;
 use lock_core::LockError;
 use serde_json::json;
@@ -58,6 +59,8 @@ struct Inner {
     http: HttpCache,
     origin: Origin,
     policy: ProductPolicy,
+    /// The admin console on the cache's leases, with `--admin-token`.
+    admin: Option<AdminConsole>,
 }
 
 impl ProductService {
@@ -68,7 +71,14 @@ impl ProductService {
         let cache = backend
             .cache(&config.namespace, config.policy.freshness())
             .await?;
-        Self::new("products", cache, origin, config.policy)
+        let mut service = Self::new("products", cache, origin, config.policy)?;
+        if let Some(auth) = config.admin.clone() {
+            let locks = backend.lock_client(&config.namespace).await?;
+            if let Some(inner) = Arc::get_mut(&mut service.inner) {
+                inner.admin = Some(crate::admin::console(locks, auth));
+            }
+        }
+        Ok(service)
     }
 
     /// An instance named `name` (for `/stats`) whose product pages are cached in `cache` with
@@ -89,8 +99,16 @@ impl ProductService {
                 http,
                 origin,
                 policy,
+                admin: None,
             }),
         })
+    }
+
+    /// The admin console on the cache's leases (its computations in flight), when started
+    /// with `--admin-token`: the apps mount it at [`crate::admin::PATH`].
+    #[must_use]
+    pub fn admin(&self) -> Option<&AdminConsole> {
+        self.inner.admin.as_ref()
     }
 
     /// The response cache to put in front of the product route.

@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use super::{check_sku, check_ttl};
+use lock_core::http::admin::TokenAuth;
+
 use crate::backend::{redis_url, BackendKind};
-use crate::flags::Flags;
+use crate::flags::{Flags, ADMIN_TOKEN_FLAG};
 
 /// How the shop sells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +119,9 @@ pub struct ShopConfig {
     pub report_every: Option<Duration>,
     /// `--instance`: this instance's name in the report's lines (default: its process id).
     pub instance: String,
+    /// `--admin-token` (else `ADMIN_TOKEN`): the admin console at `/admin` behind that token
+    /// ([`crate::admin`]); none without.
+    pub admin: Option<TokenAuth>,
 }
 
 // The flags `ShopConfig::from_args` accepts.
@@ -133,6 +138,7 @@ const APP_FLAGS: &[&str] = &[
     "reservation-ms",
     "report-every-ms",
     "instance",
+    ADMIN_TOKEN_FLAG,
 ];
 
 impl ShopConfig {
@@ -166,6 +172,7 @@ impl ShopConfig {
             instance: flags
                 .get("instance")
                 .map_or_else(|| std::process::id().to_string(), str::to_owned),
+            admin: flags.admin_auth()?,
         };
         if let Some(every) = config.report_every {
             super::report::check_period(every).map_err(|e| format!("--report-every-ms: {e}"))?;

@@ -25,6 +25,7 @@ mod sql_counter;
 
 use std::time::Duration;
 
+use lock_core::http::admin::AdminConsole;
 use lock_core::http::keyed::{BusyStatus, KeyedLockOptions, LockInfo};
 use lock_core::memory::MemoryStock;
 use lock_core::redis::RedisStock;
@@ -51,6 +52,8 @@ pub struct Shop {
     counter: Counter,
     /// What a SQL stock retried so far (`None` on memory and Redis).
     retried: Option<std::sync::Arc<dyn Fn() -> Retried + Send + Sync>>,
+    /// The admin console on `locks`, with `--admin-token`.
+    admin: Option<AdminConsole>,
 }
 
 impl Shop {
@@ -83,7 +86,7 @@ impl Shop {
                 },
             ));
         }
-        let shop = match backend {
+        let mut shop = match backend {
             BackendKind::Memory => Self {
                 locks: LockClient::builder(MemoryBackend::new())
                     .namespace(namespace)
@@ -93,6 +96,7 @@ impl Shop {
                     .build()?,
                 counter: Counter::memory(),
                 retried: None,
+                admin: None,
                 config,
             },
             BackendKind::Redis => {
@@ -106,6 +110,7 @@ impl Shop {
                         .build()?,
                     counter: Counter::redis(&config.redis_url, namespace).await?,
                     retried: None,
+                    admin: None,
                     config,
                 }
             }
@@ -117,6 +122,7 @@ impl Shop {
                     stock: sql.stock,
                     counter: sql.counter,
                     retried: Some(sql.retried),
+                    admin: None,
                     config,
                 }
             }
@@ -128,6 +134,11 @@ impl Shop {
                 )))
             }
         };
+        shop.admin = shop
+            .config
+            .admin
+            .clone()
+            .map(|auth| crate::admin::console(shop.locks(), auth));
         if let Some(units) = shop.config.seed {
             shop.restock(&shop.config.sku.clone(), units).await?;
         }
@@ -144,6 +155,13 @@ impl Shop {
     #[must_use]
     pub fn locks(&self) -> LockClient {
         self.locks.clone()
+    }
+
+    /// The admin console on [`locks`](Self::locks), when started with `--admin-token`: the
+    /// apps mount it at [`crate::admin::PATH`].
+    #[must_use]
+    pub fn admin(&self) -> Option<&AdminConsole> {
+        self.admin.as_ref()
     }
 
     /// The middleware options of the lock strategy: `POST /buy/...` only, key `sku:{sku}`

@@ -6,9 +6,11 @@
 //! - [`leader`]: a scheduled job on several instances, one run per slot.
 //! - [`stampede`]: the cache stampede of the product pages.
 //! - [`payments`]: the idempotent payments, their demo and crash runs.
+//! - [`admin`]: the admin console the apps mount with `--admin-token`.
 //! - [`progress`]: the live progress line; [`scrape`]: the apps' `GET /metrics`; `process`:
 //!   starting an app's binary.
 
+pub mod admin;
 pub mod inventory;
 pub mod leader;
 pub mod payments;

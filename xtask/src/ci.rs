@@ -3,8 +3,8 @@
 //! `.ci/run` calls this. Cheap static checks come first so a formatting slip
 //! is reported in seconds, not after a full test build; the last step is the
 //! README's test command (`cargo xtask test`), run in-process, and after it the fault
-//! catalogue's short form (`cargo xtask chaos --short`) and the stampede, idempotency and
-//! inventory demos on Redis.
+//! catalogue's short form (`cargo xtask chaos --short`) and the stampede, idempotency,
+//! inventory and operator demos on Redis.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -135,6 +135,8 @@ const DEMOS: &[&[&str]] = &[
     ],
     &["idempotency", "--backend", "redis"],
     &["inventory", "--backend", "redis"],
+    // The operator's tools: the app's admin console and lockctl on the stack's Redis.
+    &["operator"],
 ];
 
 /// Runs the steps in order, stopping at the first failure, then prints how

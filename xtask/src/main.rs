@@ -13,7 +13,7 @@
 //! - [`ci`]: everything CI runs (`.ci/run` calls it), ending with [`test`].
 //! - [`run`]: shortcuts for the harness binaries (`demo`, `stress`, `bench`, `chaos`)
 //!   and the demo scenarios (`demo inventory`, `demo stampede`, `demo idempotency`,
-//!   `demo crash`, `demo leader`).
+//!   `demo crash`, `demo leader`, `demo operator`).
 
 mod bench_against;
 mod ci;
@@ -118,8 +118,8 @@ Commands:
                                 this run started. Args go to `cargo test`.
   ci                            fmt check, clippy, per-feature checks of
                                 lock-core, `test`, then `chaos --short` and
-                                the stampede, idempotency and inventory
-                                demos on Redis.
+                                the stampede, idempotency, inventory and
+                                operator demos on Redis.
                                 Stops at first failure.
   demo [ARGS...]                cargo run -p lock-harness --bin demo -- ARGS
                                 (no ARGS: the lock demo, then `demo inventory`
@@ -157,6 +157,16 @@ Commands:
                                 instance per slot (LockClient::run_once), the
                                 instance that ran one killed halfway. PASS when
                                 every slot ran exactly once, fences increasing.
+  demo operator [--redis-url URL]
+                                The operator's tools on Redis: starts
+                                flash-sale-axum with its admin console
+                                (--admin-token), holds order:42 with three
+                                waiters, checks the admin API, then runs
+                                `lockctl show`, `lockctl release --reason`
+                                and `lockctl audit` against it; PASS/FAIL
+                                per step (the holder's lost() revoked, the
+                                first waiter granted with a larger fencing
+                                token, the audit record).
   stress [ARGS...]              cargo run --release -p lock-harness --bin stress -- ARGS
                                 (`--backend <server>` brings that server up first)
   bench [ARGS...]               cargo run --release -p lock-harness --bin bench -- ARGS

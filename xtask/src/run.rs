@@ -14,6 +14,10 @@
 //! crate they need (a cold run measured 67 s on 2 cores: 59 s of build), so a first run is
 //! quick; its rates are those of a debug build, and its table says so.
 //!
+//! `demo operator [ARGS...]` runs the operator's tools end to end (see `xtask/operator-demo`):
+//! the flash-sale app on Redis with its admin console, a lock held with waiters, and
+//! `lockctl show`, `release --reason` and `audit` against it, PASS/FAIL per step.
+//!
 //! `chaos [ARGS...]` runs the fault catalogue (`xtask/harness/src/bin/chaos.rs`), in release
 //! mode, with the stack servers of its backends (all by default) and Redis for its fenced
 //! resource.
@@ -40,8 +44,9 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
     let crash = scenario == Some(CRASH);
     let mut needed: Vec<&'static dyn Server> = if bin == HarnessBin::Chaos {
         chaos_servers(args)
-    } else if scenario == Some(LEADER) {
-        // The instances share the stack's Redis.
+    } else if scenario == Some(LEADER) || scenario == Some(OPERATOR) {
+        // The instances (the operator demo's app, its lock clients and lockctl) share the
+        // stack's Redis.
         stack::by_name("redis").into_iter().collect()
     } else if crash {
         // Both store configurations need both servers (the ledger is in PostgreSQL).
@@ -107,6 +112,7 @@ pub(crate) fn run(bin: HarnessBin, args: &[String]) -> Result<()> {
         (HarnessBin::Demo, Some(IDEMPOTENCY)) => run_idempotency(&args[1..]),
         (HarnessBin::Demo, Some(CRASH)) => run_crash(&args[1..]),
         (HarnessBin::Demo, Some(LEADER)) => run_leader(&args[1..]),
+        (HarnessBin::Demo, Some(OPERATOR)) => run_operator(&args[1..]),
         // `cargo xtask demo` alone: the quick scenarios, on memory.
         (HarnessBin::Demo, None) => run_quick_demo(),
         (HarnessBin::Bench, _) if has_flag(args, crate::bench_against::AGAINST) => {
@@ -323,6 +329,37 @@ fn run_leader(args: &[String]) -> Result<()> {
     ]);
     cargo.args(["--bin", LEADER, "--"]);
     run_with_stack(cargo, args)
+}
+
+/// The `demo` scenario of the operator's tools (`demo operator [ARGS...]`).
+const OPERATOR: &str = "operator";
+
+/// `demo operator`: builds the flash-sale app (axum), `lockctl` and the `operator` driver of
+/// `xtask/operator-demo` (debug: nothing here is timed), then runs the driver, which starts
+/// the app with its admin console on the stack's Redis, holds a lock with waiters, and runs
+/// `lockctl show`, `release --reason` and `audit` against it. lockctl speaks to every store,
+/// etcd's client included, whose build needs `protoc`: installed first when missing.
+fn run_operator(args: &[String]) -> Result<()> {
+    stack::ensure_build_tools()?;
+    let mut build = cmd::cargo();
+    build.args([
+        "build",
+        "-p",
+        "flash-sale-axum",
+        "-p",
+        "lockctl",
+        "-p",
+        "operator-demo",
+    ]);
+    cmd::run(&mut build)?;
+    let debug = target_dir().join("debug");
+    let mut driver = Command::new(debug.join(OPERATOR));
+    driver
+        .arg("--app")
+        .arg(debug.join("flash-sale-axum"))
+        .arg("--lockctl")
+        .arg(debug.join("lockctl"));
+    run_with_stack(driver, args)
 }
 
 /// Where cargo puts what it builds: `CARGO_TARGET_DIR`, else `target/` at the root.

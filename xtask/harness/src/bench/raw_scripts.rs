@@ -34,6 +34,8 @@ pub struct RawScripts {
     connection: ConnectionManager,
     acquire: Script,
     release: Script,
+    /// The label a client sends with each grant (this process's).
+    label: lock_core::HolderLabel,
 }
 
 /// The lease the raw cycles ask for (ms), as the bench's lock does.
@@ -58,6 +60,7 @@ impl RawScripts {
             connection,
             acquire,
             release,
+            label: lock_core::HolderLabel::from_process(),
         };
         for i in 0..200 {
             raw.cycle(&format!("raw-warm:{i}")).await;
@@ -83,18 +86,28 @@ impl RawScripts {
         let owner = "0123456789abcdef0123456789abcdef";
         let mut connection = self.connection.clone();
         // One command each, built as lock-core builds its own (no script invocation objects).
+        // The holder record the backend writes beside the lock: its client id, the time and
+        // the client's label (this process's, as a client's default).
+        let holder = format!(
+            "{}|{}|{}",
+            "0123456789abcdef",
+            1_765_000_000_000_u64,
+            self.label.as_stored()
+        );
         let (granted, fence): (i64, i64) = redis::cmd("EVALSHA")
             .arg(self.acquire.get_hash())
-            .arg(3)
+            .arg(4)
             .arg(&lock)
             .arg(format!("{lock}:fence"))
             .arg(format!("{lock}:waiters"))
+            .arg(format!("{lock}:holder"))
             .arg(owner)
             .arg(LEASE_MS)
             .arg("")
             .arg("0")
             .arg(60_000)
             .arg(86_400_000)
+            .arg(holder)
             .query_async(&mut connection)
             .await
             .expect("raw acquire");

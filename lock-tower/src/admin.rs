@@ -12,7 +12,8 @@
 //! let console = AdminConsole::builder(locks, TokenAuth::new(token)?)
 //!     .allow_force_release()
 //!     .build();
-//! let app: Router = Router::new().nest("/admin", lock_tower::admin::router(console));
+//! // `nest_service`, not `nest`: it routes `/admin/`, the page's own address, too.
+//! let app: Router = Router::new().nest_service("/admin", lock_tower::admin::router(console));
 //! # drop(app); Ok(()) }
 //! ```
 //!
@@ -28,8 +29,10 @@ use lock_core::http::{MatchedRoute, RequestView};
 use crate::head::Headers;
 use crate::response::from_plain;
 
-/// A router answering every path under where it is nested with `console` (its page, script,
-/// style sheet and JSON API). Bodies over [`MAX_ADMIN_BODY`] get 413.
+/// A router answering every path under where it is mounted with `console` (its page, script,
+/// style sheet and JSON API). Mount it with [`Router::nest_service`] (axum's `nest` does not
+/// route the mount's own path with a trailing slash, `/admin/`, where the page lives). Bodies
+/// over [`MAX_ADMIN_BODY`] get 413.
 pub fn router<S>(console: AdminConsole) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,

@@ -254,6 +254,23 @@ async fn a_login_sets_a_cookie_that_opens_the_console() {
     let (status, body, _) = send(&console, &login, "token=wrong").await;
     assert_eq!(status, 401);
     assert!(body.contains("not right"));
+    // A browser's form POST under the page's policy: `Sec-Fetch-Site` says same-origin even
+    // where `Origin` is opaque; another site's is refused.
+    let mut cross = login.clone();
+    cross.headers.push(("sec-fetch-site", "cross-site".into()));
+    assert_eq!(
+        send(&console, &cross, &format!("token={TOKEN}")).await.0,
+        403
+    );
+    let mut opaque = login.clone();
+    opaque.headers.push(("origin", "null".into()));
+    opaque.headers.push(("host", "shop.example".into()));
+    assert_eq!(
+        send(&console, &opaque, &format!("token={TOKEN}")).await.0,
+        403
+    );
+    login.headers.push(("origin", "null".into()));
+    login.headers.push(("sec-fetch-site", "same-origin".into()));
     let (status, _, answer) = send(&console, &login, &format!("token={TOKEN}")).await;
     assert_eq!(status, 303);
     let cookie = String::from_utf8_lossy(answer.header("set-cookie").unwrap()).into_owned();

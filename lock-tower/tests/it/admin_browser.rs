@@ -209,23 +209,6 @@ async fn screenshot(browser: &Client, name: &str) -> PathBuf {
     path
 }
 
-/// WORKAROUND of a defect of the console (reported; remove with the fix): its login page is
-/// served with `Referrer-Policy: no-referrer`, under which Chromium sends the login form's
-/// POST with `Origin: null` (Fetch's "append a request `Origin` header" for a navigation), and
-/// the console's same-origin check refuses that with 403 "a login must come from this page":
-/// no browser can log in through the form. Here the login page (its 401 answer) says
-/// `same-origin` instead, so the form's POST carries the page's real origin, which the
-/// console's own check then accepts on its merits; every other answer is left as it is.
-async fn login_referrer(mut response: axum::response::Response) -> axum::response::Response {
-    if response.status() == 401 {
-        response.headers_mut().insert(
-            "referrer-policy",
-            axum::http::HeaderValue::from_static("same-origin"),
-        );
-    }
-    response
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_chromium_releases_a_held_lock_to_its_first_waiter() {
     let Some(driver_program) = lock_testing::server_url("LOCK_TEST_CHROMEDRIVER").unwrap() else {
@@ -258,14 +241,9 @@ async fn scenario(browser: Client) {
         .allow_force_release()
         .refresh(Duration::from_millis(300))
         .build();
-    // `nest_service`, not `nest` (reported): axum 0.8's `nest` routes `/admin` and
-    // `/admin/x` into a router that has only a fallback, but not `/admin/`, the page's own
-    // address, where the login sends the browser back: that answers axum's empty 404.
-    // `nest_service` routes `/admin/` too.
-    let app = Router::new().nest_service(
-        "/admin",
-        lock_tower::admin::router(console).layer(axum::middleware::map_response(login_referrer)),
-    );
+    // `nest_service`, as the docs say: axum's `nest` does not route `/admin/`, the page's own
+    // address, where the login sends the browser back.
+    let app = Router::new().nest_service("/admin", lock_tower::admin::router(console));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, app).await });

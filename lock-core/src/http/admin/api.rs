@@ -62,14 +62,14 @@ pub(super) fn form_field(body: &[u8], name: &str) -> Option<String> {
     query_field(std::str::from_utf8(body).ok(), name)
 }
 
-/// Whether a state-changing request comes from the console's own origin: `Sec-Fetch-Site`,
-/// when the browser sends it, is `same-origin` (or `none`: typed by the user); `Origin`,
-/// when sent, names the `Host` the request went to.
+/// Whether a state-changing request comes from the console's own origin. A browser that sends
+/// `Sec-Fetch-Site` says so itself (`same-origin`, or `none`: typed by the user); without it,
+/// `Origin`, when sent, must name the `Host` the request went to (`null`, an opaque origin,
+/// never does). A client that sends neither (a script with the bearer token) is not a page
+/// another site could have made send it.
 pub(super) fn same_origin(head: &dyn RequestHead) -> bool {
     if let Some(site) = head.header("sec-fetch-site") {
-        if site != b"same-origin" && site != b"none" {
-            return false;
-        }
+        return site == b"same-origin" || site == b"none";
     }
     match (head.header("origin"), head.header("host")) {
         (Some(origin), Some(host)) => {

@@ -37,7 +37,8 @@ fn html(status: u16, body: String) -> PlainResponse {
         .with_header("content-type", "text/html; charset=utf-8")
         .with_header("content-security-policy", POLICY)
         .with_header("x-content-type-options", "nosniff")
-        .with_header("referrer-policy", "no-referrer")
+        // Not `no-referrer`: under it a browser sends a form's POST with `Origin: null`.
+        .with_header("referrer-policy", "same-origin")
         .with_header("cache-control", "no-store")
 }
 

@@ -49,11 +49,10 @@ impl RedisBackend {
         let (owner, ttl) = (request.owner, request.ttl);
         let fence_retention = request.fence_retention.unwrap_or(FENCE_RETENTION);
         let queue_lifetime = (ttl * 2).max(Duration::from_secs(60));
-        let mut call = ScriptCall::new(&scripts::ACQUIRE, 4);
+        let mut call = ScriptCall::new(&scripts::ACQUIRE, 3);
         call.key(&*keys.lock)
             .key_from_parts(&keys.fence())
             .key_from_parts(&keys.waiters())
-            .key_from_parts(&keys.holder())
             .arg_fmt(owner.hex())
             .arg(millis(ttl));
         match waiter {
@@ -95,8 +94,8 @@ impl RedisBackend {
 }
 
 impl RedisBackend {
-    /// The holder record after the owner token (`acquire.lua`'s `ARGV[7]`):
-    /// `<client id>|<unix ms now>|<label>`. The client id is where a forced release pushes
+    /// The holder record the lock's value carries after `<owner>:<fence>|` (`acquire.lua`'s
+    /// `ARGV[7]`): `<client id>|<unix ms now>|<label>`. The client id is where a forced release pushes
     /// the revocation; the time is this client's clock, for people to read.
     pub(super) fn holder_record<'a>(
         &'a self,
@@ -208,11 +207,8 @@ impl LockBackend for RedisBackend {
                 return self.renew_primitive(keys, owner, *fence, ttl).await
             }
         };
-        let mut call = ScriptCall::new(&scripts::RENEW, 2);
-        call.key(&*keys.lock)
-            .key_from_parts(&keys.holder())
-            .arg(value)
-            .arg(ttl.map_or(0, millis));
+        let mut call = ScriptCall::new(&scripts::RENEW, 1);
+        call.key(&*keys.lock).arg(value).arg(ttl.map_or(0, millis));
         let held: i64 = self.run_batched(Kind::Renew, "renew", call).await?;
         Ok(held == 1)
     }

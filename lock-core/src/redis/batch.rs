@@ -42,17 +42,17 @@ const MAX_IN_FLIGHT: usize = 2;
 /// The most locks in one call (a bound on the command's size and the server's time in it).
 const MAX_ITEMS: usize = 128;
 
-/// The acquire script run for many locks: `acquire.lua`'s body once per 4 keys and 7 arguments.
+/// The acquire script run for many locks: `acquire.lua`'s body once per 3 keys and 7 arguments.
 static ACQUIRE_MANY: LazyLock<Script> =
-    LazyLock::new(|| many(scripts::LOCK_FENCE, include_str!("lua/acquire.lua"), 4, 7));
+    LazyLock::new(|| many(scripts::LOCK_FENCE, include_str!("lua/acquire.lua"), 3, 7));
 
 /// The release script run for many locks: `release.lua`'s body once per 2 keys and 2 arguments.
 static RELEASE_MANY: LazyLock<Script> =
     LazyLock::new(|| many(&scripts::WAKE_NEXT, include_str!("lua/release.lua"), 2, 2));
 
-/// The renew script run for many leases: `renew.lua`'s body once per 2 keys and 2 arguments.
+/// The renew script run for many leases: `renew.lua`'s body once per key and 2 arguments.
 static RENEW_MANY: LazyLock<Script> =
-    LazyLock::new(|| many("", include_str!("lua/renew.lua"), 2, 2));
+    LazyLock::new(|| many("", include_str!("lua/renew.lua"), 1, 2));
 
 /// The batch scripts, loaded with the others.
 pub(super) fn scripts() -> [&'static Script; 3] {

@@ -20,8 +20,6 @@ pub(super) struct LockKeys {
 const FENCE: &str = ":fence";
 /// The waiter queue's suffix: a sorted set of waiter ids by arrival time.
 const WAITERS: &str = ":waiters";
-/// The holder record's suffix: who holds the lease, for the operator's view (`acquire.lua`).
-const HOLDER: &str = ":holder";
 /// The audit stream's suffix: the forced releases of every primitive of the key (they share
 /// its hash tag), kept for their retention.
 pub(super) const AUDIT: &str = ":audit";
@@ -46,11 +44,6 @@ impl LockKeys {
     /// The waiter queue, in parts.
     pub(super) fn waiters(&self) -> [&str; 2] {
         [&self.lock, WAITERS]
-    }
-
-    /// The holder record, in parts.
-    pub(super) fn holder(&self) -> [&str; 2] {
-        [&self.lock, HOLDER]
     }
 
     /// The waiter queue, as one string.

@@ -20,7 +20,7 @@ use super::{
 use crate::backend::{AcquireRequest, Grant, LeaseKind};
 use crate::{FencingToken, Result};
 
-/// `acquire.lua` tried once (no queueing), then, when granted, a `GET` of `KEYS[5]`.
+/// `acquire.lua` tried once (no queueing), then, when granted, a `GET` of `KEYS[4]`.
 /// Answers `{1, fence, value or nil}` when granted, `{0, pttl, nil}` when busy. A key that
 /// cannot be read (another program's value of another type) reads as nothing, as a failed
 /// read after the grant did: the lease stands, and the store's own checks meet the key next.
@@ -31,7 +31,7 @@ static ACQUIRE_THEN_READ: LazyLock<Script> = LazyLock::new(|| {
         include_str!("lua/acquire.lua"),
         "local granted = acquire()\n\
          if granted[1] ~= 1 then\n  return {0, granted[2], false}\nend\n\
-         local value = redis.pcall('GET', KEYS[5])\n\
+         local value = redis.pcall('GET', KEYS[4])\n\
          if type(value) ~= 'string' then\n  value = false\nend\n\
          return {1, granted[2], value}"
     ))
@@ -74,11 +74,10 @@ impl RedisBackend {
             };
             return Ok((Some(grant), value));
         }
-        let mut call = ScriptCall::new(&ACQUIRE_THEN_READ, 5);
+        let mut call = ScriptCall::new(&ACQUIRE_THEN_READ, 4);
         call.key(&*keys.lock)
             .key_from_parts(&keys.fence())
             .key_from_parts(&keys.waiters())
-            .key_from_parts(&keys.holder())
             .key(key)
             .arg_fmt(request.owner.hex())
             .arg(millis(request.ttl))

@@ -17,6 +17,14 @@ use super::RedisConnection;
 use crate::sync::lock;
 use crate::{LossSignal, LostReason};
 
+/// Whether a lock's value `found` is the lease `expected` (`<owner>:<fence>`): the value is
+/// that, then `|` and the holder's record (or that alone, written by an older version).
+pub(super) fn holds(found: &str, expected: &str) -> bool {
+    found
+        .strip_prefix(expected)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('|'))
+}
+
 /// Keys read per `MGET`, so one check never blocks the server for long.
 const BATCH: usize = 512;
 
@@ -169,8 +177,12 @@ impl LeaseBook {
             } else {
                 hget_each(connection, batch).await?
             };
-            for ((key, _, expected, loss), found) in batch.iter().zip(values) {
-                if found.as_deref() != Some(expected.as_str()) && loss.fire(LostReason::NotOwner) {
+            for ((key, field, expected, loss), found) in batch.iter().zip(values) {
+                let held = found.as_deref().is_some_and(|found| match field {
+                    Some(_) => found == expected,
+                    None => holds(found, expected),
+                });
+                if !held && loss.fire(LostReason::NotOwner) {
                     tracing::warn!(redis_key = %key, "lease gone after the connection came back (server restarted or failed over?)");
                     lost += 1;
                 }

@@ -224,7 +224,13 @@ async fn backends_from_a_client_and_from_parts() {
         .query_async(&mut manager.clone())
         .await
         .unwrap();
-    assert!(stored.is_some_and(|v| v.ends_with(&format!(":{}", held.fencing_token().get()))));
+    // `<owner>:<fence>|<holder record>`.
+    let lease = format!(
+        "{}:{}|",
+        held.owner_token().to_hex(),
+        held.fencing_token().get()
+    );
+    assert!(stored.is_some_and(|v| v.starts_with(&lease)));
     let waiter = tokio::spawn({
         let key = key.clone();
         async move {

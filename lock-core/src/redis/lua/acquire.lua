@@ -1,13 +1,13 @@
 -- Grants a lease, or queues the caller as a waiter. (next_lock_fence is prepended from
 -- lock_fence.lua.)
--- KEYS[1] lock: "<owner>:<fence>" with the lease as its TTL
+-- KEYS[1] lock: "<owner>:<fence>|<client id>|<granted unix ms>|<label>" with the lease as its
+--         TTL; what follows the first '|' is for the operator's view only (the lock compares
+--         "<owner>:<fence>", the lease's own part)
 -- KEYS[2] fencing counter   KEYS[3] waiter queue (zset: waiter id by arrival)
--- KEYS[4] holder record: "<owner>|<client id>|<granted unix ms>|<label>" with the lease as its
---         TTL, for the operator's view (never read by the lock itself)
 -- ARGV[1] owner token (32 hex digits)   ARGV[2] lease ms
 -- ARGV[3] waiter id, or '' to not queue   ARGV[4] '1' if an earlier attempt queued this waiter
 -- ARGV[5] queue lifetime ms   ARGV[6] fence counter retention ms
--- ARGV[7] "<client id>|<granted unix ms>|<label>" (the holder record after the owner)
+-- ARGV[7] "<client id>|<granted unix ms>|<label>", the holder's record
 -- Returns {1, fence} when granted, {0, pttl of the current lease} when busy.
 local current = redis.call('GET', KEYS[1])
 if current then
@@ -17,7 +17,7 @@ if current then
     if ARGV[4] == '1' then
       redis.call('ZREM', KEYS[3], ARGV[3])
     end
-    return {1, tonumber(string.sub(current, 34))}
+    return {1, tonumber(string.match(current, '^%x+:(%d+)'))}
   end
   if ARGV[3] ~= '' then
     local now = redis.call('TIME')
@@ -36,8 +36,8 @@ if current then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local fence = next_lock_fence(KEYS[2], ARGV[6])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
-redis.call('SET', KEYS[4], ARGV[1] .. '|' .. ARGV[7], 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', fence) .. '|' .. ARGV[7],
+  'PX', ARGV[2])
 if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[3], ARGV[3])
 end

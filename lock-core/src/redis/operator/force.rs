@@ -24,11 +24,10 @@ impl RedisBackend {
         let call = match family {
             None => {
                 let keys = LockKeys::new(&self.shared.prefix, full);
-                let mut call = ScriptCall::new(&scripts::FORCE_RELEASE, 5);
+                let mut call = ScriptCall::new(&scripts::FORCE_RELEASE, 4);
                 call.key(&*keys.lock)
                     .key_from_parts(&keys.fence())
                     .key_from_parts(&keys.waiters())
-                    .key_from_parts(&keys.holder())
                     .key_from_parts(&[&keys.lock, AUDIT])
                     .arg(&owner)
                     .arg(&self.shared.hub.route)

@@ -15,20 +15,18 @@ use crate::backend::{
 };
 use crate::{FencingToken, OwnerToken, Result};
 
-/// A lock's holder record (`acquire.lua`'s `KEYS[4]`): `<owner>|<client>|<unix ms>|<label>`.
+/// A lock's holder record, what its value carries after `<owner>:<fence>|` (`acquire.lua`):
+/// `<client>|<unix ms>|<label>`.
 pub(super) struct HolderRecord<'a> {
-    pub(super) owner: &'a str,
     pub(super) acquired_ms: Option<u64>,
     pub(super) label: &'a str,
 }
 
 impl<'a> HolderRecord<'a> {
     pub(super) fn parse(record: &'a str) -> Option<Self> {
-        let mut parts = record.splitn(4, '|');
-        let owner = parts.next()?;
+        let mut parts = record.splitn(3, '|');
         let _client = parts.next()?;
         Some(Self {
-            owner,
             acquired_ms: parts.next()?.parse().ok(),
             label: parts.next()?,
         })
@@ -81,36 +79,31 @@ impl RedisBackend {
 
     async fn inspect_lock(&self, full: &str) -> Result<KeyInspection> {
         let keys = LockKeys::new(&self.shared.prefix, full);
-        let mut call = ScriptCall::new(&scripts::INSPECT_LOCK, 3);
+        let mut call = ScriptCall::new(&scripts::INSPECT_LOCK, 2);
         call.key(&*keys.lock)
             .key_from_parts(&keys.waiters())
-            .key_from_parts(&keys.holder())
             .arg(MAX_WAITERS_LISTED);
-        type Reply = (
-            Option<String>,
-            i64,
-            Option<String>,
-            Vec<(String, f64)>,
-            u64,
-            u64,
-        );
-        let (value, pttl, holder, queued, _count, now_ms): Reply =
-            self.run("inspect", &call).await?;
+        type Reply = (Option<String>, i64, Vec<(String, f64)>, u64, u64);
+        let (value, pttl, queued, _count, now_ms): Reply = self.run("inspect", &call).await?;
         let mut holders = Vec::new();
-        // A value that is not `<owner>:<fence>` is not a lock's (another store's entry under the
-        // same prefix): nothing holds this lock.
+        // A value that is not `<owner>:<fence>[|<holder record>]` is not a lock's (another
+        // store's entry under the same prefix): nothing holds this lock.
         let parsed = value.as_deref().and_then(|value| {
-            let (owner, fence) = value.split_once(':')?;
-            Some((OwnerToken::from_hex(owner)?, fence.parse::<u64>().ok()?))
+            let (lease, record) = value.split_once('|').unwrap_or((value, ""));
+            let (owner, fence) = lease.split_once(':')?;
+            let record = HolderRecord::parse(record);
+            Some((
+                OwnerToken::from_hex(owner)?,
+                fence.parse::<u64>().ok()?,
+                record,
+            ))
         });
-        if let Some((owner, fence)) = parsed {
+        if let Some((owner, fence, record)) = parsed {
             let mut view = HolderView::new(LeaseKind::Exclusive, owner, FencingToken::new(fence));
             view.lease_left = u64::try_from(pttl).ok().map(Duration::from_millis);
-            if let Some(record) = holder.as_deref().and_then(HolderRecord::parse) {
-                if OwnerToken::from_hex(record.owner) == Some(owner) {
-                    view.label = Some(HolderLabel::from_stored(record.label));
-                    view.acquired_at = record.acquired_ms.map(unix_ms);
-                }
+            if let Some(record) = record {
+                view.label = Some(HolderLabel::from_stored(record.label));
+                view.acquired_at = record.acquired_ms.map(unix_ms);
             }
             holders.push(view);
         }

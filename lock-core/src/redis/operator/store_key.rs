@@ -102,7 +102,6 @@ mod tests {
                 Some((Primitive::Lock, full.to_owned()))
             );
             assert_eq!(parse("lock", &lock.fence().concat()), None);
-            assert_eq!(parse("lock", &lock.holder().concat()), None);
             for (family, primitive) in [
                 (Family::Fair, Primitive::Fair),
                 (Family::ReadWrite, Primitive::ReadWrite),

@@ -86,8 +86,8 @@ impl RawScripts {
         let owner = "0123456789abcdef0123456789abcdef";
         let mut connection = self.connection.clone();
         // One command each, built as lock-core builds its own (no script invocation objects).
-        // The holder record the backend writes beside the lock: its client id, the time and
-        // the client's label (this process's, as a client's default).
+        // The holder record the lock's value carries: its client id, the time and the client's
+        // label (this process's, as a client's default).
         let holder = format!(
             "{}|{}|{}",
             "0123456789abcdef",
@@ -96,11 +96,10 @@ impl RawScripts {
         );
         let (granted, fence): (i64, i64) = redis::cmd("EVALSHA")
             .arg(self.acquire.get_hash())
-            .arg(4)
+            .arg(3)
             .arg(&lock)
             .arg(format!("{lock}:fence"))
             .arg(format!("{lock}:waiters"))
-            .arg(format!("{lock}:holder"))
             .arg(owner)
             .arg(LEASE_MS)
             .arg("")

@@ -70,6 +70,58 @@ impl<'a> ForceRelease<'a> {
         self.retention = retention;
         self
     }
+
+    /// This release refused for `reason`: nothing changed.
+    pub(crate) fn refused(&self, reason: impl Into<String>) -> LockError {
+        LockError::ForceReleaseRefused {
+            key: self.key.name().to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Which of the holders `owners` (their owner tokens, in the store's order) this release
+    /// takes: the one [`owner`](Self::owner) names, or the only one. Refused (changing
+    /// nothing) when none holds, when the owner named does not hold, or when several hold
+    /// and none is named.
+    pub(crate) fn chosen(&self, owners: &[OwnerToken]) -> Result<usize> {
+        match (self.owner, owners.len()) {
+            (_, 0) => Err(self.refused("it is free")),
+            (Some(owner), _) => owners
+                .iter()
+                .position(|held| *held == owner)
+                .ok_or_else(|| self.refused("the owner named does not hold it")),
+            (None, 1) => Ok(0),
+            (None, n) => Err(self.refused(format!("{n} hold it: name the holder to release"))),
+        }
+    }
+
+    /// Whether `record` is the one this release writes when it takes the holder whose token
+    /// was `old_token`: after a lost reply, that the release went through.
+    #[cfg(any(feature = "zookeeper", feature = "etcd"))]
+    pub(crate) fn wrote(&self, record: &AuditRecord, old_token: FencingToken) -> bool {
+        record.operator == self.operator
+            && record.reason == self.reason
+            && record.old_token == old_token
+    }
+}
+
+/// The longest audit retention a store whose records are kept by its leases (etcd) or by
+/// their own word (ZooKeeper) takes: etcd's longest lease (its `MaxLeaseTTL`, 9,000,000,000
+/// s), the same bound on both.
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) const MAX_LEASE_RETENTION: Duration = Duration::from_secs(9_000_000_000);
+
+/// Checks an audit record's retention: at least a second (etcd leases are whole seconds), at
+/// most [`MAX_LEASE_RETENTION`]; `note` ends the error's reason.
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) fn check_lease_retention(retention: Duration, note: &str) -> Result<()> {
+    if retention < Duration::from_secs(1) || retention > MAX_LEASE_RETENTION {
+        return Err(LockError::InvalidDuration {
+            what: "audit retention",
+            reason: format!("{retention:?} is outside 1s..={MAX_LEASE_RETENTION:?}{note}"),
+        });
+    }
+    Ok(())
 }
 
 /// What the store keeps of one forced release, for
@@ -135,5 +187,33 @@ mod tests {
             assert!(ForceRelease::new(&key, Primitive::Lock, bad, "why").is_err());
             assert!(ForceRelease::new(&key, Primitive::Lock, "ops", bad).is_err());
         }
+    }
+
+    #[test]
+    fn the_holder_chosen_is_the_one_named_or_the_only_one() {
+        let key = LockKey::new("ns", "k").unwrap();
+        let request = ForceRelease::new(&key, Primitive::Semaphore, "ops", "stuck").unwrap();
+        let [a, b] =
+            [1u8, 2].map(|n| OwnerToken::from_hex(&format!("{n:02x}").repeat(16)).unwrap());
+        let refusal = |result: Result<usize>| match result {
+            Err(LockError::ForceReleaseRefused { key, reason }) => {
+                assert_eq!(key, "k");
+                reason
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(refusal(request.chosen(&[])), "it is free");
+        assert_eq!(request.chosen(&[a]).unwrap(), 0);
+        assert_eq!(
+            refusal(request.chosen(&[a, b])),
+            "2 hold it: name the holder to release"
+        );
+        let named = request.clone().of_holder(b);
+        assert_eq!(named.chosen(&[a, b]).unwrap(), 1);
+        assert_eq!(
+            refusal(named.chosen(&[a])),
+            "the owner named does not hold it"
+        );
+        assert_eq!(refusal(named.chosen(&[])), "it is free");
     }
 }

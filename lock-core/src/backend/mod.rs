@@ -46,6 +46,8 @@
 
 mod abandoned;
 mod audit;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) mod audit_text;
 mod capabilities;
 mod dyn_backend;
 mod election;
@@ -73,6 +75,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use self::abandoned::Abandoned;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) use self::audit::check_lease_retention;
 pub use self::audit::{AuditRecord, ForceRelease, DEFAULT_AUDIT_RETENTION, MAX_AUDIT_TEXT_LEN};
 pub use self::capabilities::{Capabilities, Primitives};
 #[cfg(feature = "redis")]

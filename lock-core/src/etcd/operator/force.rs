@@ -4,13 +4,11 @@
 //! the request's retention. A holder that went or changed since the read fails the guard: the
 //! queue is read and decided again.
 
-use std::time::Duration;
-
 use etcd_client as etcd;
 
-use super::audit::encode;
-use super::inspect::{token_of, unix_ms, Seen, SeenEntry};
-use crate::backend::{AuditRecord, ForceRelease};
+use super::inspect::{token_of, unix_ms, SeenEntry};
+use crate::backend::audit_text::StoredAudit;
+use crate::backend::{check_lease_retention, AuditRecord, ForceRelease};
 use crate::etcd::keys::audit_key;
 use crate::etcd::look::unix_ms_now;
 use crate::etcd::{ttl_seconds, EtcdBackend, BACKEND};
@@ -24,7 +22,7 @@ impl EtcdBackend {
         &self,
         request: ForceRelease<'_>,
     ) -> Result<AuditRecord> {
-        check_retention(request.retention)?;
+        check_lease_retention(request.retention, " (etcd's lease TTLs)")?;
         // The record's lease, granted once the release is not refused.
         let mut retention_lease = None;
         let outcome = self.release_holder(&request, &mut retention_lease).await;
@@ -56,7 +54,9 @@ impl EtcdBackend {
             let seen = self
                 .read_queue(request.primitive, request.key.full())
                 .await?;
-            let holder = chosen(&seen, request)?;
+            let holders: Vec<&SeenEntry> = seen.holders().collect();
+            let owners: Vec<_> = holders.iter().map(|holder| holder.owner).collect();
+            let holder = holders[request.chosen(&owners)?];
             let lease = match *retention_lease {
                 Some(lease) => lease,
                 None => {
@@ -86,7 +86,14 @@ impl EtcdBackend {
         let old = token_of(holder);
         let at_ms = unix_ms_now();
         let record_key = audit_key(&self.shared.prefix, request.key.full(), holder.owner);
-        let record = encode(request, holder, old, at_ms);
+        let stored = StoredAudit::of_release(
+            request,
+            holder.owner,
+            holder.info.kind,
+            holder.info.label.clone(),
+            old,
+        )
+        .at(at_ms);
         let txn = etcd::Txn::new()
             .when([etcd::Compare::mod_revision(
                 holder.key.clone(),
@@ -97,7 +104,7 @@ impl EtcdBackend {
                 etcd::TxnOp::delete(holder.key.clone(), None),
                 etcd::TxnOp::put(
                     record_key.clone(),
-                    record,
+                    stored.encode(),
                     Some(etcd::PutOptions::new().with_lease(lease)),
                 ),
             ]);
@@ -110,63 +117,11 @@ impl EtcdBackend {
         if !reply.succeeded() {
             // A reply lost and the transaction sent again fails its guard: the first one went
             // through if its record is there.
-            let done = self.revocation_at(&record_key).await?.filter(|done| {
-                done.operator == request.operator
-                    && done.reason == request.reason
-                    && done.old_token == old
-            });
-            return Ok(done);
+            let done = self.revocation_at(&record_key).await?;
+            return Ok(done.filter(|done| request.wrote(done, old)));
         }
         let revision = reply.header().map_or(0, etcd::ResponseHeader::revision);
-        Ok(Some(AuditRecord {
-            at: unix_ms(at_ms),
-            key: request.key.full().to_owned(),
-            primitive: request.primitive,
-            operator: request.operator.to_owned(),
-            reason: request.reason.to_owned(),
-            old_owner: holder.owner,
-            old_kind: holder.info.kind,
-            old_label: holder.info.label.clone(),
-            old_token: old,
-            new_token: FencingToken::new(u64::try_from(revision).unwrap_or_default()),
-        }))
-    }
-}
-
-/// The longest retention etcd grants a lease for (its `MaxLeaseTTL`, 9,000,000,000 s).
-const MAX_RETENTION: Duration = Duration::from_secs(9_000_000_000);
-
-/// Checks an audit record's retention: at least a second (etcd leases are whole seconds), at
-/// most [`MAX_RETENTION`].
-fn check_retention(retention: Duration) -> Result<()> {
-    if retention < Duration::from_secs(1) || retention > MAX_RETENTION {
-        return Err(LockError::InvalidDuration {
-            what: "audit retention",
-            reason: format!("{retention:?} is outside 1s..={MAX_RETENTION:?} (etcd's lease TTLs)"),
-        });
-    }
-    Ok(())
-}
-
-/// The holder `request` names, or the only one; refused (changing nothing) when there is none,
-/// when the owner named does not hold, or when several hold and none is named.
-fn chosen<'a>(seen: &'a Seen, request: &ForceRelease<'_>) -> Result<&'a SeenEntry> {
-    let refuse = |reason: String| LockError::ForceReleaseRefused {
-        key: request.key.name().to_owned(),
-        reason,
-    };
-    let holders: Vec<&SeenEntry> = seen.holders().collect();
-    match (request.owner, holders.as_slice()) {
-        (_, []) => Err(refuse("it is free".into())),
-        (Some(owner), holders) => holders
-            .iter()
-            .find(|holder| holder.owner == owner)
-            .copied()
-            .ok_or_else(|| refuse("the owner named does not hold it".into())),
-        (None, [only]) => Ok(only),
-        (None, holders) => Err(refuse(format!(
-            "{} hold it: name the holder to release",
-            holders.len()
-        ))),
+        let new_token = FencingToken::new(u64::try_from(revision).unwrap_or_default());
+        Ok(Some(stored.into_record(unix_ms(at_ms), new_token)))
     }
 }

@@ -5,14 +5,12 @@
 //! a holder that went or changed since the read fails the transaction, which is read and
 //! decided again.
 
-use std::time::Duration;
-
 use zookeeper_client as zk;
 
 use super::audit::record_prefix;
-use super::inspect::{token_of, unix_ms, Seen, SeenNode};
-use super::record::encode;
-use crate::backend::{AuditRecord, ForceRelease};
+use super::inspect::{token_of, unix_ms, SeenNode};
+use super::record::stored;
+use crate::backend::{check_lease_retention, AuditRecord, ForceRelease};
 use crate::zookeeper::queue::{backoff, is_transient};
 use crate::zookeeper::session::Session;
 use crate::zookeeper::{to_lock_error, ZooKeeperBackend, BACKEND};
@@ -26,16 +24,19 @@ impl ZooKeeperBackend {
         &self,
         request: ForceRelease<'_>,
     ) -> Result<AuditRecord> {
-        check_retention(request.retention)?;
+        check_lease_retention(request.retention, "")?;
         let session = self.session().await?;
         let full = request.key.full();
         let audit_dir = self.audit_dir(full);
         let mut lost_replies = 0;
         for _ in 0..ATTEMPTS {
             let seen = self.read_queue(&session, request.primitive, full).await?;
-            let holder = chosen(&seen, &request)?;
+            let holders: Vec<&SeenNode> = seen.holders().collect();
+            let owners: Vec<_> = holders.iter().map(|holder| holder.owner).collect();
+            let holder = holders[request.chosen(&owners)?];
             let old = token_of(&holder.stat);
-            let record = encode(&request, holder, old);
+            let audit = stored(&request, holder, old);
+            let record = audit.encode().into_bytes();
             let prefix = format!("{audit_dir}/{}", record_prefix(holder.owner));
             let mut transaction = session.client.new_multi_writer();
             let persistent = zk::CreateMode::PersistentSequential.with_acls(zk::Acls::anyone_all());
@@ -55,18 +56,7 @@ impl ZooKeeperBackend {
                         detail: "a forced release's transaction answered without its write".into(),
                     })?;
                     self.prune_records(&session, &audit_dir).await;
-                    return Ok(AuditRecord {
-                        at: unix_ms(written.mtime),
-                        key: full.to_owned(),
-                        primitive: request.primitive,
-                        operator: request.operator.to_owned(),
-                        reason: request.reason.to_owned(),
-                        old_owner: holder.owner,
-                        old_kind: holder.kind,
-                        old_label: holder.label.clone(),
-                        old_token: old,
-                        new_token: token_of(&written),
-                    });
+                    return Ok(audit.into_record(unix_ms(written.mtime), token_of(&written)));
                 }
                 // The holder went or changed since the read: read again.
                 Err(zk::MultiWriteError::OperationFailed {
@@ -116,47 +106,10 @@ impl ZooKeeperBackend {
     ) -> Option<AuditRecord> {
         let dir = self.audit_dir(request.key.full());
         let found = super::find_revocation(&session.client, &dir, holder.owner).await;
-        found.ok().flatten().filter(|record| {
-            record.operator == request.operator
-                && record.reason == request.reason
-                && record.old_token == token_of(&holder.stat)
-        })
-    }
-}
-
-/// The longest retention accepted (etcd's longest lease, for the same bound on every store).
-const MAX_RETENTION: Duration = Duration::from_secs(9_000_000_000);
-
-/// Checks an audit record's retention: at least a second, at most [`MAX_RETENTION`].
-fn check_retention(retention: Duration) -> Result<()> {
-    if retention < Duration::from_secs(1) || retention > MAX_RETENTION {
-        return Err(LockError::InvalidDuration {
-            what: "audit retention",
-            reason: format!("{retention:?} is outside 1s..={MAX_RETENTION:?}"),
-        });
-    }
-    Ok(())
-}
-
-/// The holder `request` names, or the only one; refused (changing nothing) when there is none,
-/// when the owner named does not hold, or when several hold and none is named.
-fn chosen<'a>(seen: &'a Seen, request: &ForceRelease<'_>) -> Result<&'a SeenNode> {
-    let refuse = |reason: String| LockError::ForceReleaseRefused {
-        key: request.key.name().to_owned(),
-        reason,
-    };
-    let holders: Vec<&SeenNode> = seen.holders().collect();
-    match (request.owner, holders.as_slice()) {
-        (_, []) => Err(refuse("it is free".into())),
-        (Some(owner), holders) => holders
-            .iter()
-            .find(|holder| holder.owner == owner)
-            .copied()
-            .ok_or_else(|| refuse("the owner named does not hold it".into())),
-        (None, [only]) => Ok(only),
-        (None, holders) => Err(refuse(format!(
-            "{} hold it: name the holder to release",
-            holders.len()
-        ))),
+        let old = token_of(&holder.stat);
+        found
+            .ok()
+            .flatten()
+            .filter(|record| request.wrote(record, old))
     }
 }

@@ -1,165 +1,50 @@
-//! An audit record's data on ZooKeeper: text lines, read back leniently.
+//! An audit record's node on ZooKeeper: its data the record's text (`backend/audit_text.rs`,
+//! with its retention), its stat the time and token of the release.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use zookeeper_client as zk;
 
 use super::inspect::{unix_ms, SeenNode};
-use crate::backend::{AuditRecord, ForceRelease, HolderLabel, LeaseKind, Primitive};
-use crate::{FencingToken, OwnerToken};
+use crate::backend::audit_text::StoredAudit;
+use crate::backend::{AuditRecord, ForceRelease};
+use crate::FencingToken;
 
-/// The first line of a record: its format.
-const FORMAT: &str = "lock-core audit 1";
-
-/// A record's data: [`FORMAT`], then `name value` lines: `key`, `primitive`, `kind` (`x`, `f`,
-/// `r`, `w`, `l` or `p<count>`), `owner`, `old` (its token), `operator`, `reason`, `keep`
-/// (the retention in ms) and `label`. Text values have `%`, line feeds and carriage returns
-/// percent-encoded.
-pub(super) fn encode(request: &ForceRelease<'_>, holder: &SeenNode, old: FencingToken) -> Vec<u8> {
-    let mut out = String::from(FORMAT);
-    let mut line = |name: &str, value: &str| {
-        out.push('\n');
-        out.push_str(name);
-        out.push(' ');
-        out.push_str(value);
-    };
-    line("key", &escape(request.key.full()));
-    line("primitive", request.primitive.name());
-    line("kind", &kind_code(holder.kind));
-    line("owner", &holder.owner.to_hex());
-    line("old", &old.get().to_string());
-    line("operator", &escape(request.operator));
-    line("reason", &escape(request.reason));
-    let keep = u64::try_from(request.retention.as_millis()).unwrap_or(u64::MAX);
-    line("keep", &keep.to_string());
-    if let Some(label) = holder.label.as_ref().filter(|l| !l.is_empty()) {
-        line("label", &escape(label.as_stored()));
-    }
-    out.into_bytes()
+/// What the record of `request` releasing `holder` (whose token was `old`) keeps in its
+/// node's data: with its retention (ZooKeeper expires no node by itself).
+pub(super) fn stored(
+    request: &ForceRelease<'_>,
+    holder: &SeenNode,
+    old: FencingToken,
+) -> StoredAudit {
+    StoredAudit::of_release(
+        request,
+        holder.owner,
+        holder.kind,
+        holder.label.clone(),
+        old,
+    )
+    .kept_for(request.retention)
 }
 
-/// A record read back with its stat, and until when it is kept (`None`: past what a
+/// A record read back with its stat (see `backend/audit_text.rs`: its time is the node's
+/// `ctime`, its token the node's `czxid`), and until when it is kept (`None`: past what a
 /// `SystemTime` holds); `None` for data that is not a record of this format.
 pub(super) fn decode(data: &[u8], stat: &zk::Stat) -> Option<(AuditRecord, Option<SystemTime>)> {
-    let text = std::str::from_utf8(data).ok()?;
-    let mut lines = text.split('\n');
-    if lines.next()? != FORMAT {
-        return None;
-    }
-    let fields: std::collections::HashMap<&str, &str> =
-        lines.filter_map(|line| line.split_once(' ')).collect();
-    let get = |name: &str| fields.get(name).copied();
+    let stored = StoredAudit::decode(data)?;
     let at = unix_ms(stat.ctime);
-    let keep = Duration::from_millis(get("keep")?.parse().ok()?);
-    let record = AuditRecord {
-        at,
-        key: unescape(get("key")?),
-        primitive: get("primitive")?.parse::<Primitive>().ok()?,
-        operator: unescape(get("operator")?),
-        reason: unescape(get("reason")?),
-        old_owner: OwnerToken::from_hex(get("owner")?)?,
-        old_kind: kind_of_code(get("kind")?)?,
-        old_label: get("label").map(|label| HolderLabel::from_stored(&unescape(label))),
-        old_token: FencingToken::new(get("old")?.parse().ok()?),
-        new_token: FencingToken::new(u64::try_from(stat.czxid).ok()?),
-    };
+    let keep = stored.keep()?;
+    let record = stored.into_record(at, FencingToken::new(u64::try_from(stat.czxid).ok()?));
     Some((record, at.checked_add(keep)))
-}
-
-fn kind_code(kind: LeaseKind) -> String {
-    match kind {
-        LeaseKind::Fair => "f".into(),
-        LeaseKind::Read => "r".into(),
-        LeaseKind::Write => "w".into(),
-        LeaseKind::Leader => "l".into(),
-        LeaseKind::Permits { count, .. } => format!("p{count}"),
-        LeaseKind::Exclusive => "x".into(),
-    }
-}
-
-fn kind_of_code(code: &str) -> Option<LeaseKind> {
-    Some(match code {
-        "x" => LeaseKind::Exclusive,
-        "f" => LeaseKind::Fair,
-        "r" => LeaseKind::Read,
-        "w" => LeaseKind::Write,
-        "l" => LeaseKind::Leader,
-        _ => {
-            let count = code.strip_prefix('p')?.parse().ok()?;
-            LeaseKind::Permits {
-                count,
-                limit: count,
-            }
-        }
-    })
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '\n' => out.push_str("%0A"),
-            '\r' => out.push_str("%0D"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn unescape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
-        let escaped = rest.get(at..at + 3);
-        match escaped {
-            Some("%25") => out.push('%'),
-            Some("%0A") => out.push('\n'),
-            Some("%0D") => out.push('\r'),
-            _ => {
-                out.push('%');
-                rest = &rest[at + 1..];
-                continue;
-            }
-        }
-        rest = &rest[at + 3..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
 
-    #[test]
-    fn text_round_trips() {
-        for text in [
-            "plain",
-            "a%b",
-            "two\nlines\r",
-            "%0A",
-            "%",
-            "%%25",
-            "库存 %2",
-        ] {
-            assert_eq!(unescape(&escape(text)), text, "{text:?}");
-            assert!(!escape(text).contains('\n'));
-        }
-        for kind in [
-            LeaseKind::Exclusive,
-            LeaseKind::Fair,
-            LeaseKind::Read,
-            LeaseKind::Write,
-            LeaseKind::Leader,
-            LeaseKind::Permits { count: 3, limit: 3 },
-        ] {
-            assert_eq!(kind_of_code(&kind_code(kind)), Some(kind));
-        }
-        assert_eq!(kind_of_code("p"), None);
-        assert_eq!(kind_of_code("q1"), None);
-    }
+    use super::*;
+    use crate::backend::{HolderLabel, LeaseKind, Primitive};
+    use crate::OwnerToken;
 
     fn stat() -> zk::Stat {
         zk::Stat {
@@ -193,8 +78,8 @@ mod tests {
             stat: stat(),
             label: Some(label.clone()),
         };
-        let data = encode(&request, &holder, FencingToken::new(7));
-        let (record, until) = decode(&data, &stat()).unwrap();
+        let data = stored(&request, &holder, FencingToken::new(7)).encode();
+        let (record, until) = decode(data.as_bytes(), &stat()).unwrap();
         assert_eq!(record.key, "ns:order\n%42");
         assert_eq!(record.primitive, Primitive::Semaphore);
         assert_eq!(record.old_kind, LeaseKind::Permits { count: 2, limit: 2 });

@@ -128,28 +128,16 @@ impl OperatorBackend for MemoryBackend {
     async fn force_release(&self, request: ForceRelease<'_>) -> Result<AuditRecord> {
         let family = Family::of_primitive(request.primitive);
         let slot = (family, request.key.full().to_owned());
-        let refuse = |reason: &str| LockError::ForceReleaseRefused {
-            key: request.key.name().to_owned(),
-            reason: reason.to_owned(),
-        };
         let mut keys = lock(&self.shared.keys);
         let Some(state) = keys.get_mut(&slot) else {
-            return Err(refuse("it is free"));
+            return Err(request.refused("it is free"));
         };
         let now = Instant::now();
         if state.expire(now) {
             state.wake_front();
         }
-        let index = match (request.owner, state.holders.len()) {
-            (_, 0) => return Err(refuse("it is free")),
-            (Some(owner), _) => state
-                .holders
-                .iter()
-                .position(|h| h.owner == owner)
-                .ok_or_else(|| refuse("the owner named does not hold it"))?,
-            (None, 1) => 0,
-            (None, n) => return Err(refuse(&format!("{n} hold it: name the holder to release"))),
-        };
+        let owners: Vec<_> = state.holders.iter().map(|h| h.owner).collect();
+        let index = request.chosen(&owners)?;
         let holder = state.holders.remove(index);
         // The token the release takes: every later grant's is larger.
         let new_token = self.shared.fences.fetch_add(1, Ordering::Relaxed) + 1;

@@ -11,7 +11,9 @@ use tokio_util::sync::CancellationToken;
 use super::dialect::{Options, Wake};
 use super::leases::LeaseBook;
 use super::wait::Polling;
-use super::{sweep, to_lock_error, Dialect, Shared, SqlBackend, WaiterHub, DEFAULT_TABLE};
+use super::{
+    sweep, to_lock_error, Dialect, OperatorStatements, Shared, SqlBackend, WaiterHub, DEFAULT_TABLE,
+};
 use crate::backend::in_flight::InFlight;
 use crate::breaker::{Breaker, BreakerOptions};
 use crate::{LockError, Result};
@@ -192,7 +194,8 @@ impl<D: Dialect> SqlBackendBuilder<D> {
         let notifies = D::listen(&pool, &config.table, wake).await?;
         let polling = Polling::new(notifies, self.poll_cap);
         let (sql, grant) = D::statements(&config.table, operator);
-        let (operator_sql, force) = D::operator_statements(&config.table);
+        let operator_sql = OperatorStatements::new::<D>(&config.table);
+        let force = D::force_statements(&config.table);
         let backend = SqlBackend {
             shared: Arc::new(Shared {
                 pool,

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::leases::LeaseBook;
-use super::operator::OperatorDialect;
+use super::operator::{OperatorDialect, OperatorRows};
 use super::stock::Run;
 use super::waiters::WaiterHub;
 use crate::breaker::Breaker;
@@ -79,7 +79,7 @@ pub(crate) mod sealed {
     /// The dialect's side of every SQL store, by store (see the [module docs](super)); the
     /// implementations are `postgres.rs` and `mysql.rs`, one per database (and, for the
     /// operator's view of the lock table, `operator/postgres.rs` and `operator/mysql.rs`).
-    pub trait Sealed: Exec + Run + OperatorDialect + Send + Sync + 'static {
+    pub trait Sealed: Exec + Run + OperatorDialect + OperatorRows + Send + Sync + 'static {
         // ---- Every store
 
         /// The database's name in errors and metrics (`"postgres"`, `"mysql"`).

@@ -1,31 +1,25 @@
 //! The operator's view on etcd, beyond the conformance checks: a revocation pushed to its
 //! holder by its key watch (not found at a renewal), waiters' labels in queue order with what
 //! entries record, the audit record's lease, and the term an election's next leader takes
-//! after a forced release.
+//! after a forced release. What other stores check too is written once in
+//! `conformance/operator.rs`; this file adds what etcd shows beyond it.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use etcd_client as etcd;
-use lock_core::backend::{KeyStatus, LeaseKind, Primitive};
-use lock_core::{HolderLabel, LeaseMode, LockClient, LostReason};
+use lock_core::backend::{LeaseKind, Primitive};
+use lock_core::{LeaseMode, LockClient};
 use tokio::time::timeout;
 
 use super::Etcd;
-use crate::conformance::{bounded, eventually, unique_key};
+use crate::conformance::operator::{self as checks, labelled_on};
+use crate::conformance::{bounded, unique_key};
 
 impl Etcd {
     /// A client on a backend of its own in the suites' namespace, labelled `who=<who>`.
     async fn labelled(&self, who: &str) -> LockClient {
-        LockClient::builder((self.builder)().connect().await.unwrap())
-            .namespace("conformance")
-            .label(HolderLabel::from_process().with("who", who).unwrap())
-            .build()
-            .unwrap()
+        labelled_on((self.builder)().connect().await.unwrap(), who)
     }
-}
-
-fn who(label: Option<&HolderLabel>) -> String {
-    label.and_then(|l| l.get("who")).unwrap_or("?").to_owned()
 }
 
 /// A forced release reaches a holder whose next renewal is 10 s away within 2 s, as
@@ -33,74 +27,25 @@ fn who(label: Option<&HolderLabel>) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revocation_reaches_its_holder_by_push() {
     let Some(h) = super::etcd().await else { return };
-    bounded(async {
-        let holder = h.labelled("holder").await;
-        let key = unique_key("push");
-        let guard = holder
-            .lock(&key)
-            .lease(LeaseMode::watchdog(Duration::from_secs(30)))
-            .await
-            .unwrap();
-        let admin = h.labelled("operator").await.admin();
-        let started = Instant::now();
-        let record = admin.force_release(&key, "drill", "ops").await.unwrap();
-        let reason = timeout(Duration::from_secs(2), guard.lost())
-            .await
-            .expect("the revocation was not pushed");
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(
-            reason,
-            LostReason::Revoked {
-                operator: "ops".into(),
-                reason: "drill".into()
-            }
-        );
-        assert_eq!(who(record.old_label.as_ref()), "holder");
-        assert!(record.new_token > record.old_token);
-        assert!(!guard.release().await.unwrap());
-    })
-    .await;
+    let (holder, operator) = (h.labelled("holder").await, h.labelled("operator").await);
+    checks::a_revocation_is_pushed_within_a_round_trip(&holder, &operator).await;
 }
 
 /// Waiters show the labels their entries carry, in queue order, with the time each has
-/// waited; the holder its label, time of grant and lease left (from etcd's lease).
+/// waited and the kind it asks for; the holder its label, time of grant and lease left (from
+/// etcd's lease).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_show_their_labels_in_queue_order() {
     let Some(h) = super::etcd().await else { return };
     bounded(async {
-        let holder = h.labelled("holder").await;
-        let key = unique_key("labels");
         let before = SystemTime::now() - Duration::from_secs(5);
-        let guard = holder
-            .lock(&key)
-            .lease(LeaseMode::watchdog(Duration::from_secs(20)))
-            .await
-            .unwrap();
-        let admin = holder.admin();
-        let mut tasks = Vec::new();
-        for (n, name) in ["first", "second", "third"].into_iter().enumerate() {
-            let waiter = h.labelled(name).await;
-            let theirs = key.clone();
-            tasks.push(tokio::spawn(async move {
-                waiter.lock(&theirs).await.unwrap().release().await.unwrap();
-            }));
-            eventually("queued", || async {
-                admin.inspect(&key).await.unwrap().waiters.listed().len() > n
-            })
-            .await;
-        }
-        let seen = admin.inspect(&key).await.unwrap();
-        let waiters = seen.waiters.listed();
-        let whos: Vec<_> = waiters.iter().map(|w| who(w.label.as_ref())).collect();
-        assert_eq!(whos, ["first", "second", "third"]);
-        let waited: Vec<_> = waiters.iter().map(|w| w.waiting_for.unwrap()).collect();
-        assert!(waited.windows(2).all(|w| w[0] >= w[1]), "{waited:?}");
+        let lease = LeaseMode::watchdog(Duration::from_secs(20));
+        let queued =
+            checks::waiters_show_their_labels_in_queue_order(|who| h.labelled(who), Some(lease))
+                .await;
+        let waiters = queued.seen.waiters.listed();
         assert!(waiters.iter().all(|w| w.kind == Some(LeaseKind::Exclusive)));
-        let [held] = seen.holders.as_slice() else {
-            panic!("one holder: {seen:?}")
-        };
-        assert_eq!(who(held.label.as_ref()), "holder");
-        assert_eq!(held.fencing_token, guard.fencing_token());
+        let held = &queued.seen.holders[0];
         let at = held.acquired_at.expect("time of grant");
         assert!(at > before && at < SystemTime::now() + Duration::from_secs(5));
         let left = held
@@ -110,10 +55,7 @@ async fn waiters_show_their_labels_in_queue_order() {
             left > Duration::ZERO && left <= Duration::from_secs(20),
             "{left:?}"
         );
-        guard.release().await.unwrap();
-        for task in tasks {
-            task.await.unwrap();
-        }
+        queued.release().await;
     })
     .await;
 }
@@ -170,47 +112,25 @@ async fn the_audit_record_is_kept_for_its_retention() {
 }
 
 /// A forced release of an election's leader hands leadership to the candidate queued behind
-/// it, whose term is larger than the release's token, and observers read that term.
+/// it, whose term is larger than the release's token, and observers read that term at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_leader_after_a_forced_release_has_a_larger_term() {
     let Some(h) = super::etcd().await else { return };
     bounded(async {
         let (a, b) = (h.labelled("a").await, h.labelled("b").await);
-        let name = unique_key("elect");
-        let first = a.election(&name).participant("a").campaign().await.unwrap();
-        let second = tokio::spawn({
-            let (b, name) = (b.clone(), name.clone());
-            async move { b.election(&name).participant("b").campaign().await.unwrap() }
-        });
-        let admin = a.admin();
-        eventually("b campaigns", || async {
-            let seen = admin
-                .inspect_primitive(Primitive::Election, &name)
-                .await
-                .unwrap();
-            seen.waiters.listed().len() == 1
-        })
+        let admin = &a.admin();
+        let (name, second) = checks::the_next_leader_after_a_forced_release_has_a_larger_term(
+            &a,
+            &b,
+            |name| async move {
+                let seen = admin
+                    .inspect_primitive(Primitive::Election, &name)
+                    .await
+                    .unwrap();
+                seen.waiters.listed().len() == 1
+            },
+        )
         .await;
-        let seen = admin
-            .inspect_primitive(Primitive::Election, &name)
-            .await
-            .unwrap();
-        assert_eq!(seen.status, KeyStatus::Held);
-        assert_eq!(seen.holders[0].fencing_token, first.fencing_token());
-        assert_eq!(seen.holders[0].kind, LeaseKind::Leader);
-        let record = admin
-            .force_release_holder(Primitive::Election, &name, None, "rotate", "ops")
-            .await
-            .unwrap();
-        assert!(matches!(
-            timeout(Duration::from_secs(2), first.lost()).await,
-            Ok(LostReason::Revoked { .. })
-        ));
-        let second = timeout(Duration::from_secs(5), second)
-            .await
-            .expect("b did not lead")
-            .unwrap();
-        assert!(second.fencing_token() > record.new_token);
         let leader = b.election(&name).leader().await.unwrap().unwrap();
         assert_eq!(leader.participant, "b");
         assert_eq!(leader.fencing_token, second.fencing_token());

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use lock_core::backend::{KeyStatus, Waiters};
 use lock_core::{
-    LeaseMode, LockClient, LockError, LostReason, OwnerToken, PostgresAdvisoryBackend,
-    PostgresBackend,
+    LockClient, LockError, LostReason, OwnerToken, PostgresAdvisoryBackend, PostgresBackend,
 };
 use tokio::time::{timeout, Instant};
 
+use crate::conformance::operator as checks;
 use crate::conformance::{client_on, conformance_suite, unique_key, Harness};
 use crate::sql_support::{
     bad_settings_of, hold, holder_backend, sql_kind, sql_suite, Holder, SharedPool, SqlServer,
@@ -286,32 +286,7 @@ async fn revocation_is_pushed_long_before_the_first_renewal() {
         return;
     };
     let (holder, operator) = (h.client().await, h.client().await);
-    assert!(holder.capabilities().loss_push);
-    let key = unique_key("pushed");
-    let guard = holder
-        .lock(&key)
-        .lease(LeaseMode::watchdog(Duration::from_secs(30)))
-        .await
-        .unwrap();
-    let started = Instant::now();
-    let record = operator
-        .admin()
-        .force_release(&key, "runaway job", "bob@ops")
-        .await
-        .unwrap();
-    let reason = timeout(Duration::from_secs(2), guard.lost())
-        .await
-        .expect("the revocation was not pushed");
-    assert_eq!(
-        reason,
-        LostReason::Revoked {
-            operator: "bob@ops".into(),
-            reason: "runaway job".into()
-        }
-    );
-    assert!(started.elapsed() < Duration::from_secs(2));
-    assert_eq!(record.old_owner, guard.owner_token());
-    assert!(!guard.release().await.unwrap());
+    checks::a_revocation_is_pushed_within_a_round_trip(&holder, &operator).await;
 }
 
 /// A grant by a client of an older version writes no label (nor whose it is): the row's label

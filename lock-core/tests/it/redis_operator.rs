@@ -1,12 +1,14 @@
 //! The operator's view on Redis, beyond the conformance checks: waiters' labels in queue
 //! order, a revocation pushed to its holder within a round trip (not at its next renewal),
-//! a fair lock's holder and queue, and keys of other stores under the same prefix.
+//! a fair lock's holder and queue, and keys of other stores under the same prefix. The first
+//! two are written once in `conformance/operator.rs`, for every store that passes them.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lock_core::backend::{KeyStatus, Primitive};
 use lock_core::{HolderLabel, LeaseMode, LockClient, LostReason, RedisBackend};
 
+use crate::conformance::operator as checks;
 use crate::conformance::{bounded, eventually, unique_key};
 use crate::redis_support::redis_url;
 
@@ -18,80 +20,25 @@ async fn client(url: &str, who: &str) -> LockClient {
         .unwrap()
 }
 
+/// Waiters carry their label in their queue id: in queue order, with the time each has waited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_show_their_labels_in_queue_order() {
     let Some(url) = redis_url() else { return };
     bounded(async {
-        let holder = client(&url, "holder").await;
-        let key = unique_key("labels");
-        let guard = holder.lock(&key).await.unwrap();
-        let admin = holder.admin();
-        let mut tasks = Vec::new();
-        for (n, who) in ["first", "second", "third"].into_iter().enumerate() {
-            let waiter = client(&url, who).await;
-            let theirs = key.clone();
-            tasks.push(tokio::spawn(async move {
-                waiter.lock(&theirs).await.unwrap().release().await.unwrap();
-            }));
-            eventually("queued", || async {
-                admin.inspect(&key).await.unwrap().waiters.listed().len() > n
-            })
-            .await;
-        }
-        let seen = admin.inspect(&key).await.unwrap();
-        let whos: Vec<_> = seen
-            .waiters
-            .listed()
-            .iter()
-            .map(|w| {
-                w.label
-                    .as_ref()
-                    .and_then(|l| l.get("who"))
-                    .unwrap_or("?")
-                    .to_owned()
-            })
-            .collect();
-        assert_eq!(whos, ["first", "second", "third"]);
-        assert_eq!(
-            seen.holders[0].label.as_ref().unwrap().get("who"),
-            Some("holder")
-        );
-        guard.release().await.unwrap();
-        for task in tasks {
-            task.await.unwrap();
-        }
+        let queued =
+            checks::waiters_show_their_labels_in_queue_order(|who| client(&url, who), None).await;
+        queued.release().await;
     })
     .await;
 }
 
+/// A forced release reaches the holder within a round trip (its pub/sub message), not at its
+/// next renewal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revocation_reaches_its_holder_by_push() {
     let Some(url) = redis_url() else { return };
-    bounded(async {
-        let holder = client(&url, "holder").await;
-        let key = unique_key("push");
-        // Renewed every 10 s: a loss seen sooner came by push.
-        let guard = holder
-            .lock(&key)
-            .lease(LeaseMode::watchdog(Duration::from_secs(30)))
-            .await
-            .unwrap();
-        let operator = client(&url, "operator").await.admin();
-        let started = Instant::now();
-        operator.force_release(&key, "drill", "ops").await.unwrap();
-        let reason = tokio::time::timeout(Duration::from_secs(2), guard.lost())
-            .await
-            .expect("not pushed");
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(
-            reason,
-            LostReason::Revoked {
-                operator: "ops".into(),
-                reason: "drill".into()
-            }
-        );
-    })
-    .await;
+    let (holder, operator) = (client(&url, "holder").await, client(&url, "operator").await);
+    checks::a_revocation_is_pushed_within_a_round_trip(&holder, &operator).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

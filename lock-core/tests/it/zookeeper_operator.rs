@@ -1,31 +1,26 @@
 //! The operator's view on ZooKeeper, beyond the conformance checks: a revocation pushed to its
 //! holder by its node watch (not found at a renewal), waiters' labels in queue order, a
 //! Curator client still locking against our labelled nodes (and released by force), and the
-//! fresh fencing token an election's next leader takes after a forced release.
+//! fresh fencing token an election's next leader takes after a forced release. What other
+//! stores check too is written once in `conformance/operator.rs`; this file adds what
+//! ZooKeeper shows beyond it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lock_core::backend::{KeyStatus, LeaseKind, Primitive};
-use lock_core::{HolderLabel, LeaseMode, LockClient, LostReason, OwnerToken};
+use lock_core::backend::{KeyStatus, LeaseKind};
+use lock_core::{LockClient, OwnerToken};
 use tokio::time::timeout;
 use zookeeper_client as zk;
 
 use super::{zookeeper, ZooKeeper};
+use crate::conformance::operator::{self as checks, labelled_on, who};
 use crate::conformance::{bounded, eventually, unique_key, Harness};
 
 impl ZooKeeper {
     /// A client of its own session in the suites' namespace, labelled `who=<who>`.
     async fn labelled(&self, who: &str) -> LockClient {
-        LockClient::builder((self.builder)().connect().await.unwrap())
-            .namespace("conformance")
-            .label(HolderLabel::from_process().with("who", who).unwrap())
-            .build()
-            .unwrap()
+        labelled_on((self.builder)().connect().await.unwrap(), who)
     }
-}
-
-fn who(label: Option<&HolderLabel>) -> String {
-    label.and_then(|l| l.get("who")).unwrap_or("?").to_owned()
 }
 
 /// A forced release reaches a holder whose next renewal is 10 s away within 2 s, as
@@ -33,33 +28,8 @@ fn who(label: Option<&HolderLabel>) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revocation_reaches_its_holder_by_push() {
     let Some(h) = zookeeper().await else { return };
-    bounded(async {
-        let holder = h.labelled("holder").await;
-        let key = unique_key("push");
-        let guard = holder
-            .lock(&key)
-            .lease(LeaseMode::watchdog(Duration::from_secs(30)))
-            .await
-            .unwrap();
-        let admin = h.labelled("operator").await.admin();
-        let started = Instant::now();
-        let record = admin.force_release(&key, "drill", "ops").await.unwrap();
-        let reason = timeout(Duration::from_secs(2), guard.lost())
-            .await
-            .expect("the revocation was not pushed");
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(
-            reason,
-            LostReason::Revoked {
-                operator: "ops".into(),
-                reason: "drill".into()
-            }
-        );
-        assert_eq!(who(record.old_label.as_ref()), "holder");
-        assert!(record.new_token > record.old_token);
-        assert!(!guard.release().await.unwrap());
-    })
-    .await;
+    let (holder, operator) = (h.labelled("holder").await, h.labelled("operator").await);
+    checks::a_revocation_is_pushed_within_a_round_trip(&holder, &operator).await;
 }
 
 /// Waiters show the labels their nodes carry, in queue order, with the time each has waited;
@@ -68,35 +38,11 @@ async fn a_revocation_reaches_its_holder_by_push() {
 async fn waiters_show_their_labels_in_queue_order() {
     let Some(h) = zookeeper().await else { return };
     bounded(async {
-        let holder = h.labelled("holder").await;
-        let key = unique_key("labels");
-        let guard = holder.lock(&key).await.unwrap();
-        let admin = holder.admin();
-        let mut tasks = Vec::new();
-        for (n, name) in ["first", "second", "third"].into_iter().enumerate() {
-            let waiter = h.labelled(name).await;
-            let theirs = key.clone();
-            tasks.push(tokio::spawn(async move {
-                waiter.lock(&theirs).await.unwrap().release().await.unwrap();
-            }));
-            eventually("queued", || async {
-                admin.inspect(&key).await.unwrap().waiters.listed().len() > n
-            })
-            .await;
-        }
-        let seen = admin.inspect(&key).await.unwrap();
-        let waiters = seen.waiters.listed();
-        let whos: Vec<_> = waiters.iter().map(|w| who(w.label.as_ref())).collect();
-        assert_eq!(whos, ["first", "second", "third"]);
-        let waited: Vec<_> = waiters.iter().map(|w| w.waiting_for.unwrap()).collect();
-        assert!(waited.windows(2).all(|w| w[0] >= w[1]), "{waited:?}");
-        let [held] = seen.holders.as_slice() else {
-            panic!("one holder: {seen:?}")
-        };
-        assert_eq!(who(held.label.as_ref()), "holder");
-        assert_eq!(held.fencing_token, guard.fencing_token());
+        let queued =
+            checks::waiters_show_their_labels_in_queue_order(|who| h.labelled(who), None).await;
+        let held = &queued.seen.holders[0];
         assert_eq!(held.lease_left, None, "ZooKeeper keeps no lease time");
-        let full = guard.key().full().to_owned();
+        let full = queued.guard.key().full().to_owned();
         let queue = h.queue(&full).await;
         let (data, _) = h
             .admin
@@ -104,11 +50,8 @@ async fn waiters_show_their_labels_in_queue_order() {
             .await
             .unwrap();
         let text = String::from_utf8(data).expect("node data is text");
-        assert_eq!(text, format!("label {}", holder.label().as_stored()));
-        guard.release().await.unwrap();
-        for task in tasks {
-            task.await.unwrap();
-        }
+        assert_eq!(text, format!("label {}", queued.holder.label().as_stored()));
+        queued.release().await;
     })
     .await;
 }
@@ -216,38 +159,17 @@ async fn the_next_leader_after_a_forced_release_has_a_larger_term() {
     let Some(h) = zookeeper().await else { return };
     bounded(async {
         let (a, b) = (h.labelled("a").await, h.labelled("b").await);
-        let name = unique_key("elect");
-        let first = a.election(&name).participant("a").campaign().await.unwrap();
-        let second = tokio::spawn({
-            let (b, name) = (b.clone(), name.clone());
-            async move { b.election(&name).participant("b").campaign().await.unwrap() }
-        });
-        let dir = h
-            .names
-            .primitive_path(LeaseKind::Leader, &format!("conformance:{name}"));
-        eventually("b campaigns", || async {
-            h.admin.list_children(&dir).await.unwrap().len() == 2
-        })
+        let h = &h;
+        let (name, second) = checks::the_next_leader_after_a_forced_release_has_a_larger_term(
+            &a,
+            &b,
+            |name| async move {
+                let full = format!("conformance:{name}");
+                let dir = h.names.primitive_path(LeaseKind::Leader, &full);
+                h.admin.list_children(&dir).await.unwrap().len() == 2
+            },
+        )
         .await;
-        let admin = a.admin();
-        let seen = admin
-            .inspect_primitive(Primitive::Election, &name)
-            .await
-            .unwrap();
-        assert_eq!(seen.holders[0].fencing_token, first.fencing_token());
-        let record = admin
-            .force_release_holder(Primitive::Election, &name, None, "rotate", "ops")
-            .await
-            .unwrap();
-        assert!(matches!(
-            timeout(Duration::from_secs(2), first.lost()).await,
-            Ok(LostReason::Revoked { .. })
-        ));
-        let second = timeout(Duration::from_secs(5), second)
-            .await
-            .expect("b did not lead")
-            .unwrap();
-        assert!(second.fencing_token() > record.new_token);
         let election = b.election(&name);
         eventually("observers read the new term", || async {
             election

@@ -5,7 +5,7 @@
 //! lacks ([`lock_core::Capabilities`]) returns early and prints that it was skipped.
 
 mod dropped;
-mod operator;
+pub(crate) mod operator;
 mod scoped;
 
 pub(crate) use dropped::{dropped_acquires_leave_nothing, dropped_releases_still_release};

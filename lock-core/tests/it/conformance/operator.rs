@@ -1,13 +1,32 @@
 //! The operator's checks: inspection, listing, forced release and its audit trail, on every
 //! backend that implements `OperatorBackend` (the others say so and are skipped, by name).
+//!
+//! After the suite's checks (which take a [`Harness`]), the checks only some stores pass (a
+//! revocation pushed, waiters' labels kept, an election's next term), written once here and
+//! called from each such store's test file with its clients.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+use lock_core::backend::KeyInspection;
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+use lock_core::backend::LeaseKind;
 use lock_core::backend::{KeyStatus, Primitive, Waiters};
 use lock_core::operator::LockAdmin;
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+use lock_core::HolderLabel;
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+use lock_core::LockGuard;
 use lock_core::{LeaseMode, LockClient, LockError, LostReason};
 use tokio::time::timeout;
+#[cfg(any(
+    feature = "redis",
+    feature = "etcd",
+    feature = "zookeeper",
+    feature = "postgres"
+))]
+use tokio::time::Instant;
 
 use super::{bounded, eventually, unique_key, Harness};
 
@@ -302,4 +321,185 @@ pub(crate) async fn force_release_of_one_holder_touches_only_it<H: Harness>(h: &
         assert!(second.release().await.unwrap());
     })
     .await;
+}
+
+/// What `who=<name>` a label says (`?` for none).
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn who(label: Option<&HolderLabel>) -> String {
+    label.and_then(|l| l.get("who")).unwrap_or("?").to_owned()
+}
+
+/// A client on `backend` in the suites' namespace, labelled as this process plus `who=<who>`.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn labelled_on(backend: impl lock_core::LockBackend, who: &str) -> LockClient {
+    LockClient::builder(backend)
+        .namespace("conformance")
+        .label(HolderLabel::from_process().with("who", who).unwrap())
+        .build()
+        .unwrap()
+}
+
+/// A forced release reaches a holder whose next renewal is 10 s away (a 30 s lease) within
+/// 2 s, as `Revoked`: the store pushed it (a watch, a notification, a message), the holder did
+/// not find it at a renewal. The record names the holder (owner, label), the token it took is
+/// past the holder's, and the old holder's release releases nothing. `operator` releases.
+#[cfg(any(
+    feature = "redis",
+    feature = "etcd",
+    feature = "zookeeper",
+    feature = "postgres"
+))]
+pub(crate) async fn a_revocation_is_pushed_within_a_round_trip(
+    holder: &LockClient,
+    operator: &LockClient,
+) {
+    bounded(async {
+        assert!(holder.capabilities().loss_push);
+        let key = unique_key("push");
+        // Renewed every 10 s: a loss seen sooner came by push.
+        let guard = holder
+            .lock(&key)
+            .lease(LeaseMode::watchdog(Duration::from_secs(30)))
+            .await
+            .unwrap();
+        let admin = operator.admin();
+        let started = Instant::now();
+        let record = admin.force_release(&key, "drill", "ops").await.unwrap();
+        let reason = timeout(Duration::from_secs(2), guard.lost())
+            .await
+            .expect("the revocation was not pushed");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(
+            reason,
+            LostReason::Revoked {
+                operator: "ops".into(),
+                reason: "drill".into()
+            }
+        );
+        assert_eq!(record.old_owner, guard.owner_token());
+        assert_eq!(record.old_label.as_ref(), Some(holder.label()));
+        assert!(record.new_token > record.old_token);
+        assert!(!guard.release().await.unwrap());
+    })
+    .await;
+}
+
+/// A lock held by `who=holder` with `who=first`, `second` and `third` queued behind it, as
+/// inspected: what [`waiters_show_their_labels_in_queue_order`] leaves for a backend's own
+/// checks. [`Queued::release`] ends it.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+pub(crate) struct Queued {
+    pub(crate) holder: LockClient,
+    pub(crate) guard: LockGuard,
+    pub(crate) seen: KeyInspection,
+    waiters: Vec<tokio::task::JoinHandle<()>>,
+}
+
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+impl Queued {
+    /// Releases the lock; each waiter gets it in turn and releases it.
+    pub(crate) async fn release(self) {
+        self.guard.release().await.unwrap();
+        for waiter in self.waiters {
+            waiter.await.unwrap();
+        }
+    }
+}
+
+/// Waiters show the labels they queued with, in queue order, with the time each has waited
+/// (longest first); the holder its label and fencing token. `labelled(who)` is a client on a
+/// backend of its own labelled `who=<who>`; the holder takes the lock with `lease` if given.
+/// Run it bounded.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
+pub(crate) async fn waiters_show_their_labels_in_queue_order<F, Fut>(
+    labelled: F,
+    lease: Option<LeaseMode>,
+) -> Queued
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: std::future::Future<Output = LockClient>,
+{
+    let holder = labelled("holder").await;
+    let key = unique_key("labels");
+    let mut request = holder.lock(&key);
+    if let Some(lease) = lease {
+        request = request.lease(lease);
+    }
+    let guard = request.await.unwrap();
+    let admin = holder.admin();
+    let mut waiters = Vec::new();
+    for (n, name) in ["first", "second", "third"].into_iter().enumerate() {
+        let waiter = labelled(name).await;
+        let theirs = key.clone();
+        waiters.push(tokio::spawn(async move {
+            waiter.lock(&theirs).await.unwrap().release().await.unwrap();
+        }));
+        eventually("queued", || async {
+            admin.inspect(&key).await.unwrap().waiters.listed().len() > n
+        })
+        .await;
+    }
+    let seen = admin.inspect(&key).await.unwrap();
+    let listed = seen.waiters.listed();
+    let whos: Vec<_> = listed.iter().map(|w| who(w.label.as_ref())).collect();
+    assert_eq!(whos, ["first", "second", "third"]);
+    let waited: Vec<_> = listed.iter().map(|w| w.waiting_for.unwrap()).collect();
+    assert!(waited.windows(2).all(|w| w[0] >= w[1]), "{waited:?}");
+    let [held] = seen.holders.as_slice() else {
+        panic!("one holder: {seen:?}")
+    };
+    assert_eq!(who(held.label.as_ref()), "holder");
+    assert_eq!(held.fencing_token, guard.fencing_token());
+    Queued {
+        holder,
+        guard,
+        seen,
+        waiters,
+    }
+}
+
+/// A forced release of an election's leader (`a`) hands leadership to the candidate queued
+/// behind it (`b`; `campaigning` says when the store has it queued): the leader learns it was
+/// revoked, and the next one's term is larger than the release's token. Returns the election's
+/// name and the next leader's leadership, for what the backend's observers read. Run it
+/// bounded.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) async fn the_next_leader_after_a_forced_release_has_a_larger_term<F, Fut>(
+    a: &LockClient,
+    b: &LockClient,
+    campaigning: F,
+) -> (String, lock_core::Leadership)
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let name = unique_key("elect");
+    let first = a.election(&name).participant("a").campaign().await.unwrap();
+    let second = tokio::spawn({
+        let (b, name) = (b.clone(), name.clone());
+        async move { b.election(&name).participant("b").campaign().await.unwrap() }
+    });
+    eventually("b campaigns", || campaigning(name.clone())).await;
+    let admin = a.admin();
+    let seen = admin
+        .inspect_primitive(Primitive::Election, &name)
+        .await
+        .unwrap();
+    assert_eq!(seen.status, KeyStatus::Held);
+    assert_eq!(seen.holders[0].fencing_token, first.fencing_token());
+    assert_eq!(seen.holders[0].kind, LeaseKind::Leader);
+    let record = admin
+        .force_release_holder(Primitive::Election, &name, None, "rotate", "ops")
+        .await
+        .unwrap();
+    assert!(matches!(
+        timeout(Duration::from_secs(2), first.lost()).await,
+        Ok(LostReason::Revoked { .. })
+    ));
+    let second = timeout(Duration::from_secs(5), second)
+        .await
+        .expect("b did not lead")
+        .unwrap();
+    assert!(second.fencing_token() > record.new_token);
+    (name, second)
 }

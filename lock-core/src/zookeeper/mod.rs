@@ -283,6 +283,26 @@ impl ZooKeeperBackend {
             }
         }
     }
+
+    /// The data and stat of the nodes `paths`, in one multi-read, sent again when its
+    /// connection was lost (see [`retry`](Self::retry)); a node that is gone answers so in its
+    /// place.
+    async fn read_data(
+        &self,
+        session: &Session,
+        paths: &[String],
+    ) -> Result<Vec<zk::MultiReadResult>> {
+        let client = &session.client;
+        self.retry(|| async move {
+            let mut reader = client.new_multi_reader();
+            for path in paths {
+                reader.add_get_data(path)?;
+            }
+            reader.commit().await
+        })
+        .await
+        .map_err(to_lock_error)
+    }
 }
 
 impl std::fmt::Debug for ZooKeeperBackend {

@@ -258,17 +258,7 @@ impl ZooKeeperBackend {
             .iter()
             .map(|&i| format!("{dir}/{}", listing.queue[i]))
             .collect();
-        let (client, paths) = (&session.client, paths.as_slice());
-        let results = self
-            .retry(|| async move {
-                let mut reader = client.new_multi_reader();
-                for path in paths {
-                    reader.add_get_data(path)?;
-                }
-                reader.commit().await
-            })
-            .await
-            .map_err(to_lock_error)?;
+        let results = self.read_data(session, &paths).await?;
         for (index, result) in unsure.into_iter().zip(results) {
             if let zk::MultiReadResult::Data { data, .. } = result {
                 holding[index] = node_data::decode(&data).held;

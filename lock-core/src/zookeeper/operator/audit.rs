@@ -114,17 +114,7 @@ impl ZooKeeperBackend {
         let (mut records, mut expired) = (Vec::new(), Vec::new());
         for chunk in names.chunks(READ_CHUNK) {
             let paths: Vec<String> = chunk.iter().map(|name| format!("{dir}/{name}")).collect();
-            let (client, paths) = (&session.client, paths.as_slice());
-            let results = self
-                .retry(|| async move {
-                    let mut reader = client.new_multi_reader();
-                    for path in paths {
-                        reader.add_get_data(path)?;
-                    }
-                    reader.commit().await
-                })
-                .await
-                .map_err(to_lock_error)?;
+            let results = self.read_data(session, &paths).await?;
             for (name, result) in chunk.iter().zip(results) {
                 let zk::MultiReadResult::Data { data, stat } = result else {
                     continue;

@@ -14,7 +14,7 @@ use crate::zookeeper::node_data;
 use crate::zookeeper::path::owner_of;
 use crate::zookeeper::queue::admitted;
 use crate::zookeeper::session::Session;
-use crate::zookeeper::{to_lock_error, ZooKeeperBackend};
+use crate::zookeeper::ZooKeeperBackend;
 use crate::{FencingToken, OwnerToken, Result};
 
 /// Nodes read per multi-read.
@@ -69,17 +69,7 @@ impl ZooKeeperBackend {
         let mut nodes = Vec::with_capacity(names.len());
         for (chunk_index, chunk) in names.chunks(READ_CHUNK).enumerate() {
             let paths: Vec<String> = chunk.iter().map(|name| format!("{dir}/{name}")).collect();
-            let (client, paths_ref) = (&session.client, paths.as_slice());
-            let results = self
-                .retry(|| async move {
-                    let mut reader = client.new_multi_reader();
-                    for path in paths_ref {
-                        reader.add_get_data(path)?;
-                    }
-                    reader.commit().await
-                })
-                .await
-                .map_err(to_lock_error)?;
+            let results = self.read_data(session, &paths).await?;
             for (offset, (path, result)) in paths.into_iter().zip(results).enumerate() {
                 let index = chunk_index * READ_CHUNK + offset;
                 let zk::MultiReadResult::Data { data, stat } = result else {

@@ -107,9 +107,16 @@ pub(super) static LATCH_COUNT_DOWN: LazyLock<Script> = LazyLock::new(|| {
 pub(super) static LATCH_WAIT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/latch_wait.lua")));
 
+/// `read`, the operator's scripts' reading that takes a key of another type for nothing.
+const READ_LENIENT: &str = include_str!("lua/read_lenient.lua");
+
 /// Reads a lock for the operator's view (loaded when first used, as the other operator scripts).
-pub(super) static INSPECT_LOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/inspect_lock.lua")));
+pub(super) static INSPECT_LOCK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{READ_LENIENT}\n{}",
+        include_str!("lua/inspect_lock.lua")
+    ))
+});
 
 /// Releases a lock by force, with its audit record.
 pub(super) static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
@@ -121,8 +128,12 @@ pub(super) static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
 });
 
 /// Reads a fair lock, read-write lock, semaphore or election for the operator's view.
-pub(super) static INSPECT_PRIMITIVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/inspect_primitive.lua")));
+pub(super) static INSPECT_PRIMITIVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{READ_LENIENT}\n{}",
+        include_str!("lua/inspect_primitive.lua")
+    ))
+});
 
 /// Releases one holder of a fair lock, read-write lock, semaphore or election by force.
 pub(super) static PRIMITIVE_FORCE_RELEASE: LazyLock<Script> =

@@ -4,13 +4,7 @@
 -- Returns {lock value or nil, its pttl, {waiter id, arrival ms, ...},
 -- waiters in all, the server's time in ms}. A key of another type (another program's, or
 -- another store's of this prefix) reads as nothing.
-local function read(command, key, ...)
-  local reply = redis.pcall(command, key, ...)
-  if type(reply) == 'table' and reply.err then
-    return nil
-  end
-  return reply
-end
+-- `read` is read_lenient.lua's, prepended (scripts.rs).
 local value = read('GET', KEYS[1])
 local pttl = value and redis.call('PTTL', KEYS[1]) or -2
 local waiters = read('ZRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES') or {}

@@ -7,13 +7,7 @@
 -- {queue entry, ...},
 -- entries in all, size or nil, the server's time in ms}.
 -- A key of another type (another program's) reads as nothing.
-local function read(command, key, ...)
-  local reply = redis.pcall(command, key, ...)
-  if type(reply) == 'table' and reply.err then
-    return nil
-  end
-  return reply
-end
+-- `read` is read_lenient.lua's, prepended (scripts.rs).
 local now = redis.call('TIME')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local live = read('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', ms), '+inf',

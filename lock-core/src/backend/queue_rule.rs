@@ -107,6 +107,12 @@ fn permits(kind: LeaseKind) -> u32 {
     }
 }
 
+/// The permits holders of leases of `kinds` take together (see [`permits`]), at most
+/// `u32::MAX`: a semaphore's permits in use.
+pub(crate) fn permits_held(kinds: impl IntoIterator<Item = LeaseKind>) -> u32 {
+    kinds.into_iter().map(permits).fold(0, u32::saturating_add)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

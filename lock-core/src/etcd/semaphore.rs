@@ -10,6 +10,7 @@ use etcd_client as etcd;
 
 use super::keys::{owner_of, parse_value, queue_prefix, size_key};
 use super::EtcdBackend;
+use crate::backend::queue_rule::permits_held;
 use crate::backend::{LeaseKind, SemaphoreBackend, SemaphoreState};
 use crate::{LockKey, Result};
 
@@ -67,15 +68,13 @@ impl SemaphoreBackend for EtcdBackend {
     /// The semaphore's size and the permits of its holding entries.
     async fn semaphore_state(&self, key: &LockKey) -> Result<SemaphoreState> {
         let listing = self.listing(key, SEMAPHORE).await?;
-        let held = listing
-            .entries
-            .iter()
-            .filter(|(_, holds)| *holds)
-            .map(|(kind, _)| match kind {
-                LeaseKind::Permits { count, .. } => *count,
-                _ => 1,
-            })
-            .fold(0u32, u32::saturating_add);
+        let held = permits_held(
+            listing
+                .entries
+                .iter()
+                .filter(|(_, holds)| *holds)
+                .map(|(kind, _)| *kind),
+        );
         Ok(SemaphoreState::new(listing.size, held))
     }
 }

@@ -30,7 +30,8 @@ use super::path::sort_queue;
 use super::queue::{admitted, backoff, entries, is_transient, Listing, Node};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, BACKEND};
-use crate::backend::{LeaseKind, SemaphoreBackend, SemaphoreState};
+use crate::backend::queue_rule::permits_held;
+use crate::backend::{SemaphoreBackend, SemaphoreState};
 use crate::{LockError, LockKey, Result};
 
 /// The child of a semaphore's directory that holds its size.
@@ -229,15 +230,13 @@ impl ZooKeeperBackend {
         let session = self.session().await?;
         let listing = self.semaphore_listing(&session, &dir).await?;
         let holding = self.holding(&session, &dir, &listing).await?;
-        let held = entries(&listing.queue)
-            .iter()
-            .zip(holding)
-            .filter(|(_, holds)| *holds)
-            .map(|(entry, _)| match entry.kind {
-                LeaseKind::Permits { count, .. } => count,
-                _ => 1,
-            })
-            .fold(0u32, u32::saturating_add);
+        let held = permits_held(
+            entries(&listing.queue)
+                .iter()
+                .zip(holding)
+                .filter(|(_, holds)| *holds)
+                .map(|(entry, _)| entry.kind),
+        );
         Ok(SemaphoreState::new(listing.size, held))
     }
 

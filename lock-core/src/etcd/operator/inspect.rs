@@ -6,9 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use etcd_client as etcd;
 
 use super::{kind_of, MAX_LEASES_READ, MAX_WAITERS_LISTED};
-use crate::backend::{
-    HolderView, KeyInspection, LeaseKind, PermitUse, Primitive, WaiterView, Waiters,
-};
+use crate::backend::queue_rule::permits_held;
+use crate::backend::{HolderView, KeyInspection, PermitUse, Primitive, WaiterView, Waiters};
 use crate::etcd::keys::{entry_info, owner_of, queue_prefix, size_key, EntryInfo};
 use crate::etcd::EtcdBackend;
 use crate::{FencingToken, OwnerToken, Result};
@@ -134,13 +133,7 @@ impl EtcdBackend {
         if seen.primitive != Primitive::Semaphore {
             return inspection;
         }
-        let in_use = seen
-            .holders()
-            .map(|entry| match entry.info.kind {
-                LeaseKind::Permits { count, .. } => count,
-                _ => 1,
-            })
-            .fold(0u32, u32::saturating_add);
+        let in_use = permits_held(seen.holders().map(|entry| entry.info.kind));
         inspection.with_permits(PermitUse::new(seen.size, in_use))
     }
 

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use zookeeper_client as zk;
 
 use super::{family_of, MAX_WAITERS_LISTED};
+use crate::backend::queue_rule::permits_held;
 use crate::backend::{
     HolderLabel, HolderView, KeyInspection, LeaseKind, PermitUse, Primitive, WaiterView, Waiters,
 };
@@ -143,13 +144,7 @@ impl Seen {
         if self.primitive != Primitive::Semaphore {
             return seen;
         }
-        let in_use = self
-            .holders()
-            .map(|node| match node.kind {
-                LeaseKind::Permits { count, .. } => count,
-                _ => 1,
-            })
-            .fold(0u32, u32::saturating_add);
+        let in_use = permits_held(self.holders().map(|node| node.kind));
         seen.with_permits(PermitUse::new(self.size, in_use))
     }
 }

@@ -23,7 +23,7 @@
 
 use zookeeper_client as zk;
 
-use super::queue::{backoff, is_transient, Listing, Node};
+use super::queue::{Listing, Node};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend};
 use crate::Result;
@@ -67,11 +67,7 @@ impl ZooKeeperBackend {
                 Err(error) => zk::Error::from(error),
             };
             // Writing the same data again is harmless: a lost reply is sent again.
-            failures += 1;
-            if !is_transient(&error) || failures >= self.shared.config.attempts {
-                return Err(to_lock_error(error));
-            }
-            tokio::time::sleep(backoff(failures)).await;
+            self.write_failed(&mut failures, error).await?;
         }
     }
 }

@@ -284,6 +284,19 @@ impl ZooKeeperBackend {
         }
     }
 
+    /// After a write that failed with `error` (`failures` counts such failures, this one
+    /// too): the backoff waited when the write may be sent again (its reply was lost), or the
+    /// error when it is not transient or the attempts are spent. What a lost reply means is the
+    /// caller's to decide before sending again.
+    async fn write_failed(&self, failures: &mut u32, error: zk::Error) -> Result<()> {
+        *failures += 1;
+        if !is_transient(&error) || *failures >= self.shared.config.attempts {
+            return Err(to_lock_error(error));
+        }
+        tokio::time::sleep(backoff(*failures)).await;
+        Ok(())
+    }
+
     /// The data and stat of the nodes `paths`, in one multi-read, sent again when its
     /// connection was lost (see [`retry`](Self::retry)); a node that is gone answers so in its
     /// place.

@@ -283,11 +283,7 @@ impl ZooKeeperBackend {
                 }) => return Ok(None),
                 Err(error) => zk::Error::from(error),
             };
-            failures += 1;
-            if !is_transient(&error) || failures >= self.shared.config.attempts {
-                return Err(to_lock_error(error));
-            }
-            tokio::time::sleep(backoff(failures)).await;
+            self.write_failed(&mut failures, error).await?;
             if let Some(node) = self.find_own(session, dir, prefix).await? {
                 return Ok(Some(self.queued(session, node)));
             }

@@ -27,7 +27,7 @@ use zookeeper_client as zk;
 use super::kinds::Family;
 use super::node_data;
 use super::path::sort_queue;
-use super::queue::{admitted, backoff, entries, is_transient, Listing, Node};
+use super::queue::{admitted, entries, Listing, Node};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, BACKEND};
 use crate::backend::queue_rule::permits_held;
@@ -94,11 +94,7 @@ impl ZooKeeperBackend {
                 },
                 Err(error) => error,
             };
-            failures += 1;
-            if !is_transient(&error) || failures >= self.shared.config.attempts {
-                return Err(to_lock_error(error));
-            }
-            tokio::time::sleep(backoff(failures)).await;
+            self.write_failed(&mut failures, error).await?;
         }
     }
 
@@ -216,11 +212,7 @@ impl ZooKeeperBackend {
                 },
                 Err(error) => error,
             };
-            failures += 1;
-            if !is_transient(&error) || failures >= self.shared.config.attempts {
-                return Err(to_lock_error(error));
-            }
-            tokio::time::sleep(backoff(failures)).await;
+            self.write_failed(&mut failures, error).await?;
         }
     }
 

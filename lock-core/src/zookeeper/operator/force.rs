@@ -11,7 +11,6 @@ use super::audit::record_prefix;
 use super::inspect::{token_of, unix_ms, SeenNode};
 use super::record::stored;
 use crate::backend::{check_lease_retention, AuditRecord, ForceRelease};
-use crate::zookeeper::queue::{backoff, is_transient};
 use crate::zookeeper::session::Session;
 use crate::zookeeper::{to_lock_error, ZooKeeperBackend, BACKEND};
 use crate::{LockError, Result};
@@ -76,11 +75,7 @@ impl ZooKeeperBackend {
                 }
                 Err(error) => {
                     let error = zk::Error::from(error);
-                    if !is_transient(&error) || lost_replies + 1 >= self.shared.config.attempts {
-                        return Err(to_lock_error(error));
-                    }
-                    lost_replies += 1;
-                    tokio::time::sleep(backoff(lost_replies)).await;
+                    self.write_failed(&mut lost_replies, error).await?;
                     // The reply was lost: the release may have gone through.
                     if let Some(record) = self.released_already(&session, &request, holder).await {
                         return Ok(record);

@@ -54,6 +54,19 @@ impl Primitive {
         }
     }
 
+    /// A lease kind of this primitive ([`of`](Self::of) it gives this primitive back): the
+    /// read share for the read-write lock, one permit for the semaphore. The stores keep a
+    /// primitive's keys by the kinds of its leases; this names them for a primitive.
+    pub(crate) fn lease_kind(self) -> LeaseKind {
+        match self {
+            Self::Lock => LeaseKind::Exclusive,
+            Self::Fair => LeaseKind::Fair,
+            Self::ReadWrite => LeaseKind::Read,
+            Self::Semaphore => LeaseKind::Permits { count: 1, limit: 1 },
+            Self::Election => LeaseKind::Leader,
+        }
+    }
+
     /// Its name in listings, JSON and `lockctl`: `lock`, `fair`, `rw`, `semaphore`, `election`.
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -349,4 +362,16 @@ pub(crate) fn validate_limit(limit: usize) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_primitives_lease_kind_is_of_that_primitive() {
+        for primitive in Primitive::ALL {
+            assert_eq!(Primitive::of(primitive.lease_kind()), primitive);
+        }
+    }
 }

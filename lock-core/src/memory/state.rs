@@ -33,13 +33,7 @@ impl Family {
 
     /// The family that keeps `primitive`'s keys.
     pub(super) fn of_primitive(primitive: Primitive) -> Self {
-        match primitive {
-            Primitive::Fair => Self::Fair,
-            Primitive::ReadWrite => Self::ReadWrite,
-            Primitive::Semaphore => Self::Semaphore,
-            Primitive::Election => Self::Leader,
-            _ => Self::Lock,
-        }
+        Self::of(primitive.lease_kind())
     }
 
     /// The primitive whose keys this family keeps.

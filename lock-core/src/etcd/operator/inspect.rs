@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use etcd_client as etcd;
 
-use super::{kind_of, MAX_LEASES_READ, MAX_WAITERS_LISTED};
+use super::{MAX_LEASES_READ, MAX_WAITERS_LISTED};
 use crate::backend::queue_rule::permits_held;
 use crate::backend::{HolderView, KeyInspection, PermitUse, Primitive, WaiterView, Waiters};
 use crate::etcd::keys::{entry_info, owner_of, queue_prefix, size_key, EntryInfo};
@@ -51,7 +51,7 @@ impl Seen {
 impl EtcdBackend {
     /// Reads the queue of `primitive` named `full`.
     pub(super) async fn read_queue(&self, primitive: Primitive, full: &str) -> Result<Seen> {
-        let prefix = queue_prefix(&self.shared.prefix, kind_of(primitive), full);
+        let prefix = queue_prefix(&self.shared.prefix, primitive.lease_kind(), full);
         let size = size_key(&prefix);
         let mut seen = Seen {
             primitive,

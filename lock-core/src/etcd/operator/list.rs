@@ -87,7 +87,7 @@ impl EtcdBackend {
 fn segments(prefix: &str, full_prefix: &str) -> Vec<Segment> {
     let mut parts = Vec::new();
     for primitive in Primitive::ALL {
-        let kind = super::kind_of(primitive);
+        let kind = primitive.lease_kind();
         // `queue_prefix` of the key prefix, without the `/` that ends a whole name.
         let mut start = queue_prefix(prefix, kind, full_prefix);
         start.pop();

@@ -26,8 +26,8 @@ mod list;
 
 use super::EtcdBackend;
 use crate::backend::{
-    AuditRecord, ForceRelease, InspectionPage, KeyInspection, LeaseKind, ListRequest,
-    OperatorBackend, Primitive,
+    AuditRecord, ForceRelease, InspectionPage, KeyInspection, ListRequest, OperatorBackend,
+    Primitive,
 };
 use crate::{LockKey, OwnerToken, Result};
 
@@ -35,17 +35,6 @@ use crate::{LockKey, OwnerToken, Result};
 const MAX_WAITERS_LISTED: usize = 100;
 /// The most holders whose lease left one inspection asks etcd for.
 const MAX_LEASES_READ: usize = 8;
-
-/// A lease kind whose queue is the primitive's range (`keys::queue_prefix`).
-fn kind_of(primitive: Primitive) -> LeaseKind {
-    match primitive {
-        Primitive::Lock => LeaseKind::Exclusive,
-        Primitive::Fair => LeaseKind::Fair,
-        Primitive::ReadWrite => LeaseKind::Read,
-        Primitive::Semaphore => LeaseKind::Permits { count: 1, limit: 1 },
-        Primitive::Election => LeaseKind::Leader,
-    }
-}
 
 impl OperatorBackend for EtcdBackend {
     async fn inspect(&self, key: &LockKey, primitive: Primitive) -> Result<KeyInspection> {

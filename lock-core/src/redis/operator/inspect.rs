@@ -40,13 +40,7 @@ pub(super) fn unix_ms(ms: u64) -> SystemTime {
 
 /// The primitive's family in the store; `None` for the lock.
 pub(super) fn family_of(primitive: Primitive) -> Option<Family> {
-    match primitive {
-        Primitive::Fair => Some(Family::Fair),
-        Primitive::ReadWrite => Some(Family::ReadWrite),
-        Primitive::Semaphore => Some(Family::Semaphore),
-        Primitive::Election => Some(Family::Leader),
-        _ => None,
-    }
+    Family::of(primitive.lease_kind())
 }
 
 /// The lease kind of a primitive's one-letter code (`primitive_keys::kind_code`).

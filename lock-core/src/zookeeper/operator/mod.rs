@@ -40,13 +40,7 @@ const MAX_WAITERS_LISTED: usize = 100;
 
 /// The directory family of a primitive.
 fn family_of(primitive: Primitive) -> Family {
-    match primitive {
-        Primitive::Lock => Family::Lock,
-        Primitive::Fair => Family::Fair,
-        Primitive::ReadWrite => Family::ReadWrite,
-        Primitive::Semaphore => Family::Semaphore,
-        Primitive::Election => Family::Leader,
-    }
+    Family::of(primitive.lease_kind())
 }
 
 impl OperatorBackend for ZooKeeperBackend {

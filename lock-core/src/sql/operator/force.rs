@@ -1,6 +1,7 @@
 //! Releasing the lock by force: the request checked, then one transaction, the dialect's
-//! ([`OperatorDialect::force_release`]), sent once; what both dialects' transactions do alike
-//! (the holder named or not, the audit row's fields and what is recorded) is written here.
+//! ([`OperatorDialect::force_release`](super::OperatorDialect::force_release)), sent once;
+//! what both dialects' transactions do alike (the holder named or not, the audit row's fields
+//! and what is recorded) is written here.
 
 use sqlx::query::Query;
 use sqlx::{Database, Encode, Type};

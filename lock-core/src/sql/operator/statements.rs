@@ -1,5 +1,6 @@
 //! The operator's statements on a lock table, written once with `?` placeholders and the
-//! dialect's clauses ([`OperatorDialect`]), the table's name put in when the backend is built.
+//! dialect's clauses ([`OperatorDialect`](super::OperatorDialect)), the table's name put in
+//! when the backend is built.
 
 use crate::sql::Dialect;
 

@@ -22,7 +22,7 @@ pub enum Access {
 }
 
 /// The application's authorisation check for the admin console. The console cannot be built
-/// without one ([`AdminConsole::new`](super::AdminConsole::new) takes it): a page that can
+/// without one ([`AdminConsole::builder`](super::AdminConsole::builder) takes it): a page that can
 /// release locks is never open by default.
 ///
 /// Any `Fn(&dyn RequestHead) -> Access` is one:

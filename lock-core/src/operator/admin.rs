@@ -8,6 +8,12 @@ use crate::backend::{
 };
 use crate::{LockClient, LockError, LockKey, OwnerToken, Result};
 
+/// The shortest and longest audit retention accepted: a minute, a year.
+pub(crate) const AUDIT_RETENTION_BOUNDS: (Duration, Duration) = (
+    Duration::from_secs(60),
+    Duration::from_secs(366 * 24 * 3600),
+);
+
 /// The operator's calls, on a client's backend and under its namespace: keys are given and
 /// answered as the client's code names them. From [`LockClient::admin`].
 ///
@@ -49,10 +55,7 @@ impl LockAdmin {
     /// # Errors
     /// [`LockError::InvalidDuration`] outside those bounds.
     pub fn audit_retention(mut self, retention: Duration) -> Result<Self> {
-        const BOUNDS: (Duration, Duration) = (
-            Duration::from_secs(60),
-            Duration::from_secs(366 * 24 * 3600),
-        );
+        const BOUNDS: (Duration, Duration) = AUDIT_RETENTION_BOUNDS;
         if retention < BOUNDS.0 || retention > BOUNDS.1 {
             return Err(LockError::InvalidDuration {
                 what: "audit retention",

@@ -41,3 +41,5 @@ mod admin;
 pub mod json;
 
 pub use self::admin::LockAdmin;
+#[cfg(feature = "http")]
+pub(crate) use self::admin::AUDIT_RETENTION_BOUNDS;

@@ -193,9 +193,11 @@ impl AdminConsoleBuilder {
     }
 
     /// How long the audit records of this console's releases are kept (default: the
-    /// [`LockAdmin`](crate::operator::LockAdmin)'s, 30 days).
+    /// [`LockAdmin`](crate::operator::LockAdmin)'s, 30 days), within a minute to a year (a
+    /// value outside is taken to the nearer bound).
     pub fn audit_retention(mut self, retention: Duration) -> Self {
-        self.retention = Some(retention);
+        let (min, max) = crate::operator::AUDIT_RETENTION_BOUNDS;
+        self.retention = Some(retention.clamp(min, max));
         self
     }
 

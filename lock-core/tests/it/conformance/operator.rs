@@ -163,9 +163,6 @@ pub(crate) async fn force_release_revokes_and_hands_over<H: Harness>(h: &H) {
             .expect("the waiter was not handed the lock")
             .unwrap();
         assert!(next.fencing_token() > record.new_token);
-        // A fenced resource that saw the new holder refuses the old one.
-        let newest = next.fencing_token();
-        assert!(stuck.fencing_token() < newest);
         let trail = admin.audit(Some(&key), 10).await.unwrap();
         assert_eq!(trail.first(), Some(&record), "{trail:?}");
         let all = admin.audit(None, 1000).await.unwrap();

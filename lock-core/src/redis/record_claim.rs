@@ -125,7 +125,8 @@ impl RedisBackend {
             .arg(millis(place.keep))
             .arg(place.push_prefix)
             .arg(place.key)
-            .arg(claim.fingerprint);
+            .arg(claim.fingerprint)
+            .arg_fmt(self.holder_record(request.label));
         let sent = Instant::now();
         let (status, fence, record): (i64, i64, Option<Vec<u8>>) =
             self.run("idempotency claim", &call).await?;

@@ -9,6 +9,7 @@
 -- ARGV[4] the in-flight record, its fence digits to be filled in   ARGV[5] record keep ms
 -- ARGV[6] push channel prefix   ARGV[7] the record's key, for the receivers
 -- ARGV[8] this request's fingerprint (hex)
+-- ARGV[9] "<client id>|<granted unix ms>|<label>", the holder's record (as acquire.lua's)
 -- Returns {status, fence, record}:
 --   {2, 0, record} the record settles the request (completed, or in flight with another
 --                  fingerprint): no lease was tried;
@@ -36,10 +37,11 @@ if current then
   end
   -- A retry of a grant whose reply was lost: the same lease again, nothing counted twice.
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  fence = tonumber(string.sub(current, 34))
+  fence = tonumber(string.match(current, '^%x+:(%d+)'))
 else
   fence = next_lock_fence(KEYS[4], ARGV[3])
-  redis.call('SET', KEYS[3], ARGV[1] .. ':' .. string.format('%d', fence), 'PX', ARGV[2])
+  redis.call('SET', KEYS[3], ARGV[1] .. ':' .. string.format('%d', fence) .. '|' .. ARGV[9],
+    'PX', ARGV[2])
 end
 local digits = string.format('%0' .. (FENCE_LAST - FENCE_FIRST + 1) .. 'd', fence)
 if record and string.sub(record, FENCE_FIRST, FENCE_LAST) > digits then

@@ -1,9 +1,15 @@
 //! Listing the keys held or waited on: `SCAN` with a pattern on each primary in turn, in
 //! bounded steps, each key found inspected. The cursor is `<node>:<scan cursor>:<skip>`.
+//!
+//! A lock (a primitive, a latch) has a main key and a queue, and `SCAN` finds both, in one
+//! step or in two: a key is given where its main key is found, and where its queue is found
+//! only when it has no holder (then no main key is there to find: it is queued, not held).
 
 use super::super::{to_lock_error, RedisBackend};
-use super::store_key;
-use crate::backend::{InspectionPage, KeyStatus, ListCursor, ListRequest, Primitive};
+use super::store_key::{self, Part};
+use crate::backend::{
+    InspectionPage, KeyInspection, KeyStatus, ListCursor, ListRequest, Primitive,
+};
 use crate::{LockError, Result};
 
 /// Keys asked for per `SCAN` step.
@@ -21,7 +27,7 @@ impl RedisBackend {
             None => (0, 0, 0),
         };
         let pattern = store_key::pattern(&self.shared.prefix, request.prefix);
-        let mut found: Vec<(Primitive, String)> = Vec::new();
+        let mut found: Vec<(Primitive, String, Part)> = Vec::new();
         let mut resume = None;
         let mut steps = 0;
         while node < nodes.len() && found.len() < request.limit && steps < MAX_STEPS {
@@ -36,14 +42,23 @@ impl RedisBackend {
                 .query_node(nodes[node].as_ref(), &scan)
                 .await
                 .map_err(to_lock_error)?;
-            let mut matches: Vec<(Primitive, String)> = Vec::new();
+            let mut matches: Vec<(Primitive, String, Part)> = Vec::new();
             for key in keys {
-                if let Some((primitive, full)) = store_key::parse(&self.shared.prefix, &key) {
-                    if full.starts_with(request.prefix)
-                        && !matches.contains(&(primitive, full.clone()))
-                    {
-                        matches.push((primitive, full));
-                    }
+                let Some((primitive, full, part)) = store_key::parse(&self.shared.prefix, &key)
+                else {
+                    continue;
+                };
+                if !full.starts_with(request.prefix) {
+                    continue;
+                }
+                // Both keys in one step: one entry, by its main key.
+                match matches
+                    .iter_mut()
+                    .find(|(p, f, _)| *p == primitive && *f == full)
+                {
+                    Some(seen) if part == Part::Main => seen.2 = Part::Main,
+                    Some(_) => {}
+                    None => matches.push((primitive, full, part)),
                 }
             }
             let room = request.limit - found.len();
@@ -63,9 +78,15 @@ impl RedisBackend {
             }
         }
         let mut inspected = Vec::with_capacity(found.len());
-        for (primitive, full) in &found {
+        for (primitive, full, part) in &found {
             let seen = self.inspect_key(*primitive, full).await?;
-            if seen.status != KeyStatus::Free {
+            let by_main_key = matches!(seen.status, KeyStatus::Held | KeyStatus::Counting);
+            // Found by its queue but held: its main key is (or was) found where it lies. Found
+            // by both in two steps of this page: given once.
+            let given = inspected
+                .iter()
+                .any(|k: &KeyInspection| k.primitive == seen.primitive && k.key == seen.key);
+            if seen.status != KeyStatus::Free && !(by_main_key && *part == Part::Queue) && !given {
                 inspected.push(seen);
             }
         }

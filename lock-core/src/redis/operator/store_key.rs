@@ -10,15 +10,25 @@
 use crate::backend::Primitive;
 
 /// The primitives' key segments, as `primitive_keys.rs` writes them.
-const FAMILIES: [(&str, Primitive); 4] = [
+const FAMILIES: [(&str, Primitive); 5] = [
     ("fair:", Primitive::Fair),
     ("rw:", Primitive::ReadWrite),
     ("sem:", Primitive::Semaphore),
     ("leader:", Primitive::Election),
+    ("latch:", Primitive::Latch),
 ];
 
-/// The lock or primitive a Redis key names, if it is one's holders or queue.
-pub(super) fn parse(prefix: &str, redis_key: &str) -> Option<(Primitive, String)> {
+/// Which of a lock's or primitive's keys a listing found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Part {
+    /// The lock itself, a primitive's holders, a latch's count.
+    Main,
+    /// Its queue of waiters.
+    Queue,
+}
+
+/// The lock or primitive a Redis key names, if it is one's holders or queue, and which.
+pub(super) fn parse(prefix: &str, redis_key: &str) -> Option<(Primitive, String, Part)> {
     let rest = redis_key.strip_prefix(prefix)?.strip_prefix(':')?;
     let (primitive, rest) = match rest.strip_prefix("{#") {
         Some(rest) => (Primitive::Lock, rest),
@@ -26,15 +36,15 @@ pub(super) fn parse(prefix: &str, redis_key: &str) -> Option<(Primitive, String)
             Some((*primitive, rest.strip_prefix(segment)?.strip_prefix("{#")?))
         })?,
     };
-    let queue = if primitive == Primitive::Lock {
-        "}:waiters"
-    } else {
-        "}:queue"
+    let queue = match primitive {
+        Primitive::Lock | Primitive::Latch => "}:waiters",
+        _ => "}:queue",
     };
-    let full = rest
-        .strip_suffix(queue)
-        .or_else(|| rest.strip_suffix('}'))?;
-    (!full.is_empty()).then(|| (primitive, full.to_owned()))
+    let (full, part) = match rest.strip_suffix(queue) {
+        Some(full) => (full, Part::Queue),
+        None => (rest.strip_suffix('}')?, Part::Main),
+    };
+    (!full.is_empty()).then(|| (primitive, full.to_owned(), part))
 }
 
 /// The `SCAN MATCH` pattern of every key of this backend whose full key starts with
@@ -95,11 +105,11 @@ mod tests {
             let lock = LockKeys::new("lock", full);
             assert_eq!(
                 parse("lock", &lock.lock),
-                Some((Primitive::Lock, full.to_owned()))
+                Some((Primitive::Lock, full.to_owned(), Part::Main))
             );
             assert_eq!(
                 parse("lock", &lock.waiters_key()),
-                Some((Primitive::Lock, full.to_owned()))
+                Some((Primitive::Lock, full.to_owned(), Part::Queue))
             );
             assert_eq!(parse("lock", &lock.fence().concat()), None);
             for (family, primitive) in [
@@ -109,12 +119,18 @@ mod tests {
                 (Family::Leader, Primitive::Election),
             ] {
                 let keys = PrimitiveKeys::new("lock", family, full);
-                let want = Some((primitive, full.to_owned()));
-                assert_eq!(parse("lock", &keys.holders), want);
-                assert_eq!(parse("lock", &keys.queue), want);
+                let main = Some((primitive, full.to_owned(), Part::Main));
+                assert_eq!(parse("lock", &keys.holders), main);
+                let queue = Some((primitive, full.to_owned(), Part::Queue));
+                assert_eq!(parse("lock", &keys.queue), queue);
                 assert_eq!(parse("lock", &keys.leases), None);
                 assert_eq!(parse("lock", &keys.deadlines), None);
             }
+            let latch = crate::redis::primitive_keys::LatchKeys::new("lock", full);
+            let count = Some((Primitive::Latch, full.to_owned(), Part::Main));
+            assert_eq!(parse("lock", &latch.count), count);
+            let waiters = Some((Primitive::Latch, full.to_owned(), Part::Queue));
+            assert_eq!(parse("lock", &latch.waiters), waiters);
             let audit = format!("{}{}", lock.lock, crate::redis::keys::AUDIT);
             assert_eq!(audit_key_of("lock", &audit), Some(full.to_owned()));
         }

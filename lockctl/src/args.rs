@@ -23,9 +23,11 @@ options:
                    redis+cluster://host:port,host:port, redis+sentinel://host:port,.../SERVICE,
                    postgres://, mysql://, zookeeper://host:port,...[/chroot], etcd://host:port,...
   --prefix P       the backend's key prefix on Redis and etcd (default: the backend's, `lock`)
-  --namespace NS   the client namespace the application uses (default: none)
+  --namespace NS   the client namespace the application uses (default: none);
+                   cache.NAME: a cache's computations in flight,
+                   idem.NAME: the idempotent requests in flight
   --json           JSON instead of tables (one document; `watch`: one per line)
-  --primitive P    lock (default), fair, rw, semaphore, election
+  --primitive P    lock (default), fair, rw, semaphore, election, latch
   --operator NAME  who releases (default: LOCKCTL_OPERATOR, else $USER@host)
 
 exit codes: 0 ok / held, 1 failed, 2 usage or invalid input, 3 free, 4 nothing found,

@@ -66,6 +66,16 @@ pub(crate) fn inspection(seen: &KeyInspection) -> String {
             format!("  permits  {} of {size} in use", permits.in_use),
         );
     }
+    if let Some(latch) = seen.latch {
+        line(
+            &mut out,
+            format!(
+                "  count    {}  expires in {}",
+                latch.count,
+                latch.expires_in.map_or("?".into(), seconds)
+            ),
+        );
+    }
     for holder in &seen.holders {
         line(
             &mut out,
@@ -103,8 +113,9 @@ pub(crate) fn inspection(seen: &KeyInspection) -> String {
                 );
             }
         }
-        _ => out
-            .push_str("  waiters  not kept by this store (waiters wait in their own processes)\n"),
+        _ => out.push_str(
+            "  waiters  not kept by this store (waiters wait in their own processes or on watches)\n",
+        ),
     }
     out
 }
@@ -112,7 +123,7 @@ pub(crate) fn inspection(seen: &KeyInspection) -> String {
 /// `ls`: one line per key.
 pub(crate) fn listing(keys: &[KeyInspection]) -> String {
     let mut out = format!(
-        "{:<10} {:<width$} {:<7} {:>7} {:>7}  {}\n",
+        "{:<10} {:<width$} {:<8} {:>7} {:>7}  {}\n",
         "PRIMITIVE",
         "KEY",
         "STATUS",
@@ -126,14 +137,15 @@ pub(crate) fn listing(keys: &[KeyInspection]) -> String {
             Waiters::Listed(w) => w.len().to_string(),
             _ => "-".into(),
         };
-        let first = seen
-            .holders
-            .first()
-            .map_or(String::new(), |h| label(h.label.as_ref()));
+        let first = match (seen.holders.first(), seen.latch) {
+            (Some(holder), _) => label(holder.label.as_ref()),
+            (None, Some(latch)) => format!("(count {})", latch.count),
+            (None, None) => String::new(),
+        };
         line(
             &mut out,
             format!(
-                "{:<10} {:<width$} {:<7} {:>7} {:>7}  {}",
+                "{:<10} {:<width$} {:<8} {:>7} {:>7}  {}",
                 seen.primitive.name(),
                 printable(&seen.key, CELL),
                 seen.status.name(),

@@ -38,7 +38,8 @@ impl<'a> ForceRelease<'a> {
     ///
     /// # Errors
     /// [`LockError::InvalidInput`] when `operator` or `reason` is empty, too long or holds a
-    /// control character.
+    /// control character; [`LockError::ForceReleaseRefused`] for a latch, which has no holder
+    /// to release.
     pub fn new(
         key: &'a LockKey,
         primitive: Primitive,
@@ -47,6 +48,12 @@ impl<'a> ForceRelease<'a> {
     ) -> Result<Self> {
         validate_text("operator", operator)?;
         validate_text("reason", reason)?;
+        if primitive == Primitive::Latch {
+            return Err(LockError::ForceReleaseRefused {
+                key: key.name().to_owned(),
+                reason: "a latch has no holder to release".into(),
+            });
+        }
         Ok(Self {
             key,
             primitive,

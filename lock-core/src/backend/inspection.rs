@@ -30,11 +30,23 @@ pub enum Primitive {
     Semaphore,
     /// The leader election ([`LeaseKind::Leader`]).
     Election,
+    /// The count-down latch: no holders, a count (see [`LatchCount`]).
+    Latch,
 }
 
 impl Primitive {
     /// Every primitive, in the order listings give them.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
+        Self::Lock,
+        Self::Fair,
+        Self::ReadWrite,
+        Self::Semaphore,
+        Self::Election,
+        Self::Latch,
+    ];
+
+    /// The primitives whose holders hold leases (all but the latch), in listing order.
+    pub const LEASED: [Self; 5] = [
         Self::Lock,
         Self::Fair,
         Self::ReadWrite,
@@ -55,19 +67,22 @@ impl Primitive {
     }
 
     /// A lease kind of this primitive ([`of`](Self::of) it gives this primitive back): the
-    /// read share for the read-write lock, one permit for the semaphore. The stores keep a
-    /// primitive's keys by the kinds of its leases; this names them for a primitive.
-    pub(crate) fn lease_kind(self) -> LeaseKind {
-        match self {
+    /// read share for the read-write lock, one permit for the semaphore; `None` for the latch,
+    /// which holds no lease. The stores keep a primitive's keys by the kinds of its leases;
+    /// this names them for a primitive.
+    pub(crate) fn lease_kind(self) -> Option<LeaseKind> {
+        Some(match self {
             Self::Lock => LeaseKind::Exclusive,
             Self::Fair => LeaseKind::Fair,
             Self::ReadWrite => LeaseKind::Read,
             Self::Semaphore => LeaseKind::Permits { count: 1, limit: 1 },
             Self::Election => LeaseKind::Leader,
-        }
+            Self::Latch => return None,
+        })
     }
 
-    /// Its name in listings, JSON and `lockctl`: `lock`, `fair`, `rw`, `semaphore`, `election`.
+    /// Its name in listings, JSON and `lockctl`: `lock`, `fair`, `rw`, `semaphore`,
+    /// `election`, `latch`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -76,6 +91,7 @@ impl Primitive {
             Self::ReadWrite => "rw",
             Self::Semaphore => "semaphore",
             Self::Election => "election",
+            Self::Latch => "latch",
         }
     }
 }
@@ -96,7 +112,7 @@ impl std::str::FromStr for Primitive {
             .ok_or_else(|| LockError::InvalidInput {
                 what: "primitive",
                 reason: format!(
-                    "{:?} is none of lock, fair, rw, semaphore, election",
+                    "{:?} is none of lock, fair, rw, semaphore, election, latch",
                     text.chars().take(40).collect::<String>()
                 ),
             })
@@ -113,16 +129,19 @@ pub enum KeyStatus {
     Held,
     /// Waiters queued but no holder (a hand-over in progress, or waiters about to re-check).
     Queued,
+    /// A count-down latch whose count is above zero: its waiters wait for it to reach zero.
+    Counting,
 }
 
 impl KeyStatus {
-    /// `free`, `held` or `queued`.
+    /// `free`, `held`, `queued` or `counting`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Self::Free => "free",
             Self::Held => "held",
             Self::Queued => "queued",
+            Self::Counting => "counting",
         }
     }
 }
@@ -192,8 +211,9 @@ impl WaiterView {
 pub enum Waiters {
     /// The queue, first waiter first.
     Listed(Vec<WaiterView>),
-    /// The store keeps no queue: waiters wait in their own processes (PostgreSQL, MySQL), so
-    /// it cannot say who waits, or whether anyone does.
+    /// The store keeps no queue: waiters wait in their own processes (PostgreSQL, MySQL) or
+    /// on watches the store does not list (a latch's waiters on ZooKeeper and etcd), so it
+    /// cannot say who waits, or whether anyone does.
     NotKept,
 }
 
@@ -226,6 +246,24 @@ impl PermitUse {
     }
 }
 
+/// A count-down latch's count, and how long until it expires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatchCount {
+    /// What is left to count down (above zero: a latch at zero is gone).
+    pub count: u64,
+    /// How long until the latch expires (and counts as zero), when the store can tell.
+    pub expires_in: Option<Duration>,
+}
+
+impl LatchCount {
+    /// A latch at `count`, expiring in `expires_in` when known.
+    #[must_use]
+    pub fn new(count: u64, expires_in: Option<Duration>) -> Self {
+        Self { count, expires_in }
+    }
+}
+
 /// What a store can tell about one key of one primitive, read at one moment.
 ///
 /// Inspection is for people. Between the read and anything done with it the key may change
@@ -247,6 +285,8 @@ pub struct KeyInspection {
     pub waiters: Waiters,
     /// For a semaphore: its size and the permits in use.
     pub permits: Option<PermitUse>,
+    /// For a latch above zero: its count.
+    pub latch: Option<LatchCount>,
 }
 
 impl KeyInspection {
@@ -272,7 +312,24 @@ impl KeyInspection {
             holders,
             waiters,
             permits: None,
+            latch: None,
         }
+    }
+
+    /// A latch's inspection: [`KeyStatus::Counting`] with its count (and `waiters`, where the
+    /// store keeps them) while `count` is `Some`, [`KeyStatus::Free`] when there is none (at
+    /// zero, expired or never made).
+    #[must_use]
+    pub fn latch(key: impl Into<String>, count: Option<LatchCount>, waiters: Waiters) -> Self {
+        let mut seen = Self::new(Primitive::Latch, key, Vec::new(), waiters);
+        if let Some(count) = count.filter(|c| c.count > 0) {
+            seen.status = KeyStatus::Counting;
+            seen.latch = Some(count);
+        } else {
+            seen.status = KeyStatus::Free;
+            seen.waiters = Waiters::Listed(Vec::new());
+        }
+        seen
     }
 
     /// The same, with a semaphore's permits.
@@ -370,8 +427,9 @@ mod tests {
 
     #[test]
     fn a_primitives_lease_kind_is_of_that_primitive() {
-        for primitive in Primitive::ALL {
-            assert_eq!(Primitive::of(primitive.lease_kind()), primitive);
+        for primitive in Primitive::LEASED {
+            assert_eq!(Primitive::of(primitive.lease_kind().unwrap()), primitive);
         }
+        assert_eq!(Primitive::Latch.lease_kind(), None);
     }
 }

@@ -85,8 +85,8 @@ pub use self::dyn_backend::{DynGrant, DynLease, DynLockBackend};
 pub use self::election::{DynElectionBackend, ElectionBackend, Leader, LeaderWait};
 pub(crate) use self::inspection::validate_limit;
 pub use self::inspection::{
-    HolderView, InspectionPage, KeyInspection, KeyStatus, ListCursor, ListRequest, PermitUse,
-    Primitive, WaiterView, Waiters, MAX_LIST_LIMIT,
+    HolderView, InspectionPage, KeyInspection, KeyStatus, LatchCount, ListCursor, ListRequest,
+    PermitUse, Primitive, WaiterView, Waiters, MAX_LIST_LIMIT,
 };
 pub use self::kind::LeaseKind;
 pub use self::label::{HolderLabel, MAX_LABEL_ENTRIES, MAX_LABEL_LEN};

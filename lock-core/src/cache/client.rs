@@ -7,7 +7,9 @@ use super::flight::Flights;
 use super::request::CacheRequest;
 use super::{Freshness, OnBackendError, OnWaitTimeout};
 use crate::backend::key::validate_namespace;
+use crate::backend::HolderLabel;
 use crate::backend::{DynLockBackend, LockBackend};
+use crate::operator::LockAdmin;
 use crate::results::{DynResultStore, ResultStore};
 use crate::{LeaseMode, LockClient, LockError, Result};
 
@@ -79,6 +81,7 @@ impl Cache {
             on_backend_error: OnBackendError::default(),
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
             lease: DEFAULT_COMPUTE_LEASE,
+            label: None,
         }
     }
 
@@ -126,6 +129,27 @@ impl Cache {
     pub fn store_name(&self) -> &'static str {
         self.inner.store.name()
     }
+
+    /// The operator's view of this cache's computations in flight. Each computation holds a
+    /// lease on its key, in the lock namespace `cache.<namespace>` of the cache's backend:
+    /// [`LockAdmin::list`] gives the keys being computed now, by which instance (its
+    /// [label](CacheBuilder::label)) and for how long; [`LockAdmin::force_release`] ends a
+    /// stuck one (its waiters go on; a late store of the released computation is refused by
+    /// its fencing token).
+    ///
+    /// ```
+    /// use lock_core::cache::Cache;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// let cache = Cache::memory("products")?;
+    /// let page = cache.admin().list("", None, 100).await?;
+    /// assert!(page.keys.is_empty(), "nothing is being computed");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn admin(&self) -> LockAdmin {
+        self.inner.locks.admin()
+    }
 }
 
 impl std::fmt::Debug for Cache {
@@ -151,6 +175,7 @@ pub struct CacheBuilder {
     on_backend_error: OnBackendError,
     max_value_bytes: usize,
     lease: LeaseMode,
+    label: Option<HolderLabel>,
 }
 
 impl CacheBuilder {
@@ -197,6 +222,13 @@ impl CacheBuilder {
         self
     }
 
+    /// Who this instance is, shown to operators beside each computation it runs (default:
+    /// host, pid and program, as [`HolderLabel::from_process`]).
+    pub fn label(mut self, label: HolderLabel) -> Self {
+        self.label = Some(label);
+        self
+    }
+
     /// Checks the settings and builds the cache.
     pub fn build(self) -> Result<Cache> {
         validate_namespace(&self.namespace)?;
@@ -215,9 +247,12 @@ impl CacheBuilder {
         // Each key's fencing state goes with its lease, or with its entry: `keep_fence_for`
         // after a store (see `call/compute.rs`), so keys made up by requests leave nothing for
         // long.
-        let locks = LockClient::parts_builder(self.backend, lock_namespace, self.lease)
-            .fence_retention(self.lease.ttl())
-            .build()?;
+        let mut locks = LockClient::parts_builder(self.backend, lock_namespace, self.lease)
+            .fence_retention(self.lease.ttl());
+        if let Some(label) = self.label {
+            locks = locks.label(label);
+        }
+        let locks = locks.build()?;
         Ok(Cache {
             inner: Arc::new(Inner {
                 store: self.store,

@@ -15,7 +15,7 @@ use tokio::time::{sleep_until, Instant};
 use super::keys::latch_key;
 use super::watch::{Fired, Target, Watch};
 use super::{ttl_seconds, EtcdBackend, BACKEND};
-use crate::backend::LatchBackend;
+use crate::backend::{KeyInspection, LatchBackend, LatchCount, Waiters};
 use crate::{LockError, LockKey, Result};
 
 /// A latch as read.
@@ -72,6 +72,18 @@ impl EtcdBackend {
         let revision = reply.header().map_or(0, etcd::ResponseHeader::revision);
         let latch = reply.kvs().first().map(parse).transpose()?;
         Ok((latch, revision))
+    }
+
+    /// The operator's view of the latch `full`: its count and time left while it counts
+    /// (its waiters are watches etcd does not list).
+    pub(super) async fn inspect_latch(&self, full: &str) -> Result<KeyInspection> {
+        let (latch, _) = self
+            .read_latch(&latch_key(&self.shared.prefix, full))
+            .await?;
+        let count = latch
+            .filter(|latch| !latch.open())
+            .map(|latch| LatchCount::new(latch.count, Some(latch.left)));
+        Ok(KeyInspection::latch(full, count, Waiters::NotKept))
     }
 
     /// Runs `txn` (a compare-and-swap): whether it applied.

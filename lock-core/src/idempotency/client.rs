@@ -8,7 +8,8 @@ use super::record::Record;
 use super::stats::Counters;
 use super::{Completed, Fingerprint, IdempotencyStats};
 use crate::backend::key::validate_namespace;
-use crate::backend::{DynLockBackend, LockBackend};
+use crate::backend::{DynLockBackend, HolderLabel, LockBackend};
+use crate::operator::LockAdmin;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use crate::results::CommitPlace;
 use crate::results::{DynResultStore, PutEntry, Replace, ResultStore, FENCE_DIGITS};
@@ -115,6 +116,7 @@ impl Idempotency {
             namespace: String::new(),
             retention: DEFAULT_RETENTION,
             lease: LeaseMode::default(),
+            label: None,
             #[cfg(any(feature = "postgres", feature = "mysql"))]
             recovery_points: None,
         }
@@ -184,6 +186,32 @@ impl Idempotency {
     #[must_use]
     pub fn store_name(&self) -> &'static str {
         self.inner.store.name()
+    }
+
+    /// The operator's view of the requests in flight. A running request holds a lease on its
+    /// record's key, in the lock namespace `idem.<namespace>` of the backend, named
+    /// `<scope length>:<scope>:<idempotency key>` (a scope of over 128 bytes as `#<its
+    /// SHA-256>`): [`LockAdmin::list`] gives the requests running now, on which instance (its
+    /// [label](IdempotencyBuilder::label)) and since when. [`LockAdmin::force_release`] ends a
+    /// stuck claim: its late completion is refused by its fencing token, and the next retry
+    /// runs the request again (as after a crash; see the module docs on exactly once).
+    ///
+    /// ```
+    /// use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), lock_core::LockError> {
+    /// let payments = Idempotency::memory("payments")?;
+    /// let fingerprint = Fingerprint::builder("POST", "/payments").body(b"100").finish();
+    /// let Begin::Run(_claim) = payments.begin("alice", "k1", fingerprint, InFlight::Conflict).await? else {
+    ///     unreachable!()
+    /// };
+    /// let page = payments.admin().list("", None, 100).await?;
+    /// assert_eq!(page.keys[0].key, "5:alice:k1");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn admin(&self) -> LockAdmin {
+        self.inner.locks.admin()
     }
 
     /// The store key of (`scope`, `key`): `<scope length>:<scope>:<key>`, so that no two
@@ -256,6 +284,7 @@ pub struct IdempotencyBuilder {
     namespace: String,
     retention: Duration,
     lease: LeaseMode,
+    label: Option<HolderLabel>,
     #[cfg(any(feature = "postgres", feature = "mysql"))]
     recovery_points: Option<Arc<dyn CommitPlace>>,
 }
@@ -309,6 +338,13 @@ impl IdempotencyBuilder {
         self
     }
 
+    /// Who this instance is, shown to operators beside each request it runs (default: host,
+    /// pid and program, as [`HolderLabel::from_process`]).
+    pub fn label(mut self, label: HolderLabel) -> Self {
+        self.label = Some(label);
+        self
+    }
+
     /// Checks the settings and builds.
     pub fn build(self) -> Result<Idempotency> {
         validate_namespace(&self.namespace)?;
@@ -326,7 +362,11 @@ impl IdempotencyBuilder {
                 ),
             });
         }
-        let locks = LockClient::from_parts(self.backend, namespace.clone(), self.lease)?;
+        let mut locks = LockClient::parts_builder(self.backend, namespace.clone(), self.lease);
+        if let Some(label) = self.label {
+            locks = locks.label(label);
+        }
+        let locks = locks.build()?;
         // Recovery points when given (the effect's database), else the records themselves
         // when they are in PostgreSQL.
         #[cfg(any(feature = "postgres", feature = "mysql"))]

@@ -267,17 +267,9 @@ impl std::fmt::Debug for LockClient {
 }
 
 impl LockClient {
-    /// A client on a shared backend with its own namespace and default lease, checked as
-    /// [`LockClientBuilder::build`] checks them (for primitives built on the lock).
-    pub(crate) fn from_parts(
-        backend: Arc<dyn DynLockBackend>,
-        namespace: String,
-        default_lease: LeaseMode,
-    ) -> Result<Self> {
-        Self::parts_builder(backend, namespace, default_lease).build()
-    }
-
-    /// The builder [`from_parts`](Self::from_parts) builds, for more settings.
+    /// The builder of a client on a shared backend with its own namespace and default lease,
+    /// checked as [`LockClientBuilder::build`] checks them (for the cache and idempotency,
+    /// built on the lock).
     pub(crate) fn parts_builder(
         backend: Arc<dyn DynLockBackend>,
         namespace: String,

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 
 use super::MemoryBackend;
-use crate::backend::LatchBackend;
+use crate::backend::{LatchBackend, LatchCount};
 use crate::sync::lock;
 use crate::{LockKey, Result};
 
@@ -68,6 +68,27 @@ impl Latches {
             }
         }
         left
+    }
+
+    /// The operator's view of `key`: its count, time left and how many wait (each waiter holds
+    /// a clone of the latch's `opened` while it waits); `None` when it counts as zero.
+    pub(super) fn inspect(&self, key: &str) -> Option<(LatchCount, usize)> {
+        let latches = lock(&self.latches);
+        let now = Instant::now();
+        let latch = latches.get(key).filter(|latch| latch.expires_at > now)?;
+        let count = LatchCount::new(latch.count, Some(latch.expires_at - now));
+        Some((count, Arc::strong_count(&latch.opened) - 1))
+    }
+
+    /// The full keys of the running latches starting with `prefix`.
+    pub(super) fn names(&self, prefix: &str) -> Vec<String> {
+        let latches = lock(&self.latches);
+        let now = Instant::now();
+        latches
+            .iter()
+            .filter(|(key, latch)| latch.expires_at > now && key.starts_with(prefix))
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     pub(super) fn count(&self, key: &str) -> u64 {

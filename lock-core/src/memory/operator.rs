@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use super::state::{Family, KeyState};
 use super::MemoryBackend;
 use crate::backend::{
-    AuditRecord, ForceRelease, HolderView, InspectionPage, KeyInspection, ListCursor, ListRequest,
-    OperatorBackend, PermitUse, Primitive, WaiterView, Waiters,
+    AuditRecord, ForceRelease, HolderView, InspectionPage, KeyInspection, KeyStatus, ListCursor,
+    ListRequest, OperatorBackend, PermitUse, Primitive, WaiterView, Waiters,
 };
 use crate::sync::lock;
 use crate::{FencingToken, LockError, LockKey, LostReason, Result};
@@ -65,6 +65,14 @@ impl MemoryBackend {
         }
     }
 
+    /// The inspection of the latch `full_key`: its count, and as many waiters as wait on it
+    /// (the memory backend keeps no label for them).
+    fn latch_inspection(&self, full_key: &str) -> KeyInspection {
+        let (count, waiting) = self.shared.latches.inspect(full_key).unzip();
+        let waiters = vec![WaiterView::new(None); waiting.unwrap_or(0)];
+        KeyInspection::latch(full_key, count, Waiters::Listed(waiters))
+    }
+
     /// Drops records past their retention.
     fn prune_audit(audit: &mut VecDeque<Kept>, now: Instant) {
         audit.retain(|kept| kept.until > now);
@@ -73,7 +81,9 @@ impl MemoryBackend {
 
 impl OperatorBackend for MemoryBackend {
     async fn inspect(&self, key: &LockKey, primitive: Primitive) -> Result<KeyInspection> {
-        let family = Family::of_primitive(primitive);
+        let Some(family) = Family::of_primitive(primitive) else {
+            return Ok(self.latch_inspection(key.full()));
+        };
         let mut keys = lock(&self.shared.keys);
         let slot = (family, key.full().to_owned());
         let Some(state) = keys.get_mut(&slot) else {
@@ -93,15 +103,21 @@ impl OperatorBackend for MemoryBackend {
             .transpose()?;
         let mut keys = lock(&self.shared.keys);
         let now = Instant::now();
-        let mut found: Vec<(String, Primitive, Family)> = keys
+        let latches = self.shared.latches.names(request.prefix);
+        let mut found: Vec<(String, Primitive, Option<Family>)> = keys
             .iter_mut()
             .filter(|((_, full), _)| full.starts_with(request.prefix))
             .filter_map(|((family, full), state)| {
                 if state.expire(now) {
                     state.wake_front();
                 }
-                (!state.is_idle()).then(|| (full.clone(), family.primitive(), *family))
+                (!state.is_idle()).then(|| (full.clone(), family.primitive(), Some(*family)))
             })
+            .chain(
+                latches
+                    .into_iter()
+                    .map(|full| (full, Primitive::Latch, None)),
+            )
             .filter(|(full, primitive, _)| {
                 after
                     .as_ref()
@@ -117,16 +133,19 @@ impl OperatorBackend for MemoryBackend {
         });
         let inspected = found
             .iter()
-            .map(|(full, _, family)| {
-                let state = &keys[&(*family, full.clone())];
-                self.inspection(*family, full, state)
+            .map(|(full, _, family)| match family {
+                Some(family) => self.inspection(*family, full, &keys[&(*family, full.clone())]),
+                None => self.latch_inspection(full),
             })
+            .filter(|seen| seen.status != KeyStatus::Free)
             .collect();
         Ok(InspectionPage::new(inspected, next))
     }
 
     async fn force_release(&self, request: ForceRelease<'_>) -> Result<AuditRecord> {
-        let family = Family::of_primitive(request.primitive);
+        let Some(family) = Family::of_primitive(request.primitive) else {
+            return Err(request.refused("it has no holder to release"));
+        };
         let slot = (family, request.key.full().to_owned());
         let mut keys = lock(&self.shared.keys);
         let Some(state) = keys.get_mut(&slot) else {

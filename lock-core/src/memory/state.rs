@@ -31,9 +31,10 @@ impl Family {
         }
     }
 
-    /// The family that keeps `primitive`'s keys.
-    pub(super) fn of_primitive(primitive: Primitive) -> Self {
-        Self::of(primitive.lease_kind())
+    /// The family that keeps `primitive`'s keys; `None` for the latch (kept apart, in
+    /// `latch.rs`).
+    pub(super) fn of_primitive(primitive: Primitive) -> Option<Self> {
+        primitive.lease_kind().map(Self::of)
     }
 
     /// The primitive whose keys this family keeps.

@@ -195,6 +195,12 @@ impl LockAdmin {
             .collect())
     }
 
+    /// The namespace its keys are named under (the client's).
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        self.client.namespace()
+    }
+
     fn backend(&self) -> Result<&dyn DynOperatorBackend> {
         self.client
             .inner

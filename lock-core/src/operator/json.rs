@@ -13,8 +13,10 @@ use crate::backend::{
 use crate::json_text::json_string_html_safe as json_string;
 
 /// One key, as an object:
-/// `{"primitive", "key", "status", "holders": [...], "waiters": [...] | null, "permits"}`
-/// (`waiters` is `null` where the store keeps no queue).
+/// `{"primitive", "key", "status", "holders": [...], "waiters": [...] | null, "permits",
+/// "latch"}` (`waiters` is `null` where the store keeps no queue; `permits`
+/// `{"size", "in_use"}` for a semaphore, `latch` `{"count", "expires_in_ms"}` for a latch
+/// counting down, `null` otherwise).
 ///
 /// ```
 /// use lock_core::{LockClient, MemoryBackend};
@@ -62,6 +64,15 @@ pub fn inspection(seen: &KeyInspection) -> String {
             "{{\"size\":{},\"in_use\":{}}}",
             permits.size.map_or("null".to_owned(), |s| s.to_string()),
             permits.in_use
+        )),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"latch\":");
+    match seen.latch {
+        Some(latch) => out.push_str(&format!(
+            "{{\"count\":{},\"expires_in_ms\":{}}}",
+            latch.count,
+            millis(latch.expires_in)
         )),
         None => out.push_str("null"),
     }

@@ -23,7 +23,7 @@ use zookeeper_client as zk;
 use super::queue::{backoff, is_transient};
 use super::session::Session;
 use super::{to_lock_error, ZooKeeperBackend, BACKEND};
-use crate::backend::LatchBackend;
+use crate::backend::{KeyInspection, LatchBackend, LatchCount, Waiters};
 use crate::{LockError, LockKey, OwnerToken, Result};
 
 /// What follows the lock's path to make a latch's node.
@@ -108,6 +108,25 @@ impl ZooKeeperBackend {
             Err(zk::Error::NoNode) => Ok(None),
             Err(error) => Err(to_lock_error(error)),
         }
+    }
+
+    /// The operator's view of the latch `full`: its count and time left while it counts (its
+    /// waiters are watches ZooKeeper does not list).
+    pub(super) async fn inspect_latch(
+        &self,
+        session: &Session,
+        full: &str,
+    ) -> Result<KeyInspection> {
+        let now = now_ms();
+        let count = self
+            .read_latch(session, &self.latch_node(full))
+            .await?
+            .filter(|(latch, _)| !latch.is_open(now))
+            .map(|(latch, _)| {
+                let left = Duration::from_millis(latch.expires_at.saturating_sub(now));
+                LatchCount::new(latch.count, Some(left))
+            });
+        Ok(KeyInspection::latch(full, count, Waiters::NotKept))
     }
 
     /// Deletes an expired latch at `version`, quietly: whoever touches it next does the same.

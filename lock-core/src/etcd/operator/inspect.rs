@@ -51,7 +51,11 @@ impl Seen {
 impl EtcdBackend {
     /// Reads the queue of `primitive` named `full`.
     pub(super) async fn read_queue(&self, primitive: Primitive, full: &str) -> Result<Seen> {
-        let prefix = queue_prefix(&self.shared.prefix, primitive.lease_kind(), full);
+        // The latch holds no lease (it is read apart, `latch.rs`): its kind names no queue.
+        let kind = primitive
+            .lease_kind()
+            .unwrap_or(crate::backend::LeaseKind::Exclusive);
+        let prefix = queue_prefix(&self.shared.prefix, kind, full);
         let size = size_key(&prefix);
         let mut seen = Seen {
             primitive,

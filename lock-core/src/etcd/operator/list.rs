@@ -7,7 +7,7 @@
 use etcd_client as etcd;
 
 use crate::backend::{InspectionPage, KeyStatus, ListCursor, ListRequest, Primitive};
-use crate::etcd::keys::{decode_name, queue_prefix};
+use crate::etcd::keys::{decode_name, latch_key, queue_prefix};
 use crate::etcd::EtcdBackend;
 use crate::{LockError, Result};
 
@@ -52,15 +52,25 @@ impl EtcdBackend {
                 if kv.key() < from.as_slice() {
                     continue; // in a queue already inspected
                 }
-                let Some((queue, full)) = queue_of(part, kv.key()) else {
+                let found = if part.primitive == Primitive::Latch {
+                    latch_of(part, kv.key()).map(|full| (after_key(kv.key()), full))
+                } else {
+                    queue_of(part, kv.key())
+                        .map(|(queue, full)| (prefix_end(queue.as_bytes()), full))
+                };
+                let Some((next, full)) = found else {
                     continue;
                 };
-                from = prefix_end(queue.as_bytes());
+                from = next;
                 if !full.starts_with(request.prefix) {
                     continue;
                 }
-                let seen = self.read_queue(part.primitive, &full).await?;
-                let seen = self.inspection(&seen).await;
+                let seen = if part.primitive == Primitive::Latch {
+                    self.inspect_latch(&full).await?
+                } else {
+                    let seen = self.read_queue(part.primitive, &full).await?;
+                    self.inspection(&seen).await
+                };
                 if seen.status != KeyStatus::Free {
                     keys.push(seen);
                 }
@@ -86,8 +96,10 @@ impl EtcdBackend {
 /// order a listing walks them.
 fn segments(prefix: &str, full_prefix: &str) -> Vec<Segment> {
     let mut parts = Vec::new();
-    for primitive in Primitive::ALL {
-        let kind = primitive.lease_kind();
+    for primitive in Primitive::LEASED {
+        let Some(kind) = primitive.lease_kind() else {
+            continue;
+        };
         // `queue_prefix` of the key prefix, without the `/` that ends a whole name.
         let mut start = queue_prefix(prefix, kind, full_prefix);
         start.pop();
@@ -121,7 +133,29 @@ fn segments(prefix: &str, full_prefix: &str) -> Vec<Segment> {
             });
         }
     }
+    // The latches: one key each, `<prefix>/~latch/<encoded name>`.
+    let start = latch_key(prefix, full_prefix);
+    let end = prefix_end(start.as_bytes());
+    parts.push(Segment {
+        primitive: Primitive::Latch,
+        base: latch_key(prefix, ""),
+        start: start.into_bytes(),
+        end,
+    });
     parts
+}
+
+/// The key of the latch whose etcd key is `key` (in the latches' `part`).
+fn latch_of(part: &Segment, key: &[u8]) -> Option<String> {
+    let name = key.strip_prefix(part.base.as_bytes())?;
+    decode_name(name).filter(|full| !full.is_empty())
+}
+
+/// The first key after `key` itself.
+fn after_key(key: &[u8]) -> Vec<u8> {
+    let mut next = key.to_vec();
+    next.push(0);
+    next
 }
 
 /// The queue (its range, and its key) the etcd key `key` of `part` belongs to.
@@ -212,18 +246,30 @@ mod tests {
                     );
                 }
             }
-            let latch = crate::etcd::keys::latch_key("lock", "ns:a");
+            let latch = latch_key("lock", "ns:a");
+            let found: Vec<_> = parts
+                .iter()
+                .filter(|p| {
+                    p.start.as_slice() <= latch.as_bytes() && latch.as_bytes() < p.end.as_slice()
+                })
+                .map(|p| {
+                    if p.primitive == Primitive::Latch {
+                        latch_of(p, latch.as_bytes())
+                    } else {
+                        queue_of(p, latch.as_bytes()).map(|(_, full)| full)
+                    }
+                })
+                .collect();
+            assert_eq!(found, [Some("ns:a".to_owned())], "{latch}");
             let audit = crate::etcd::keys::audit_key("lock", "ns:a", owner);
-            for other in [latch, audit] {
-                assert!(
-                    parts
-                        .iter()
-                        .all(|p| !(p.start.as_slice() <= other.as_bytes()
-                            && other.as_bytes() < p.end.as_slice())
-                            || queue_of(p, other.as_bytes()).is_none()),
-                    "{other}"
-                );
-            }
+            assert!(
+                parts
+                    .iter()
+                    .all(|p| !(p.start.as_slice() <= audit.as_bytes()
+                        && audit.as_bytes() < p.end.as_slice())
+                        || queue_of(p, audit.as_bytes()).is_none()),
+                "{audit}"
+            );
         }
     }
 

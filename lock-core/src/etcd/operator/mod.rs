@@ -38,6 +38,9 @@ const MAX_LEASES_READ: usize = 8;
 
 impl OperatorBackend for EtcdBackend {
     async fn inspect(&self, key: &LockKey, primitive: Primitive) -> Result<KeyInspection> {
+        if primitive == Primitive::Latch {
+            return self.inspect_latch(key.full()).await;
+        }
         let seen = self.read_queue(primitive, key.full()).await?;
         Ok(self.inspection(&seen).await)
     }

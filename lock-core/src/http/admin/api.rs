@@ -82,31 +82,56 @@ pub(super) fn same_origin(head: &dyn RequestHead) -> bool {
     }
 }
 
-fn admin(console: &AdminConsole) -> LockAdmin {
-    let admin = console.inner.client.admin();
-    match console.inner.retention {
-        Some(retention) => admin
+/// The view a request names (`view=`, the lock namespace the session lists; the client's
+/// keys without it), as an admin with the console's audit retention; 404 for no such view.
+fn admin(console: &AdminConsole, view: Option<String>) -> Result<LockAdmin, PlainResponse> {
+    let views = &console.inner.views;
+    let found = match view {
+        None => views.first(),
+        Some(id) => views.iter().find(|v| v.id == id),
+    };
+    let Some(found) = found else {
+        return Err(problem(404, "not-found", "no such view"));
+    };
+    Ok(match console.inner.retention {
+        // Within the bounds: the builder took it there.
+        Some(retention) => found
+            .admin
+            .clone()
             .audit_retention(retention)
-            .unwrap_or_else(|_| console.inner.client.admin()),
-        None => admin,
-    }
+            .unwrap_or_else(|_| found.admin.clone()),
+        None => found.admin.clone(),
+    })
 }
 
-/// `GET /api/session`: who the page speaks for, whether it may release, its CSRF token and
-/// its refresh period.
+/// `GET /api/session`: who the page speaks for, whether it may release, its CSRF token, its
+/// refresh period and its views (`[{"id", "title"}]`, the client's keys first).
 pub(super) fn session(console: &AdminConsole, operator: &str) -> PlainResponse {
+    let views: Vec<String> = console
+        .inner
+        .views
+        .iter()
+        .map(|v| {
+            format!(
+                "{{\"id\":{},\"title\":{}}}",
+                json_string(&v.id),
+                json_string(&v.title)
+            )
+        })
+        .collect();
     ok(format!(
-        "{{\"operator\":{},\"namespace\":{},\"backend\":{},\"force_release\":{},\"csrf\":{},\"refresh_ms\":{}}}",
+        "{{\"operator\":{},\"namespace\":{},\"backend\":{},\"force_release\":{},\"csrf\":{},\"refresh_ms\":{},\"views\":[{}]}}",
         json_string(operator),
         json_string(console.inner.client.namespace()),
         json_string(console.inner.client.capabilities().backend),
         console.inner.force_release,
         json_string(&console.csrf_token(operator)),
         console.inner.refresh.as_millis(),
+        views.join(","),
     ))
 }
 
-/// `GET /api/keys?prefix=&cursor=&limit=`: one page of the keys held or waited on.
+/// `GET /api/keys?view=&prefix=&cursor=&limit=`: one page of the keys held or waited on.
 pub(super) async fn keys(console: &AdminConsole, query: Option<&str>) -> PlainResponse {
     let prefix = query_field(query, "prefix").unwrap_or_default();
     let cursor = query_field(query, "cursor").map(ListCursor::new);
@@ -115,7 +140,11 @@ pub(super) async fn keys(console: &AdminConsole, query: Option<&str>) -> PlainRe
         Some(Ok(limit)) => limit,
         Some(Err(_)) => return problem(400, "invalid", "limit is not a number"),
     };
-    match admin(console).list(&prefix, cursor.as_ref(), limit).await {
+    let admin = match admin(console, query_field(query, "view")) {
+        Ok(admin) => admin,
+        Err(answer) => return answer,
+    };
+    match admin.list(&prefix, cursor.as_ref(), limit).await {
         Ok(page) => ok(json::page(&page)),
         Err(error) => failed(&error),
     }
@@ -128,7 +157,7 @@ fn primitive_of(query: Option<&str>) -> Result<Primitive, PlainResponse> {
     }
 }
 
-/// `GET /api/key?key=&primitive=`: one key.
+/// `GET /api/key?view=&key=&primitive=`: one key.
 pub(super) async fn key(console: &AdminConsole, query: Option<&str>) -> PlainResponse {
     let Some(key) = query_field(query, "key") else {
         return problem(400, "invalid", "key is missing");
@@ -137,13 +166,17 @@ pub(super) async fn key(console: &AdminConsole, query: Option<&str>) -> PlainRes
         Ok(primitive) => primitive,
         Err(answer) => return answer,
     };
-    match admin(console).inspect_primitive(primitive, &key).await {
+    let admin = match admin(console, query_field(query, "view")) {
+        Ok(admin) => admin,
+        Err(answer) => return answer,
+    };
+    match admin.inspect_primitive(primitive, &key).await {
         Ok(seen) => ok(json::inspection(&seen)),
         Err(error) => failed(&error),
     }
 }
 
-/// `GET /api/audit?key=&limit=`: the audit records kept, newest first.
+/// `GET /api/audit?view=&key=&limit=`: the audit records kept, newest first.
 pub(super) async fn audit(console: &AdminConsole, query: Option<&str>) -> PlainResponse {
     let key = query_field(query, "key").filter(|k| !k.is_empty());
     let limit = match query_field(query, "limit").map(|l| l.parse::<usize>()) {
@@ -151,13 +184,18 @@ pub(super) async fn audit(console: &AdminConsole, query: Option<&str>) -> PlainR
         Some(Ok(limit)) => limit,
         Some(Err(_)) => return problem(400, "invalid", "limit is not a number"),
     };
-    match admin(console).audit(key.as_deref(), limit).await {
+    let admin = match admin(console, query_field(query, "view")) {
+        Ok(admin) => admin,
+        Err(answer) => return answer,
+    };
+    match admin.audit(key.as_deref(), limit).await {
         Ok(records) => ok(json::records(&records)),
         Err(error) => failed(&error),
     }
 }
 
-/// `POST /api/release` (form: `key`, `primitive`, `owner`, `reason`; header `x-csrf-token`):
+/// `POST /api/release` (form: `view`, `key`, `primitive`, `owner`, `reason`; header
+/// `x-csrf-token`):
 /// a forced release, when the console allows it.
 pub(super) async fn release(
     console: &AdminConsole,
@@ -194,7 +232,11 @@ pub(super) async fn release(
             None => return problem(400, "invalid", "owner is not 32 hex digits"),
         },
     };
-    match admin(console)
+    let admin = match admin(console, field("view")) {
+        Ok(admin) => admin,
+        Err(answer) => return answer,
+    };
+    match admin
         .force_release_holder(primitive, &key, owner, &reason, operator)
         .await
     {

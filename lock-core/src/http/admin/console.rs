@@ -7,6 +7,9 @@ use std::time::Duration;
 use super::super::{PlainResponse, RequestHead};
 use super::access::{hex_digest, same, session_of, Access, AdminAuth, SESSION_COOKIE};
 use super::{api, page};
+use crate::cache::Cache;
+use crate::idempotency::Idempotency;
+use crate::operator::LockAdmin;
 use crate::LockClient;
 
 /// The most body an admin request may carry (a release form, a login form); adapters refuse
@@ -61,8 +64,21 @@ pub struct AdminConsole {
     pub(super) inner: Arc<Inner>,
 }
 
+/// One list the console shows: the lock client's keys, a cache's computations in flight, or
+/// an idempotency store's requests in flight (each a namespace of leases on one backend).
+pub(super) struct View {
+    /// How the API names it (`?view=`): the lock namespace.
+    pub(super) id: String,
+    /// Its heading on the page.
+    pub(super) title: String,
+    pub(super) admin: LockAdmin,
+}
+
 pub(super) struct Inner {
     pub(super) client: LockClient,
+    /// The client's keys first, then what [`AdminConsoleBuilder::cache`] and
+    /// [`AdminConsoleBuilder::idempotency`] added.
+    pub(super) views: Vec<View>,
     pub(super) auth: Box<dyn AdminAuth>,
     pub(super) force_release: bool,
     pub(super) csrf_key: String,
@@ -74,6 +90,7 @@ pub(super) struct Inner {
 #[must_use]
 pub struct AdminConsoleBuilder {
     client: LockClient,
+    views: Vec<View>,
     auth: Box<dyn AdminAuth>,
     force_release: bool,
     csrf_secret: Option<String>,
@@ -86,6 +103,11 @@ impl AdminConsole {
     /// until [`allow_force_release`](AdminConsoleBuilder::allow_force_release).
     pub fn builder(client: LockClient, auth: impl AdminAuth) -> AdminConsoleBuilder {
         AdminConsoleBuilder {
+            views: vec![View {
+                id: client.namespace().to_owned(),
+                title: "Locks held and waited on".to_owned(),
+                admin: client.admin(),
+            }],
             client,
             auth: Box::new(auth),
             force_release: false,
@@ -178,6 +200,58 @@ impl AdminConsole {
 }
 
 impl AdminConsoleBuilder {
+    /// Also shows `cache`'s computations in flight: the keys being computed now, by which
+    /// instance and for how long (see [`Cache::admin`]). A stuck one can be released as a
+    /// lock is, when the console allows it.
+    ///
+    /// ```
+    /// use lock_core::http::admin::{AdminConsole, TokenAuth};
+    /// use lock_core::cache::Cache;
+    /// use lock_core::memory::MemoryResultStore;
+    /// use lock_core::{LockClient, MemoryBackend};
+    ///
+    /// # fn main() -> Result<(), lock_core::LockError> {
+    /// let backend = MemoryBackend::new();
+    /// let products = Cache::builder(MemoryResultStore::new(), backend.clone())
+    ///     .namespace("products")
+    ///     .build()?;
+    /// let console = AdminConsole::builder(LockClient::new(backend), TokenAuth::new("a-token-of-16-bytes+")?)
+    ///     .cache(&products)
+    ///     .build();
+    /// # let _ = console;
+    /// # Ok(()) }
+    /// ```
+    pub fn cache(mut self, cache: &Cache) -> Self {
+        let admin = cache.admin();
+        let title = match cache.namespace() {
+            "" => "Cache computations in flight".to_owned(),
+            name => format!("Cache computations in flight: {name}"),
+        };
+        self.views.push(View {
+            id: admin.namespace().to_owned(),
+            title,
+            admin,
+        });
+        self
+    }
+
+    /// Also shows `idempotency`'s requests in flight: the requests running now (keyed
+    /// `<scope length>:<scope>:<idempotency key>`), on which instance and since when (see
+    /// [`Idempotency::admin`]).
+    pub fn idempotency(mut self, idempotency: &Idempotency) -> Self {
+        let admin = idempotency.admin();
+        let title = match admin.namespace().strip_prefix("idem.") {
+            Some(name) => format!("Idempotent requests in flight: {name}"),
+            None => "Idempotent requests in flight".to_owned(),
+        };
+        self.views.push(View {
+            id: admin.namespace().to_owned(),
+            title,
+            admin,
+        });
+        self
+    }
+
     /// Lets the console release holders by force (off by default: read-only).
     pub fn allow_force_release(mut self) -> Self {
         self.force_release = true;
@@ -224,6 +298,7 @@ impl AdminConsoleBuilder {
         AdminConsole {
             inner: Arc::new(Inner {
                 client: self.client,
+                views: self.views,
                 auth: self.auth,
                 force_release: self.force_release,
                 csrf_key,

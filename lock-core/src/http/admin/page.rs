@@ -77,8 +77,7 @@ pub(super) fn console(base: &str) -> PlainResponse {
              <p><label>Reason <input id=\"reason\" required maxlength=\"200\" autocomplete=\"off\"></label></p>\
              <p><button id=\"confirm\" type=\"submit\">Release</button> \
              <button id=\"cancel\" type=\"button\">Cancel</button></p></fieldset></form>\n\
-             <table id=\"keys\"><thead><tr><th>Primitive</th><th>Key</th><th>Status</th>\
-             <th>Holders</th><th>Waiters (first first)</th><th>Permits</th></tr></thead><tbody></tbody></table>\n\
+             <div id=\"views\"></div>\n\
              <h2>Forced releases</h2>\n\
              <table id=\"audit\"><thead><tr><th>When</th><th>Key</th><th>By</th><th>Reason</th>\
              <th>Released</th><th>Tokens</th></tr></thead><tbody></tbody></table>\n\

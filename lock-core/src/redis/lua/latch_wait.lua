@@ -8,7 +8,11 @@ end
 if pttl == -1 then
   pttl = 86400000
 end
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
+local now = redis.call('TIME')
+-- Scored by arrival (the server's ms), kept from the first registration: the operator's view
+-- shows how long each has waited.
+redis.call('ZADD', KEYS[2], 'NX', tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000),
+  ARGV[1])
 if redis.call('PTTL', KEYS[2]) < pttl then
   redis.call('PEXPIRE', KEYS[2], pttl)
 end

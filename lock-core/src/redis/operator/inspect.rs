@@ -5,13 +5,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::Value;
 
 use super::super::keys::LockKeys;
-use super::super::primitive_keys::{Family, PrimitiveKeys};
+use super::super::primitive_keys::{Family, LatchKeys, PrimitiveKeys};
 use super::super::script_call::ScriptCall;
 use super::super::wakeups::label_of_waiter;
 use super::super::{protocol, scripts, RedisBackend};
 use super::MAX_WAITERS_LISTED;
 use crate::backend::{
-    HolderLabel, HolderView, KeyInspection, LeaseKind, PermitUse, Primitive, WaiterView, Waiters,
+    HolderLabel, HolderView, KeyInspection, LatchCount, LeaseKind, PermitUse, Primitive,
+    WaiterView, Waiters,
 };
 use crate::{FencingToken, OwnerToken, Result};
 
@@ -38,9 +39,10 @@ pub(super) fn unix_ms(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
-/// The primitive's family in the store; `None` for the lock.
+/// The primitive's family in the store; `None` for the lock (and the latch, which is kept
+/// apart: [`LatchKeys`]).
 pub(super) fn family_of(primitive: Primitive) -> Option<Family> {
-    Family::of(primitive.lease_kind())
+    primitive.lease_kind().and_then(Family::of)
 }
 
 /// The lease kind of a primitive's one-letter code (`primitive_keys::kind_code`).
@@ -65,6 +67,9 @@ impl RedisBackend {
         primitive: Primitive,
         full: &str,
     ) -> Result<KeyInspection> {
+        if primitive == Primitive::Latch {
+            return self.inspect_latch(full).await;
+        }
         match family_of(primitive) {
             None => self.inspect_lock(full).await,
             Some(family) => self.inspect_primitive(primitive, family, full).await,
@@ -120,6 +125,33 @@ impl RedisBackend {
             holders,
             Waiters::Listed(waiters),
         ))
+    }
+
+    /// A latch's count, time left and waiters: the same read as a lock's (a string and a
+    /// sorted set of waiter ids by arrival), so the same script.
+    async fn inspect_latch(&self, full: &str) -> Result<KeyInspection> {
+        let keys = LatchKeys::new(&self.shared.prefix, full);
+        let mut call = ScriptCall::new(&scripts::INSPECT_LOCK, 2);
+        call.key(&keys.count)
+            .key(&keys.waiters)
+            .arg(MAX_WAITERS_LISTED);
+        type Reply = (Option<String>, i64, Vec<(String, f64)>, u64, u64);
+        let (value, pttl, queued, _count, now_ms): Reply = self.run("inspect", &call).await?;
+        let count = value.and_then(|v| v.parse::<u64>().ok()).map(|count| {
+            LatchCount::new(count, u64::try_from(pttl).ok().map(Duration::from_millis))
+        });
+        let waiters = queued
+            .into_iter()
+            .map(|(id, arrived)| {
+                let mut view = WaiterView::new(None);
+                view.label = label_of_waiter(&id).map(|l| HolderLabel::from_stored(&l));
+                // Waiters of an older client registered with no arrival time (0).
+                view.waiting_for = (arrived >= 1.0)
+                    .then(|| Duration::from_millis(now_ms.saturating_sub(arrived as u64)));
+                view
+            })
+            .collect();
+        Ok(KeyInspection::latch(full, count, Waiters::Listed(waiters)))
     }
 
     async fn inspect_primitive(

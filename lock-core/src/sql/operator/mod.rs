@@ -191,6 +191,7 @@ pub(crate) fn lock_only(backend: &'static str, primitive: Primitive) -> Result<(
         Primitive::ReadWrite => "read-write lock",
         Primitive::Semaphore => "semaphore",
         Primitive::Election => "leader election",
+        Primitive::Latch => "count-down latch",
     };
     Err(LockError::Unsupported { backend, primitive })
 }
@@ -225,6 +226,7 @@ mod tests {
             Primitive::ReadWrite,
             Primitive::Semaphore,
             Primitive::Election,
+            Primitive::Latch,
         ] {
             assert!(matches!(
                 lock_only("postgres", primitive),

@@ -1,7 +1,7 @@
 //! Listing the keys held or waited on: the root's children in one `getChildren` (ZooKeeper has
 //! no way to page a node's children; the read is bounded by the server's reply limit,
 //! `jute.maxbuffer`, which bounds how many locks a root can have anyway), each named back to
-//! its key and primitive (`<key>`, `<key>%fair`, `%rw`, `%semaphore`, `%leader`; latches and
+//! its key and primitive (`<key>`, `<key>%fair`, `%rw`, `%semaphore`, `%leader`, `%latch`;
 //! the audit directory skipped), sorted by key and primitive. A page goes on from the cursor
 //! (the last key it looked at, `<primitive>:<key>`): the directories are looked at in
 //! multi-reads of [`PEEK_CHUNK`] (an empty container, not yet reaped, or a semaphore with its
@@ -22,11 +22,12 @@ const PEEK_CHUNK: usize = 100;
 const MAX_PEEKED: usize = 5_000;
 
 /// The suffixes of the primitives' directories (`path.rs`), after the lock's path.
-const SUFFIXES: [(&str, Primitive); 4] = [
+const SUFFIXES: [(&str, Primitive); 5] = [
     ("%fair", Primitive::Fair),
     ("%rw", Primitive::ReadWrite),
     ("%semaphore", Primitive::Semaphore),
     ("%leader", Primitive::Election),
+    (crate::zookeeper::latch::LATCH_SUFFIX, Primitive::Latch),
 ];
 
 /// One child of the root, named back.
@@ -84,9 +85,15 @@ impl ZooKeeperBackend {
                 .map_err(to_lock_error)?;
             for (candidate, result) in chunk.iter().zip(results) {
                 looked += 1;
-                let busy = matches!(result, zk::MultiReadResult::Children { children }
-                    if children.iter().any(|child| child != SIZE_NODE));
-                if busy {
+                if candidate.primitive == Primitive::Latch {
+                    // A latch is one node, with no children: read it.
+                    let seen = self.inspect_latch(&session, &candidate.full).await?;
+                    if seen.status != KeyStatus::Free {
+                        keys.push(seen);
+                    }
+                } else if matches!(result, zk::MultiReadResult::Children { children }
+                    if children.iter().any(|child| child != SIZE_NODE))
+                {
                     let seen = self
                         .read_queue(&session, candidate.primitive, &candidate.full)
                         .await?;
@@ -108,8 +115,8 @@ impl ZooKeeperBackend {
     }
 }
 
-/// The key and primitive a child of the root is the directory of; `None` for the others (a
-/// latch, the audit directory, anything not of this backend's making).
+/// The key and primitive a child of the root is the directory (or latch node) of; `None` for
+/// the others (the audit directory, anything not of this backend's making).
 fn parse_child(name: &str) -> Option<(String, Primitive)> {
     let (stem, primitive) = SUFFIXES
         .iter()
@@ -145,7 +152,6 @@ mod tests {
                 let name = dir.strip_prefix("/locks/").unwrap();
                 assert_eq!(parse_child(name), Some((full.to_owned(), primitive)));
             }
-            assert_eq!(parse_child(&format!("{lock}%latch")), None);
         }
         assert_eq!(parse_child("%audit"), None);
         assert_eq!(parse_child("%fair"), None);

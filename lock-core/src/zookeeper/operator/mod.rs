@@ -30,23 +30,27 @@ pub(super) use self::audit::find_revocation;
 use super::kinds::Family;
 use super::ZooKeeperBackend;
 use crate::backend::{
-    AuditRecord, ForceRelease, InspectionPage, KeyInspection, ListRequest, OperatorBackend,
-    Primitive,
+    AuditRecord, ForceRelease, InspectionPage, KeyInspection, LeaseKind, ListRequest,
+    OperatorBackend, Primitive,
 };
 use crate::{LockKey, OwnerToken, Result};
 
 /// The most waiters one inspection lists.
 const MAX_WAITERS_LISTED: usize = 100;
 
-/// The directory family of a primitive.
+/// The directory family of a primitive. The latch holds no lease and has no directory (its
+/// one node is read apart, `latch.rs`): it never reaches a caller of this.
 fn family_of(primitive: Primitive) -> Family {
-    Family::of(primitive.lease_kind())
+    Family::of(primitive.lease_kind().unwrap_or(LeaseKind::Exclusive))
 }
 
 impl OperatorBackend for ZooKeeperBackend {
     async fn inspect(&self, key: &LockKey, primitive: Primitive) -> Result<KeyInspection> {
         self.guarded(async {
             let session = self.session().await?;
+            if primitive == Primitive::Latch {
+                return self.inspect_latch(&session, key.full()).await;
+            }
             let seen = self.read_queue(&session, primitive, key.full()).await?;
             Ok(seen.inspection())
         })

@@ -24,7 +24,7 @@
     return body;
   }
 
-  function holderCell(key, holder) {
+  function holderCell(view, key, holder) {
     const box = el('div', null, 'holder');
     box.append(el('div', label(holder.label), 'label'));
     box.append(el('div', holder.kind + ' · token ' + holder.fencing_token + ' · lease left ' + secs(holder.lease_left_ms)));
@@ -35,20 +35,52 @@
       button.dataset.key = key.key;
       button.dataset.primitive = key.primitive;
       button.dataset.owner = holder.owner;
-      button.addEventListener('click', () => ask(key, holder));
+      button.dataset.view = view.id;
+      button.addEventListener('click', () => ask(view, key, holder));
       box.append(button);
     }
     return box;
   }
 
-  function render(keys) {
-    const body = $('keys').tBodies[0];
+  // One table per view (the client's keys, then each cache's and idempotency store's in
+  // flight); the first is `#keys`.
+  function table(view, index) {
+    const id = index === 0 ? 'keys' : 'keys-' + index;
+    let found = $(id);
+    if (found) return found;
+    const section = el('section');
+    section.append(el('h2', view.title));
+    found = el('table');
+    found.id = id;
+    found.dataset.view = view.id;
+    const head = found.createTHead().insertRow();
+    for (const name of ['Primitive', 'Key', 'Status', 'Holders', 'Waiters (first first)', 'Permits · count']) {
+      head.append(el('th', name));
+    }
+    found.createTBody();
+    section.append(found);
+    $('views').append(section);
+    return found;
+  }
+
+  function amount(key) {
+    if (key.permits) {
+      return key.permits.in_use + ' of ' + (key.permits.size === null ? '?' : key.permits.size) + ' permits';
+    }
+    if (key.latch) {
+      return 'count ' + key.latch.count + ' · expires in ' + secs(key.latch.expires_in_ms);
+    }
+    return '';
+  }
+
+  function render(view, index, keys) {
+    const body = table(view, index).tBodies[0];
     body.replaceChildren();
     if (keys.length === 0) {
       const row = body.insertRow();
       const cell = row.insertCell();
       cell.colSpan = 6;
-      cell.textContent = 'Nothing is held or waited on.';
+      cell.textContent = index === 0 ? 'Nothing is held or waited on.' : 'Nothing in flight.';
     }
     for (const key of keys) {
       const row = body.insertRow();
@@ -63,7 +95,7 @@
       status.textContent = key.status;
       const holders = row.insertCell();
       holders.className = 'holders';
-      for (const holder of key.holders) holders.append(holderCell(key, holder));
+      for (const holder of key.holders) holders.append(holderCell(view, key, holder));
       const waiters = row.insertCell();
       waiters.className = 'waiters';
       if (key.waiters === null) {
@@ -77,9 +109,7 @@
         }
         waiters.append(list);
       }
-      row.insertCell().textContent = key.permits
-        ? key.permits.in_use + ' of ' + (key.permits.size === null ? '?' : key.permits.size)
-        : '';
+      row.insertCell().textContent = amount(key);
     }
   }
 
@@ -92,7 +122,7 @@
       row.insertCell().textContent = new Date(record.at_ms).toLocaleString();
       const key = row.insertCell();
       key.className = 'key';
-      key.textContent = record.primitive + ' ' + record.key;
+      key.textContent = (record.view ? record.view + ' · ' : '') + record.primitive + ' ' + record.key;
       row.insertCell().textContent = record.operator;
       const reason = row.insertCell();
       reason.className = 'reason';
@@ -105,18 +135,23 @@
   async function refresh() {
     if (pending) return;
     try {
-      const page = await call('/api/keys?limit=200&prefix=' + encodeURIComponent($('prefix').value));
+      const prefix = encodeURIComponent($('prefix').value);
+      const pages = await Promise.all(session.views.map((view) =>
+        call('/api/keys?limit=200&view=' + encodeURIComponent(view.id) + '&prefix=' + prefix)));
+      const audits = await Promise.all(session.views.map((view, index) =>
+        call('/api/audit?limit=20&view=' + encodeURIComponent(view.id)).then((records) =>
+          records.map((record) => Object.assign(record, { view: index === 0 ? '' : view.title })))));
       if (pending) return;
-      render(page.keys);
-      renderAudit(await call('/api/audit?limit=20'));
+      session.views.forEach((view, index) => render(view, index, pages[index].keys));
+      renderAudit(audits.flat().sort((a, b) => b.at_ms - a.at_ms).slice(0, 20));
       $('status').textContent = 'updated ' + new Date().toLocaleTimeString();
     } catch (error) {
       $('status').textContent = 'error: ' + error.message;
     }
   }
 
-  function ask(key, holder) {
-    pending = { key: key.key, primitive: key.primitive, owner: holder.owner };
+  function ask(view, key, holder) {
+    pending = { view: view.id, key: key.key, primitive: key.primitive, owner: holder.owner };
     $('release-key').textContent = key.primitive + ' ' + key.key;
     $('release-owner').textContent = holder.owner;
     $('reason').value = '';

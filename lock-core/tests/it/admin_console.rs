@@ -295,3 +295,138 @@ async fn a_login_sets_a_cookie_that_opens_the_console() {
     );
     assert_eq!(send(&console, &get("/api/key", None), "").await.0, 400);
 }
+
+/// Beside the client's locks, the console shows a cache's computations in flight and an
+/// idempotency store's requests in flight, each with the label of the instance running it, and
+/// a latch's count; a stuck request's claim is released from its view like a lock.
+#[tokio::test]
+async fn computations_requests_and_latches_in_flight_are_shown() {
+    use lock_core::cache::Cache;
+    use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+    use lock_core::memory::MemoryResultStore;
+
+    let backend = MemoryBackend::new();
+    let worker = HolderLabel::from_process().with("who", "worker-7").unwrap();
+    let locks = LockClient::builder(backend.clone())
+        .namespace("shop")
+        .build()
+        .unwrap();
+    let products = Cache::builder(MemoryResultStore::new(), backend.clone())
+        .namespace("products")
+        .label(worker.clone())
+        .build()
+        .unwrap();
+    let payments = Idempotency::builder(MemoryResultStore::new(), backend.clone())
+        .namespace("payments")
+        .label(worker)
+        .build()
+        .unwrap();
+    let console = AdminConsole::builder(locks.clone(), TokenAuth::new(TOKEN).unwrap())
+        .cache(&products)
+        .idempotency(&payments)
+        .allow_force_release()
+        .build();
+
+    let (_, session, _) = send(&console, &get("/api/session", None), "").await;
+    assert!(
+        session.contains(r#""views":[{"id":"shop","title":"Locks held and waited on"},{"id":"cache.products","title":"Cache computations in flight: products"},{"id":"idem.payments","title":"Idempotent requests in flight: payments"}]"#),
+        "{session}"
+    );
+
+    // A computation that runs until told to finish.
+    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+    let computing = tokio::spawn({
+        let products = products.clone();
+        async move {
+            products
+                .entry("product:1")
+                .try_get_with(|| async move {
+                    finished.await.ok();
+                    Ok::<_, std::io::Error>(b"lamp".to_vec())
+                })
+                .await
+                .unwrap()
+        }
+    });
+    let fingerprint = Fingerprint::builder("POST", "/payments")
+        .body(b"100")
+        .finish();
+    let Begin::Run(claim) = payments
+        .begin("alice", "k1", fingerprint, InFlight::Conflict)
+        .await
+        .unwrap()
+    else {
+        panic!("the first request runs");
+    };
+    let latch = locks.latch("warm-up");
+    assert!(latch.try_set_count(3).await.unwrap());
+
+    let in_flight = get("/api/keys", Some("view=cache.products"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let computations = loop {
+        let (status, body, _) = send(&console, &in_flight, "").await;
+        assert_eq!(status, 200, "{body}");
+        if body.contains(r#""key":"product:1""#) || tokio::time::Instant::now() > deadline {
+            break body;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        computations.contains(r#""key":"product:1","status":"held""#),
+        "{computations}"
+    );
+    assert!(
+        computations.contains(r#""who":"worker-7""#),
+        "{computations}"
+    );
+
+    let (_, requests, _) = send(&console, &get("/api/keys", Some("view=idem.payments")), "").await;
+    assert!(
+        requests.contains(r#""key":"5:alice:k1","status":"held""#),
+        "{requests}"
+    );
+    assert!(requests.contains(r#""who":"worker-7""#), "{requests}");
+
+    let (_, keys, _) = send(&console, &get("/api/keys", None), "").await;
+    assert!(
+        keys.contains(r#""primitive":"latch","key":"warm-up","status":"counting""#),
+        "{keys}"
+    );
+    assert!(keys.contains(r#""latch":{"count":3,"#), "{keys}");
+    assert!(
+        !keys.contains("product:1") && !keys.contains("alice"),
+        "views are apart: {keys}"
+    );
+    let (status, _, _) = send(&console, &get("/api/keys", Some("view=nope")), "").await;
+    assert_eq!(status, 404);
+
+    // The stuck request's claim, released from its view.
+    let token = csrf(&console).await;
+    let req = release_req(Some(&token), Some("https://shop.example"));
+    let form = format!("view=idem.payments&key={}&reason=stuck", enc("5:alice:k1"));
+    let (status, body, _) = send(&console, &req, &form).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(matches!(
+        tokio::time::timeout(Duration::from_secs(2), claim.lost())
+            .await
+            .unwrap(),
+        LostReason::Revoked { .. }
+    ));
+    let (_, audit, _) = send(&console, &get("/api/audit", Some("view=idem.payments")), "").await;
+    assert!(audit.contains(r#""key":"5:alice:k1""#), "{audit}");
+    let (_, audit, _) = send(&console, &get("/api/audit", None), "").await;
+    assert_eq!(audit, "[]", "the locks' own trail is apart");
+
+    finish.send(()).unwrap();
+    computing.await.unwrap();
+    // The lease is given back once the value is stored (in the background).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, computations, _) = send(&console, &in_flight, "").await;
+        if !computations.contains("product:1") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{computations}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -93,3 +93,91 @@ async fn a_fair_lock_shows_its_holder_and_queue_and_is_handed_on_when_revoked() 
     })
     .await;
 }
+
+/// An idempotent request in flight (its claim taken in the same script as its record) shows
+/// the label of the instance running it, and a forced release of its claim reaches that
+/// instance by push, as a lock's does; a cache computation in flight shows its instance too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_and_computations_in_flight_show_their_instance() {
+    use lock_core::cache::Cache;
+    use lock_core::idempotency::{Begin, Fingerprint, Idempotency, InFlight};
+    use lock_core::redis::RedisResultStore;
+
+    let Some(url) = redis_url() else { return };
+    bounded(async {
+        let backend = RedisBackend::connect(&url).await.unwrap();
+        let store = RedisResultStore::from_backend(&backend).await.unwrap();
+        let label = HolderLabel::from_process()
+            .with("who", "payments-3")
+            .unwrap();
+        let payments = Idempotency::builder(store.clone(), backend.clone())
+            .namespace("operator-view")
+            .label(label.clone())
+            .build()
+            .unwrap();
+        let key = unique_key("request");
+        let fingerprint = Fingerprint::builder("POST", "/payments")
+            .body(b"100")
+            .finish();
+        let Begin::Run(claim) = payments
+            .begin("alice", &key, fingerprint, InFlight::Conflict)
+            .await
+            .unwrap()
+        else {
+            panic!("the first request runs");
+        };
+        let admin = payments.admin();
+        let name = format!("5:alice:{key}");
+        let seen = admin.inspect(&name).await.unwrap();
+        assert_eq!(seen.status, KeyStatus::Held, "{seen:?}");
+        assert_eq!(seen.holders[0].label.as_ref(), Some(&label), "{seen:?}");
+        assert!(admin
+            .list(&name, None, 10)
+            .await
+            .unwrap()
+            .keys
+            .iter()
+            .any(|k| k.key == name));
+        let record = admin.force_release(&name, "stuck", "ops").await.unwrap();
+        assert_eq!(record.old_label.as_ref(), Some(&label));
+        let reason = tokio::time::timeout(Duration::from_secs(2), claim.lost())
+            .await
+            .expect("the revocation was not pushed");
+        assert!(matches!(reason, LostReason::Revoked { .. }), "{reason:?}");
+
+        let products = Cache::builder(store, backend)
+            .namespace("operator-view")
+            .label(label.clone())
+            .build()
+            .unwrap();
+        let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+        let entry = unique_key("product");
+        let computing = tokio::spawn({
+            let (products, entry) = (products.clone(), entry.clone());
+            async move {
+                products
+                    .entry(entry)
+                    .try_get_with(|| async move {
+                        finished.await.ok();
+                        Ok::<_, std::io::Error>(b"lamp".to_vec())
+                    })
+                    .await
+                    .unwrap()
+            }
+        });
+        let admin = products.admin();
+        eventually("the computation is shown", || async {
+            let seen = admin.inspect(&entry).await.unwrap();
+            seen.holders.first().and_then(|h| h.label.as_ref()) == Some(&label)
+        })
+        .await;
+        finish.send(()).unwrap();
+        computing.await.unwrap();
+        // The lease is given back once the value is stored (in the background).
+        eventually("free once computed", || async {
+            admin.inspect(&entry).await.unwrap().status == KeyStatus::Free
+        })
+        .await;
+    })
+    .await;
+}

@@ -10,9 +10,9 @@ mod scoped;
 
 pub(crate) use dropped::{dropped_acquires_leave_nothing, dropped_releases_still_release};
 pub(crate) use operator::{
-    force_release_of_one_holder_touches_only_it, force_release_refuses_what_is_not_held,
-    force_release_revokes_and_hands_over, inspect_shows_holder_and_waiters,
-    listing_pages_through_held_keys,
+    a_latch_shows_its_count_until_it_opens, force_release_of_one_holder_touches_only_it,
+    force_release_refuses_what_is_not_held, force_release_revokes_and_hands_over,
+    inspect_shows_holder_and_waiters, listing_pages_through_held_keys,
 };
 pub(crate) use scoped::{shutdown_releases_every_lease, with_lock_releases_on_every_path};
 
@@ -515,7 +515,8 @@ macro_rules! conformance_suite {
             dropped_releases_still_release, bad_input_is_typed, with_lock_releases_on_every_path,
             shutdown_releases_every_lease, inspect_shows_holder_and_waiters,
             force_release_revokes_and_hands_over, force_release_refuses_what_is_not_held,
-            listing_pages_through_held_keys, force_release_of_one_holder_touches_only_it);
+            listing_pages_through_held_keys, force_release_of_one_holder_touches_only_it,
+            a_latch_shows_its_count_until_it_opens);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

@@ -500,3 +500,90 @@ where
     assert!(second.fencing_token() > record.new_token);
     (name, second)
 }
+
+/// A latch counting down shows its count and time left, and its waiter where the store keeps
+/// waiters; the listing under its name finds it; a forced release of it is refused (it has no
+/// holder); at zero it is free and no longer listed.
+pub(crate) async fn a_latch_shows_its_count_until_it_opens<H: Harness>(h: &H) {
+    bounded(async {
+        let client = h.client().await;
+        if !client.capabilities().primitives.latch {
+            eprintln!("skipped a_latch_shows_its_count_until_it_opens: no latch");
+            return;
+        }
+        let Some(admin) = admin_of(&client, "a_latch_shows_its_count_until_it_opens").await else {
+            return;
+        };
+        let key = unique_key("latch-view");
+        let expiry = Duration::from_secs(60);
+        let latch = client.latch(&key).expire_after(expiry);
+        let seen = admin
+            .inspect_primitive(Primitive::Latch, &key)
+            .await
+            .unwrap();
+        assert_eq!(seen.status, KeyStatus::Free, "{seen:?}");
+        assert!(latch.try_set_count(2).await.unwrap());
+        let seen = admin
+            .inspect_primitive(Primitive::Latch, &key)
+            .await
+            .unwrap();
+        assert_eq!(
+            (seen.primitive, seen.key.as_str(), seen.status),
+            (Primitive::Latch, key.as_str(), KeyStatus::Counting),
+            "{seen:?}"
+        );
+        assert!(seen.holders.is_empty());
+        let count = seen.latch.expect("a latch counting shows its count");
+        assert_eq!(count.count, 2);
+        let left = count.expires_in.expect("the time left");
+        assert!(left > Duration::ZERO && left <= expiry, "{left:?}");
+
+        let waiting = h.client().await.latch(&key);
+        let waiter = tokio::spawn(async move { waiting.wait().await.unwrap() });
+        if let Waiters::Listed(_) = seen.waiters {
+            eventually("the waiter is shown", || async {
+                let seen = admin
+                    .inspect_primitive(Primitive::Latch, &key)
+                    .await
+                    .unwrap();
+                seen.waiters.listed().len() == 1
+            })
+            .await;
+        }
+        assert_eq!(latch.count_down().await.unwrap(), 1);
+        let page = admin.list(&key, None, 10).await.unwrap();
+        let listed: Vec<_> = page
+            .keys
+            .iter()
+            .filter(|k| k.primitive == Primitive::Latch)
+            .map(|k| (k.key.as_str(), k.status, k.latch.map(|c| c.count)))
+            .collect();
+        assert_eq!(
+            listed,
+            [(key.as_str(), KeyStatus::Counting, Some(1))],
+            "{page:?}"
+        );
+
+        let refused = admin
+            .force_release_holder(Primitive::Latch, &key, None, "stuck", "ops")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, LockError::ForceReleaseRefused { .. }),
+            "{refused}"
+        );
+        assert_eq!(latch.count_down().await.unwrap(), 0);
+        waiter.await.unwrap();
+        let seen = admin
+            .inspect_primitive(Primitive::Latch, &key)
+            .await
+            .unwrap();
+        assert_eq!((seen.status, seen.latch), (KeyStatus::Free, None));
+        let page = admin.list(&key, None, 10).await.unwrap();
+        assert!(
+            page.keys.iter().all(|k| k.primitive != Primitive::Latch),
+            "{page:?}"
+        );
+    })
+    .await;
+}

@@ -388,10 +388,12 @@ impl RedisBackendBuilder {
             && !self.config.acknowledgement.is_on())
         .then(super::batch::Batches::default);
         let shards = match cluster_nodes {
-            // A cluster's wake-ups go on sharded channels, subscribed per key by its waiters.
+            // A cluster's wake-ups go on sharded channels, subscribed per key by its waiters,
+            // and its revocations on one of the backend's own, subscribed here.
             Some(nodes) => Some(
                 ShardWakeups::start(
                     &nodes,
+                    &self.prefix,
                     self.config.response_timeout,
                     hub.clone(),
                     leases.clone(),

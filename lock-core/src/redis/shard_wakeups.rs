@@ -10,8 +10,18 @@
 //! from before it queues until it leaves; channels are counted, so the tasks of one backend
 //! waiting on one key share one subscription.
 //!
+//! A holder does not wait on the key it holds, so it is not subscribed to that key's channel
+//! when an operator releases it by force. So each backend also subscribes, from its start, to
+//! one sharded channel of its own for revocations, `<prefix>:revoke:{<client id>}` (see
+//! [`revocation_channel`]; its hash tag is the client id): after a forced release on a
+//! cluster the operator's backend `SPUBLISH`es the revocation there (`operator/force.rs`), and
+//! the holder's lost signal fires within a round trip. Nothing is subscribed per lease: a
+//! lock's acquisition costs what it did.
+//!
 //! The subscriptions go on a cluster connection of their own (RESP3, so pushes share it with
-//! replies), which redis-rs re-subscribes after a reconnect or a failover. A disconnection
+//! replies), which redis-rs (1.8) re-subscribes after a reconnect or a failover: its
+//! subscription tracker records `SSUBSCRIBE`s too and sends them again to the node that owns
+//! each channel's slot after a reconnection or a change of the slot map. A disconnection
 //! wakes every local waiter to re-check (messages may have been lost) and has every held lease
 //! re-read, as the single server's subscription does when it drops.
 
@@ -51,11 +61,13 @@ pub(super) struct ChannelHold {
 }
 
 impl ShardWakeups {
-    /// Connects the subscriptions' cluster connection to the nodes at `urls` and routes what it
-    /// receives to `hub`'s waiters until `stop`; `connection` passes on the wake-ups of waiters
-    /// that have gone and re-reads the `leases` after a disconnection.
+    /// Connects the subscriptions' cluster connection to the nodes at `urls`, subscribes to
+    /// the backend's revocation channel (under the key `prefix`), and routes what it receives
+    /// to `hub`'s waiters and the `leases` until `stop`; `connection` passes on the wake-ups of
+    /// waiters that have gone and re-reads the `leases` after a disconnection.
     pub(super) async fn start(
         urls: &[String],
+        prefix: &str,
         timeout: Duration,
         hub: Arc<WakeHub>,
         leases: Arc<LeaseBook>,
@@ -70,6 +82,12 @@ impl ShardWakeups {
             .response_timeout(timeout)
             .build()?;
         let subscriber = client.get_async_connection().await?;
+        // Subscribed for the backend's life (redis-rs subscribes it again after a reconnect or
+        // a failover), before the backend grants its first lease.
+        subscriber
+            .clone()
+            .ssubscribe(revocation_channel(prefix, &hub.client_id))
+            .await?;
         let channel_prefix = format!("{}{}:", hub.channel_prefix, hub.client_id);
         tokio::spawn(route(received, hub, leases, connection, stop));
         Ok(Arc::new(Self {
@@ -102,6 +120,14 @@ impl ShardWakeups {
             channel,
         })
     }
+}
+
+/// The sharded channel on which the backend of `client_id` under the key `prefix` hears, on a
+/// Redis Cluster, that an operator released one of its leases by force:
+/// `<prefix>:revoke:{<client id>}`. Its hash tag is the client id: the channel's slot is the
+/// client's, whatever keys it holds.
+pub(super) fn revocation_channel(prefix: &str, client_id: &str) -> String {
+    format!("{prefix}:revoke:{{{client_id}}}")
 }
 
 impl Drop for ChannelHold {

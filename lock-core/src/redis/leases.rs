@@ -109,7 +109,9 @@ impl LeaseBook {
 
     /// Takes a wake-channel message that is a revocation (`force_release.lua`,
     /// `primitive_force_release.lua`: `!revoke\n<owner>\n<operator>\n<reason>\n<key>`, the
-    /// key a lock's or a primitive's leases hash; operator and reason hold no line breaks) and fires the lost signal of the lease it names with
+    /// key a lock's or a primitive's leases hash; operator and reason hold no line breaks; on a
+    /// Redis Cluster the same message also comes on the backend's revocation channel,
+    /// `operator/force.rs`) and fires the lost signal of the lease it names with
     /// [`LostReason::Revoked`]. Returns whether the message was a revocation (whether or not
     /// the lease is still in the book); anything else is left to the wake-up routing.
     pub(super) fn revoke(&self, message: &str) -> bool {

@@ -66,8 +66,10 @@
 //! `lock:cache:{#…}` (with `:watchers`) for the cache's entries and the idempotency records of a
 //! [`RedisResultStore`], `lock:fenced:…` for a
 //! [`RedisFencedStore`]; the wake-ups go to
-//! `lock:wake:<client id>` (an election's changes to `lock:wake:leader:…`), a result store's
-//! pushes to `lock:cache:push:<store id>`. No pattern subscription is used. So applications
+//! `lock:wake:<client id>` (an election's changes to `lock:wake:leader:…`; on a Redis Cluster
+//! to the sharded `lock:wake:<client id>:{#…}` of each key waited on, and a forced release's
+//! revocation to `lock:revoke:{<client id>}`), a result store's pushes to
+//! `lock:cache:push:<store id>`. No pattern subscription is used. So applications
 //! sharing a server keep apart with a prefix each
 //! ([`RedisBackendBuilder::key_prefix`]), and a Redis ACL user limited to its prefix runs all
 //! of it: `ACL SETUSER orders on >… ~orders:* resetchannels &orders:* +@all -@dangerous`

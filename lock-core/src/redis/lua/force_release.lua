@@ -1,7 +1,9 @@
 -- Releases a lock by force, for an operator, in one step: the lease ends, the key's fencing
 -- token is raised past the holder's, an audit record is appended, the holder's client is told
 -- (a revocation on its wake channel), and the next waiter is woken. (next_lock_fence and
--- wake_next are prepended.)
+-- wake_next are prepended.) On a Redis Cluster the holder hears its wake channel of this key
+-- only while it waits on the key, so the caller also tells it on its revocation channel (the
+-- client id is the holder record's first field).
 -- KEYS[1] lock ("<owner>:<fence>|<client id>|<granted ms>|<label>")   KEYS[2] fencing counter
 -- KEYS[3] waiter queue   KEYS[4] audit stream (shared by every primitive of the key)
 -- ARGV[1] owner token to release, or '' for whoever holds   ARGV[2] wake route

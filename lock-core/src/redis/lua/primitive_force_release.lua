@@ -6,8 +6,10 @@
 -- ARGV[5] owner token to release, or '' for the only holder   ARGV[6] audit retention ms
 -- ARGV[7] operator   ARGV[8] reason   ARGV[9] the full key   ARGV[10] the primitive's name
 -- Returns {0, 'free'}, {0, 'not-owner'} or {0, 'several', holders} when refused (nothing
--- changed), else {1, owner, old fence, new fence, kind letter, permits, server ms, label}. The
--- holder's client is told on its wake channel (a revocation naming the leases hash).
+-- changed), else {1, owner, old fence, new fence, kind letter, permits, server ms, label,
+-- holder's client id ('' when not kept)}. The holder's client is told on its wake channel (a
+-- revocation naming the leases hash); on a Redis Cluster, where it hears that channel only
+-- while it waits on the key, the caller also tells it on its revocation channel.
 prune()
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 if #live == 0 then
@@ -43,4 +45,4 @@ if client and client ~= '' then
 end
 leader_changed()
 wake_head()
-return {1, owner, old_fence or '0', fence, kind or '', count or '0', NOW, label or ''}
+return {1, owner, old_fence or '0', fence, kind or '', count or '0', NOW, label or '', client or ''}

@@ -19,6 +19,8 @@ use crate::{FencingToken, OwnerToken, Result};
 /// A lock's holder record, what its value carries after `<owner>:<fence>|` (`acquire.lua`):
 /// `<client>|<unix ms>|<label>`.
 pub(super) struct HolderRecord<'a> {
+    /// The id of the holder's backend (`WakeHub::client_id`).
+    pub(super) client: &'a str,
     pub(super) acquired_ms: Option<u64>,
     pub(super) label: &'a str,
 }
@@ -26,8 +28,9 @@ pub(super) struct HolderRecord<'a> {
 impl<'a> HolderRecord<'a> {
     pub(super) fn parse(record: &'a str) -> Option<Self> {
         let mut parts = record.splitn(3, '|');
-        let _client = parts.next()?;
+        let client = parts.next()?;
         Some(Self {
+            client,
             acquired_ms: parts.next()?.parse().ok(),
             label: parts.next()?,
         })

@@ -1,23 +1,35 @@
 //! The operator's view on Redis, beyond the conformance checks: waiters' labels in queue
-//! order, a revocation pushed to its holder within a round trip (not at its next renewal),
-//! a fair lock's holder and queue, and keys of other stores under the same prefix. The first
-//! two are written once in `conformance/operator.rs`, for every store that passes them.
+//! order, a revocation pushed to its holder within a round trip (not at its next renewal; on
+//! one server and on the stack's Redis Cluster), a fair lock's holder and queue, and keys of
+//! other stores under the same prefix. The first two are written once in
+//! `conformance/operator.rs`, for every store that passes them.
 
 use std::time::Duration;
 
 use lock_core::backend::{KeyStatus, Primitive};
-use lock_core::{HolderLabel, LeaseMode, LockClient, LostReason, RedisBackend};
+use lock_core::{HolderLabel, LeaseMode, LockClient, LockGuard, LostReason, RedisBackend};
+use tokio::time::{timeout, Instant};
 
 use crate::conformance::operator as checks;
 use crate::conformance::{bounded, eventually, unique_key};
-use crate::redis_support::redis_url;
+use crate::redis_support::{redis_url, Deployment};
 
 async fn client(url: &str, who: &str) -> LockClient {
-    LockClient::builder(RedisBackend::connect(url).await.unwrap())
+    labelled(RedisBackend::connect(url).await.unwrap(), who)
+}
+
+/// A client on `backend` labelled as this process plus `who=<who>`.
+fn labelled(backend: RedisBackend, who: &str) -> LockClient {
+    LockClient::builder(backend)
         .namespace("operator")
         .label(HolderLabel::from_process().with("who", who).unwrap())
         .build()
         .unwrap()
+}
+
+/// A labelled client on a backend of its own on the stack's Redis Cluster.
+async fn cluster_client(deployment: &Deployment, who: &str) -> LockClient {
+    labelled(deployment.backend().await, who)
 }
 
 /// Waiters carry their label in their queue id: in queue order, with the time each has waited.
@@ -39,6 +51,104 @@ async fn a_revocation_reaches_its_holder_by_push() {
     let Some(url) = redis_url() else { return };
     let (holder, operator) = (client(&url, "holder").await, client(&url, "operator").await);
     checks::a_revocation_is_pushed_within_a_round_trip(&holder, &operator).await;
+}
+
+/// On a Redis Cluster too, a forced release reaches a holder that does not wait on the key
+/// (so hears none of the key's sharded wake channels) within a round trip: on its backend's
+/// revocation channel, not at its next renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_revocation_reaches_its_holder_by_push() {
+    let Some(deployment) = Deployment::cluster() else {
+        return;
+    };
+    let holder = cluster_client(&deployment, "holder").await;
+    let operator = cluster_client(&deployment, "operator").await;
+    checks::a_revocation_is_pushed_within_a_round_trip(&holder, &operator).await;
+}
+
+/// On a Redis Cluster, one permit holder of a semaphore and one reader of a read-write lock,
+/// each released by force (named, beside another holder), learn it within a round trip (their
+/// renewal is 10 s away) as `Revoked`, and the other holder keeps its lease (of the same
+/// backend for the semaphore, of another for the read-write lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_primitives_revoked_holder_learns_by_push() {
+    let Some(deployment) = Deployment::cluster() else {
+        return;
+    };
+    bounded(async {
+        let holder = cluster_client(&deployment, "holder").await;
+        let operator = cluster_client(&deployment, "operator").await;
+        let admin = operator.admin();
+        // Renewed every 10 s: a loss seen sooner came by push.
+        let lease = LeaseMode::watchdog(Duration::from_secs(30));
+
+        let key = unique_key("push-sem");
+        let semaphore = holder.semaphore(&key, 3);
+        let revoked = semaphore.acquire(1).lease(lease).await.unwrap();
+        let kept = semaphore.acquire(1).lease(lease).await.unwrap();
+        let started = Instant::now();
+        let record = admin
+            .force_release_holder(
+                Primitive::Semaphore,
+                &key,
+                Some(revoked.owner_token()),
+                "drill",
+                "ops",
+            )
+            .await
+            .unwrap();
+        assert_eq!(record.old_owner, revoked.owner_token());
+        learns_by_push(&revoked, started).await;
+        assert!(!kept.is_lost());
+        assert!(kept.release().await.unwrap());
+
+        let key = unique_key("push-rw");
+        let revoked = holder
+            .read_write_lock(&key)
+            .read()
+            .lease(lease)
+            .await
+            .unwrap();
+        // On another client: a second read of the same task would re-enter the first's lease.
+        let kept = operator
+            .read_write_lock(&key)
+            .read()
+            .lease(lease)
+            .await
+            .unwrap();
+        assert_ne!(kept.owner_token(), revoked.owner_token());
+        let started = Instant::now();
+        admin
+            .force_release_holder(
+                Primitive::ReadWrite,
+                &key,
+                Some(revoked.owner_token()),
+                "drill",
+                "ops",
+            )
+            .await
+            .unwrap();
+        learns_by_push(&revoked, started).await;
+        assert!(!kept.is_lost());
+        assert!(kept.release().await.unwrap());
+    })
+    .await;
+}
+
+/// `guard` loses its lease as `Revoked` by `ops` for `drill` within 2 s of `started` (when
+/// its release was asked for).
+async fn learns_by_push(guard: &LockGuard, started: Instant) {
+    let reason = timeout(Duration::from_secs(2), guard.lost())
+        .await
+        .expect("the revocation was not pushed");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        reason,
+        LostReason::Revoked {
+            operator: "ops".into(),
+            reason: "drill".into()
+        }
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

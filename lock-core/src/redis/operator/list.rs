@@ -6,6 +6,8 @@
 //! only when it has no holder (then no main key is there to find: it is queued, not held).
 
 use super::super::{to_lock_error, RedisBackend};
+use futures_util::{StreamExt, TryStreamExt};
+
 use super::store_key::{self, Part};
 use crate::backend::{
     InspectionPage, KeyInspection, KeyStatus, ListCursor, ListRequest, Primitive,
@@ -14,6 +16,8 @@ use crate::{LockError, Result};
 
 /// Keys asked for per `SCAN` step.
 const SCAN_COUNT: usize = 200;
+/// The most inspections of one page in flight at once.
+const INSPECTIONS_IN_FLIGHT: usize = 32;
 /// The most `SCAN` steps one page takes: a page may come back short (with a cursor) rather
 /// than keep the caller waiting on a large keyspace with few matches.
 const MAX_STEPS: usize = 50;
@@ -77,9 +81,15 @@ impl RedisBackend {
                 node += 1;
             }
         }
+        // Read in flight together (up to INSPECTIONS_IN_FLIGHT at once), as the connection
+        // pipelines concurrent calls: a page costs a few round trips, not one per key.
+        let seen_all: Vec<KeyInspection> = futures_util::stream::iter(found.clone())
+            .map(|(primitive, full, _)| async move { self.inspect_key(primitive, &full).await })
+            .buffered(INSPECTIONS_IN_FLIGHT)
+            .try_collect()
+            .await?;
         let mut inspected = Vec::with_capacity(found.len());
-        for (primitive, full, part) in &found {
-            let seen = self.inspect_key(*primitive, full).await?;
+        for ((_, _, part), seen) in found.iter().zip(seen_all) {
             let by_main_key = matches!(seen.status, KeyStatus::Held | KeyStatus::Counting);
             // Found by its queue but held: its main key is (or was) found where it lies. Found
             // by both in two steps of this page: given once.

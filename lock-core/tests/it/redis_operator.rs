@@ -241,13 +241,12 @@ async fn requests_and_computations_in_flight_show_their_instance() {
         let seen = admin.inspect(&name).await.unwrap();
         assert_eq!(seen.status, KeyStatus::Held, "{seen:?}");
         assert_eq!(seen.holders[0].label.as_ref(), Some(&label), "{seen:?}");
-        assert!(admin
-            .list(&name, None, 10)
-            .await
-            .unwrap()
-            .keys
-            .iter()
-            .any(|k| k.key == name));
+        let keys = checks::listed(&admin, &name).await;
+        assert_eq!(
+            keys.iter().filter(|k| k.key == name).count(),
+            1,
+            "listed once: {keys:?}"
+        );
         let record = admin.force_release(&name, "stuck", "ops").await.unwrap();
         assert_eq!(record.old_label.as_ref(), Some(&label));
         let reason = tokio::time::timeout(Duration::from_secs(2), claim.lost())

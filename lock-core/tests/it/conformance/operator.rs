@@ -8,7 +8,6 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
 
-#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 use lock_core::backend::KeyInspection;
 #[cfg(any(feature = "etcd", feature = "zookeeper"))]
 use lock_core::backend::LeaseKind;
@@ -40,6 +39,22 @@ async fn admin_of(client: &LockClient, check: &str) -> Option<LockAdmin> {
         }
         Err(other) => panic!("inspect failed: {other}"),
         Ok(_) => Some(admin),
+    }
+}
+
+/// Every key listed under `prefix`, page after page to the end (a page may come back short,
+/// even empty, with a cursor: a store walks its keyspace in bounded steps).
+pub(crate) async fn listed(admin: &LockAdmin, prefix: &str) -> Vec<KeyInspection> {
+    let (mut keys, mut cursor, mut pages) = (Vec::new(), None, 0);
+    loop {
+        let page = admin.list(prefix, cursor.as_ref(), 100).await.unwrap();
+        keys.extend(page.keys);
+        pages += 1;
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return keys,
+        }
+        assert!(pages < 10_000, "the listing never ended");
     }
 }
 
@@ -551,17 +566,16 @@ pub(crate) async fn a_latch_shows_its_count_until_it_opens<H: Harness>(h: &H) {
             .await;
         }
         assert_eq!(latch.count_down().await.unwrap(), 1);
-        let page = admin.list(&key, None, 10).await.unwrap();
-        let listed: Vec<_> = page
-            .keys
+        let keys = listed(&admin, &key).await;
+        let latches: Vec<_> = keys
             .iter()
             .filter(|k| k.primitive == Primitive::Latch)
             .map(|k| (k.key.as_str(), k.status, k.latch.map(|c| c.count)))
             .collect();
         assert_eq!(
-            listed,
+            latches,
             [(key.as_str(), KeyStatus::Counting, Some(1))],
-            "{page:?}"
+            "listed once, with its count: {keys:?}"
         );
 
         let refused = admin
@@ -579,10 +593,10 @@ pub(crate) async fn a_latch_shows_its_count_until_it_opens<H: Harness>(h: &H) {
             .await
             .unwrap();
         assert_eq!((seen.status, seen.latch), (KeyStatus::Free, None));
-        let page = admin.list(&key, None, 10).await.unwrap();
+        let keys = listed(&admin, &key).await;
         assert!(
-            page.keys.iter().all(|k| k.primitive != Primitive::Latch),
-            "{page:?}"
+            keys.iter().all(|k| k.primitive != Primitive::Latch),
+            "{keys:?}"
         );
     })
     .await;

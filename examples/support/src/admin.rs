@@ -14,7 +14,7 @@
 //! assert!(format!("{console:?}").contains("force_release: true"));
 //! ```
 
-use lock_core::http::admin::{AdminConsole, TokenAuth};
+use lock_core::http::admin::{AdminConsole, AdminConsoleBuilder, TokenAuth};
 use lock_core::LockClient;
 
 /// Where the apps mount the console: the page at `/admin/`, its API under `/admin/api/`.
@@ -25,7 +25,11 @@ pub const PATH: &str = "/admin";
 /// from one worker can release through another.
 #[must_use]
 pub fn console(locks: LockClient, auth: TokenAuth) -> AdminConsole {
-    AdminConsole::builder(locks, auth)
-        .allow_force_release()
-        .build()
+    builder(locks, auth).build()
+}
+
+/// The same console, to add what else the app has in flight to before it is built (a
+/// cache's computations, an idempotency store's requests).
+pub fn builder(locks: LockClient, auth: TokenAuth) -> AdminConsoleBuilder {
+    AdminConsole::builder(locks, auth).allow_force_release()
 }

@@ -92,7 +92,10 @@ impl PaymentService {
         if let Some(auth) = config.admin.clone() {
             let locks = backend.lock_client(&config.namespace).await?;
             if let Some(inner) = Arc::get_mut(&mut service.inner) {
-                inner.admin = Some(crate::admin::console(locks, auth));
+                let console = crate::admin::builder(locks, auth)
+                    .idempotency(&inner.idempotency)
+                    .build();
+                inner.admin = Some(console);
             }
         }
         Ok(service)

@@ -71,11 +71,11 @@ impl ProductService {
         let cache = backend
             .cache(&config.namespace, config.policy.freshness())
             .await?;
-        let mut service = Self::new("products", cache, origin, config.policy)?;
+        let mut service = Self::new("products", cache.clone(), origin, config.policy)?;
         if let Some(auth) = config.admin.clone() {
             let locks = backend.lock_client(&config.namespace).await?;
             if let Some(inner) = Arc::get_mut(&mut service.inner) {
-                inner.admin = Some(crate::admin::console(locks, auth));
+                inner.admin = Some(crate::admin::builder(locks, auth).cache(&cache).build());
             }
         }
         Ok(service)

@@ -202,7 +202,8 @@ impl AdminConsole {
 impl AdminConsoleBuilder {
     /// Also shows `cache`'s computations in flight: the keys being computed now, by which
     /// instance and for how long (see [`Cache::admin`]). A stuck one can be released as a
-    /// lock is, when the console allows it.
+    /// lock is, when the console allows it. (A console whose client is in the cache's lock
+    /// namespace shows them once, under this view's title.)
     ///
     /// ```
     /// use lock_core::http::admin::{AdminConsole, TokenAuth};
@@ -221,34 +222,42 @@ impl AdminConsoleBuilder {
     /// # let _ = console;
     /// # Ok(()) }
     /// ```
-    pub fn cache(mut self, cache: &Cache) -> Self {
+    pub fn cache(self, cache: &Cache) -> Self {
         let admin = cache.admin();
         let title = match cache.namespace() {
             "" => "Cache computations in flight".to_owned(),
             name => format!("Cache computations in flight: {name}"),
         };
-        self.views.push(View {
+        self.view(View {
             id: admin.namespace().to_owned(),
             title,
             admin,
-        });
-        self
+        })
     }
 
     /// Also shows `idempotency`'s requests in flight: the requests running now (keyed
     /// `<scope length>:<scope>:<idempotency key>`), on which instance and since when (see
     /// [`Idempotency::admin`]).
-    pub fn idempotency(mut self, idempotency: &Idempotency) -> Self {
+    pub fn idempotency(self, idempotency: &Idempotency) -> Self {
         let admin = idempotency.admin();
         let title = match admin.namespace().strip_prefix("idem.") {
             Some(name) => format!("Idempotent requests in flight: {name}"),
             None => "Idempotent requests in flight".to_owned(),
         };
-        self.views.push(View {
+        self.view(View {
             id: admin.namespace().to_owned(),
             title,
             admin,
-        });
+        })
+    }
+
+    /// Adds `view`; one of a namespace already shown (the client's own, when it is the
+    /// cache's or the idempotency store's) takes that one's place.
+    fn view(mut self, view: View) -> Self {
+        match self.views.iter_mut().find(|v| v.id == view.id) {
+            Some(shown) => *shown = view,
+            None => self.views.push(view),
+        }
         self
     }
 

@@ -430,3 +430,50 @@ async fn computations_requests_and_latches_in_flight_are_shown() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A console on a client without a namespace (which names every key) leaves the cache's keys
+/// to the cache's view, in its listing and its audit trail alike.
+#[tokio::test]
+async fn a_client_without_namespace_leaves_the_other_views_keys_to_them() {
+    use lock_core::cache::Cache;
+    use lock_core::memory::MemoryResultStore;
+
+    let backend = MemoryBackend::new();
+    let locks = LockClient::new(backend.clone());
+    let products = Cache::builder(MemoryResultStore::new(), backend.clone())
+        .namespace("products")
+        .build()
+        .unwrap();
+    let console = AdminConsole::builder(locks.clone(), TokenAuth::new(TOKEN).unwrap())
+        .cache(&products)
+        .build();
+    // A lease in the cache's namespace, as a computation holds it, and one of the client's.
+    let computing = products.admin();
+    let in_cache = LockClient::builder(backend.clone())
+        .namespace(computing.namespace())
+        .build()
+        .unwrap();
+    let computation = in_cache.lock("product:1").await.unwrap();
+    let _order = locks.lock("order:1").await.unwrap();
+    computing
+        .force_release("product:1", "stuck", "ops")
+        .await
+        .unwrap();
+    drop(computation);
+    let _again = in_cache.lock("product:1").await.unwrap();
+
+    let (_, keys, _) = send(&console, &get("/api/keys", None), "").await;
+    assert!(keys.contains(r#""key":"order:1""#), "{keys}");
+    assert!(!keys.contains("product:1"), "{keys}");
+    let (_, cached, _) = send(&console, &get("/api/keys", Some("view=cache.products")), "").await;
+    assert!(cached.contains(r#""key":"product:1""#), "{cached}");
+    let (_, audit, _) = send(&console, &get("/api/audit", None), "").await;
+    assert_eq!(audit, "[]");
+    let (_, audit, _) = send(
+        &console,
+        &get("/api/audit", Some("view=cache.products")),
+        "",
+    )
+    .await;
+    assert!(audit.contains(r#""key":"product:1""#), "{audit}");
+}

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use fantoccini::{Client, ClientBuilder, Locator};
+use lock_core::cache::Cache;
 use lock_core::http::admin::{AdminConsole, TokenAuth};
+use lock_core::memory::MemoryResultStore;
 use lock_core::{FencingToken, HolderLabel, LockClient, LockGuard, LostReason, MemoryBackend};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
@@ -155,11 +157,13 @@ where
     }
 }
 
-/// The row of `key` as the page shows it: its holders' labels and its waiters, in order.
+/// The row of `key` as the page shows it: its holders' labels and its waiters, in order, and
+/// its last cell (permits, or a latch's count).
 #[derive(Debug)]
 struct Row {
     holders: Vec<String>,
     waiters: Vec<String>,
+    amount: String,
 }
 
 async fn row(browser: &Client, key: &str) -> Option<Row> {
@@ -168,7 +172,11 @@ async fn row(browser: &Client, key: &str) -> Option<Row> {
             .find((r) => r.dataset.key === arguments[0]);
         if (!row) return null;
         const texts = (sel) => [...row.querySelectorAll(sel)].map((e) => e.textContent);
-        return { holders: texts('.holders .holder .label'), waiters: texts('.waiters li') };
+        return {
+            holders: texts('.holders .holder .label'),
+            waiters: texts('.waiters li'),
+            amount: row.cells[row.cells.length - 1].textContent,
+        };
     "#;
     let seen = browser.execute(script, vec![json!(key)]).await.ok()?;
     let texts = |name: &str| -> Vec<String> {
@@ -185,6 +193,11 @@ async fn row(browser: &Client, key: &str) -> Option<Row> {
     seen.is_object().then(|| Row {
         holders: texts("holders"),
         waiters: texts("waiters"),
+        amount: seen
+            .get("amount")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
     })
 }
 
@@ -237,7 +250,30 @@ async fn the_console_in_chromium_releases_a_held_lock_to_its_first_waiter() {
 async fn scenario(browser: Client) {
     let backend = MemoryBackend::new();
     let operator = client(&backend, "console");
+    // A cache whose computation of `product:1` runs until told to finish, and a latch.
+    let products = Cache::builder(MemoryResultStore::new(), backend.clone())
+        .namespace("products")
+        .label(HolderLabel::from_process().with("who", "worker").unwrap())
+        .build()
+        .unwrap();
+    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+    let computing = tokio::spawn({
+        let products = products.clone();
+        async move {
+            products
+                .entry("product:1")
+                .try_get_with(|| async move {
+                    finished.await.ok();
+                    Ok::<_, std::io::Error>(b"lamp".to_vec())
+                })
+                .await
+                .unwrap()
+        }
+    });
+    let warm_up = operator.latch("warm-up");
+    assert!(warm_up.try_set_count(2).await.unwrap());
     let console = AdminConsole::builder(operator.clone(), TokenAuth::new(TOKEN).unwrap())
+        .cache(&products)
         .allow_force_release()
         .refresh(Duration::from_millis(300))
         .build();
@@ -287,6 +323,21 @@ async fn scenario(browser: Client) {
     })
     .await;
     eprintln!("the page shows {shown:?}");
+    // The latch's count beside the locks; the computation in flight in the cache's table.
+    until(&browser, "the latch's count", || async {
+        let row = row(&browser, "warm-up").await?;
+        row.amount.starts_with("count 2").then_some(())
+    })
+    .await;
+    until(
+        &browser,
+        "the computation in flight, by its worker",
+        || async {
+            let cells = texts(&browser, "#keys-1 tbody tr[data-key='product:1'] td").await;
+            cells.iter().any(|c| c.contains("who=worker")).then_some(())
+        },
+    )
+    .await;
     assert!(
         shown.holders[0].contains("pid="),
         "the default label: {shown:?}"
@@ -398,6 +449,17 @@ async fn scenario(browser: Client) {
     assert_eq!(trail.len(), 1, "{trail:?}");
     assert_eq!(trail[0].reason, REASON);
     assert_eq!(trail[0].old_token, old_token);
+
+    // The computation ends; its row goes.
+    finish.send(()).unwrap();
+    computing.await.unwrap();
+    until(&browser, "the computation gone from the page", || async {
+        texts(&browser, "#keys-1 tbody tr[data-key='product:1']")
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
 
     // The rest of the queue goes through.
     assert!(next.release().await.unwrap());

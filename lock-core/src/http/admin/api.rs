@@ -104,6 +104,19 @@ fn admin(console: &AdminConsole, view: Option<String>) -> Result<LockAdmin, Plai
     })
 }
 
+/// Whether `name`, as `admin` names it, is a key of another of the console's views: a client
+/// without a namespace names every key, so its listing and audit meet the cache's and the
+/// idempotency store's, which are shown in their own views.
+fn of_another_view(console: &AdminConsole, admin: &LockAdmin, name: &str) -> bool {
+    admin.namespace().is_empty()
+        && console.inner.views.iter().any(|v| {
+            !v.id.is_empty()
+                && name
+                    .strip_prefix(v.id.as_str())
+                    .is_some_and(|rest| rest.starts_with(':'))
+        })
+}
+
 /// `GET /api/session`: who the page speaks for, whether it may release, its CSRF token, its
 /// refresh period and its views (`[{"id", "title"}]`, the client's keys first).
 pub(super) fn session(console: &AdminConsole, operator: &str) -> PlainResponse {
@@ -145,7 +158,11 @@ pub(super) async fn keys(console: &AdminConsole, query: Option<&str>) -> PlainRe
         Err(answer) => return answer,
     };
     match admin.list(&prefix, cursor.as_ref(), limit).await {
-        Ok(page) => ok(json::page(&page)),
+        Ok(mut page) => {
+            page.keys
+                .retain(|k| !of_another_view(console, &admin, &k.key));
+            ok(json::page(&page))
+        }
         Err(error) => failed(&error),
     }
 }
@@ -189,7 +206,10 @@ pub(super) async fn audit(console: &AdminConsole, query: Option<&str>) -> PlainR
         Err(answer) => return answer,
     };
     match admin.audit(key.as_deref(), limit).await {
-        Ok(records) => ok(json::records(&records)),
+        Ok(mut records) => {
+            records.retain(|r| !of_another_view(console, &admin, &r.key));
+            ok(json::records(&records))
+        }
         Err(error) => failed(&error),
     }
 }

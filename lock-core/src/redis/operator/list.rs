@@ -15,12 +15,12 @@ use crate::backend::{
 use crate::{LockError, Result};
 
 /// Keys asked for per `SCAN` step.
-const SCAN_COUNT: usize = 200;
+const SCAN_COUNT: usize = 1_000;
 /// The most inspections of one page in flight at once.
 const INSPECTIONS_IN_FLIGHT: usize = 32;
 /// The most `SCAN` steps one page takes: a page may come back short (with a cursor) rather
 /// than keep the caller waiting on a large keyspace with few matches.
-const MAX_STEPS: usize = 50;
+const MAX_STEPS: usize = 20;
 
 impl RedisBackend {
     pub(super) async fn list_keys(&self, request: ListRequest<'_>) -> Result<InspectionPage> {

@@ -7,6 +7,9 @@ use lock_core::http::admin::{AdminConsole, AdminRequest, TokenAuth};
 use lock_core::http::{PlainResponse, RequestHead};
 use lock_core::{HolderLabel, LockClient, LostReason, MemoryBackend};
 
+use crate::conformance::eventually;
+use crate::conformance::operator::computing;
+
 const TOKEN: &str = "a-token-for-the-tests";
 
 /// A request as a browser or a script sends it.
@@ -334,20 +337,7 @@ async fn computations_requests_and_latches_in_flight_are_shown() {
     );
 
     // A computation that runs until told to finish.
-    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
-    let computing = tokio::spawn({
-        let products = products.clone();
-        async move {
-            products
-                .entry("product:1")
-                .try_get_with(|| async move {
-                    finished.await.ok();
-                    Ok::<_, std::io::Error>(b"lamp".to_vec())
-                })
-                .await
-                .unwrap()
-        }
-    });
+    let (finish, computation) = computing(&products, "product:1");
     let fingerprint = Fingerprint::builder("POST", "/payments")
         .body(b"100")
         .finish();
@@ -362,15 +352,13 @@ async fn computations_requests_and_latches_in_flight_are_shown() {
     assert!(latch.try_set_count(3).await.unwrap());
 
     let in_flight = get("/api/keys", Some("view=cache.products"));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let computations = loop {
+    eventually("the computation is listed", || async {
         let (status, body, _) = send(&console, &in_flight, "").await;
         assert_eq!(status, 200, "{body}");
-        if body.contains(r#""key":"product:1""#) || tokio::time::Instant::now() > deadline {
-            break body;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+        body.contains(r#""key":"product:1""#)
+    })
+    .await;
+    let (_, computations, _) = send(&console, &in_flight, "").await;
     assert!(
         computations.contains(r#""key":"product:1","status":"held""#),
         "{computations}"
@@ -418,17 +406,12 @@ async fn computations_requests_and_latches_in_flight_are_shown() {
     assert_eq!(audit, "[]", "the locks' own trail is apart");
 
     finish.send(()).unwrap();
-    computing.await.unwrap();
+    computation.await.unwrap();
     // The lease is given back once the value is stored (in the background).
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let (_, computations, _) = send(&console, &in_flight, "").await;
-        if !computations.contains("product:1") {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{computations}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("the computation is no longer listed", || async {
+        !send(&console, &in_flight, "").await.1.contains("product:1")
+    })
+    .await;
 }
 
 /// A console on a client without a namespace (which names every key) leaves the cache's keys
@@ -448,14 +431,14 @@ async fn a_client_without_namespace_leaves_the_other_views_keys_to_them() {
         .cache(&products)
         .build();
     // A lease in the cache's namespace, as a computation holds it, and one of the client's.
-    let computing = products.admin();
+    let cache_admin = products.admin();
     let in_cache = LockClient::builder(backend.clone())
-        .namespace(computing.namespace())
+        .namespace(cache_admin.namespace())
         .build()
         .unwrap();
     let computation = in_cache.lock("product:1").await.unwrap();
     let _order = locks.lock("order:1").await.unwrap();
-    computing
+    cache_admin
         .force_release("product:1", "stuck", "ops")
         .await
         .unwrap();

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use lock_core::backend::{KeyStatus, Primitive};
-use lock_core::{HolderLabel, LeaseMode, LockClient, LockGuard, LostReason, RedisBackend};
-use tokio::time::{timeout, Instant};
+use lock_core::{HolderLabel, LeaseMode, LockClient, LostReason, RedisBackend};
+use tokio::time::Instant;
 
 use crate::conformance::operator as checks;
 use crate::conformance::{bounded, eventually, unique_key};
@@ -98,7 +98,7 @@ async fn on_a_cluster_a_primitives_revoked_holder_learns_by_push() {
             .await
             .unwrap();
         assert_eq!(record.old_owner, revoked.owner_token());
-        learns_by_push(&revoked, started).await;
+        checks::revoked_by_push(&revoked, started).await;
         assert!(!kept.is_lost());
         assert!(kept.release().await.unwrap());
 
@@ -128,27 +128,11 @@ async fn on_a_cluster_a_primitives_revoked_holder_learns_by_push() {
             )
             .await
             .unwrap();
-        learns_by_push(&revoked, started).await;
+        checks::revoked_by_push(&revoked, started).await;
         assert!(!kept.is_lost());
         assert!(kept.release().await.unwrap());
     })
     .await;
-}
-
-/// `guard` loses its lease as `Revoked` by `ops` for `drill` within 2 s of `started` (when
-/// its release was asked for).
-async fn learns_by_push(guard: &LockGuard, started: Instant) {
-    let reason = timeout(Duration::from_secs(2), guard.lost())
-        .await
-        .expect("the revocation was not pushed");
-    assert!(started.elapsed() < Duration::from_secs(2));
-    assert_eq!(
-        reason,
-        LostReason::Revoked {
-            operator: "ops".into(),
-            reason: "drill".into()
-        }
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -259,21 +243,8 @@ async fn requests_and_computations_in_flight_show_their_instance() {
             .label(label.clone())
             .build()
             .unwrap();
-        let (finish, finished) = tokio::sync::oneshot::channel::<()>();
         let entry = unique_key("product");
-        let computing = tokio::spawn({
-            let (products, entry) = (products.clone(), entry.clone());
-            async move {
-                products
-                    .entry(entry)
-                    .try_get_with(|| async move {
-                        finished.await.ok();
-                        Ok::<_, std::io::Error>(b"lamp".to_vec())
-                    })
-                    .await
-                    .unwrap()
-            }
-        });
+        let (finish, computation) = checks::computing(&products, &entry);
         let admin = products.admin();
         eventually("the computation is shown", || async {
             let seen = admin.inspect(&entry).await.unwrap();
@@ -281,7 +252,7 @@ async fn requests_and_computations_in_flight_show_their_instance() {
         })
         .await;
         finish.send(()).unwrap();
-        computing.await.unwrap();
+        computation.await.unwrap();
         // The lease is given back once the value is stored (in the background).
         eventually("free once computed", || async {
             admin.inspect(&entry).await.unwrap().status == KeyStatus::Free

@@ -42,6 +42,52 @@ async fn admin_of(client: &LockClient, check: &str) -> Option<LockAdmin> {
     }
 }
 
+/// A computation of `key` in `cache` that runs (holding its lease) until the sender is used
+/// or dropped; the task ends when the value is stored.
+pub(crate) fn computing(
+    cache: &lock_core::cache::Cache,
+    key: &str,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+    let (cache, key) = (cache.clone(), key.to_owned());
+    let task = tokio::spawn(async move {
+        cache
+            .entry(key)
+            .try_get_with(|| async move {
+                finished.await.ok();
+                Ok::<_, std::io::Error>(b"lamp".to_vec())
+            })
+            .await
+            .unwrap();
+    });
+    (finish, task)
+}
+
+/// `guard` loses its lease as `Revoked` by `ops` for `drill` within 2 s of `started` (when its
+/// release was asked for): pushed, its next renewal being further away.
+#[cfg(any(
+    feature = "redis",
+    feature = "etcd",
+    feature = "zookeeper",
+    feature = "postgres"
+))]
+pub(crate) async fn revoked_by_push(guard: &lock_core::LockGuard, started: Instant) {
+    let reason = timeout(Duration::from_secs(2), guard.lost())
+        .await
+        .expect("the revocation was not pushed");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        reason,
+        LostReason::Revoked {
+            operator: "ops".into(),
+            reason: "drill".into()
+        }
+    );
+}
+
 /// Every key listed under `prefix`, page after page to the end (a page may come back short,
 /// even empty, with a cursor: a store walks its keyspace in bounded steps).
 pub(crate) async fn listed(admin: &LockAdmin, prefix: &str) -> Vec<KeyInspection> {
@@ -377,17 +423,7 @@ pub(crate) async fn a_revocation_is_pushed_within_a_round_trip(
         let admin = operator.admin();
         let started = Instant::now();
         let record = admin.force_release(&key, "drill", "ops").await.unwrap();
-        let reason = timeout(Duration::from_secs(2), guard.lost())
-            .await
-            .expect("the revocation was not pushed");
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(
-            reason,
-            LostReason::Revoked {
-                operator: "ops".into(),
-                reason: "drill".into()
-            }
-        );
+        revoked_by_push(&guard, started).await;
         assert_eq!(record.old_owner, guard.owner_token());
         assert_eq!(record.old_label.as_ref(), Some(holder.label()));
         assert!(record.new_token > record.old_token);
